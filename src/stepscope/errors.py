@@ -1,0 +1,26 @@
+"""stepscope's own error types: one clear line for the user, never a traceback."""
+
+from __future__ import annotations
+
+from os import PathLike
+
+
+class StepscopeError(Exception):
+    """Any failure stepscope reports to the user as one line (CLI exit status 2)."""
+
+
+class ProfileFormatError(StepscopeError):
+    """A file that is not a profile stepscope can read, or is damaged.
+
+    The message names the file and what is wrong with it, e.g.
+    ``trace.json: not JSON (unexpected end of data at byte 120)``.
+    """
+
+    def __init__(self, path: str | PathLike[str], problem: str) -> None:
+        self.path = str(path)
+        self.problem = problem
+        super().__init__(f"{self.path}: {problem}")
+
+
+class ProfileInvariantError(StepscopeError):
+    """A loaded profile breaks one of the model's invariants (see ``Profile.validate``)."""

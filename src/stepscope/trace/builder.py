@@ -1,0 +1,181 @@
+"""Builds immutable planes from the raw columns a reader collected.
+
+A reader gathers, per plane, arrays of start / duration / metadata id / line (in any
+order, absolute times in picoseconds since the epoch) plus a stats store in the same
+order. :func:`finish_plane` sorts them, shifts times to the profile start and computes
+nesting (depth, parent) with whole-array operations, so no reader walks its events in
+Python to do it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from stepscope.trace.model import EVENT_COLUMNS, NO_ID, EventMetadata, EventTable, Line, Plane
+from stepscope.trace.stats import Stat, StatStore
+
+_ID_COLUMNS = ("correlation_id", "external_id", "group_id", "step_num")
+
+
+class MetadataInterner:
+    """Assigns metadata ids to (name, category) pairs in first-seen order."""
+
+    def __init__(self) -> None:
+        self._ids: dict[tuple[str, str], int] = {}
+        self.names: list[str] = []
+        self.categories: list[str] = []
+
+    def intern(self, name: str, category: str = "") -> int:
+        key = (name, category)
+        found = self._ids.get(key)
+        if found is None:
+            found = self._ids[key] = len(self.names)
+            self.names.append(name)
+            self.categories.append(category)
+        return found
+
+    def freeze(self) -> EventMetadata:
+        count = len(self.names)
+        return EventMetadata(
+            names=self.names,
+            display_names=[""] * count,
+            categories=self.categories,
+            stats=[[] for _ in range(count)],
+            serialized=[b""] * count,
+        )
+
+
+@dataclass
+class RawPlane:
+    """A plane's events as a reader collected them; absolute times in epoch picoseconds."""
+
+    id: int
+    name: str
+    lines: list[Line]
+    metadata: EventMetadata
+    start_ps: np.ndarray  # int64, absolute (epoch ps) or any common base
+    duration_ps: np.ndarray
+    metadata_id: np.ndarray
+    line: np.ndarray
+    stats: StatStore
+    ids: dict[str, np.ndarray] = field(default_factory=dict)  # subset of _ID_COLUMNS
+    plane_stats: list[Stat] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.start_ps)
+
+
+def earliest_start(planes: list[RawPlane]) -> int | None:
+    starts = [int(plane.start_ps.min()) for plane in planes if len(plane)]
+    return min(starts, default=None)
+
+
+def finish_plane(raw: RawPlane, zero_ps: int) -> tuple[Plane, np.ndarray]:
+    """Sorts, rebases to ``zero_ps`` and nests ``raw``'s events.
+
+    Returns the plane and the permutation applied (``order[i]`` is the raw row that
+    became row ``i``), which readers use to remap references such as flow endpoints.
+    """
+    count = len(raw)
+    start = np.asarray(raw.start_ps, dtype=np.int64) - np.int64(zero_ps)
+    duration = np.asarray(raw.duration_ps, dtype=np.int64)
+    line = np.asarray(raw.line, dtype=np.int32)
+    # Longest first among equal starts, so that a parent precedes its children.
+    order = np.lexsort((-duration, start, line))
+    start, duration, line = start[order], duration[order], line[order]
+    depth, parent = nesting(line, start, duration)
+    columns = {
+        "start_ps": start,
+        "duration_ps": duration,
+        "metadata_id": np.asarray(raw.metadata_id, dtype=np.int32)[order],
+        "line": line,
+        "depth": depth,
+        "parent": parent,
+    }
+    for name in _ID_COLUMNS:
+        values = raw.ids.get(name)
+        columns[name] = (
+            np.full(count, NO_ID, dtype=np.int64) if values is None else np.asarray(values, dtype=np.int64)[order]
+        )
+    table = EventTable(**{name: columns[name].astype(dtype, copy=False) for name, dtype in EVENT_COLUMNS.items()})
+    plane = Plane(
+        id=raw.id,
+        name=raw.name,
+        lines=raw.lines,
+        metadata=raw.metadata,
+        events=table,
+        stats=raw.stats.take(order),
+        plane_stats=raw.plane_stats,
+    )
+    return plane, order
+
+
+def nesting(line: np.ndarray, start: np.ndarray, duration: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Depth and parent of events sorted by (line, start, longest first).
+
+    An event's depth is the number of earlier events on its line still open when it
+    starts, counting an event that ends exactly at that time as closed (back-to-back
+    events are siblings) and an instant as open for events at the same time after it.
+    Its parent is the nearest earlier event on the line one level up. Computed with one
+    sort of the 2n start/end points and a search per depth level.
+    """
+    count = len(start)
+    if count == 0:
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int64)
+    end = start + duration
+    rows = np.arange(count, dtype=np.int64)
+    # Points: ends of events with a duration (kind 0), starts (kind 1), ends of instants
+    # (kind 2), ordered by (line, time, kind, row).
+    point_line = np.concatenate((line, line))
+    point_time = np.concatenate((start, end))
+    point_kind = np.concatenate((np.ones(count, dtype=np.int8), np.where(duration > 0, 0, 2).astype(np.int8)))
+    point_row = np.concatenate((rows, rows))
+    order = np.lexsort((point_row, point_kind, point_time, point_line))
+    is_end = (point_kind[order] != 1).astype(np.int64)
+    ends_through = np.cumsum(is_end)
+    # Ends seen before each point on its own line: subtract the count at the line's start.
+    sorted_line = point_line[order]
+    line_first = np.searchsorted(sorted_line, sorted_line, "left")
+    ends_before_line = np.where(line_first > 0, ends_through[line_first - 1], 0)
+    ends_on_line_before = ends_through - is_end - ends_before_line
+    start_points = order < count
+    closed = np.empty(count, dtype=np.int64)
+    closed[order[start_points]] = ends_on_line_before[start_points]
+    first_of_line = np.searchsorted(line, line, "left")
+    depth = (rows - first_of_line - closed).astype(np.int32)
+
+    parent = np.full(count, -1, dtype=np.int64)
+    for level in range(1, int(depth.max()) + 1):
+        children = np.flatnonzero(depth == level)
+        candidates = np.flatnonzero(depth == level - 1)
+        parent[children] = candidates[np.searchsorted(candidates, children, "left") - 1]
+
+    # Events that start inside another but end after it (rounding in the source, or
+    # overlapping async spans) are not its children. Such lines are rare and get the
+    # exact stack walk: an event is the child of the innermost open event that contains
+    # it whole, else a top-level event; partial overlaps become siblings, as in XProf.
+    nested = parent >= 0
+    broken = np.flatnonzero(nested & (end[np.where(nested, parent, 0)] < end))
+    for bad_line in np.unique(line[broken]):
+        lo, hi = np.searchsorted(line, [bad_line, bad_line + 1], "left")
+        depth[lo:hi], parent[lo:hi] = _stack_nesting(start[lo:hi], end[lo:hi], lo)
+    return depth, parent
+
+
+def _stack_nesting(start: np.ndarray, end: np.ndarray, offset: int) -> tuple[np.ndarray, np.ndarray]:
+    depth = np.zeros(len(start), dtype=np.int32)
+    parent = np.full(len(start), -1, dtype=np.int64)
+    stack: list[int] = []
+    starts, ends = start.tolist(), end.tolist()
+    for row, (event_start, event_end) in enumerate(zip(starts, ends)):
+        while stack and ends[stack[-1]] <= event_start and not (ends[stack[-1]] == event_start == starts[stack[-1]]):
+            stack.pop()
+        while stack and ends[stack[-1]] < event_end:
+            stack.pop()
+        if stack:
+            parent[row] = stack[-1] + offset
+            depth[row] = len(stack)
+        stack.append(row)
+    return depth, parent

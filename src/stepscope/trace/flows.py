@@ -1,0 +1,108 @@
+"""Binding Chrome-format flow events (s / t / f) to slices and pairing them into arrows.
+
+The Trace Event Format binds a flow point to the slice on its thread that encloses its
+timestamp; a flow end without ``"bp": "e"`` binds to the next slice that starts at or
+after it. Points are resolved per line with sorted searches and a walk up the ``parent``
+column, never by scanning events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from stepscope.trace.model import FlowTable, Plane
+from stepscope.trace.tracejson import factorize
+
+
+@dataclass(frozen=True)
+class FlowPoints:
+    """Flow events already placed on lines: phase ('s', 't', 'f'), key (category, id)."""
+
+    phase: list[str]
+    category: list[str]
+    flow_key: list[Any]
+    plane: np.ndarray  # plane index, -1 where the thread has no line
+    line: np.ndarray
+    time_ps: np.ndarray  # float: NaN where the timestamp is missing
+    binds_enclosing: np.ndarray  # bool
+
+
+def bind_points(plane: Plane, lines: np.ndarray, times: np.ndarray, enclosing: np.ndarray) -> np.ndarray:
+    """Event rows for points (line index, time in ps): the innermost enclosing slice where
+    ``enclosing``, else the first slice starting at or after the time; -1 where none."""
+    events = plane.events
+    offsets = plane.line_offsets
+    result = np.full(len(times), -1, dtype=np.int64)
+    starts = events.start_ps
+    ends = events.end_ps
+    for line in np.unique(lines).tolist():
+        mask = lines == line
+        line_lo, line_hi = int(offsets[line]), int(offsets[line + 1])
+        line_starts = starts[line_lo:line_hi]
+        point_times = times[mask]
+        last_before = np.searchsorted(line_starts, point_times, "right") - 1 + line_lo
+        first_after = np.searchsorted(line_starts, point_times, "left") + line_lo
+        candidate = np.where(enclosing[mask], last_before, first_after)
+        candidate = np.where((candidate >= line_lo) & (candidate < line_hi), candidate, -1)
+        # Walk up from the last slice starting before the point until one encloses it.
+        walk = enclosing[mask] & (candidate >= 0)
+        while walk.any():
+            current = candidate[walk]
+            outside = ends[current] < point_times[walk]
+            if not outside.any():
+                break
+            positions = np.flatnonzero(walk)[outside]
+            candidate[positions] = events.parent[candidate[positions]]
+            walk = walk & (candidate >= 0)
+        result[mask] = candidate
+    return result
+
+
+def build_flows(points: FlowPoints, planes: list[Plane]) -> tuple[FlowTable, int]:
+    """Arrows from each flow's start through its steps to its ends.
+
+    Returns the table and the number of points that fell on no slice. A flow with ends but
+    no start draws nothing and is dropped silently (Kineto writes such ends for runtime
+    calls that launched no device work).
+    """
+    count = len(points.phase)
+    bound = np.full(count, -1, dtype=np.int64)
+    valid = (points.plane >= 0) & np.isfinite(points.time_ps)
+    for plane_index in np.unique(points.plane[valid]).tolist():
+        mask = valid & (points.plane == plane_index)
+        bound[mask] = bind_points(
+            planes[plane_index], points.line[mask], points.time_ps[mask].astype(np.int64), points.binds_enclosing[mask]
+        )
+    unbound = int(np.count_nonzero(bound < 0))
+
+    # Order the bound points by flow, then time, a start before anything at its time; each
+    # step or end then links from the latest start or step before it in the same flow.
+    kept = np.flatnonzero(bound >= 0)
+    category_codes, categories = factorize([points.category[i] for i in kept.tolist()])
+    key_codes, flow_keys = factorize([points.flow_key[i] for i in kept.tolist()])
+    phases = np.asarray([points.phase[i] for i in kept.tolist()], dtype=object)
+    group = category_codes * max(len(flow_keys), 1) + key_codes
+    order = np.lexsort((phases != "s", points.time_ps[kept], group))
+    kept, group, phases, key_codes = kept[order], group[order], phases[order], key_codes[order]
+    anchor = np.where((phases == "s") | (phases == "t"), np.arange(len(kept)), -1)
+    previous = np.concatenate(([-1], np.maximum.accumulate(anchor)[:-1])) if len(kept) else anchor
+    linked = (phases != "s") & (previous >= 0)
+    linked &= group[np.maximum(previous, 0)] == group
+    src, dst = kept[previous[linked]], kept[linked]
+    distinct = (points.plane[src] != points.plane[dst]) | (bound[src] != bound[dst])
+    src, dst = src[distinct], dst[distinct]
+    # Integer ids are kept; other ids (strings) get negative numbers of their own.
+    numeric = np.asarray([k if isinstance(k, int) and not isinstance(k, bool) else -1 - i for i, k in enumerate(flow_keys)], dtype=np.int64)
+    table = FlowTable(
+        flow_id=numeric[key_codes[linked][distinct]] if len(flow_keys) else np.zeros(0, dtype=np.int64),
+        category=category_codes[order][linked][distinct].astype(np.int32),
+        src_plane=points.plane[src].astype(np.int32),
+        src_event=bound[src],
+        dst_plane=points.plane[dst].astype(np.int32),
+        dst_event=bound[dst],
+        categories=[str(c) for c in categories],
+    )
+    return table, unbound

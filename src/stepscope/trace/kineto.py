@@ -1,0 +1,177 @@
+"""PyTorch profiler (Kineto) traces: ``*.pt.trace.json[.gz]``.
+
+A Kineto trace is Chrome trace JSON with conventions this dialect knows:
+- processes labelled ``GPU N`` (or holding kernel / memcpy / memset events) are devices:
+  ``/device:GPU:N``, one line per stream (``tid`` 7 or, in the 2021 schema, ``"stream 7"``);
+- the profiler's own spans (string pids such as ``"Spans"``) go to a plane of their own;
+- every other process's threads are lines of ``/host:CPU``;
+- ``args`` keep their keys; the stats view renames the well-known ones (``correlation`` ->
+  ``correlation_id``, ``External id`` -> ``external_id``...) and derives XSpace's
+  ``kernel_details`` / ``memcpy_details`` / ``Memset_details`` strings;
+- ``ts`` is microseconds after ``baseTimeNanoseconds`` when the header has it (PyTorch 2.x),
+  else microseconds since the epoch (older releases).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from stepscope.trace import names
+from stepscope.trace.chrome import Dialect, LinePlacement, ProcessInfo, generic_place_thread, plane_named
+from stepscope.trace.model import NO_ID
+from stepscope.trace.stats import Stat, StatKind, stat_from_python
+from stepscope.trace.tracejson import as_text, int_ids
+
+_GPU_LABEL = re.compile(r"^\s*GPU\s+(\d+)\s*$")
+_STREAM = re.compile(r"(\d+)")
+_MEMCPY_KIND = re.compile(r"Memcpy\s+(\w+)")
+
+# Header keys worth keeping on the profile (device list, ranks, versions).
+INFO_KEYS = (
+    "schemaVersion",
+    "deviceProperties",
+    "distributedInfo",
+    "baseTimeNanoseconds",
+    "displayTimeUnit",
+    "traceName",
+    "record_shapes",
+    "with_flops",
+    "profile_memory",
+    "cupti_version",
+    "cuda_runtime_version",
+    "cuda_driver_version",
+    "hip_runtime_version",
+    "hip_driver_version",
+    "trace_id",
+)
+
+
+def place_process(pid: Any, process: ProcessInfo, device: int | None) -> str:
+    named = plane_named(process)
+    if named:
+        return named
+    if isinstance(pid, str):
+        return names.TRACE_SPANS_PLANE
+    label = _GPU_LABEL.match(process.labels)
+    if label:
+        return names.gpu_plane(int(label.group(1)))
+    if device is not None:
+        return names.gpu_plane(device)
+    return names.HOST_PLANE
+
+
+def place_thread(plane: str, pid: Any, tid: Any, process: ProcessInfo) -> LinePlacement:
+    thread = process.threads.get(tid, "")
+    if names.is_device_plane(plane):
+        stream = tid if isinstance(tid, int) else _first_int(tid)
+        return LinePlacement(stream, f"stream {stream}" if stream is not None else as_text(tid))
+    if plane == names.TRACE_SPANS_PLANE:
+        return LinePlacement(None, as_text(tid) or "spans")
+    numeric = tid if isinstance(tid, int) else _first_int(tid)
+    if numeric is None:
+        return generic_place_thread(plane, pid, tid, process)
+    return LinePlacement(numeric, thread or f"thread {numeric}")
+
+
+def _first_int(value: Any) -> int | None:
+    match = _STREAM.search(as_text(value))
+    return int(match.group(1)) if match else None
+
+
+def translate_args(args: dict[str, Any], name: str, category: str) -> list[Stat]:
+    """Kineto args as XSpace stats: well-known keys renamed, details strings derived."""
+    stats = [stat_from_python(names.KINETO_ARG_TO_STAT.get(key, key), value) for key, value in args.items()]
+    details = _details(args, name, category)
+    if details is not None:
+        stats.append(Stat(details[0], StatKind.STR, details[1]))
+    return stats
+
+
+def _details(args: dict[str, Any], name: str, category: str) -> tuple[str, str] | None:
+    if category in names.KINETO_KERNEL_CATEGORIES:
+        grid, block = args.get("grid"), args.get("block")
+        if not (isinstance(grid, list) and isinstance(block, list)):
+            return None
+        parts = [
+            f"regs:{_int(args.get('registers per thread'))}",
+            f"static_shared:{_int(args.get('shared memory'))}",
+            "dynamic_shared:0",
+            "grid:" + ",".join(str(_int(v)) for v in grid),
+            "block:" + ",".join(str(_int(v)) for v in block),
+        ]
+        occupancy = args.get("est. achieved occupancy %")
+        if isinstance(occupancy, (int, float)):
+            parts.append(f"occ_pct:{occupancy}")
+        return names.KERNEL_DETAILS, " ".join(parts)
+    if category in names.KINETO_MEMCPY_CATEGORIES:
+        kind = _MEMCPY_KIND.match(name)
+        kind_text = kind.group(1) if kind else as_text(args.get("kind")) or "Unknown"
+        return names.MEMCPY_DETAILS, f"kind:{kind_text} size:{_int(args.get('bytes'))}"
+    if category in names.KINETO_MEMSET_CATEGORIES:
+        return names.MEMSET_DETAILS, f"size:{_int(args.get('bytes'))}"
+    return None
+
+
+def _int(value: Any) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+
+class _HotArgs(msgspec.Struct, gc=False):
+    """The args decoded for every event at load time; the rest stays raw."""
+
+    correlation: Any = NO_ID
+    external_id: Any = msgspec.field(default=NO_ID, name="External id")
+    external_id_2021: Any = msgspec.field(default=NO_ID, name="external id")
+
+
+_HOT = msgspec.json.Decoder(list[_HotArgs])
+
+
+def hot_columns(raws: list[msgspec.Raw]) -> dict[str, np.ndarray]:
+    """correlation_id and external_id for every event, with one decode of all args."""
+    present = [i for i, raw in enumerate(raws) if len(raw)]
+    correlation = np.full(len(raws), NO_ID, dtype=np.int64)
+    external = np.full(len(raws), NO_ID, dtype=np.int64)
+    if present:
+        try:
+            hot = _HOT.decode(b"[" + b",".join(raws[i] for i in present) + b"]")  # type: ignore[misc]
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            # An args value that is not an object: decode one at a time, skipping it.
+            hot = [_decode_hot(raws[i]) for i in present]
+        rows = np.asarray(present, dtype=np.int64)
+        correlation[rows] = int_ids([h.correlation for h in hot], NO_ID)
+        current = int_ids([h.external_id for h in hot], NO_ID)
+        external[rows] = np.where(current != NO_ID, current, int_ids([h.external_id_2021 for h in hot], NO_ID))
+    return {"correlation_id": correlation, "external_id": external}
+
+
+def _decode_hot(raw: Any) -> _HotArgs:
+    try:
+        return msgspec.json.decode(raw, type=_HotArgs)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return _HotArgs()
+
+
+KINETO_DIALECT = Dialect(
+    format="kineto",
+    translator=translate_args,
+    place_process=place_process,
+    place_thread=place_thread,
+    device_categories=names.KINETO_DEVICE_CATEGORIES,
+    id_columns=hot_columns,
+    info_keys=INFO_KEYS,
+    epoch_base_key="baseTimeNanoseconds",
+)
+
+
+def looks_like_kineto(header: dict[str, Any]) -> bool:
+    """Kineto writes a schemaVersion and device/distributed info in the header; stepscope's
+    own export says which format it came from."""
+    own = header.get("stepscope")
+    if isinstance(own, dict) and "format" in own:
+        return own["format"] == "kineto"
+    return any(key in header for key in ("schemaVersion", "deviceProperties", "distributedInfo"))

@@ -1,0 +1,118 @@
+"""Well-known names of planes, lines, stats and event categories.
+
+Every analysis and reader refers to these constants, never to string literals, so that a
+rename is one edit. The XSpace names are the ones TensorFlow, JAX and XProf write (TSL's
+``xplane_schema``); the Kineto names are the keys PyTorch's profiler writes in its trace
+JSON, in today's schema and the 2021 one.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# --- XSpace planes -----------------------------------------------------------------------
+HOST_PLANE: Final = "/host:CPU"
+METADATA_PLANE: Final = "/host:metadata"
+PYTHON_TRACER_PLANE: Final = "/host:python-tracer"
+GPU_PLANE_PREFIX: Final = "/device:GPU:"
+TPU_PLANE_PREFIX: Final = "/device:TPU:"
+CUSTOM_PLANE_PREFIX: Final = "/device:CUSTOM:"
+DEVICE_PLANE_PREFIX: Final = "/device:"
+HOST_PLANE_PREFIX: Final = "/host:"
+# Kineto's profiler spans ("PyTorch Profiler (0)") and window markers: kept, but out of the
+# way of per-thread analyses.
+TRACE_SPANS_PLANE: Final = "/host:trace-spans"
+
+
+def gpu_plane(ordinal: int) -> str:
+    return f"{GPU_PLANE_PREFIX}{ordinal}"
+
+
+def is_device_plane(name: str) -> bool:
+    return name.startswith(DEVICE_PLANE_PREFIX)
+
+
+# --- XSpace lines --------------------------------------------------------------------------
+STEPS_LINE: Final = "Steps"
+XLA_OPS_LINE: Final = "XLA Ops"
+XLA_MODULES_LINE: Final = "XLA Modules"
+FRAMEWORK_OPS_LINE: Final = "Framework Ops"
+FRAMEWORK_NAME_SCOPE_LINE: Final = "Framework Name Scope"
+COUNTERS_LINE: Final = "_counters_"
+
+# --- XSpace stats ---------------------------------------------------------------------------
+CORRELATION_ID: Final = "correlation_id"
+GROUP_ID: Final = "group_id"
+STEP_NUM: Final = "step_num"
+STEP_NAME: Final = "step_name"
+FLOPS: Final = "flops"
+BYTES_ACCESSED: Final = "bytes_accessed"
+KERNEL_DETAILS: Final = "kernel_details"
+MEMCPY_DETAILS: Final = "memcpy_details"
+MEMSET_DETAILS: Final = "Memset_details"
+MEMALLOC_DETAILS: Final = "memalloc_details"
+DEVICE_ID: Final = "device_id"
+CONTEXT_ID: Final = "context_id"
+STREAM: Final = "stream"
+FLOW: Final = "flow"
+TF_OP: Final = "tf_op"
+HLO_OP: Final = "hlo_op"
+HLO_MODULE: Final = "hlo_module"
+HLO_CATEGORY: Final = "hlo_category"
+PROGRAM_ID: Final = "program_id"
+BYTES_ALLOCATED: Final = "bytes_allocated"
+BYTES_RESERVED: Final = "bytes_reserved"
+REQUESTED_BYTES: Final = "requested_bytes"
+ADDRESS: Final = "addr"
+DEVICE_VENDOR: Final = "device_vendor"
+DEV_CAP_CLOCK_RATE: Final = "clock_rate"
+DEV_CAP_CORE_COUNT: Final = "core_count"
+DEV_CAP_MEMORY_SIZE: Final = "memory_size"
+DEV_CAP_COMPUTE_CAP_MAJOR: Final = "compute_cap_major"
+DEV_CAP_COMPUTE_CAP_MINOR: Final = "compute_cap_minor"
+# stepscope's own: the source's category of an event (Kineto `cat`, Chrome `cat`).
+CATEGORY: Final = "category"
+
+# --- stepscope's own stats on imported profiles --------------------------------------------
+# Kineto's "External id": links a framework op to the runtime calls and kernels it caused.
+EXTERNAL_ID: Final = "external_id"
+# Kineto's memory events ([memory] instants): the signed allocation size in bytes.
+ALLOCATION_BYTES: Final = "allocation_bytes"
+
+# --- Kineto trace JSON ---------------------------------------------------------------------
+# Device-side categories, today's names and the 2021 schema's.
+KINETO_KERNEL_CATEGORIES: Final = frozenset({"kernel", "Kernel"})
+KINETO_MEMCPY_CATEGORIES: Final = frozenset({"gpu_memcpy", "Memcpy"})
+KINETO_MEMSET_CATEGORIES: Final = frozenset({"gpu_memset", "Memset"})
+KINETO_DEVICE_CATEGORIES: Final = (
+    KINETO_KERNEL_CATEGORIES
+    | KINETO_MEMCPY_CATEGORIES
+    | KINETO_MEMSET_CATEGORIES
+    | frozenset({"gpu_user_annotation", "cuda_sync"})
+)
+KINETO_MEMORY_EVENT: Final = "[memory]"
+# Flow categories: host launch -> device activity, forward op -> backward op.
+KINETO_LAUNCH_FLOW_CATEGORIES: Final = frozenset({"ac2g", "async"})
+KINETO_FWDBWD_FLOW: Final = "fwdbwd"
+
+# Kineto arg keys mapped to XSpace's stat names; other keys keep their own name.
+KINETO_ARG_TO_STAT: Final = {
+    "correlation": CORRELATION_ID,
+    "External id": EXTERNAL_ID,
+    "external id": EXTERNAL_ID,
+    "device": DEVICE_ID,
+    "context": CONTEXT_ID,
+    "stream": STREAM,
+    "Bytes": ALLOCATION_BYTES,
+}
+
+# --- Chrome trace metadata events -----------------------------------------------------------
+PROCESS_NAME: Final = "process_name"
+PROCESS_LABELS: Final = "process_labels"
+THREAD_NAME: Final = "thread_name"
+PROCESS_SORT_INDEX: Final = "process_sort_index"
+THREAD_SORT_INDEX: Final = "thread_sort_index"
+
+# --- gRPC ------------------------------------------------------------------------------------
+# The full service name TensorFlow, JAX and XProf register (see protos/profiler_service.proto).
+PROFILER_SERVICE: Final = "tensorflow.ProfilerService"

@@ -1,0 +1,307 @@
+"""XSpace (``*.xplane.pb``): reading into a Profile and writing one back.
+
+The reader resolves what XSpace stores indirectly: event times (line ``timestamp_ns`` plus
+event ``offset_ps``) become picoseconds from the profile start, stat names come from the
+plane's stat metadata, and ``ref_value`` stats become the string they refer to. Metadata
+ids are renumbered densely; everything else a plane carries (plane stats, event metadata
+stats, serialized metadata, line names and ids) is kept so a write after a read gives XProf
+the same profile.
+
+The writer emits every event's stats (for imported JSON, the Kineto args under XSpace's
+names) and the source category as a metadata stat, so XProf's converters read what
+stepscope read.
+"""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from stepscope.errors import ProfileFormatError
+from stepscope.protos import xplane_pb2
+from stepscope.trace import names
+from stepscope.trace.builder import RawPlane, earliest_start, finish_plane
+from stepscope.trace.model import NO_ID, EventMetadata, Line, Plane, Profile
+from stepscope.trace.stats import Stat, StatKind, TypedStats
+
+# XSpace field 1..4 with wire type 2 (length-delimited): the only valid first bytes.
+_XSPACE_FIRST_BYTES = frozenset({0x0A, 0x12, 0x1A, 0x22})
+# Stats copied into the event table's id columns when an event carries them.
+_HOT_STATS = {
+    names.CORRELATION_ID: "correlation_id",
+    names.GROUP_ID: "group_id",
+    names.STEP_NUM: "step_num",
+    names.EXTERNAL_ID: "external_id",
+}
+_VALUE_FIELDS = {
+    "double_value": StatKind.DOUBLE,
+    "uint64_value": StatKind.UINT64,
+    "int64_value": StatKind.INT64,
+    "str_value": StatKind.STR,
+    "bytes_value": StatKind.BYTES,
+}
+
+
+def looks_like_xspace(data: bytes) -> bool:
+    return bool(data) and data[0] in _XSPACE_FIRST_BYTES
+
+
+def parse_xspace(path: Path, data: bytes) -> xplane_pb2.XSpace:
+    space = xplane_pb2.XSpace()
+    try:
+        space.ParseFromString(data)
+    except (DecodeError, ValueError, RuntimeError) as error:
+        raise ProfileFormatError(path, f"is not a valid XSpace protobuf (truncated or corrupt: {error})") from None
+    return space
+
+
+def read_xspace(path: Path, data: bytes) -> Profile:
+    space = parse_xspace(path, data)
+    if not space.planes:
+        raise ProfileFormatError(path, "is not a profile: the XSpace has no planes")
+    timestamps = [line.timestamp_ns for plane in space.planes for line in plane.lines if line.events]
+    base_ns = min(timestamps, default=0)
+    raws = [_read_plane(path, plane_proto, base_ns) for plane_proto in space.planes]
+    earliest = earliest_start(raws)
+    zero_ps = 0 if earliest is None else (earliest // 1000) * 1000
+    planes = [finish_plane(raw, zero_ps)[0] for raw in raws]
+    info: dict[str, Any] = {}
+    for key in ("hostnames", "errors", "warnings"):
+        values = list(getattr(space, key))
+        if values:
+            info[key] = values
+    host = space.hostnames[0] if space.hostnames else _host_from_path(path)
+    return Profile(
+        planes=planes,
+        start_ns=base_ns + zero_ps // 1000,
+        host=host,
+        source=str(path),
+        format="xspace",
+        info=info,
+    )
+
+
+def _host_from_path(path: Path) -> str:
+    name = path.name
+    for suffix in (".gz", ".pb", ".xplane"):
+        name = name.removesuffix(suffix)
+    return name or "host"
+
+
+def _stat_value(stat: xplane_pb2.XStat, stat_names: dict[int, str]) -> tuple[StatKind, Any]:
+    field = stat.WhichOneof("value")
+    if field == "ref_value":
+        return StatKind.STR, stat_names.get(stat.ref_value, "")
+    if field is None:
+        return StatKind.INT64, 0
+    return _VALUE_FIELDS[field], getattr(stat, field)
+
+
+def _stats(protos: Any, stat_names: dict[int, str]) -> list[Stat]:
+    result = []
+    for stat in protos:
+        kind, value = _stat_value(stat, stat_names)
+        result.append(Stat(stat_names.get(stat.metadata_id, f"stat_{stat.metadata_id}"), kind, value))
+    return result
+
+
+def _read_plane(path: Path, proto: xplane_pb2.XPlane, base_ns: int) -> RawPlane:
+    stat_names = {key: meta.name for key, meta in proto.stat_metadata.items()}
+    metadata_index: dict[int, int] = {}
+    meta_names: list[str] = []
+    display: list[str] = []
+    categories: list[str] = []
+    meta_stats: list[list[Stat]] = []
+    serialized: list[bytes] = []
+    for key in sorted(proto.event_metadata):
+        meta = proto.event_metadata[key]
+        metadata_index[key] = len(meta_names)
+        stats = _stats(meta.stats, stat_names)
+        category = next((s.value for s in stats if s.name == names.CATEGORY and isinstance(s.value, str)), "")
+        meta_names.append(meta.name)
+        display.append(meta.display_name)
+        categories.append(category)
+        meta_stats.append([s for s in stats if s.name != names.CATEGORY])
+        serialized.append(meta.metadata)
+
+    lines: list[Line] = []
+    starts: list[int] = []
+    durations: list[int] = []
+    meta_ids: list[int] = []
+    line_rows: list[int] = []
+    hot = {column: [] for column in _HOT_STATS.values()}
+    hot_rows = {column: [] for column in _HOT_STATS.values()}
+    entries: list[tuple[int, str, StatKind, Any]] = []
+    row = 0
+    for line_index, line in enumerate(proto.lines):
+        lines.append(
+            Line(
+                id=line.id,
+                name=line.name,
+                display_name=line.display_name,
+                timestamp_ns=line.timestamp_ns,
+                duration_ps=line.duration_ps,
+            )
+        )
+        line_base_ps = (line.timestamp_ns - base_ns) * 1000
+        for event in line.events:
+            if event.metadata_id not in metadata_index:
+                # An event whose type is missing from the plane: keep it under a placeholder.
+                metadata_index[event.metadata_id] = len(meta_names)
+                meta_names.append(f"<metadata {event.metadata_id}>")
+                display.append("")
+                categories.append("")
+                meta_stats.append([])
+                serialized.append(b"")
+            starts.append(line_base_ps + event.offset_ps)
+            durations.append(event.duration_ps)
+            meta_ids.append(metadata_index[event.metadata_id])
+            line_rows.append(line_index)
+            for stat in event.stats:
+                name = stat_names.get(stat.metadata_id, f"stat_{stat.metadata_id}")
+                kind, value = _stat_value(stat, stat_names)
+                entries.append((row, name, kind, value))
+                column = _HOT_STATS.get(name)
+                if column is not None and kind in (StatKind.INT64, StatKind.UINT64) and value < 2**63:
+                    hot[column].append(value)
+                    hot_rows[column].append(row)
+            row += 1
+    count = row
+    if count and min(durations) < 0:
+        raise ProfileFormatError(path, f"plane {proto.name!r} has an event with a negative duration")
+    ids = {}
+    for column, values in hot.items():
+        if values:
+            array = np.full(count, NO_ID, dtype=np.int64)
+            array[np.asarray(hot_rows[column], dtype=np.int64)] = np.asarray(values, dtype=np.int64)
+            ids[column] = array
+    return RawPlane(
+        id=proto.id,
+        name=proto.name,
+        lines=lines,
+        metadata=EventMetadata(meta_names, display, categories, meta_stats, serialized),
+        start_ps=np.asarray(starts, dtype=np.int64),
+        duration_ps=np.asarray(durations, dtype=np.int64),
+        metadata_id=np.asarray(meta_ids, dtype=np.int32),
+        line=np.asarray(line_rows, dtype=np.int32),
+        stats=TypedStats.build(count, entries),
+        ids=ids,
+        plane_stats=_stats(proto.stats, stat_names),
+    )
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+def to_xspace(profile: Profile) -> xplane_pb2.XSpace:
+    space = xplane_pb2.XSpace()
+    for plane in profile.planes:
+        _write_plane(space.planes.add(), plane, profile.start_ns)
+    space.hostnames.append(_clean(profile.host))
+    for key in ("errors", "warnings"):
+        getattr(space, key).extend(_clean(str(v)) for v in profile.info.get(key, []))
+    return space
+
+
+def write_xspace(profile: Profile, path: Path) -> None:
+    """Writes ``profile`` as XSpace to ``path`` (gzip-compressed if it ends in .gz), atomically."""
+    from stepscope.trace.files import atomic_write
+
+    data = to_xspace(profile).SerializeToString()
+    if path.name.endswith(".gz"):
+        data = gzip.compress(data, compresslevel=6)
+    atomic_write(path, data)
+
+
+class _StatNames:
+    def __init__(self, proto: xplane_pb2.XPlane) -> None:
+        self._proto = proto
+        self._ids: dict[str, int] = {}
+
+    def id(self, name: str) -> int:
+        found = self._ids.get(name)
+        if found is None:
+            found = self._ids[name] = len(self._ids) + 1
+            meta = self._proto.stat_metadata[found]
+            meta.id = found
+            meta.name = _clean(name)
+        return found
+
+
+def _fill_stat(proto: xplane_pb2.XStat, stat_id: int, stat: Stat) -> None:
+    proto.metadata_id = stat_id
+    value = stat.value
+    if stat.kind == StatKind.DOUBLE:
+        proto.double_value = float(value)
+    elif stat.kind == StatKind.UINT64:
+        proto.uint64_value = int(value)
+    elif stat.kind == StatKind.INT64:
+        proto.int64_value = int(value)
+    elif stat.kind == StatKind.BYTES:
+        proto.bytes_value = bytes(value)
+    else:
+        proto.str_value = _clean(str(value))
+
+
+def _write_plane(proto: xplane_pb2.XPlane, plane: Plane, start_ns: int) -> None:
+    proto.id = plane.id
+    proto.name = _clean(plane.name)
+    stat_ids = _StatNames(proto)
+    for stat in plane.plane_stats:
+        _fill_stat(proto.stats.add(), stat_ids.id(stat.name), stat)
+    meta = plane.metadata
+    for index in range(len(meta)):
+        entry = proto.event_metadata[index + 1]
+        entry.id = index + 1
+        entry.name = _clean(meta.names[index])
+        if meta.display_names[index]:
+            entry.display_name = _clean(meta.display_names[index])
+        if meta.serialized[index]:
+            entry.metadata = meta.serialized[index]
+        for stat in meta.stats[index]:
+            _fill_stat(entry.stats.add(), stat_ids.id(stat.name), stat)
+        if meta.categories[index]:
+            _fill_stat(entry.stats.add(), stat_ids.id(names.CATEGORY), Stat(names.CATEGORY, StatKind.STR, meta.categories[index]))
+
+    events = plane.events
+    starts = events.start_ps.tolist()
+    durations = events.duration_ps.tolist()
+    meta_ids = events.metadata_id.tolist()
+    hot = {name: getattr(events, column).tolist() for name, column in _HOT_STATS.items()}
+    for line_index, line in enumerate(plane.lines):
+        line_proto = proto.lines.add()
+        line_proto.id = line.id
+        line_proto.display_id = line.id
+        line_proto.name = _clean(line.name)
+        if line.display_name:
+            line_proto.display_name = _clean(line.display_name)
+        line_proto.timestamp_ns = start_ns
+        rows = plane.line_slice(line_index)
+        if rows.stop > rows.start:
+            line_proto.duration_ps = max(starts[r] + durations[r] for r in range(rows.start, rows.stop)) - starts[rows.start]
+        for row in range(rows.start, rows.stop):
+            event = line_proto.events.add()
+            metadata_id = meta_ids[row]
+            event.metadata_id = metadata_id + 1
+            event.offset_ps = starts[row]
+            event.duration_ps = durations[row]
+            own = plane.stats.stats(row, meta.names[metadata_id], meta.categories[metadata_id])
+            present = {stat.name for stat in own}
+            for stat in own:
+                _fill_stat(event.stats.add(), stat_ids.id(stat.name), stat)
+            for name, values in hot.items():
+                if values[row] != NO_ID and name not in present:
+                    _fill_stat(event.stats.add(), stat_ids.id(name), Stat(name, StatKind.INT64, values[row]))
+
+
+def _clean(text: str) -> str:
+    """Protobuf strings must be valid UTF-8; lone surrogates from JSON escapes are not."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode("utf-8")
