@@ -32,7 +32,7 @@ from stepscope.trace import names
 from stepscope.trace.builder import RawPlane, finish_plane
 from stepscope.trace.flows import FlowPoints, build_flows
 from stepscope.trace.model import EventMetadata, Line, Profile
-from stepscope.trace.stats import ArgsTranslator, JsonStats, plain_translator
+from stepscope.trace.stats import ArgsTranslator, JsonStats, Stat, plain_translator
 from stepscope.trace.tracejson import ChromeEvent, TraceDocument, as_text, factorize, numbers
 
 INSTANT_PHASES = ("i", "I", "n", "R")
@@ -117,6 +117,8 @@ class Dialect:
     info_keys: tuple[str, ...] = ()
     # Header key holding the epoch ns that timestamps are relative to.
     epoch_base_key: str | None = None
+    # (plane name, header) -> the plane's own stats (device capabilities...).
+    plane_stats: Callable[[str, dict[str, Any]], list[Stat]] | None = None
 
 
 CHROME_DIALECT = Dialect(format="chrome", epoch_base_key="baseTimeNanoseconds")
@@ -186,6 +188,7 @@ def import_document(path: Path, document: TraceDocument, dialect: Dialect) -> Pr
             line=layout.record_line[plane_rows],
             stats=JsonStats.from_chunks([fields.args[r] for r in plane_rows.tolist()], dialect.translator),
             ids={column: values[plane_rows] for column, values in id_columns.items()},
+            plane_stats=dialect.plane_stats(plane_name, document.header) if dialect.plane_stats else [],
         )
         planes.append(finish_plane(raw, 0)[0])
 

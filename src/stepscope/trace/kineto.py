@@ -120,6 +120,35 @@ def _int(value: Any) -> int:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
+# deviceProperties keys -> XSpace device-capability stats on the GPU plane.
+_DEVICE_CAPABILITIES = {
+    "numSms": names.DEV_CAP_CORE_COUNT,
+    "totalGlobalMem": names.DEV_CAP_MEMORY_SIZE,
+    "computeMajor": names.DEV_CAP_COMPUTE_CAP_MAJOR,
+    "computeMinor": names.DEV_CAP_COMPUTE_CAP_MINOR,
+}
+_AMD_HINTS = ("AMD", "Radeon", "Instinct")
+
+
+def device_plane_stats(plane: str, header: dict[str, Any]) -> list[Stat]:
+    """A GPU plane's vendor and capabilities from the header's ``deviceProperties``."""
+    if not plane.startswith(names.GPU_PLANE_PREFIX):
+        return []
+    ordinal = plane.removeprefix(names.GPU_PLANE_PREFIX)
+    devices = header.get("deviceProperties") or []
+    device = next((d for d in devices if isinstance(d, dict) and str(d.get("id")) == ordinal), None)
+    if device is None:
+        return []
+    model = as_text(device.get("name"))
+    amd = any(hint in model for hint in _AMD_HINTS) or "hip_runtime_version" in header
+    stats = [Stat(names.DEVICE_VENDOR, StatKind.STR, "AMD" if amd else "Nvidia")]
+    for key, stat_name in _DEVICE_CAPABILITIES.items():
+        value = device.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            stats.append(Stat(stat_name, StatKind.UINT64, value))
+    return stats
+
+
 class _HotArgs(msgspec.Struct, gc=False):
     """The args decoded for every event at load time; the rest stays raw."""
 
@@ -165,6 +194,7 @@ KINETO_DIALECT = Dialect(
     id_columns=hot_columns,
     info_keys=INFO_KEYS,
     epoch_base_key="baseTimeNanoseconds",
+    plane_stats=device_plane_stats,
 )
 
 

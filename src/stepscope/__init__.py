@@ -1,0 +1,33 @@
+"""stepscope: a performance profiler for machine-learning training jobs in Python.
+
+The public API is what ``__all__`` lists; everything else may change.
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from stepscope.errors import ProfileFormatError, StepscopeError
+from stepscope.trace.logdir import Host, Run, discover, make_path, parse_path
+from stepscope.trace.model import EventMetadata, EventTable, FlowTable, Line, Plane, Profile
+from stepscope.trace.readers import load
+from stepscope.trace.writers import save
+
+__all__ = [
+    "EventMetadata",
+    "EventTable",
+    "FlowTable",
+    "Host",
+    "Line",
+    "Plane",
+    "Profile",
+    "ProfileFormatError",
+    "Run",
+    "StepscopeError",
+    "__version__",
+    "discover",
+    "load",
+    "make_path",
+    "parse_path",
+    "save",
+]

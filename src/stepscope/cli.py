@@ -1,0 +1,126 @@
+"""The ``stepscope`` command line.
+
+Every failure the user can cause (a missing file, a corrupt profile, an unknown format)
+prints one line, ``stepscope: error: <file>: <problem>``, and exits with status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+from tqdm import tqdm
+
+from stepscope import __version__
+from stepscope.errors import StepscopeError
+from stepscope.trace.logdir import discover
+from stepscope.trace.readers import load
+from stepscope.trace.summary import HostSummary, InfoReport, RunSummary, summarize
+from stepscope.trace.writers import save, writer_suffix
+
+EXIT_USAGE = 2
+
+
+def _progress(total: int, description: str) -> tqdm:
+    """A progress bar on stderr, shown only on a terminal."""
+    return tqdm(total=total, desc=description, unit="ev" if description != "loading" else "file", disable=None, leave=False, file=sys.stderr)
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    runs = discover(args.path)
+    summaries: list[RunSummary] = []
+    errors: list[str] = []
+    hosts = [(run, host) for run in runs for host in run.hosts]
+    with _progress(len(hosts), "loading") as bar:
+        by_run: dict[str, list[HostSummary]] = {run.name: [] for run in runs}
+        for run, host in hosts:
+            try:
+                by_run[run.name].append(summarize(load(host.path), host.name))
+            except StepscopeError as error:
+                if len(hosts) == 1:
+                    raise
+                errors.append(str(error))
+            bar.update(1)
+    summaries = [RunSummary(name, found) for name, found in by_run.items() if found]
+    report = InfoReport(summaries, errors)
+    for error in errors:
+        print(f"stepscope: warning: {error}", file=sys.stderr)
+    if args.format == "json":
+        json.dump(report.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_info(report))
+    return 0 if summaries else EXIT_USAGE
+
+
+def render_info(report: InfoReport) -> str:
+    out: list[str] = []
+    for run in report.runs:
+        out.append(f"run {run.name}")
+        for host in run.hosts:
+            start = datetime.fromtimestamp(host.start_ns / 1e9, tz=timezone.utc).isoformat(timespec="milliseconds")
+            out.append(f"  host {host.name}  [{host.format}]  {host.path}")
+            out.append(f"    span {host.span_ps / 1e9:,.3f} ms from {start}, {host.events:,} events")
+            if host.devices:
+                out.append(f"    devices: {', '.join(host.devices)}")
+            for warning in host.warnings:
+                out.append(f"    warning: {warning}")
+            for plane in host.planes:
+                out.append(f"    plane {plane.name}: {plane.events:,} events in {len(plane.lines)} lines")
+                for line in plane.lines:
+                    out.append(f"      {line.name} (id {line.id}): {line.events:,} events")
+    return "\n".join(out) + "\n"
+
+
+def cmd_convert(args: argparse.Namespace) -> int:
+    source, target = Path(args.input), Path(args.output)
+    writer_suffix(target)  # fail on an unknown output format before reading anything
+    if target.exists() and source.exists() and target.resolve() == source.resolve():
+        raise StepscopeError(f"{target}: the output is the input file; choose another name")
+    profile = load(source)
+    for warning in profile.info.get("warnings", []):
+        print(f"stepscope: warning: {source}: {warning}", file=sys.stderr)
+    with _progress(profile.event_count, "writing") as bar:
+        save(profile, target, bar.update)
+    print(f"wrote {target} ({profile.event_count:,} events)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="stepscope", description="Profiles of ML training jobs: inspect, convert, analyse.")
+    parser.add_argument("--version", action="version", version=f"stepscope {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    info = commands.add_parser("info", help="runs, hosts, planes, lines and event counts of a file, run or logdir")
+    info.add_argument("path", help="a profile file (.xplane.pb, .pt.trace.json[.gz], .trace.json[.gz]) or a log directory")
+    info.add_argument("--format", choices=("text", "json"), default="text")
+    info.set_defaults(handler=cmd_info)
+
+    convert = commands.add_parser("convert", help="convert a profile by extension: .xplane.pb, .json, .json.gz")
+    convert.add_argument("input")
+    convert.add_argument("output")
+    convert.set_defaults(handler=cmd_convert)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.handler(args)
+    except StepscopeError as error:
+        print(f"stepscope: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # e.g. piped into `head`
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,152 @@
+"""The storage layout as code: where profiles live in a log directory, and how to find them.
+
+Layouts understood:
+- TensorBoard / XProf: ``<logdir>/[<tb_run>/]plugins/profile/<session>/<host>.xplane.pb``
+  (also ``<host>.trace.json.gz`` where a session has no XSpace for that host). Runs are
+  named as XProf names them: ``<tb_run>/<session>``, or ``<session>`` at the top level.
+- torch's ``tensorboard_trace_handler``: ``<logdir>/<run>/<worker>.<ts>.pt.trace.json[.gz]``;
+  the run is the folder, each file a host. Loose ``*.xplane.pb`` and ``*.trace.json[.gz]``
+  files outside the TensorBoard layout are taken the same way.
+- A single profile file given directly: one run named after the file, one host.
+
+``make_path`` / ``parse_path`` are the only places that know these shapes.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from stepscope.errors import ProfileFormatError
+
+PLUGIN_DIR = ("plugins", "profile")
+XPLANE_SUFFIX = ".xplane.pb"
+TRACE_JSON_SUFFIXES = (".trace.json.gz", ".trace.json")
+TORCH_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json")
+LOOSE_SUFFIXES = (*TORCH_SUFFIXES, XPLANE_SUFFIX, XPLANE_SUFFIX + ".gz", *TRACE_JSON_SUFFIXES)
+PROFILE_SUFFIXES = LOOSE_SUFFIXES
+SESSION_FORMAT = "%Y_%m_%d_%H_%M_%S"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class Host:
+    name: str
+    path: Path
+
+
+@dataclass
+class Run:
+    """One capture session (or one torch run folder): hosts -> profile files."""
+
+    name: str
+    path: Path  # the folder holding the host files, or the file itself
+    hosts: list[Host] = field(default_factory=list)
+
+    def host(self, name: str) -> Host | None:
+        return next((host for host in self.hosts if host.name == name), None)
+
+
+def session_name(when: float | None = None) -> str:
+    """A session folder name as TensorBoard makes it (local time, second resolution)."""
+    return time.strftime(SESSION_FORMAT, time.localtime(time.time() if when is None else when))
+
+
+def safe_host(host: str) -> str:
+    """A host name usable as a file name (no separators, no leading dots)."""
+    cleaned = _UNSAFE.sub("_", host).strip("._")
+    return cleaned or "host"
+
+
+def make_path(logdir: Path, session: str, host: str, tb_run: str | None = None) -> Path:
+    """``<logdir>/[<tb_run>/]plugins/profile/<session>/<host>.xplane.pb``."""
+    base = Path(logdir) / tb_run if tb_run else Path(logdir)
+    return base.joinpath(*PLUGIN_DIR, session, safe_host(host) + XPLANE_SUFFIX)
+
+
+@dataclass(frozen=True)
+class ParsedPath:
+    run: str
+    host: str
+
+
+def parse_path(logdir: Path, path: Path) -> ParsedPath | None:
+    """The run and host a profile file belongs to, or None if it is not a profile file."""
+    relative = Path(path).relative_to(logdir)
+    parts = relative.parts
+    name = parts[-1]
+    for index in range(len(parts) - 3):
+        if parts[index : index + 2] == PLUGIN_DIR and index + 3 == len(parts) - 1:
+            session = parts[index + 2]
+            host = _strip_suffix(name, (XPLANE_SUFFIX, XPLANE_SUFFIX + ".gz", *TRACE_JSON_SUFFIXES))
+            if host is None:
+                return None
+            tb_run = "/".join(parts[:index])
+            return ParsedPath(f"{tb_run}/{session}" if tb_run else session, host)
+    # torch's tensorboard_trace_handler layout, and loose profile files generally: the
+    # folder is the run, each file a host.
+    host = _strip_suffix(name, LOOSE_SUFFIXES)
+    if host is None:
+        return None
+    folder = "/".join(parts[:-1])
+    return ParsedPath(folder or Path(logdir).name or ".", host)
+
+
+def _strip_suffix(name: str, suffixes: tuple[str, ...]) -> str | None:
+    for suffix in suffixes:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return None
+
+
+def discover(path: str | Path) -> list[Run]:
+    """Runs under ``path`` (a log directory) or the single run that ``path`` (a file) is.
+
+    Raises ProfileFormatError when the path does not exist or holds no profile.
+    """
+    path = Path(path)
+    if not path.exists():
+        raise ProfileFormatError(path, "does not exist")
+    if path.is_file():
+        return [Run(name=path.name, path=path, hosts=[Host(_file_host(path), path)])]
+    runs: dict[str, Run] = {}
+    for file in sorted(_profile_files(path)):
+        parsed = parse_path(path, file)
+        if parsed is None:
+            continue
+        run = runs.setdefault(parsed.run, Run(parsed.run, file.parent))
+        if run.host(parsed.host) is None:
+            run.hosts.append(Host(parsed.host, file))
+    for run in runs.values():
+        run.hosts = _prefer_xspace(run.hosts)
+    if not runs:
+        raise ProfileFormatError(
+            path,
+            "contains no profiles (looked for plugins/profile/<session>/<host>.xplane.pb and *.pt.trace.json[.gz])",
+        )
+    return sorted(runs.values(), key=lambda run: run.name)
+
+
+def _profile_files(root: Path) -> list[Path]:
+    found = []
+    for candidate in root.rglob("*"):
+        if candidate.is_file() and candidate.name.endswith(PROFILE_SUFFIXES) and not candidate.name.startswith("."):
+            found.append(candidate)
+    return found
+
+
+def _prefer_xspace(hosts: list[Host]) -> list[Host]:
+    """One host per name; where a session has both XSpace and trace JSON, keep the XSpace."""
+    chosen: dict[str, Host] = {}
+    for host in hosts:
+        current = chosen.get(host.name)
+        if current is None or (host.path.name.endswith(XPLANE_SUFFIX) and not current.path.name.endswith(XPLANE_SUFFIX)):
+            chosen[host.name] = host
+    return sorted(chosen.values(), key=lambda host: host.name)
+
+
+def _file_host(path: Path) -> str:
+    stripped = _strip_suffix(path.name, (*LOOSE_SUFFIXES, ".json.gz", ".json"))
+    return stripped or path.name
