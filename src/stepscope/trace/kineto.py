@@ -68,9 +68,9 @@ def place_thread(plane: str, pid: Any, tid: Any, process: ProcessInfo) -> LinePl
     thread = process.threads.get(tid, "")
     if names.is_device_plane(plane):
         stream = tid if isinstance(tid, int) else _first_int(tid)
-        return LinePlacement(stream, f"stream {stream}" if stream is not None else as_text(tid))
+        return LinePlacement(stream, thread or (f"stream {stream}" if stream is not None else as_text(tid)))
     if plane == names.TRACE_SPANS_PLANE:
-        return LinePlacement(None, as_text(tid) or "spans")
+        return LinePlacement(None, thread or as_text(tid) or "spans")
     numeric = tid if isinstance(tid, int) else _first_int(tid)
     if numeric is None:
         return generic_place_thread(plane, pid, tid, process)

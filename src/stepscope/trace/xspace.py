@@ -25,7 +25,7 @@ from stepscope.errors import ProfileFormatError
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane, earliest_start, finish_plane
-from stepscope.trace.model import NO_ID, EventMetadata, Line, Plane, Profile
+from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Plane, Profile
 from stepscope.trace.stats import Stat, StatKind, TypedStats
 
 # XSpace field 1..4 with wire type 2 (length-delimited): the only valid first bytes.
@@ -65,10 +65,13 @@ def read_xspace(path: Path, data: bytes) -> Profile:
         raise ProfileFormatError(path, "is not a profile: the XSpace has no planes")
     timestamps = [line.timestamp_ns for plane in space.planes for line in plane.lines if line.events]
     base_ns = min(timestamps, default=0)
-    raws = [_read_plane(path, plane_proto, base_ns) for plane_proto in space.planes]
+    read = [_read_plane(path, plane_proto, base_ns) for plane_proto in space.planes]
+    raws = [raw for raw, _ in read]
     earliest = earliest_start(raws)
     zero_ps = 0 if earliest is None else (earliest // 1000) * 1000
-    planes = [finish_plane(raw, zero_ps)[0] for raw in raws]
+    finished = [finish_plane(raw, zero_ps) for raw in raws]
+    planes = [plane for plane, _ in finished]
+    flows = _pair_flows([points for _, points in read], [order for _, order in finished])
     info: dict[str, Any] = {}
     for key in ("hostnames", "errors", "warnings"):
         values = list(getattr(space, key))
@@ -81,7 +84,49 @@ def read_xspace(path: Path, data: bytes) -> Profile:
         host=host,
         source=str(path),
         format="xspace",
+        flows=flows,
         info=info,
+    )
+
+
+# XSpace's `flow` stat packs direction (bits 0-1), id (bits 2-57) and category (58-63).
+FLOW_IN, FLOW_OUT, FLOW_IN_OUT = 1, 2, 3
+_FLOW_ID_MASK = (1 << 56) - 1
+FLOW_CATEGORY = "flow"
+
+
+def encode_flow(flow_id: int, direction: int) -> int:
+    return direction | ((flow_id & _FLOW_ID_MASK) << 2)
+
+
+def _pair_flows(points: list[list[tuple[int, int]]], orders: list[np.ndarray]) -> FlowTable:
+    """Arrows from each flow's out-endpoint to its in-endpoints."""
+    sources: dict[int, tuple[int, int]] = {}
+    sinks: list[tuple[int, int, int]] = []
+    for plane_index, (plane_points, order) in enumerate(zip(points, orders)):
+        if not plane_points:
+            continue
+        position = np.empty_like(order)
+        position[order] = np.arange(len(order))
+        for raw_row, encoded in plane_points:
+            direction, flow_id = encoded & 3, (encoded >> 2) & _FLOW_ID_MASK
+            row = int(position[raw_row])
+            if direction & FLOW_OUT:
+                sources.setdefault(flow_id, (plane_index, row))
+            if direction & FLOW_IN:
+                sinks.append((flow_id, plane_index, row))
+    rows = [(flow_id, *sources[flow_id], plane, row) for flow_id, plane, row in sinks if flow_id in sources and sources[flow_id] != (plane, row)]
+    if not rows:
+        return FlowTable.empty()
+    table = np.asarray(rows, dtype=np.int64)
+    return FlowTable(
+        flow_id=table[:, 0],
+        category=np.zeros(len(rows), dtype=np.int32),
+        src_plane=table[:, 1].astype(np.int32),
+        src_event=table[:, 2],
+        dst_plane=table[:, 3].astype(np.int32),
+        dst_event=table[:, 4],
+        categories=[FLOW_CATEGORY],
     )
 
 
@@ -109,7 +154,7 @@ def _stats(protos: Any, stat_names: dict[int, str]) -> list[Stat]:
     return result
 
 
-def _read_plane(path: Path, proto: xplane_pb2.XPlane, base_ns: int) -> RawPlane:
+def _read_plane(path: Path, proto: xplane_pb2.XPlane, base_ns: int) -> tuple[RawPlane, list[tuple[int, int]]]:
     stat_names = {key: meta.name for key, meta in proto.stat_metadata.items()}
     metadata_index: dict[int, int] = {}
     meta_names: list[str] = []
@@ -136,6 +181,7 @@ def _read_plane(path: Path, proto: xplane_pb2.XPlane, base_ns: int) -> RawPlane:
     hot = {column: [] for column in _HOT_STATS.values()}
     hot_rows = {column: [] for column in _HOT_STATS.values()}
     entries: list[tuple[int, str, StatKind, Any]] = []
+    flow_points: list[tuple[int, int]] = []  # (raw row, encoded flow stat)
     row = 0
     for line_index, line in enumerate(proto.lines):
         lines.append(
@@ -165,6 +211,8 @@ def _read_plane(path: Path, proto: xplane_pb2.XPlane, base_ns: int) -> RawPlane:
                 name = stat_names.get(stat.metadata_id, f"stat_{stat.metadata_id}")
                 kind, value = _stat_value(stat, stat_names)
                 entries.append((row, name, kind, value))
+                if name == names.FLOW and kind in (StatKind.UINT64, StatKind.INT64):
+                    flow_points.append((row, int(value)))
                 column = _HOT_STATS.get(name)
                 if column is not None and kind in (StatKind.INT64, StatKind.UINT64) and value < 2**63:
                     hot[column].append(value)
@@ -191,7 +239,7 @@ def _read_plane(path: Path, proto: xplane_pb2.XPlane, base_ns: int) -> RawPlane:
         stats=TypedStats.build(count, entries),
         ids=ids,
         plane_stats=_stats(proto.stats, stat_names),
-    )
+    ), flow_points
 
 
 # --- writing -----------------------------------------------------------------------------------
@@ -199,8 +247,9 @@ def _read_plane(path: Path, proto: xplane_pb2.XPlane, base_ns: int) -> RawPlane:
 
 def to_xspace(profile: Profile) -> xplane_pb2.XSpace:
     space = xplane_pb2.XSpace()
-    for plane in profile.planes:
-        _write_plane(space.planes.add(), plane, profile.start_ns)
+    flow_stats = _flow_stats(profile)
+    for index, plane in enumerate(profile.planes):
+        _write_plane(space.planes.add(), plane, profile.start_ns, flow_stats.get(index, {}))
     space.hostnames.append(_clean(profile.host))
     for key in ("errors", "warnings"):
         getattr(space, key).extend(_clean(str(v)) for v in profile.info.get(key, []))
@@ -247,7 +296,22 @@ def _fill_stat(proto: xplane_pb2.XStat, stat_id: int, stat: Stat) -> None:
         proto.str_value = _clean(str(value))
 
 
-def _write_plane(proto: xplane_pb2.XPlane, plane: Plane, start_ns: int) -> None:
+def _flow_stats(profile: Profile) -> dict[int, dict[int, list[int]]]:
+    """plane -> event row -> encoded `flow` stats. Each arrow gets its own id (its row in
+    the flow table), so ids from different source categories cannot collide."""
+    flows = profile.flows
+    result: dict[int, dict[int, list[int]]] = {}
+    for index in range(len(flows)):
+        flow_id = index + 1
+        for plane, row, direction in (
+            (int(flows.src_plane[index]), int(flows.src_event[index]), FLOW_OUT),
+            (int(flows.dst_plane[index]), int(flows.dst_event[index]), FLOW_IN),
+        ):
+            result.setdefault(plane, {}).setdefault(row, []).append(encode_flow(flow_id, direction))
+    return result
+
+
+def _write_plane(proto: xplane_pb2.XPlane, plane: Plane, start_ns: int, flow_stats: dict[int, list[int]]) -> None:
     proto.id = plane.id
     proto.name = _clean(plane.name)
     stat_ids = _StatNames(proto)
@@ -292,7 +356,10 @@ def _write_plane(proto: xplane_pb2.XPlane, plane: Plane, start_ns: int) -> None:
             own = plane.stats.stats(row, meta.names[metadata_id], meta.categories[metadata_id])
             present = {stat.name for stat in own}
             for stat in own:
-                _fill_stat(event.stats.add(), stat_ids.id(stat.name), stat)
+                if stat.name != names.FLOW:  # re-derived from the flow table below
+                    _fill_stat(event.stats.add(), stat_ids.id(stat.name), stat)
+            for encoded in flow_stats.get(row, ()):
+                _fill_stat(event.stats.add(), stat_ids.id(names.FLOW), Stat(names.FLOW, StatKind.UINT64, encoded))
             for name, values in hot.items():
                 if values[row] != NO_ID and name not in present:
                     _fill_stat(event.stats.add(), stat_ids.id(name), Stat(name, StatKind.INT64, values[row]))
