@@ -18,6 +18,7 @@ conversion and flow binding are whole-array operations.
 from __future__ import annotations
 
 import math
+from decimal import Decimal, InvalidOperation
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -155,13 +156,17 @@ def import_document(path: Path, document: TraceDocument, dialect: Dialect) -> Pr
 
     fields = records.fields()
     _check_times(path, fields)
-    base_us = math.floor(float(fields.ts_us.min()))
-    relative_us = fields.ts_us - base_us
-    if float((relative_us + fields.dur_us).max()) > MAX_SPAN_US:
+    clock = _Clock.for_trace(document, fields.ts_us, fields.dur_us)
+    start_units = clock.units(fields.source, fields.ts_us)
+    if float((start_units + fields.dur_us * clock.scale).max()) / clock.scale > MAX_SPAN_US:
         raise ProfileFormatError(path, "event times span more than 106 days; timestamps are out of range")
-    scale = time_scale(fields.ts_us, relative_us, fields.dur_us)
-    start_ps = np.rint(relative_us * scale).astype(np.int64) * (1_000_000 // scale)
-    dur_ps = np.rint(fields.dur_us * scale).astype(np.int64) * (1_000_000 // scale)
+    dur_units = np.rint(fields.dur_us * clock.scale)
+    paired = fields.end >= 0
+    if paired.any():  # B/E pairs: end minus begin, each converted exactly
+        end_ts = numbers([events[r].ts for r in fields.end[paired].tolist()])
+        dur_units[paired] = clock.units(fields.end[paired], end_ts) - start_units[paired]
+    start_ps = start_units.astype(np.int64) * clock.ps_per_unit
+    dur_ps = dur_units.astype(np.int64) * clock.ps_per_unit
     zero_ps = int(start_ps.min()) // 1000 * 1000
 
     layout = _Layout.build(fields, processes, dialect)
@@ -192,7 +197,7 @@ def import_document(path: Path, document: TraceDocument, dialect: Dialect) -> Pr
         )
         planes.append(finish_plane(raw, 0)[0])
 
-    flow_table, unbound = build_flows(layout.flow_points(events, rows(*FLOW_PHASES), base_us, scale, zero_ps), planes)
+    flow_table, unbound = build_flows(layout.flow_points(events, rows(*FLOW_PHASES), clock, zero_ps), planes)
     if unbound:
         warnings.append(f"{unbound} flow events on threads with no slice at their time were skipped")
 
@@ -200,19 +205,58 @@ def import_document(path: Path, document: TraceDocument, dialect: Dialect) -> Pr
     info: dict[str, Any] = {key: header[key] for key in dialect.info_keys if key in header}
     epoch_ns = header.get(dialect.epoch_base_key) if dialect.epoch_base_key else None
     epoch_ns = epoch_ns if _is_int(epoch_ns) else 0
-    if not epoch_ns and base_us < EPOCH_US_THRESHOLD:
+    if not epoch_ns and clock.base_us < EPOCH_US_THRESHOLD:
         info["clock"] = "relative: the trace's timestamps are not UNIX epoch times"
     if warnings:
         info["warnings"] = warnings
     return Profile(
         planes=planes,
-        start_ns=epoch_ns + int(base_us) * 1000 + zero_ps // 1000,
+        start_ns=epoch_ns + clock.base_us * 1000 + zero_ps // 1000,
         host=_host_name(path, header),
         source=str(path),
         format=dialect.format,
         flows=flow_table,
         info=info,
     )
+
+
+@dataclass(frozen=True)
+class _Clock:
+    """Converts trace timestamps (us) to integer units of 1/scale us after ``base_us``.
+
+    Fractional epoch-microsecond timestamps (e.g. 1712195495519689.047) are past what a
+    double resolves to the nanosecond; for such files ``texts`` holds every event's ``ts``
+    as written and times are computed from the decimal text, exactly.
+    """
+
+    base_us: int
+    scale: int
+    texts: list[bytes] | None = None
+
+    @classmethod
+    def for_trace(cls, document: TraceDocument, ts_us: np.ndarray, dur_us: np.ndarray) -> _Clock:
+        base_us = math.floor(float(ts_us.min()))
+        scale = time_scale(ts_us, ts_us - base_us, dur_us)
+        imprecise = float(np.spacing(np.max(np.abs(ts_us)))) * scale >= 0.5
+        if imprecise and np.any(ts_us != np.rint(ts_us)):
+            return cls(base_us, scale, document.timestamp_texts())
+        return cls(base_us, scale)
+
+    def units(self, rows: np.ndarray, ts_us: np.ndarray) -> np.ndarray:
+        """Times of document rows ``rows`` whose float timestamps are ``ts_us``."""
+        values = np.rint((ts_us - self.base_us) * self.scale)
+        if self.texts is not None:
+            for index, row in enumerate(rows.tolist()):
+                try:
+                    exact = (Decimal(self.texts[row].decode()) - self.base_us) * self.scale
+                    values[index] = float(int(exact.to_integral_value()))
+                except (InvalidOperation, ValueError, UnicodeDecodeError):
+                    pass  # not a number: the float path already made it NaN
+        return values
+
+    @property
+    def ps_per_unit(self) -> int:
+        return 1_000_000 // self.scale
 
 
 def _is_int(value: Any) -> bool:
@@ -278,7 +322,8 @@ class _Fields:
     name: list[Any]
     cat: list[Any]
     args: list[msgspec.Raw]
-    source: np.ndarray  # row in the document, for error messages
+    source: np.ndarray  # row in the document
+    end: np.ndarray  # row of the begin/end partner, or -1
 
 
 class _Records:
@@ -331,7 +376,7 @@ class _Records:
         ts = numbers([e.ts for e in selected])
         dur = numbers([e.dur for e in selected])
         paired = end >= 0
-        if paired.any():
+        if paired.any():  # in us for validation; import_document recomputes it exactly
             dur[paired] = numbers([self._events[r].ts for r in end[paired].tolist()]) - ts[paired]
         dur[(kind == _Kind.INSTANT) | (kind == _Kind.COUNTER)] = 0.0
         dur[(kind == _Kind.SLICE) & ~paired & np.isnan(dur)] = 0.0  # an X without "dur"
@@ -345,6 +390,7 @@ class _Records:
             cat=[e.cat for e in selected],
             args=[e.args for e in selected],
             source=source,
+            end=end,
         )
 
 
@@ -393,7 +439,7 @@ class _Layout:
         combined = pid_codes * max(len(tid_values), 1) + tid_codes
         keys, first, record_key = np.unique(combined, return_index=True, return_inverse=True)
         # Lines in the order their threads first appear in the file.
-        appearance = np.argsort(first, kind="stable")
+        appearance = np.argsort(fields.source[first], kind="stable")
         rank = np.empty_like(appearance)
         rank[appearance] = np.arange(len(appearance))
         keys, record_key = keys[appearance], rank[record_key]
@@ -431,9 +477,7 @@ class _Layout:
             key_line=key_line,
         )
 
-    def flow_points(
-        self, events: list[ChromeEvent], rows: np.ndarray, base_us: float, scale: int, zero_ps: int
-    ) -> FlowPoints:
+    def flow_points(self, events: list[ChromeEvent], rows: np.ndarray, clock: _Clock, zero_ps: int) -> FlowPoints:
         selected = [events[r] for r in rows.tolist()]
         codes = np.asarray(
             [self.key_codes.get((canonical_id(e.pid), canonical_id(e.tid)), -1) for e in selected], dtype=np.int64
@@ -447,7 +491,7 @@ class _Layout:
             flow_key=[canonical_id(e.id) if not isinstance(e.id, (list, dict)) else str(e.id) for e in selected],
             plane=np.where(known, self.key_plane[safe], -1),
             line=np.where(known, self.key_line[safe], -1),
-            time_ps=np.rint((times - base_us) * scale) * (1_000_000 // scale) - zero_ps,
+            time_ps=clock.units(rows, times) * clock.ps_per_unit - zero_ps,
             binds_enclosing=np.asarray([e.ph != "f" or e.bp == "e" for e in selected], dtype=bool),
         )
 

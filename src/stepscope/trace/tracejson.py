@@ -50,8 +50,23 @@ class TraceDocument:
     events: list[ChromeEvent]
     header: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    # The events array's JSON text (fast path only), for exact re-reads of timestamps.
+    events_json: bytes | None = None
+
+    def timestamp_texts(self) -> list[bytes] | None:
+        """Each event's ``ts`` as written (e.g. b"1712195495505543.2"), or None when the
+        file went through the lenient parser and its text is gone."""
+        if self.events_json is None:
+            return None
+        texts = _TIMESTAMPS.decode(self.events_json)
+        return [bytes(item.ts) for item in texts]
 
 
+class _TimestampOnly(msgspec.Struct, gc=False):
+    ts: msgspec.Raw = msgspec.Raw()
+
+
+_TIMESTAMPS = msgspec.json.Decoder(list[_TimestampOnly])
 _RAW_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _EVENTS = msgspec.json.Decoder(list[ChromeEvent])
 _ANY = msgspec.json.Decoder()
@@ -135,23 +150,25 @@ _REPAIRS: tuple[_Repair, ...] = (
 
 def _decode_fast(path: Path, data: bytes) -> TraceDocument:
     if data.lstrip()[:1] == b"[":
-        return TraceDocument(_decode_event_array(data), {})
+        events, text = _decode_event_array(data)
+        return TraceDocument(events, {}, events_json=text)
     top = _RAW_TOP.decode(data)
     events_raw = top.pop("traceEvents", None)
     events = _EVENTS.decode(events_raw) if events_raw is not None else []
     header = {key: _ANY.decode(value) for key, value in top.items()}
-    return TraceDocument(events, header)
+    return TraceDocument(events, header, events_json=None if events_raw is None else bytes(events_raw))
 
 
-def _decode_event_array(data: bytes) -> list[ChromeEvent]:
+def _decode_event_array(data: bytes) -> tuple[list[ChromeEvent], bytes]:
     try:
-        return _EVENTS.decode(data)
+        return _EVENTS.decode(data), data
     except msgspec.DecodeError:
         # The JSON Array Format may omit the closing bracket (a trace cut off by the
         # process exiting); only that case is accepted, a cut inside an event is not.
         body = data.rstrip().rstrip(b",")
         if body.endswith(b"}"):
-            return _EVENTS.decode(body + b"]")
+            closed = body + b"]"
+            return _EVENTS.decode(closed), closed
         raise
 
 
