@@ -30,9 +30,16 @@ class FlowPoints:
     binds_enclosing: np.ndarray  # bool
 
 
-def bind_points(plane: Plane, lines: np.ndarray, times: np.ndarray, enclosing: np.ndarray) -> np.ndarray:
+def bind_points(
+    plane: Plane, lines: np.ndarray, times: np.ndarray, enclosing: np.ndarray, flow_ids: np.ndarray | None = None
+) -> np.ndarray:
     """Event rows for points (line index, time in ps): the innermost enclosing slice where
-    ``enclosing``, else the first slice starting at or after the time; -1 where none."""
+    ``enclosing``, else the first slice starting at or after the time; -1 where none.
+
+    Where ``flow_ids`` is given and an enclosing slice further out carries that id as its
+    correlation id, that slice wins: Kineto numbers launch flows by correlation id, and
+    with microsecond timestamps two zero-length runtime calls can share one instant.
+    """
     events = plane.events
     offsets = plane.line_offsets
     result = np.full(len(times), -1, dtype=np.int64)
@@ -57,8 +64,23 @@ def bind_points(plane: Plane, lines: np.ndarray, times: np.ndarray, enclosing: n
             positions = np.flatnonzero(walk)[outside]
             candidate[positions] = events.parent[candidate[positions]]
             walk = walk & (candidate >= 0)
+        if flow_ids is not None:
+            candidate = _prefer_correlated(events, candidate, flow_ids[mask], point_times)
         result[mask] = candidate
     return result
+
+
+def _prefer_correlated(events, candidate: np.ndarray, flow_ids: np.ndarray, times: np.ndarray) -> np.ndarray:
+    chosen = candidate.copy()
+    current = candidate.copy()
+    searching = (current >= 0) & (events.correlation_id[np.maximum(current, 0)] != flow_ids)
+    while searching.any():
+        current[searching] = events.parent[current[searching]]
+        searching &= current >= 0
+        hit = searching & (events.correlation_id[np.maximum(current, 0)] == flow_ids)
+        chosen[hit] = current[hit]
+        searching &= ~hit
+    return chosen
 
 
 def build_flows(points: FlowPoints, planes: list[Plane]) -> tuple[FlowTable, int]:
@@ -71,10 +93,17 @@ def build_flows(points: FlowPoints, planes: list[Plane]) -> tuple[FlowTable, int
     count = len(points.phase)
     bound = np.full(count, -1, dtype=np.int64)
     valid = (points.plane >= 0) & np.isfinite(points.time_ps)
+    # Integer flow ids, for the correlation tie-break; a string id matches no correlation.
+    no_match = np.iinfo(np.int64).min
+    ids = np.asarray([k if isinstance(k, int) and -(2**63) <= k < 2**63 else no_match for k in points.flow_key], dtype=np.int64)
     for plane_index in np.unique(points.plane[valid]).tolist():
         mask = valid & (points.plane == plane_index)
         bound[mask] = bind_points(
-            planes[plane_index], points.line[mask], points.time_ps[mask].astype(np.int64), points.binds_enclosing[mask]
+            planes[plane_index],
+            points.line[mask],
+            points.time_ps[mask].astype(np.int64),
+            points.binds_enclosing[mask],
+            ids[mask],
         )
     unbound = int(np.count_nonzero(bound < 0))
 
