@@ -116,9 +116,7 @@ def discover(path: str | Path) -> list[Run]:
         parsed = parse_path(path, file)
         if parsed is None:
             continue
-        run = runs.setdefault(parsed.run, Run(parsed.run, file.parent))
-        if run.host(parsed.host) is None:
-            run.hosts.append(Host(parsed.host, file))
+        runs.setdefault(parsed.run, Run(parsed.run, file.parent)).hosts.append(Host(parsed.host, file))
     for run in runs.values():
         run.hosts = _prefer_xspace(run.hosts)
     if not runs:

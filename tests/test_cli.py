@@ -1,0 +1,71 @@
+"""The command line, run as a user runs it: a real subprocess of the installed entry point."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import stepscope
+from stepscope.trace.logdir import make_path
+from tests.conftest import read_json, shared
+
+ALEXNET = "kineto/alexnet_small.pt.trace.json.gz"
+TPU = "xplane/tpu_v_inference_4chips.xplane.pb"
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "stepscope.cli", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_info_json_reports_runs_hosts_planes_lines(tmp_path: Path):
+    for host in ("h0", "h1"):
+        target = make_path(tmp_path, "2026_11_30_10_00_00", host)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(shared(TPU), target)
+    result = run("info", str(tmp_path), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    (run_report,) = report["runs"]
+    assert run_report["name"] == "2026_11_30_10_00_00"
+    assert [h["name"] for h in run_report["hosts"]] == ["h0", "h1"]
+    host = run_report["hosts"][0]
+    # Counted independently from the protobuf: events per plane and per line.
+    from stepscope.protos import xplane_pb2
+
+    space = xplane_pb2.XSpace.FromString(shared(TPU).read_bytes())
+    assert [p["name"] for p in host["planes"]] == [p.name for p in space.planes]
+    for plane_report, plane in zip(host["planes"], space.planes):
+        assert plane_report["events"] == sum(len(line.events) for line in plane.lines)
+        assert [(l["name"], l["events"]) for l in plane_report["lines"]] == [
+            (line.display_name or line.name, len(line.events)) for line in plane.lines
+        ]
+    starts = [l.timestamp_ns * 1000 + e.offset_ps for p in space.planes for l in p.lines for e in l.events]
+    ends = [l.timestamp_ns * 1000 + e.offset_ps + e.duration_ps for p in space.planes for l in p.lines for e in l.events]
+    zero = min(starts) // 1000 * 1000
+    assert host["span_ps"] == max(ends) - zero == report["span_ps"]
+    assert host["devices"] == [f"/device:TPU:{i}" for i in range(4)]
+
+
+def test_info_text_names_devices_and_counts():
+    result = run("info", str(shared(ALEXNET)))
+    assert result.returncode == 0, result.stderr
+    trace = read_json(shared(ALEXNET))
+    kernels_on_7 = sum(1 for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("pid") == 0 and e.get("tid") == 7)
+    assert "devices: /device:GPU:0 (NVIDIA A100-PG509-200)" in result.stdout
+    assert f"stream 7 (id 7): {kernels_on_7:,} events" in result.stdout
+
+
+def test_convert_kineto_to_xspace_and_back(tmp_path: Path):
+    xspace = tmp_path / "alexnet.xplane.pb"
+    result = run("convert", str(shared(ALEXNET)), str(xspace))
+    assert result.returncode == 0, result.stderr
+    chrome = tmp_path / "alexnet.json.gz"
+    assert run("convert", str(xspace), str(chrome)).returncode == 0
+    original, final = stepscope.load(shared(ALEXNET)), stepscope.load(chrome)
+    assert final.event_count == original.event_count
+    assert [p.events.duration_ps.sum() for p in final.planes] == [p.events.duration_ps.sum() for p in original.planes]

@@ -1,0 +1,88 @@
+"""Chrome / Perfetto JSON export: valid JSON, exact times, streaming, and a faithful re-import."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+import stepscope
+from stepscope.trace import chrome_export
+from stepscope.trace.chrome_export import iter_chunks
+from tests.conftest import shared
+
+ALEXNET = "kineto/alexnet_small.pt.trace.json.gz"
+
+
+def test_export_is_valid_json_with_every_event_and_flow(tmp_path: Path):
+    profile = stepscope.load(shared(ALEXNET))
+    out = tmp_path / "alexnet.json.gz"
+    stepscope.save(profile, out)
+    with gzip.open(out, "rt") as stream:
+        exported = json.load(stream, parse_float=Decimal)
+    events = exported["traceEvents"]
+    slices = [e for e in events if e["ph"] in ("X", "C")]
+    assert len(slices) == profile.event_count
+    assert sum(1 for e in events if e["ph"] == "s") == len(profile.flows)
+    assert sum(1 for e in events if e["ph"] == "f") == len(profile.flows)
+    process_names = [e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "process_name"]
+    assert process_names == [plane.name for plane in profile.planes]
+    assert exported["baseTimeNanoseconds"] == profile.start_ns
+    # Each X event's ts/dur are the model's picoseconds written as exact decimal microseconds.
+    first_plane = profile.planes[0]
+    exported_first = [e for e in slices if e["pid"] == 0]
+    assert [int(e["ts"] * 1_000_000) for e in exported_first] == first_plane.events.start_ps.tolist()
+    assert [int(e["dur"] * 1_000_000) for e in exported_first] == first_plane.events.duration_ps.tolist()
+    # A Kineto source keeps its own args (original keys) in the export.
+    source = json.load(gzip.open(shared(ALEXNET), "rt"))
+    kernel = next(e for e in source["traceEvents"] if e.get("cat") == "kernel")
+    twin = next(e for e in slices if e["name"] == kernel["name"] and e["args"].get("correlation") == kernel["args"]["correlation"])
+    assert json.loads(json.dumps(twin["args"], default=float)) == kernel["args"]
+
+
+def test_export_streams_in_chunks(monkeypatch: pytest.MonkeyPatch):
+    """The export is produced chunk by chunk: no chunk holds more than CHUNK_EVENTS events."""
+    monkeypatch.setattr(chrome_export, "CHUNK_EVENTS", 100)
+    profile = stepscope.load(shared(ALEXNET))
+    chunks = list(iter_chunks(profile))
+    # 728 + 139 + 3 events in chunks of at most 100 per plane: 8 + 2 + 1 event chunks.
+    event_chunks = [c for c in chunks if c.lstrip(b",\n").startswith(b'{"ph":"X"')]
+    assert len(event_chunks) == 11
+    assert max(c.count(b'{"ph":"X"') for c in event_chunks) == 100
+    json.loads(b"".join(chunks))
+
+
+@pytest.mark.parametrize("name", [ALEXNET, "xplane/tpu_v_inference_4chips.xplane.pb"])
+def test_reimport_of_export_matches(name: str, tmp_path: Path):
+    original = stepscope.load(shared(name))
+    out = tmp_path / "export.json"
+    stepscope.save(original, out)
+    again = stepscope.load(out)
+    again.validate()
+    assert again.start_ns == original.start_ns
+    with_events = [p for p in original.planes if len(p.events)]
+    assert [p.name for p in again.planes] == [p.name for p in with_events]
+    for plane, copy in zip(with_events, again.planes):
+        assert copy.events.start_ps.tolist() == plane.events.start_ps.tolist()
+        assert copy.events.duration_ps.tolist() == plane.events.duration_ps.tolist()
+        assert [copy.event_name(r) for r in range(len(copy.events))] == [plane.event_name(r) for r in range(len(plane.events))]
+    assert len(again.flows) == len(original.flows)
+
+
+def test_export_leaves_no_partial_file_on_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    profile = stepscope.load(shared(ALEXNET))
+    out = tmp_path / "out.json"
+    out.write_text("previous export")
+
+    def broken(*args, **kwargs):
+        yield b"{"
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(chrome_export, "iter_chunks", broken)
+    with pytest.raises(RuntimeError):
+        stepscope.save(profile, out)
+    assert out.read_text() == "previous export"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]

@@ -1,0 +1,162 @@
+"""XSpace reading and writing: the real TPU profile, a hand-built XSpace, round trips."""
+
+from __future__ import annotations
+
+import gzip
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import stepscope
+from stepscope.protos import xplane_pb2
+from stepscope.trace import names
+from stepscope.trace.stats import StatKind
+from tests.conftest import KINETO_TRACES, shared
+
+TPU = "xplane/tpu_v_inference_4chips.xplane.pb"
+
+
+def reference_events(space: xplane_pb2.XSpace) -> Counter:
+    """(plane, line, name, absolute start ps, duration ps) straight from the protobuf."""
+    result = Counter()
+    for plane in space.planes:
+        for line in plane.lines:
+            for event in line.events:
+                name = plane.event_metadata[event.metadata_id].name
+                start = line.timestamp_ns * 1000 + event.offset_ps
+                result[(plane.name, line.name, name, start, event.duration_ps)] += 1
+    return result
+
+
+def loaded_events(profile: stepscope.Profile) -> Counter:
+    result = Counter()
+    for plane in profile.planes:
+        events = plane.events
+        for row in range(len(events)):
+            start = profile.start_ns * 1000 + int(events.start_ps[row])
+            line = plane.lines[int(events.line[row])].name
+            result[(plane.name, line, plane.event_name(row), start, int(events.duration_ps[row]))] += 1
+    return result
+
+
+def test_tpu_profile_events_times_and_planes():
+    path = shared(TPU)
+    space = xplane_pb2.XSpace.FromString(path.read_bytes())
+    profile = stepscope.load(path)
+    profile.validate()
+    assert profile.format == "xspace"
+    assert [plane.name for plane in profile.planes] == [plane.name for plane in space.planes]
+    assert loaded_events(profile) == reference_events(space)
+    assert profile.event_count == sum(len(line.events) for plane in space.planes for line in plane.lines)
+    assert [p.name for p in profile.device_planes] == [f"/device:TPU:{i}" for i in range(4)]
+
+
+def test_tpu_metadata_stats_are_kept():
+    """XLA ops carry flops / bytes_accessed on their event metadata; the model keeps them."""
+    path = shared(TPU)
+    space = xplane_pb2.XSpace.FromString(path.read_bytes())
+    plane_proto = next(p for p in space.planes if p.name == "/device:TPU:0")
+    stat_names = {k: v.name for k, v in plane_proto.stat_metadata.items()}
+    expected = {}
+    for meta in plane_proto.event_metadata.values():
+        for stat in meta.stats:
+            if stat_names[stat.metadata_id] == names.FLOPS:
+                expected[meta.name] = stat.uint64_value or stat.int64_value or stat.double_value
+    assert expected, "the TPU profile is known to carry flops on its XLA op metadata"
+    plane = stepscope.load(path).plane("/device:TPU:0")
+    got = {}
+    for index, stats in enumerate(plane.metadata.stats):
+        for stat in stats:
+            if stat.name == names.FLOPS:
+                got[plane.metadata.names[index]] = stat.value
+    assert got == expected
+
+
+def _handmade_space() -> xplane_pb2.XSpace:
+    """One plane, two lines with different timestamps, a ref_value stat, a metadata stat."""
+    space = xplane_pb2.XSpace(hostnames=["worker-3"])
+    plane = space.planes.add(id=5, name="/device:GPU:0")
+    plane.stat_metadata[1].CopyFrom(xplane_pb2.XStatMetadata(id=1, name="correlation_id"))
+    plane.stat_metadata[2].CopyFrom(xplane_pb2.XStatMetadata(id=2, name="tf_op"))
+    plane.stat_metadata[3].CopyFrom(xplane_pb2.XStatMetadata(id=3, name="model/dense/MatMul"))
+    plane.stat_metadata[4].CopyFrom(xplane_pb2.XStatMetadata(id=4, name="flops"))
+    plane.stat_metadata[5].CopyFrom(xplane_pb2.XStatMetadata(id=5, name="flow"))
+    meta = plane.event_metadata[40]
+    meta.id, meta.name, meta.display_name = 40, "gemm_kernel", "gemm"
+    meta.stats.add(metadata_id=4, uint64_value=2**40)
+    plane.event_metadata[41].CopyFrom(xplane_pb2.XEventMetadata(id=41, name="memcpy"))
+    first = plane.lines.add(id=7, name="stream 7", timestamp_ns=1_000)
+    kernel = first.events.add(metadata_id=40, offset_ps=500, duration_ps=2_000)
+    kernel.stats.add(metadata_id=1, int64_value=99)
+    kernel.stats.add(metadata_id=2, ref_value=3)  # the string "model/dense/MatMul"
+    kernel.stats.add(metadata_id=5, uint64_value=(12 << 2) | 1)  # flow 12, direction in
+    second = plane.lines.add(id=8, name="stream 8", timestamp_ns=1_002)
+    copy = second.events.add(metadata_id=41, offset_ps=250, duration_ps=100)
+    copy.stats.add(metadata_id=5, uint64_value=(12 << 2) | 2)  # flow 12, direction out
+    return space
+
+
+def test_handmade_space_resolves_refs_and_relative_times(tmp_path: Path):
+    path = tmp_path / "worker.xplane.pb"
+    path.write_bytes(_handmade_space().SerializeToString())
+    profile = stepscope.load(path)
+    profile.validate()
+    assert profile.host == "worker-3"
+    # Absolute starts: 1_000 ns + 500 ps = 1_000_500 ps; 1_002 ns + 250 ps = 1_002_250 ps.
+    # Time zero is the earliest start floored to a ns: 1_000 ns.
+    assert profile.start_ns == 1_000
+    plane = profile.planes[0]
+    assert plane.events.start_ps.tolist() == [500, 2_250]
+    assert plane.events.duration_ps.tolist() == [2_000, 100]
+    assert plane.metadata.display_names[plane.events.metadata_id[0]] == "gemm"
+    stats = {s.name: s for s in plane.event_stats(0)}
+    assert stats["tf_op"].value == "model/dense/MatMul" and stats["tf_op"].kind == StatKind.STR
+    assert stats["flops"].value == 2**40 and stats["flops"].kind == StatKind.UINT64
+    assert plane.events.correlation_id.tolist() == [99, -1]
+    # The flow goes out of the copy (row 1) into the kernel (row 0).
+    flows = profile.flows
+    assert (int(flows.src_event[0]), int(flows.dst_event[0])) == (1, 0) and len(flows) == 1
+
+
+def test_gzip_compressed_xspace(tmp_path: Path):
+    path = tmp_path / "worker.xplane.pb.gz"
+    path.write_bytes(gzip.compress(_handmade_space().SerializeToString()))
+    assert stepscope.load(path).event_count == 2
+
+
+def _columns(profile: stepscope.Profile) -> list[tuple]:
+    result = []
+    for plane in profile.planes:
+        events = plane.events
+        result.append((
+            plane.name,
+            [line.name for line in plane.lines],
+            events.start_ps.tolist(),
+            events.duration_ps.tolist(),
+            [plane.event_name(r) for r in range(len(events))],
+            events.correlation_id.tolist(),
+            events.external_id.tolist(),
+            events.parent.tolist(),
+        ))
+    return result
+
+
+@pytest.mark.parametrize("path", [*KINETO_TRACES, shared(TPU)], ids=lambda p: p.name)
+def test_xspace_round_trip_keeps_everything(path: Path, tmp_path: Path):
+    original = stepscope.load(path)
+    out = tmp_path / "out.xplane.pb"
+    stepscope.save(original, out)
+    again = stepscope.load(out)
+    again.validate()
+    assert again.start_ns == original.start_ns
+    assert _columns(again) == _columns(original)
+    assert len(again.flows) == len(original.flows)
+    for plane, copy in zip(original.planes, again.planes):
+        assert plane.metadata.categories == copy.metadata.categories
+        assert plane.plane_stats == copy.plane_stats
+        rows = np.linspace(0, len(plane.events) - 1, num=min(len(plane.events), 25), dtype=int).tolist()
+        for row in rows if len(plane.events) else []:
+            own = [s for s in plane.event_stats(row) if s.name != names.FLOW]
+            assert [s for s in copy.event_stats(row) if s.name != names.FLOW] == own
