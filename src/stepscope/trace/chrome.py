@@ -34,7 +34,7 @@ from stepscope.trace.builder import RawPlane, finish_plane
 from stepscope.trace.flows import FlowPoints, build_flows
 from stepscope.trace.model import EventMetadata, Line, Profile
 from stepscope.trace.stats import ArgsTranslator, JsonStats, Stat, plain_translator
-from stepscope.trace.tracejson import ChromeEvent, TraceDocument, as_text, factorize, numbers
+from stepscope.trace.tracejson import ChromeEvent, TraceDocument, as_text, factorize, id_columns_reader, numbers
 
 INSTANT_PHASES = ("i", "I", "n", "R")
 FLOW_PHASES = ("s", "t", "f")
@@ -122,7 +122,22 @@ class Dialect:
     plane_stats: Callable[[str, dict[str, Any]], list[Stat]] | None = None
 
 
-CHROME_DIALECT = Dialect(format="chrome", epoch_base_key="baseTimeNanoseconds")
+class _XSpaceNamedIds(msgspec.Struct, gc=False):
+    """Id stats under XSpace's names, as XProf's trace JSON (JAX's trace.json.gz) has them."""
+
+    correlation_id: Any = -1
+    group_id: Any = -1
+    step_num: Any = -1
+    external_id: Any = -1
+
+
+CHROME_DIALECT = Dialect(
+    format="chrome",
+    epoch_base_key="baseTimeNanoseconds",
+    id_columns=id_columns_reader(
+        _XSpaceNamedIds, {name: (name,) for name in ("correlation_id", "group_id", "step_num", "external_id")}
+    ),
+)
 
 
 def import_document(path: Path, document: TraceDocument, dialect: Dialect) -> Profile:
@@ -146,7 +161,8 @@ def import_document(path: Path, document: TraceDocument, dialect: Dialect) -> Pr
     unmatched += records.add_pairs(rows("b", "e"), "b", _Kind.ASYNC, lambda e: (e.pid, as_text(e.cat), e.id))
     if unmatched:
         warnings.append(f"{unmatched} begin/end events without a partner were skipped")
-    other = {phase: len(r) for phase, r in rows_of.items() if phase not in HANDLED_PHASES}
+    # Events with no phase at all (XProf ends its traceEvents with an empty {}) say nothing.
+    other = {phase: len(r) for phase, r in rows_of.items() if phase not in HANDLED_PHASES and phase}
     if other:
         listed = ", ".join(f"{count} '{phase}'" for phase, count in sorted(other.items()))
         warnings.append(f"events of unsupported phases were skipped: {listed}")

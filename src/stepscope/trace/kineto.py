@@ -24,7 +24,7 @@ from stepscope.trace import names
 from stepscope.trace.chrome import Dialect, LinePlacement, ProcessInfo, generic_place_thread, plane_named
 from stepscope.trace.model import NO_ID
 from stepscope.trace.stats import Stat, StatKind, stat_from_python
-from stepscope.trace.tracejson import as_text, int_ids
+from stepscope.trace.tracejson import as_text, id_columns_reader
 
 _GPU_LABEL = re.compile(r"^\s*GPU\s+(\d+)\s*$")
 _STREAM = re.compile(r"(\d+)")
@@ -149,7 +149,7 @@ def device_plane_stats(plane: str, header: dict[str, Any]) -> list[Stat]:
     return stats
 
 
-class _HotArgs(msgspec.Struct, gc=False):
+class _KinetoIds(msgspec.Struct, gc=False):
     """The args decoded for every event at load time; the rest stays raw."""
 
     correlation: Any = NO_ID
@@ -157,32 +157,9 @@ class _HotArgs(msgspec.Struct, gc=False):
     external_id_2021: Any = msgspec.field(default=NO_ID, name="external id")
 
 
-_HOT = msgspec.json.Decoder(list[_HotArgs])
-
-
-def hot_columns(raws: list[msgspec.Raw]) -> dict[str, np.ndarray]:
-    """correlation_id and external_id for every event, with one decode of all args."""
-    present = [i for i, raw in enumerate(raws) if len(raw)]
-    correlation = np.full(len(raws), NO_ID, dtype=np.int64)
-    external = np.full(len(raws), NO_ID, dtype=np.int64)
-    if present:
-        try:
-            hot = _HOT.decode(b"[" + b",".join(raws[i] for i in present) + b"]")  # type: ignore[misc]
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            # An args value that is not an object: decode one at a time, skipping it.
-            hot = [_decode_hot(raws[i]) for i in present]
-        rows = np.asarray(present, dtype=np.int64)
-        correlation[rows] = int_ids([h.correlation for h in hot], NO_ID)
-        current = int_ids([h.external_id for h in hot], NO_ID)
-        external[rows] = np.where(current != NO_ID, current, int_ids([h.external_id_2021 for h in hot], NO_ID))
-    return {"correlation_id": correlation, "external_id": external}
-
-
-def _decode_hot(raw: Any) -> _HotArgs:
-    try:
-        return msgspec.json.decode(raw, type=_HotArgs)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return _HotArgs()
+hot_columns = id_columns_reader(
+    _KinetoIds, {"correlation_id": ("correlation",), "external_id": ("external_id", "external_id_2021")}
+)
 
 
 KINETO_DIALECT = Dialect(

@@ -19,6 +19,9 @@ TPU_PLANE_PREFIX: Final = "/device:TPU:"
 CUSTOM_PLANE_PREFIX: Final = "/device:CUSTOM:"
 DEVICE_PLANE_PREFIX: Final = "/device:"
 HOST_PLANE_PREFIX: Final = "/host:"
+# Capture-wide facts TSL records after a session (profile_start_time...).
+TASK_ENVIRONMENT_PLANE: Final = "Task Environment"
+PROFILE_START_TIME: Final = "profile_start_time"
 # Kineto's profiler spans ("PyTorch Profiler (0)") and window markers: kept, but out of the
 # way of per-thread analyses.
 TRACE_SPANS_PLANE: Final = "/host:trace-spans"

@@ -28,6 +28,8 @@ from stepscope.trace.builder import RawPlane, earliest_start, finish_plane
 from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Plane, Profile
 from stepscope.trace.stats import Stat, StatKind, TypedStats
 
+# Line timestamps at or past this (1973 in epoch ns) are UNIX times, not session offsets.
+EPOCH_NS_THRESHOLD = 10**17
 # XSpace field 1..4 with wire type 2 (length-delimited): the only valid first bytes.
 _XSPACE_FIRST_BYTES = frozenset({0x0A, 0x12, 0x1A, 0x22})
 # Stats copied into the event table's id columns when an event carries them.
@@ -80,7 +82,7 @@ def read_xspace(path: Path, data: bytes) -> Profile:
     host = space.hostnames[0] if space.hostnames else _host_from_path(path)
     return Profile(
         planes=planes,
-        start_ns=base_ns + zero_ps // 1000,
+        start_ns=_epoch_offset(space, base_ns) + base_ns + zero_ps // 1000,
         host=host,
         source=str(path),
         format="xspace",
@@ -128,6 +130,27 @@ def _pair_flows(points: list[list[tuple[int, int]]], orders: list[np.ndarray]) -
         dst_event=table[:, 4],
         categories=[FLOW_CATEGORY],
     )
+
+
+def _epoch_offset(space: xplane_pb2.XSpace, base_ns: int) -> int:
+    """What to add to line timestamps to make them UNIX times.
+
+    TSL normalises a finished capture: line timestamps become nanoseconds since the
+    session start, which it records as ``profile_start_time`` on the "Task Environment"
+    plane. Older files and other writers keep epoch timestamps (then this is 0).
+    """
+    if base_ns >= EPOCH_NS_THRESHOLD:
+        return 0
+    for plane in space.planes:
+        if plane.name != names.TASK_ENVIRONMENT_PLANE:
+            continue
+        stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+        for stat in plane.stats:
+            if stat_names.get(stat.metadata_id) == names.PROFILE_START_TIME:
+                kind, value = _stat_value(stat, stat_names)
+                if kind in (StatKind.UINT64, StatKind.INT64) and value >= EPOCH_NS_THRESHOLD:
+                    return int(value)
+    return 0
 
 
 def _host_from_path(path: Path) -> str:
