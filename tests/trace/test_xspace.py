@@ -18,14 +18,27 @@ from tests.conftest import KINETO_TRACES, shared
 TPU = "xplane/tpu_v_inference_4chips.xplane.pb"
 
 
+def session_start_ns(space: xplane_pb2.XSpace) -> int:
+    """TSL stores line timestamps relative to the session, whose UNIX start is the
+    "Task Environment" plane's profile_start_time stat."""
+    for plane in space.planes:
+        if plane.name == "Task Environment":
+            stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
+            for stat in plane.stats:
+                if stat_names[stat.metadata_id] == "profile_start_time":
+                    return stat.uint64_value
+    return 0
+
+
 def reference_events(space: xplane_pb2.XSpace) -> Counter:
     """(plane, line, name, absolute start ps, duration ps) straight from the protobuf."""
     result = Counter()
+    session = session_start_ns(space)
     for plane in space.planes:
         for line in plane.lines:
             for event in line.events:
                 name = plane.event_metadata[event.metadata_id].name
-                start = line.timestamp_ns * 1000 + event.offset_ps
+                start = (session + line.timestamp_ns) * 1000 + event.offset_ps
                 result[(plane.name, line.name, name, start, event.duration_ps)] += 1
     return result
 
@@ -47,6 +60,8 @@ def test_tpu_profile_events_times_and_planes():
     profile = stepscope.load(path)
     profile.validate()
     assert profile.format == "xspace"
+    # The file's line timestamps start at 0: session-relative; the session began 2025-03-11.
+    assert session_start_ns(space) == 1741722099081044120
     assert [plane.name for plane in profile.planes] == [plane.name for plane in space.planes]
     assert loaded_events(profile) == reference_events(space)
     assert profile.event_count == sum(len(line.events) for plane in space.planes for line in plane.lines)
