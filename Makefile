@@ -25,9 +25,14 @@ test: $(STAMP)
 protos: $(STAMP)
 	$(PY) -m stepscope.protos.generate
 
+# Ingest benchmark against HolisticTraceAnalysis. HTA lives only in .venv-bench, never in
+# the test venv; it does not depend on torch (checked: pip pulls none), so no torch there.
+# The large trace comes from a real torch.profiler run, made (once, cached) with .venv's torch.
 bench: $(STAMP)
-	$(PY) -m pip install --quiet holistictraceanalysis
-	$(PY) bench/ingest.py
+	test -x .venv-bench/bin/python || python3 -m venv .venv-bench
+	.venv-bench/bin/python -m pip install --quiet -e . holistictraceanalysis
+	$(PY) bench/make_large_trace.py
+	.venv-bench/bin/python bench/ingest.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info

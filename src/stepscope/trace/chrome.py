@@ -10,15 +10,13 @@ Processes map to planes and threads to lines. A process named like an XSpace pla
 every process's threads are lines of ``/host:CPU``. The Kineto reader is this importer
 with a :class:`Dialect` that knows PyTorch's conventions.
 
-Per-event Python work is limited to moving fields from the decoded structs into lists;
-distinct values (pids, names...) are normalised once each, and sorting, nesting, time
-conversion and flow binding are whole-array operations.
+The importer works on the decoded columns (``columns.EventColumns``): codes, floats and
+the packed args. Only begin/end pairing walks events one by one, and only those events.
 """
 
 from __future__ import annotations
 
 import math
-from decimal import Decimal, InvalidOperation
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -31,10 +29,11 @@ import numpy as np
 from stepscope.errors import ProfileFormatError
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane, finish_plane
+from stepscope.trace.columns import EventColumns, as_text
 from stepscope.trace.flows import FlowPoints, build_flows
 from stepscope.trace.model import EventMetadata, Line, Profile
 from stepscope.trace.stats import ArgsTranslator, JsonStats, Stat, plain_translator
-from stepscope.trace.tracejson import ChromeEvent, TraceDocument, as_text, factorize, id_columns_reader, numbers
+from stepscope.trace.tracejson import TraceDocument, id_columns_reader
 
 INSTANT_PHASES = ("i", "I", "n", "R")
 FLOW_PHASES = ("s", "t", "f")
@@ -42,23 +41,6 @@ HANDLED_PHASES = frozenset({"X", *INSTANT_PHASES, *FLOW_PHASES, "M", "C", "B", "
 # Chrome timestamps are microseconds; a value this large is a UNIX-epoch time (1973+).
 EPOCH_US_THRESHOLD = 1e14
 MAX_SPAN_US = (2**63 - 1) / 1e6
-
-
-def time_scale(ts_us: np.ndarray, relative_us: np.ndarray, dur_us: np.ndarray) -> int:
-    """Units per microsecond to round times to.
-
-    1000 (ns) when every value is a whole number of nanoseconds up to the precision the
-    file's float timestamps allow, as Kineto writes them: rounding then recovers the
-    file's decimal text exactly. Else 1e6 (ps), as stepscope's own export writes sub-ns
-    times.
-    """
-    # A double holding e.g. 4458676522690.655 us is off by up to half its spacing.
-    tolerance_ns = max(1e-3, 0.5 * float(np.spacing(np.max(np.abs(ts_us)))) * 1000.0)
-    for values in (relative_us, dur_us):
-        ns = values * 1000.0
-        if len(ns) and float(np.max(np.abs(ns - np.rint(ns)))) > tolerance_ns:
-            return 1_000_000
-    return 1000
 
 
 class _Kind:
@@ -97,7 +79,7 @@ def generic_place_thread(plane: str, pid: Any, tid: Any, process: ProcessInfo) -
         label = f"{process.name or 'process'} ({pid}) / {thread}"
     else:
         label = thread
-    return LinePlacement(tid if _is_int(tid) else None, label)
+    return LinePlacement(tid if _fits_int64(tid) else None, label)
 
 
 @dataclass(frozen=True)
@@ -112,8 +94,8 @@ class Dialect:
     place_thread: Callable[[str, Any, Any, ProcessInfo], LinePlacement] = generic_place_thread
     # Categories of events that run on a device; their args name it ("device": N).
     device_categories: frozenset[str] = frozenset()
-    # Derives hot id columns (correlation_id...) from every record's raw args.
-    id_columns: Callable[[list[msgspec.Raw]], dict[str, np.ndarray]] | None = None
+    # Derives hot id columns (correlation_id...) from the records' raw args.
+    id_columns: Callable[[JsonStats], tuple[dict[str, np.ndarray], int]] | None = None
     # Header keys kept in Profile.info.
     info_keys: tuple[str, ...] = ()
     # Header key holding the epoch ns that timestamps are relative to.
@@ -144,21 +126,24 @@ def import_document(path: Path, document: TraceDocument, dialect: Dialect) -> Pr
     """Builds a Profile from a decoded trace document."""
     events = document.events
     warnings = list(document.warnings)
-    phase_codes, phase_values = factorize([e.ph for e in events], as_text)
-    rows_of = {phase: np.flatnonzero(phase_codes == code) for code, phase in enumerate(phase_values)}
-    empty = np.zeros(0, dtype=np.int64)
+    if events.skipped:
+        warnings.append(f"{events.skipped} trace events that are not JSON objects were skipped")
+    if events.oversized_ids():
+        warnings.append("ids past the 64-bit integer range (pid, tid or flow id) were kept as they are")
+    phases = events.phase
+    rows_of = {value: np.flatnonzero(phases.codes == code) for code, value in enumerate(phases.values)}
 
-    def rows(*phases: str) -> np.ndarray:
-        found = [rows_of[p] for p in phases if p in rows_of]
-        return np.sort(np.concatenate(found)) if found else empty
+    def rows(*wanted: str) -> np.ndarray:
+        found = [rows_of[p] for p in wanted if p in rows_of]
+        return np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
 
-    processes = _read_metadata(events, rows("M"))
     records = _Records(events)
     records.add(rows("X"), _Kind.SLICE)
     records.add(rows(*INSTANT_PHASES), _Kind.INSTANT)
     records.add(rows("C"), _Kind.COUNTER)
-    unmatched = records.add_pairs(rows("B", "E"), "B", _Kind.SLICE, lambda e: (e.pid, e.tid))
-    unmatched += records.add_pairs(rows("b", "e"), "b", _Kind.ASYNC, lambda e: (e.pid, as_text(e.cat), e.id))
+    unmatched = records.add_pairs(rows("B", "E"), "B", _Kind.SLICE, (events.pid.codes, events.tid.codes))
+    async_keys = (events.pid.codes, events.category.codes, events.flow_id.codes)
+    unmatched += records.add_pairs(rows("b", "e"), "b", _Kind.ASYNC, async_keys)
     if unmatched:
         warnings.append(f"{unmatched} begin/end events without a partner were skipped")
     # Events with no phase at all (XProf ends its traceEvents with an empty {}) say nothing.
@@ -166,30 +151,31 @@ def import_document(path: Path, document: TraceDocument, dialect: Dialect) -> Pr
     if other:
         listed = ", ".join(f"{count} '{phase}'" for phase, count in sorted(other.items()))
         warnings.append(f"events of unsupported phases were skipped: {listed}")
+    records.finish()
     if not len(records.source):
-        detail = "the trace has no events" if not events else "no trace events with a time and a thread"
+        detail = "the trace has no events" if not len(events) else "no trace events with a time and a thread"
         raise ProfileFormatError(path, f"is not a profile: {detail}")
 
-    fields = records.fields()
-    _check_times(path, fields)
-    clock = _Clock.for_trace(document, fields.ts_us, fields.dur_us)
-    start_units = clock.units(fields.source, fields.ts_us)
-    if float((start_units + fields.dur_us * clock.scale).max()) / clock.scale > MAX_SPAN_US:
+    _check_times(path, events, records)
+    clock = _Clock.for_records(events, records)
+    start_units = clock.units(records.source)
+    dur_units = np.rint(records.dur_us * clock.scale)
+    paired = records.end >= 0
+    if paired.any():  # begin/end pairs: end minus begin, each converted exactly
+        dur_units[paired] = clock.units(records.end[paired]) - start_units[paired]
+    if float(np.max(start_units + dur_units)) / clock.scale > MAX_SPAN_US:
         raise ProfileFormatError(path, "event times span more than 106 days; timestamps are out of range")
-    dur_units = np.rint(fields.dur_us * clock.scale)
-    paired = fields.end >= 0
-    if paired.any():  # B/E pairs: end minus begin, each converted exactly
-        end_ts = numbers([events[r].ts for r in fields.end[paired].tolist()])
-        dur_units[paired] = clock.units(fields.end[paired], end_ts) - start_units[paired]
     start_ps = start_units.astype(np.int64) * clock.ps_per_unit
     dur_ps = dur_units.astype(np.int64) * clock.ps_per_unit
     zero_ps = int(start_ps.min()) // 1000 * 1000
 
-    layout = _Layout.build(fields, processes, dialect)
-    name_codes, name_values = factorize(fields.name, as_text)
-    cat_codes, cat_values = factorize(fields.cat, as_text)
-    pair_codes = name_codes * max(len(cat_values), 1) + cat_codes
-    id_columns = dialect.id_columns(fields.args) if dialect.id_columns else {}
+    layout = _Layout.build(events, records, _read_metadata(events, rows("M")), dialect)
+    categories = max(len(events.category.values), 1)
+    pair_codes = events.name.codes[records.source] * categories + events.category.codes[records.source]
+    record_args = events.args.translated(dialect.translator).take(records.source)
+    id_columns, oversized = dialect.id_columns(record_args) if dialect.id_columns else ({}, 0)
+    if oversized:
+        warnings.append(f"{oversized} id values in args are integers past int64: kept in the args, not as ids")
 
     planes = []
     for plane_index, plane_name in enumerate(layout.plane_names):
@@ -200,27 +186,28 @@ def import_document(path: Path, document: TraceDocument, dialect: Dialect) -> Pr
             name=plane_name,
             lines=layout.lines[plane_index],
             metadata=_metadata(
-                [name_values[p // max(len(cat_values), 1)] for p in pairs.tolist()],
-                [cat_values[p % max(len(cat_values), 1)] for p in pairs.tolist()],
+                [as_text(events.name.values[p // categories]) for p in pairs.tolist()],
+                [as_text(events.category.values[p % categories]) for p in pairs.tolist()],
             ),
             start_ps=start_ps[plane_rows] - zero_ps,
             duration_ps=dur_ps[plane_rows],
             metadata_id=local_ids.astype(np.int32),
             line=layout.record_line[plane_rows],
-            stats=JsonStats.from_chunks([fields.args[r] for r in plane_rows.tolist()], dialect.translator),
+            stats=record_args.take(plane_rows),
             ids={column: values[plane_rows] for column, values in id_columns.items()},
             plane_stats=dialect.plane_stats(plane_name, document.header) if dialect.plane_stats else [],
         )
         planes.append(finish_plane(raw, 0)[0])
 
-    flow_table, unbound = build_flows(layout.flow_points(events, rows(*FLOW_PHASES), clock, zero_ps), planes)
+    flow_points = layout.flow_points(events, rows(*FLOW_PHASES), clock, zero_ps)
+    flow_table, unbound = build_flows(flow_points, planes)
     if unbound:
         warnings.append(f"{unbound} flow events on threads with no slice at their time were skipped")
 
     header = document.header
     info: dict[str, Any] = {key: header[key] for key in dialect.info_keys if key in header}
     epoch_ns = header.get(dialect.epoch_base_key) if dialect.epoch_base_key else None
-    epoch_ns = epoch_ns if _is_int(epoch_ns) else 0
+    epoch_ns = epoch_ns if _fits_int64(epoch_ns) else 0
     if not epoch_ns and clock.base_us < EPOCH_US_THRESHOLD:
         info["clock"] = "relative: the trace's timestamps are not UNIX epoch times"
     if warnings:
@@ -236,57 +223,58 @@ def import_document(path: Path, document: TraceDocument, dialect: Dialect) -> Pr
     )
 
 
+def _fits_int64(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
+
+
+def time_scale(relative_us: np.ndarray, dur_us: np.ndarray, tolerance_ns: float) -> int:
+    """Units per microsecond to round times to.
+
+    1000 (ns) when every value is a whole number of nanoseconds up to ``tolerance_ns`` (the
+    precision the file's doubles allow), as Kineto writes them: rounding then recovers the
+    file's decimal text exactly. Else 1e6 (ps), as stepscope's own export writes sub-ns times.
+    """
+    for values in (relative_us, dur_us):
+        ns = values * 1000.0
+        if len(ns) and float(np.max(np.abs(ns - np.rint(ns)))) > tolerance_ns:
+            return 1_000_000
+    return 1000
+
+
 @dataclass(frozen=True)
 class _Clock:
-    """Converts trace timestamps (us) to integer units of 1/scale us after ``base_us``.
+    """Converts event timestamps (us) to integer units of 1/scale us after ``base_us``.
 
-    Fractional epoch-microsecond timestamps (e.g. 1712195495519689.047) are past what a
-    double resolves to the nanosecond; for such files ``texts`` holds every event's ``ts``
-    as written and times are computed from the decimal text, exactly.
+    Where the reader re-read a timestamp from its decimal text (fractional epoch
+    microseconds such as 1712195495519689.047, past what a double resolves to the
+    nanosecond), that exact value is used.
     """
 
     base_us: int
     scale: int
-    texts: list[bytes] | None = None
+    events: EventColumns
 
     @classmethod
-    def for_trace(cls, document: TraceDocument, ts_us: np.ndarray, dur_us: np.ndarray) -> _Clock:
+    def for_records(cls, events: EventColumns, records: _Records) -> _Clock:
+        ts_us = events.ts_us[records.source]
         base_us = math.floor(float(ts_us.min()))
-        scale = time_scale(ts_us, ts_us - base_us, dur_us)
-        imprecise = float(np.spacing(np.max(np.abs(ts_us)))) * scale >= 0.5
-        if imprecise and np.any(ts_us != np.rint(ts_us)):
-            return cls(base_us, scale, document.timestamp_texts())
-        return cls(base_us, scale)
+        if events.exact.any():
+            return cls(base_us, 1000, events)
+        # A double is within half its spacing of the text it came from.
+        tolerance_ns = max(1e-3, 0.5 * float(np.spacing(np.max(np.abs(ts_us)))) * 1000.0)
+        return cls(base_us, time_scale(ts_us - base_us, records.dur_us, tolerance_ns), events)
 
-    def units(self, rows: np.ndarray, ts_us: np.ndarray) -> np.ndarray:
-        """Times of document rows ``rows`` whose float timestamps are ``ts_us``."""
-        values = np.rint((ts_us - self.base_us) * self.scale)
-        if self.texts is not None:
-            for index, row in enumerate(rows.tolist()):
-                try:
-                    exact = (Decimal(self.texts[row].decode()) - self.base_us) * self.scale
-                    values[index] = float(int(exact.to_integral_value()))
-                except (InvalidOperation, ValueError, UnicodeDecodeError):
-                    pass  # not a number: the float path already made it NaN
+    def units(self, rows: np.ndarray) -> np.ndarray:
+        """Times of document rows ``rows``, as float64 holding integers."""
+        values = np.rint((self.events.ts_us[rows] - self.base_us) * self.scale)
+        exact = self.events.exact[rows]
+        if exact.any():
+            values[exact] = (self.events.exact_ns[rows][exact] - self.base_us * 1000).astype(np.float64)
         return values
 
     @property
     def ps_per_unit(self) -> int:
         return 1_000_000 // self.scale
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def canonical_id(value: Any) -> Any:
-    """A pid/tid as one key: 7, 7.0 and "7" alike (the 2021 Kineto schema writes a thread's
-    id as a string in some events and an int in others)."""
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    if isinstance(value, float) and math.isfinite(value) and value == int(value):
-        return int(value)
-    return value
 
 
 def _metadata(event_names: list[str], categories: list[str]) -> EventMetadata:
@@ -305,71 +293,58 @@ def _host_name(path: Path, header: dict[str, Any]) -> str:
     return name or "host"
 
 
-def _read_metadata(events: list[ChromeEvent], rows: np.ndarray) -> dict[Any, ProcessInfo]:
+def _decoded_args(events: EventColumns, row: int) -> dict[str, Any]:
+    try:
+        args = msgspec.json.decode(events.args.raw(row))
+    except msgspec.DecodeError:
+        return {}
+    return args if isinstance(args, dict) else {}
+
+
+def _read_metadata(events: EventColumns, rows: np.ndarray) -> dict[Any, ProcessInfo]:
     processes: dict[Any, ProcessInfo] = {}
     for row in rows.tolist():
-        event = events[row]
-        process = processes.setdefault(canonical_id(event.pid), ProcessInfo())
-        try:
-            args = msgspec.json.decode(event.args) if len(event.args) else {}
-        except msgspec.DecodeError:
-            continue
-        if not isinstance(args, dict):
-            continue
-        kind = as_text(event.name)
+        process = processes.setdefault(events.pid[row], ProcessInfo())
+        args = _decoded_args(events, row)
+        kind = as_text(events.name[row])
         if kind == names.PROCESS_NAME:
             process.name = as_text(args.get("name"))
         elif kind == names.PROCESS_LABELS:
             process.labels = as_text(args.get("labels"))
         elif kind == names.THREAD_NAME:
-            process.threads[canonical_id(event.tid)] = as_text(args.get("name")).strip()
+            process.threads[events.tid[row]] = as_text(args.get("name")).strip()
     return processes
 
 
-@dataclass
-class _Fields:
-    """Per-record fields, in record order."""
-
-    kind: np.ndarray
-    ts_us: np.ndarray
-    dur_us: np.ndarray
-    pid: list[Any]
-    tid: list[Any]
-    name: list[Any]
-    cat: list[Any]
-    args: list[msgspec.Raw]
-    source: np.ndarray  # row in the document
-    end: np.ndarray  # row of the begin/end partner, or -1
-
-
 class _Records:
-    """Events that become slices: their source rows, and the end partner of B/E pairs."""
+    """The events that become slices, in record order: their document rows, their kind,
+    and for begin/end pairs the row of the end."""
 
-    def __init__(self, events: list[ChromeEvent]) -> None:
+    def __init__(self, events: EventColumns) -> None:
         self._events = events
-        self._source: list[np.ndarray] = []
-        self._end: list[np.ndarray] = []
-        self._kind: list[np.ndarray] = []
+        self._parts: list[tuple[np.ndarray, np.ndarray, int]] = []
+        self.source = self.end = self.kind = self.dur_us = np.zeros(0)
 
     def add(self, rows: np.ndarray, kind: int, ends: np.ndarray | None = None) -> None:
-        self._source.append(rows.astype(np.int64))
-        self._end.append(np.full(len(rows), -1, dtype=np.int64) if ends is None else ends)
-        self._kind.append(np.full(len(rows), kind, dtype=np.int8))
+        ends = np.full(len(rows), -1, dtype=np.int64) if ends is None else ends
+        self._parts.append((rows.astype(np.int64), ends.astype(np.int64), kind))
 
-    def add_pairs(self, rows: np.ndarray, begin: str, kind: int, key: Callable[[ChromeEvent], Any]) -> int:
+    def add_pairs(self, rows: np.ndarray, begin: str, kind: int, keys: tuple[np.ndarray, ...]) -> int:
         """Matches each end to the latest open begin with the same key, in time order.
 
         Returns how many events found no partner."""
         events = self._events
-        open_by_key: dict[Any, list[int]] = {}
+        begin_code = events.phase.values.index(begin) if begin in events.phase.values else -1
+        ordered = rows[np.argsort(events.ts_us[rows], kind="stable")]
+        key_rows = list(zip(*(column[ordered].tolist() for column in keys))) if len(ordered) else []
+        is_begin = (events.phase.codes[ordered] == begin_code).tolist()
+        open_by_key: dict[tuple[int, ...], list[int]] = {}
         starts: list[int] = []
         ends: list[int] = []
         unmatched = 0
-        times = numbers([events[r].ts for r in rows.tolist()])
-        for row in rows[np.argsort(times, kind="stable")].tolist():
-            event = events[row]
-            stack = open_by_key.setdefault(msgspec.json.encode(key(event)), [])
-            if event.ph == begin:
+        for row, key, opening in zip(ordered.tolist(), key_rows, is_begin):
+            stack = open_by_key.setdefault(key, [])
+            if opening:
                 stack.append(row)
             elif stack:
                 starts.append(stack.pop())
@@ -380,52 +355,42 @@ class _Records:
         self.add(np.asarray(starts, dtype=np.int64), kind, np.asarray(ends, dtype=np.int64))
         return unmatched
 
-    @property
-    def source(self) -> np.ndarray:
-        return np.concatenate(self._source) if self._source else np.zeros(0, dtype=np.int64)
-
-    def fields(self) -> _Fields:
-        source = self.source
-        kind = np.concatenate(self._kind)
-        end = np.concatenate(self._end)
-        selected = [self._events[r] for r in source.tolist()]
-        ts = numbers([e.ts for e in selected])
-        dur = numbers([e.dur for e in selected])
-        paired = end >= 0
-        if paired.any():  # in us for validation; import_document recomputes it exactly
-            dur[paired] = numbers([self._events[r].ts for r in end[paired].tolist()]) - ts[paired]
-        dur[(kind == _Kind.INSTANT) | (kind == _Kind.COUNTER)] = 0.0
-        dur[(kind == _Kind.SLICE) & ~paired & np.isnan(dur)] = 0.0  # an X without "dur"
-        return _Fields(
-            kind=kind,
-            ts_us=ts,
-            dur_us=dur,
-            pid=[e.pid for e in selected],
-            tid=[e.tid for e in selected],
-            name=[e.name for e in selected],
-            cat=[e.cat for e in selected],
-            args=[e.args for e in selected],
-            source=source,
-            end=end,
-        )
+    def finish(self) -> None:
+        events = self._events
+        self.source = np.concatenate([part[0] for part in self._parts])
+        self.end = np.concatenate([part[1] for part in self._parts])
+        self.kind = np.concatenate([np.full(len(part[0]), part[2], dtype=np.int8) for part in self._parts])
+        dur = events.dur_us[self.source].copy()
+        paired = self.end >= 0
+        dur[paired] = events.ts_us[self.end[paired]] - events.ts_us[self.source[paired]]
+        dur[(self.kind == _Kind.INSTANT) | (self.kind == _Kind.COUNTER)] = 0.0
+        # An X event without "dur" is a zero-length slice; a "dur" that is there but not a
+        # number (NaN, a string) is an error, caught by _check_times.
+        absent = events.dur_absent[self.source] & (self.kind == _Kind.SLICE) & ~paired
+        dur[absent] = 0.0
+        self.dur_us = dur
 
 
-def _check_times(path: Path, fields: _Fields) -> None:
-    for values, what in ((fields.ts_us, "timestamp"), (fields.dur_us, "duration")):
+def _check_times(path: Path, events: EventColumns, records: _Records) -> None:
+    ts_us = events.ts_us[records.source]
+    for values, what in ((ts_us, "timestamp"), (records.dur_us, "duration")):
         bad = ~np.isfinite(values)
         if bad.any():
             index = int(np.argmax(bad))
-            raise ProfileFormatError(
-                path, f"event {int(fields.source[index])} ({as_text(fields.name[index])!r}) has no valid {what}"
-            )
-    negative = fields.dur_us < 0
+            row = int(records.source[index])
+            raise ProfileFormatError(path, f"event {row} ({as_text(events.name[row])!r}) has no valid {what}")
+    negative = records.dur_us < 0
     if negative.any():
         index = int(np.argmax(negative))
+        row = int(records.source[index])
         raise ProfileFormatError(
             path,
-            f"event {int(fields.source[index])} ({as_text(fields.name[index])!r}) has a negative duration "
-            f"({float(fields.dur_us[index])} us)",
+            f"event {row} ({as_text(events.name[row])!r}) has a negative duration ({float(records.dur_us[index])} us)",
         )
+
+
+# Line keys: (pid code, tid code) for a thread; counters and async spans get lines apart.
+_THREAD, _COUNTERS, _ASYNC = 0, 1, 2
 
 
 @dataclass
@@ -436,99 +401,96 @@ class _Layout:
     lines: list[list[Line]]
     record_plane: np.ndarray
     record_line: np.ndarray
-    key_codes: dict[tuple[Any, Any], int]  # canonical (pid, tid) -> line key code
-    key_plane: np.ndarray
-    key_line: np.ndarray
+    sorted_keys: np.ndarray  # line keys, sorted, for lookups of flow points
+    sorted_plane: np.ndarray
+    sorted_line: np.ndarray
+    width: int
+
+    @staticmethod
+    def _keys(pid: np.ndarray, second: np.ndarray, flag: np.ndarray, width: int) -> np.ndarray:
+        return (pid * width + second) * 3 + flag
 
     @classmethod
-    def build(cls, fields: _Fields, processes: dict[Any, ProcessInfo], dialect: Dialect) -> _Layout:
-        pid_codes, pids = factorize(fields.pid, canonical_id)
-        # Counter samples and async spans get lines of their own, keyed apart from threads.
-        tids: list[Any] = list(fields.tid)
-        for index in np.flatnonzero(fields.kind >= _Kind.COUNTER).tolist():
-            tids[index] = (
-                (names.COUNTERS_LINE,)
-                if fields.kind[index] == _Kind.COUNTER
-                else ("async", as_text(fields.cat[index]) or as_text(fields.name[index]))
-            )
-        tid_codes, tid_values = factorize(tids, canonical_id)
-        combined = pid_codes * max(len(tid_values), 1) + tid_codes
+    def build(cls, events: EventColumns, records: _Records, processes: dict[Any, ProcessInfo], dialect: Dialect) -> _Layout:
+        source, kind = records.source, records.kind
+        width = max(len(events.tid.values), len(events.category.values), 1)
+        flag = np.where(kind == _Kind.COUNTER, _COUNTERS, np.where(kind == _Kind.ASYNC, _ASYNC, _THREAD))
+        second = np.where(
+            flag == _THREAD, events.tid.codes[source], np.where(flag == _ASYNC, events.category.codes[source], 0)
+        )
+        pid_codes = events.pid.codes[source]
+        combined = cls._keys(pid_codes, second, flag, width)
         keys, first, record_key = np.unique(combined, return_index=True, return_inverse=True)
         # Lines in the order their threads first appear in the file.
-        appearance = np.argsort(fields.source[first], kind="stable")
-        rank = np.empty_like(appearance)
-        rank[appearance] = np.arange(len(appearance))
-        keys, record_key = keys[appearance], rank[record_key]
-        devices = _device_ordinals(fields, pid_codes, pids, dialect)
+        appearance = np.argsort(source[first], kind="stable")
+        devices = _device_ordinals(events, records, dialect)
 
         plane_names: list[str] = []
-        lines: list[list[LinePlacement]] = []
-        key_codes: dict[tuple[Any, Any], int] = {}
+        placements: list[list[LinePlacement]] = []
         key_plane = np.zeros(len(keys), dtype=np.int64)
         key_line = np.zeros(len(keys), dtype=np.int64)
-        for code, key in enumerate(keys.tolist()):
-            pid = pids[key // max(len(tid_values), 1)]
-            tid = tid_values[key % max(len(tid_values), 1)]
+        for code in appearance.tolist():
+            pid_code, rest = divmod(int(keys[code]) // 3, width)
+            key_flag = int(keys[code]) % 3
+            pid = events.pid.values[pid_code]
             process = processes.get(pid, ProcessInfo())
             plane = dialect.place_process(pid, process, devices.get(pid))
             if plane not in plane_names:
                 plane_names.append(plane)
-                lines.append([])
+                placements.append([])
             plane_index = plane_names.index(plane)
-            if isinstance(tid, tuple):
-                placement = LinePlacement(None, " ".join(tid))
+            if key_flag == _COUNTERS:
+                placement = LinePlacement(None, names.COUNTERS_LINE)
+            elif key_flag == _ASYNC:
+                placement = LinePlacement(None, f"async {as_text(events.category.values[rest])}")
             else:
-                placement = dialect.place_thread(plane, pid, tid, process)
-            key_codes[(pid, tid)] = code
+                placement = dialect.place_thread(plane, pid, events.tid.values[rest], process)
             key_plane[code] = plane_index
-            key_line[code] = len(lines[plane_index])
-            lines[plane_index].append(placement)
+            key_line[code] = len(placements[plane_index])
+            placements[plane_index].append(placement)
         return cls(
             plane_names=plane_names,
-            lines=[_number_lines(placements) for placements in lines],
+            lines=[_number_lines(p) for p in placements],
             record_plane=key_plane[record_key],
             record_line=key_line[record_key],
-            key_codes=key_codes,
-            key_plane=key_plane,
-            key_line=key_line,
+            sorted_keys=keys,
+            sorted_plane=key_plane,
+            sorted_line=key_line,
+            width=width,
         )
 
-    def flow_points(self, events: list[ChromeEvent], rows: np.ndarray, clock: _Clock, zero_ps: int) -> FlowPoints:
-        selected = [events[r] for r in rows.tolist()]
-        codes = np.asarray(
-            [self.key_codes.get((canonical_id(e.pid), canonical_id(e.tid)), -1) for e in selected], dtype=np.int64
-        )
-        known = codes >= 0
-        safe = np.maximum(codes, 0)
-        times = numbers([e.ts for e in selected])
+    def flow_points(self, events: EventColumns, rows: np.ndarray, clock: _Clock, zero_ps: int) -> FlowPoints:
+        tid = events.tid.codes[rows]
+        combined = self._keys(events.pid.codes[rows], tid, np.zeros(len(rows), dtype=np.int64), self.width)
+        position = np.clip(np.searchsorted(self.sorted_keys, combined), 0, max(len(self.sorted_keys) - 1, 0))
+        known = (tid < self.width) & (self.sorted_keys[position] == combined) if len(self.sorted_keys) else np.zeros(len(rows), bool)
+        phase_values, category_values, id_values = events.phase.values, events.category.values, events.flow_id.values
         return FlowPoints(
-            phase=[as_text(e.ph) for e in selected],
-            category=[as_text(e.cat) for e in selected],
-            flow_key=[canonical_id(e.id) if not isinstance(e.id, (list, dict)) else str(e.id) for e in selected],
-            plane=np.where(known, self.key_plane[safe], -1),
-            line=np.where(known, self.key_line[safe], -1),
-            time_ps=clock.units(rows, times) * clock.ps_per_unit - zero_ps,
-            binds_enclosing=np.asarray([e.ph != "f" or e.bp == "e" for e in selected], dtype=bool),
+            phase=[phase_values[c] for c in events.phase.codes[rows].tolist()],
+            category=[as_text(category_values[c]) for c in events.category.codes[rows].tolist()],
+            flow_key=[id_values[c] for c in events.flow_id.codes[rows].tolist()],
+            plane=np.where(known, self.sorted_plane[position], -1),
+            line=np.where(known, self.sorted_line[position], -1),
+            time_ps=clock.units(rows) * clock.ps_per_unit - zero_ps,
+            binds_enclosing=(events.phase.codes[rows] != _code(events, "f")) | events.binds_enclosing[rows],
         )
 
 
-def _device_ordinals(fields: _Fields, pid_codes: np.ndarray, pids: list[Any], dialect: Dialect) -> dict[Any, int]:
+def _code(events: EventColumns, phase: str) -> int:
+    return events.phase.values.index(phase) if phase in events.phase.values else -1
+
+
+def _device_ordinals(events: EventColumns, records: _Records, dialect: Dialect) -> dict[Any, int]:
     """For each pid holding device-category events: the device its args name (else the pid)."""
     if not dialect.device_categories:
         return {}
-    cat_codes, cats = factorize(fields.cat, as_text)
-    device_cats = [code for code, cat in enumerate(cats) if cat in dialect.device_categories]
-    device_rows = np.flatnonzero(np.isin(cat_codes, device_cats))
+    device_rows = records.source[events.category.matches(lambda c: as_text(c) in dialect.device_categories)[records.source]]
     ordinals: dict[Any, int] = {}
-    first_rows = np.unique(pid_codes[device_rows], return_index=True)[1]
-    for row in device_rows[first_rows].tolist():
-        pid = pids[int(pid_codes[row])]
-        ordinal = pid if _is_int(pid) else len(ordinals)
-        try:
-            device = msgspec.json.decode(fields.args[row]).get("device") if len(fields.args[row]) else None
-        except (msgspec.DecodeError, AttributeError):
-            device = None
-        ordinals[pid] = device if _is_int(device) else ordinal
+    _, first = np.unique(events.pid.codes[device_rows], return_index=True)
+    for row in device_rows[first].tolist():
+        pid = events.pid[row]
+        device = _decoded_args(events, row).get("device")
+        ordinals[pid] = device if _fits_int64(device) else (pid if _fits_int64(pid) else len(ordinals))
     return ordinals
 
 
@@ -540,7 +502,7 @@ def _number_lines(placements: list[LinePlacement]) -> list[Line]:
     lines: list[Line] = []
     for placement in placements:
         line_id = placement.line_id
-        if line_id is None or wanted[line_id] != 1:
+        if line_id is None or wanted[line_id] != 1 or not _fits_int64(line_id):
             while next_free in used:
                 next_free += 1
             line_id = next_free

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.trace.model import FlowTable, Plane
-from stepscope.trace.tracejson import factorize
+from stepscope.trace.columns import factorize
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def build_flows(points: FlowPoints, planes: list[Plane]) -> tuple[FlowTable, int
     """
     count = len(points.phase)
     bound = np.full(count, -1, dtype=np.int64)
-    valid = (points.plane >= 0) & np.isfinite(points.time_ps)
+    valid = (points.plane >= 0) & np.isfinite(points.time_ps) & (np.abs(points.time_ps) < 2.0**62)
     # Integer flow ids, for the correlation tie-break; a string id matches no correlation.
     no_match = np.iinfo(np.int64).min
     ids = np.asarray([k if isinstance(k, int) and -(2**63) <= k < 2**63 else no_match for k in points.flow_key], dtype=np.int64)
@@ -124,7 +124,10 @@ def build_flows(points: FlowPoints, planes: list[Plane]) -> tuple[FlowTable, int
     distinct = (points.plane[src] != points.plane[dst]) | (bound[src] != bound[dst])
     src, dst = src[distinct], dst[distinct]
     # Integer ids are kept; other ids (strings) get negative numbers of their own.
-    numeric = np.asarray([k if isinstance(k, int) and not isinstance(k, bool) else -1 - i for i, k in enumerate(flow_keys)], dtype=np.int64)
+    numeric = np.asarray(
+        [k if isinstance(k, int) and not isinstance(k, bool) and -(2**63) <= k < 2**63 else -1 - i for i, k in enumerate(flow_keys)],
+        dtype=np.int64,
+    )
     table = FlowTable(
         flow_id=numeric[key_codes[linked][distinct]] if len(flow_keys) else np.zeros(0, dtype=np.int64),
         category=category_codes[order][linked][distinct].astype(np.int32),

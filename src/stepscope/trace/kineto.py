@@ -24,7 +24,8 @@ from stepscope.trace import names
 from stepscope.trace.chrome import Dialect, LinePlacement, ProcessInfo, generic_place_thread, plane_named
 from stepscope.trace.model import NO_ID
 from stepscope.trace.stats import Stat, StatKind, stat_from_python
-from stepscope.trace.tracejson import as_text, id_columns_reader
+from stepscope.trace.columns import as_text
+from stepscope.trace.tracejson import id_columns_reader
 
 _GPU_LABEL = re.compile(r"^\s*GPU\s+(\d+)\s*$")
 _STREAM = re.compile(r"(\d+)")
@@ -67,19 +68,27 @@ def place_process(pid: Any, process: ProcessInfo, device: int | None) -> str:
 def place_thread(plane: str, pid: Any, tid: Any, process: ProcessInfo) -> LinePlacement:
     thread = process.threads.get(tid, "")
     if names.is_device_plane(plane):
-        stream = tid if isinstance(tid, int) else _first_int(tid)
+        stream = _first_int(tid)
         return LinePlacement(stream, thread or (f"stream {stream}" if stream is not None else as_text(tid)))
     if plane == names.TRACE_SPANS_PLANE:
         return LinePlacement(None, thread or as_text(tid) or "spans")
-    numeric = tid if isinstance(tid, int) else _first_int(tid)
+    numeric = _first_int(tid)
     if numeric is None:
         return generic_place_thread(plane, pid, tid, process)
     return LinePlacement(numeric, thread or f"thread {numeric}")
 
 
 def _first_int(value: Any) -> int | None:
-    match = _STREAM.search(as_text(value))
-    return int(match.group(1)) if match else None
+    """The thread / stream number in a tid (7, "7", "stream 7"); None if it has none that
+    fits a 64-bit id."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    else:
+        match = _STREAM.search(as_text(value))
+        if not match:
+            return None
+        number = int(match.group(1))
+    return number if -(2**63) <= number < 2**63 else None
 
 
 def translate_args(args: dict[str, Any], name: str, category: str) -> list[Stat]:

@@ -15,8 +15,28 @@ from stepscope.trace import chrome, kineto, tracejson, xspace
 from stepscope.trace.model import Profile
 
 
-def _read_json(path: Path, data: bytes) -> Profile:
-    document = tracejson.decode_document(path, data)
+class FileBytes:
+    """A file's bytes handed to a reader, which takes them over.
+
+    A trace can be hundreds of MB; once the reader has decoded it, nothing else should
+    keep the bytes alive (a plain argument would stay referenced by the caller's frame
+    until the reader returns).
+    """
+
+    def __init__(self, data: bytes) -> None:
+        self._data: bytes | None = data
+
+    def peek(self) -> bytes:
+        assert self._data is not None, "already taken"
+        return self._data
+
+    def take(self) -> bytes:
+        data, self._data = self.peek(), None
+        return data
+
+
+def _read_json(path: Path, source: FileBytes) -> Profile:
+    document = tracejson.decode_document(path, source.take())
     dialect = kineto.KINETO_DIALECT if _is_kineto(path, document) else chrome.CHROME_DIALECT
     return chrome.import_document(path, document, dialect)
 
@@ -25,33 +45,50 @@ def _is_kineto(path: Path, document: tracejson.TraceDocument) -> bool:
     return ".pt.trace.json" in path.name or kineto.looks_like_kineto(document.header)
 
 
-def _read_xspace(path: Path, data: bytes) -> Profile:
-    return xspace.read_xspace(path, data)
+def _read_xspace(path: Path, source: FileBytes) -> Profile:
+    return xspace.read_xspace(path, source.take())
 
 
 # Format name -> reader of (path, decompressed bytes).
-READERS: dict[str, Callable[[Path, bytes], Profile]] = {
+READERS: dict[str, Callable[[Path, FileBytes], Profile]] = {
     "json": _read_json,
     "xspace": _read_xspace,
 }
 
 
-def sniff(data: bytes) -> str | None:
-    head = data.lstrip()[:1]
-    if head in (b"{", b"["):
-        return "json"
+def candidates(path: Path, data: bytes) -> list[str]:
+    """Formats the bytes could be, most likely first.
+
+    A newline is both JSON whitespace and XSpace's first field tag, so a file may look
+    like both; the name breaks the tie, and the loader tries the other if the first fails.
+    """
+    found = []
+    if tracejson.first_byte(data) in (b"{", b"["):
+        found.append("json")
     if xspace.looks_like_xspace(data):
-        return "xspace"
-    return None
+        found.append("xspace")
+    if path.name.endswith((".pb", ".pb.gz")):
+        found.sort(key=lambda kind: kind != "xspace")
+    return found
 
 
 def load(path: str | Path) -> Profile:
     """Loads one profile file (.xplane.pb, Kineto or Chrome JSON, gzipped or not)."""
     path = Path(path)
-    data = tracejson.read_bytes(path)
-    if not data.strip():
+    source = FileBytes(tracejson.read_bytes(path))
+    if not tracejson.first_byte(source.peek()):
         raise ProfileFormatError(path, "is empty")
-    kind = sniff(data)
-    if kind is None:
+    kinds = candidates(path, source.peek())
+    if not kinds:
         raise ProfileFormatError(path, "is not a profile (neither XSpace protobuf nor trace JSON)")
-    return READERS[kind](path, data)
+    if len(kinds) == 1:
+        return READERS[kinds[0]](path, source)
+    first_error: ProfileFormatError | None = None
+    data = source.take()
+    for kind in kinds:
+        try:
+            return READERS[kind](path, FileBytes(data))
+        except ProfileFormatError as error:
+            first_error = first_error or error
+    assert first_error is not None
+    raise first_error

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -180,6 +180,15 @@ class JsonStats:
 
     def take(self, rows: np.ndarray) -> JsonStats:
         return JsonStats(self._blob, self._starts[rows], self._ends[rows], self._translate)
+
+    def translated(self, translate: ArgsTranslator) -> JsonStats:
+        return JsonStats(self._blob, self._starts, self._ends, translate)
+
+    def views(self) -> Iterator[memoryview]:
+        """Every row's raw args, as views into the blob (no copies)."""
+        blob = memoryview(self._blob)
+        for start, end in zip(self._starts.tolist(), self._ends.tolist()):
+            yield blob[start:end]
 
     @property
     def nbytes(self) -> int:

@@ -1,7 +1,8 @@
-"""Decoding Chrome trace JSON (and Kineto's dialect of it) into flat event columns.
+"""Decoding Chrome trace JSON (and Kineto's dialect of it) into event columns.
 
-Fast path: msgspec decodes ``traceEvents`` straight into small structs, keeping each
-event's ``args`` as raw bytes (decoded only when a view asks; see ``stats.JsonStats``).
+Fast path: msgspec splits ``traceEvents`` into one raw slice per event, then decodes them
+in batches into compact columns (see ``columns``), keeping each event's ``args`` as raw
+bytes (decoded only when a view asks; see ``stats.JsonStats``).
 Real files drift from the JSON standard, so a failed fast decode retries with repairs,
 in order of cost: raw control characters escaped; invalid UTF-8 replaced; finally the
 standard library's lenient parser (NaN literals, lone surrogates...). What was repaired is
@@ -25,51 +26,21 @@ import msgspec
 import numpy as np
 
 from stepscope.errors import ProfileFormatError
-
-
-class ChromeEvent(msgspec.Struct, gc=False):
-    """One trace event; fields are untyped so that drifted files still decode."""
-
-    ph: Any = ""
-    name: Any = ""
-    cat: Any = None
-    ts: Any = None
-    dur: Any = None
-    pid: Any = None
-    tid: Any = None
-    id: Any = None
-    bp: Any = None
-    s: Any = None
-    # Raw JSON text of the args object; empty when the event has none.
-    args: msgspec.Raw = msgspec.Raw()
+from stepscope.trace.columns import ChromeEvent, EventColumns, columns_from_events, columns_from_raw, int_ids
+from stepscope.trace.stats import JsonStats
 
 
 @dataclass
 class TraceDocument:
-    """A decoded trace file: its events and every other top-level key."""
+    """A decoded trace file: its events as columns and every other top-level key."""
 
-    events: list[ChromeEvent]
+    events: EventColumns
     header: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
-    # The events array's JSON text (fast path only), for exact re-reads of timestamps.
-    events_json: bytes | None = None
-
-    def timestamp_texts(self) -> list[bytes] | None:
-        """Each event's ``ts`` as written (e.g. b"1712195495505543.2"), or None when the
-        file went through the lenient parser and its text is gone."""
-        if self.events_json is None:
-            return None
-        texts = _TIMESTAMPS.decode(self.events_json)
-        return [bytes(item.ts) for item in texts]
 
 
-class _TimestampOnly(msgspec.Struct, gc=False):
-    ts: msgspec.Raw = msgspec.Raw()
-
-
-_TIMESTAMPS = msgspec.json.Decoder(list[_TimestampOnly])
 _RAW_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_EVENTS = msgspec.json.Decoder(list[ChromeEvent])
+_EVENT_TEXTS = msgspec.json.Decoder(list[msgspec.Raw])
 _ANY = msgspec.json.Decoder()
 _CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 GZIP_MAGIC = b"\x1f\x8b"
@@ -91,9 +62,18 @@ def read_bytes(path: Path) -> bytes:
     return data
 
 
+_FIRST = re.compile(rb"\s*(\S)")
+
+
+def first_byte(data: bytes) -> bytes:
+    """The first non-whitespace byte (b"" if none), without copying the data."""
+    match = _FIRST.match(data)
+    return match.group(1) if match else b""
+
+
 def decode_document(path: Path, data: bytes) -> TraceDocument:
     """Decodes a trace in the JSON Object Format or the JSON Array Format."""
-    head = data.lstrip()[:1]
+    head = first_byte(data)
     if not head:
         raise ProfileFormatError(path, "is empty")
     if head not in (b"{", b"["):
@@ -150,26 +130,28 @@ _REPAIRS: tuple[_Repair, ...] = (
 
 
 def _decode_fast(path: Path, data: bytes) -> TraceDocument:
-    if data.lstrip()[:1] == b"[":
-        events, text = _decode_event_array(data)
-        return TraceDocument(events, {}, events_json=text)
+    if first_byte(data) == b"[":
+        texts, closed = _decode_event_array(data)
+        warnings = ["the JSON array of events had no closing ']' (a trace cut off at its end)"] if closed else []
+        return TraceDocument(columns_from_raw(texts), {}, warnings)
     top = _RAW_TOP.decode(data)
     events_raw = top.pop("traceEvents", None)
-    events = _EVENTS.decode(events_raw) if events_raw is not None else []
+    texts = _EVENT_TEXTS.decode(events_raw) if events_raw is not None else []
     header = {key: _ANY.decode(value) for key, value in top.items()}
-    return TraceDocument(events, header, events_json=None if events_raw is None else bytes(events_raw))
+    del top, events_raw
+    return TraceDocument(columns_from_raw(texts), header)
 
 
-def _decode_event_array(data: bytes) -> tuple[list[ChromeEvent], bytes]:
+def _decode_event_array(data: bytes) -> tuple[list[msgspec.Raw], bool]:
+    """The events, and whether the closing bracket had to be added."""
     try:
-        return _EVENTS.decode(data), data
+        return _EVENT_TEXTS.decode(data), False
     except msgspec.DecodeError:
         # The JSON Array Format may omit the closing bracket (a trace cut off by the
         # process exiting); only that case is accepted, a cut inside an event is not.
         body = data.rstrip().rstrip(b",")
         if body.endswith(b"}"):
-            closed = body + b"]"
-            return _EVENTS.decode(closed), closed
+            return _EVENT_TEXTS.decode(body + b"]"), True
         raise
 
 
@@ -216,13 +198,12 @@ def _decode_lenient(path: Path, data: bytes) -> TraceDocument:
                 tid=raw.get("tid"),
                 id=raw.get("id"),
                 bp=raw.get("bp"),
-                s=raw.get("s"),
                 args=msgspec.Raw() if args is None else msgspec.Raw(_encode_lenient(args)),
             )
         )
-    if skipped:
-        warnings.append(f"{skipped} trace events that are not JSON objects were skipped")
-    return TraceDocument(events, header, warnings)
+    columns = columns_from_events(events)
+    columns.skipped += skipped
+    return TraceDocument(columns, header, warnings)
 
 
 def _encode_lenient(value: Any) -> bytes:
@@ -241,127 +222,46 @@ def _finite(value: Any) -> Any:
 
 
 def _not_json(path: Path, error: json.JSONDecodeError) -> ProfileFormatError:
-    if error.pos >= len(error.doc.rstrip()) - 1:
-        return ProfileFormatError(path, f"JSON is truncated (ends at byte {error.pos} inside a value)")
-    return ProfileFormatError(path, f"is not valid JSON ({error.msg} at line {error.lineno} column {error.colno})")
-
-
-# --- column extraction ------------------------------------------------------------------------
-
-
-def numbers(values: list[Any]) -> np.ndarray:
-    """Numeric JSON values as float64; None, strings that are not numbers etc. become NaN."""
-    try:
-        return np.asarray(values, dtype=np.float64)
-    except (TypeError, ValueError, OverflowError):
-        return np.asarray([_number(v) for v in values], dtype=np.float64)
-
-
-def _number(value: Any) -> float:
-    if isinstance(value, bool) or value is None:
-        return math.nan
-    if isinstance(value, (int, float)):
-        try:
-            return float(value)
-        except OverflowError:
-            return math.inf if value > 0 else -math.inf
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return math.nan
-    return math.nan
-
-
-def int_ids(values: list[Any], absent: int) -> np.ndarray:
-    """Integer ids (ints, numeric strings, "0x.." strings) as int64; others -> ``absent``."""
-    try:
-        array = np.asarray(values, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        array = np.asarray([_int_id(v, absent) for v in values], dtype=np.int64)
-    return array
-
-
-def _int_id(value: Any, absent: int) -> int:
-    if isinstance(value, bool) or value is None:
-        return absent
-    if isinstance(value, int):
-        return value if -(2**63) <= value < 2**63 else absent
-    if isinstance(value, float):
-        return int(value) if math.isfinite(value) and value == int(value) and abs(value) < 2**63 else absent
-    if isinstance(value, str):
-        try:
-            parsed = int(value, 0)
-        except ValueError:
-            return absent
-        return parsed if -(2**63) <= parsed < 2**63 else absent
-    return absent
-
-
-def as_text(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None:
-        return ""
-    return str(value)
-
-
-def factorize(values: list[Any], normalise: Any = None) -> tuple[np.ndarray, list[Any]]:
-    """Codes and uniques of ``values`` (first-seen order), touching each value once.
-
-    ``normalise`` maps a unique value to its canonical form (e.g. "7" -> 7); values that
-    normalise alike share a code. Unhashable values (lists, dicts) are keyed by their JSON.
-    """
-    try:
-        index = {value: code for code, value in enumerate(dict.fromkeys(values))}
-    except TypeError:
-        values = [msgspec.json.encode(v).decode() if isinstance(v, (list, dict)) else v for v in values]
-        index = {value: code for code, value in enumerate(dict.fromkeys(values))}
-    codes = np.asarray(list(map(index.__getitem__, values)), dtype=np.int64)
-    uniques = list(index)
-    if normalise is None:
-        return codes, uniques
-    canonical: dict[Any, int] = {}
-    remap = np.fromiter(
-        (canonical.setdefault(normalise(u), len(canonical)) for u in uniques), dtype=np.int64, count=len(uniques)
-    )
-    return (remap[codes] if len(codes) else codes), list(canonical)
+    at_end = error.pos >= len(error.doc.rstrip()) - 1
+    if at_end or error.msg.startswith("Unterminated string"):
+        return ProfileFormatError(path, f"JSON is truncated (the file ends inside a value, at byte {len(error.doc)})")
+    return ProfileFormatError(path, f"is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})")
 
 
 def id_columns_reader(
     struct: type[msgspec.Struct], columns: dict[str, tuple[str, ...]]
-) -> Callable[[list[msgspec.Raw]], dict[str, np.ndarray]]:
-    """A function that pulls integer id columns out of every event's raw args at once.
+) -> Callable[[JsonStats], tuple[dict[str, np.ndarray], int]]:
+    """A function that pulls integer id columns out of every event's raw args, and counts
+    the ids past int64 (kept exactly in the args, but with no numeric id).
 
     ``struct`` names the args keys to decode (defaulting to -1); ``columns`` maps each
-    event-table column to the struct fields that may hold it, first present wins. All
-    args are decoded in one call, as one JSON array, so the cost is one C-level pass.
+    event-table column to the struct fields that may hold it, first present wins. The
+    decoder skips every other key without building it, so this costs one small struct per
+    event.
     """
-    decoder = msgspec.json.Decoder(list[struct])
+    decoder = msgspec.json.Decoder(struct)
+    absent = struct()
 
-    def read(raws: list[msgspec.Raw]) -> dict[str, np.ndarray]:
-        present = [i for i, raw in enumerate(raws) if len(raw)]
-        result = {column: np.full(len(raws), -1, dtype=np.int64) for column in columns}
-        if not present:
-            return result
+    def decode(raw: memoryview) -> msgspec.Struct:
+        if not len(raw):
+            return absent
         try:
-            decoded = decoder.decode(b"[" + b",".join(raws[i] for i in present) + b"]")
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            decoded = [_decode_one(raws[i], struct) for i in present]  # an args that is not an object
-        rows = np.asarray(present, dtype=np.int64)
+            return decoder.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError):  # args that are not an object
+            return absent
+
+    def read(args: JsonStats) -> tuple[dict[str, np.ndarray], int]:
+        decoded = [decode(raw) for raw in args.views()]
+        result = {}
+        oversized = 0
         for column, fields in columns.items():
-            values = np.full(len(present), -1, dtype=np.int64)
+            values = np.full(len(decoded), -1, dtype=np.int64)
             for name in fields:
-                found = int_ids([getattr(item, name) for item in decoded], -1)
+                raw_values = [getattr(item, name) for item in decoded]
+                found = int_ids(raw_values, -1)
                 values = np.where(values != -1, values, found)
-            result[column][rows] = values
-        return result
+                oversized += sum(1 for v in raw_values if isinstance(v, int) and not -(2**63) <= v < 2**63)
+            result[column] = values
+        return result, oversized
 
     return read
-
-
-def _decode_one(raw: msgspec.Raw, struct: type[msgspec.Struct]) -> msgspec.Struct:
-    try:
-        return msgspec.json.decode(raw, type=struct)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return struct()

@@ -28,6 +28,7 @@ from stepscope.trace.builder import RawPlane, earliest_start, finish_plane
 from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Plane, Profile
 from stepscope.trace.stats import Stat, StatKind, TypedStats
 
+INT64_MAX = 2**63 - 1
 # Line timestamps at or past this (1973 in epoch ns) are UNIX times, not session offsets.
 EPOCH_NS_THRESHOLD = 10**17
 # XSpace field 1..4 with wire type 2 (length-delimited): the only valid first bytes.
@@ -244,6 +245,15 @@ def _read_plane(path: Path, proto: xplane_pb2.XPlane, base_ns: int) -> tuple[Raw
     count = row
     if count and min(durations) < 0:
         raise ProfileFormatError(path, f"plane {proto.name!r} has an event with a negative duration")
+    try:
+        start_ps = np.asarray(starts, dtype=np.int64)
+        duration_ps = np.asarray(durations, dtype=np.int64)
+    except OverflowError:
+        start_ps = duration_ps = None
+    if start_ps is None or np.any(duration_ps > INT64_MAX - np.maximum(start_ps, 0)):
+        raise ProfileFormatError(
+            path, f"plane {proto.name!r} has event times out of range (more than 106 days from the first event)"
+        )
     ids = {}
     for column, values in hot.items():
         if values:
@@ -255,8 +265,8 @@ def _read_plane(path: Path, proto: xplane_pb2.XPlane, base_ns: int) -> tuple[Raw
         name=proto.name,
         lines=lines,
         metadata=EventMetadata(meta_names, display, categories, meta_stats, serialized),
-        start_ps=np.asarray(starts, dtype=np.int64),
-        duration_ps=np.asarray(durations, dtype=np.int64),
+        start_ps=start_ps,
+        duration_ps=duration_ps,
         metadata_id=np.asarray(meta_ids, dtype=np.int32),
         line=np.asarray(line_rows, dtype=np.int32),
         stats=TypedStats.build(count, entries),

@@ -1,0 +1,353 @@
+"""A trace's events as compact columns, built batch by batch.
+
+A Chrome/Kineto trace of a million events decodes into a million Python objects of a few
+hundred bytes each, several of them per event (the struct, its name string, its numbers).
+Holding them all at once would cost more memory than the file. The importer instead
+decodes a batch of events at a time and keeps only what the model needs: small integer
+codes into tables of distinct values (names, categories, pids...), float64 times, and the
+``args`` packed into one blob. Every later step works on these arrays.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from stepscope.trace.stats import JsonStats
+
+BATCH_EVENTS = 65_536
+# Epoch-microsecond timestamps at or past 2**43 us are spaced >= 1 ns apart as doubles,
+# so they are re-read from their text to stay exact.
+EXACT_TS_THRESHOLD_US = float(2**43)
+
+
+class ChromeEvent(msgspec.Struct, gc=False):
+    """One trace event; fields are untyped so that drifted files still decode."""
+
+    ph: Any = ""
+    name: Any = ""
+    cat: Any = None
+    ts: Any = None
+    dur: Any = None
+    pid: Any = None
+    tid: Any = None
+    id: Any = None
+    bp: Any = None
+    # Raw JSON text of the args object; empty when the event has none.
+    args: msgspec.Raw = msgspec.Raw()
+
+
+class _TimestampOnly(msgspec.Struct, gc=False):
+    ts: msgspec.Raw = msgspec.Raw()
+
+
+_EVENT = msgspec.json.Decoder(ChromeEvent)
+_TIMESTAMP = msgspec.json.Decoder(_TimestampOnly)
+
+
+def as_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return ""
+    return str(value)
+
+
+def canonical_id(value: Any) -> Any:
+    """A pid/tid/flow id as one key: 7, 7.0 and "7" alike (the 2021 Kineto schema writes a
+    thread's id as a string in some events and an int in others)."""
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    if isinstance(value, float) and math.isfinite(value) and value == int(value) and abs(value) < 2**63:
+        return int(value)
+    return value
+
+
+def _hashable(value: Any) -> Any:
+    return msgspec.json.encode(value).decode() if isinstance(value, (list, dict)) else value
+
+
+@dataclass
+class Coded:
+    """A column of values as codes into ``values`` (distinct values, first-seen order)."""
+
+    codes: np.ndarray
+    values: list[Any]
+
+    def __getitem__(self, row: int) -> Any:
+        return self.values[int(self.codes[row])]
+
+    def matches(self, predicate: Callable[[Any], bool]) -> np.ndarray:
+        """Rows whose value satisfies ``predicate`` (evaluated once per distinct value)."""
+        wanted = [code for code, value in enumerate(self.values) if predicate(value)]
+        return np.isin(self.codes, wanted)
+
+
+class _Coder:
+    """Assigns codes to values batch by batch, keeping only the distinct values."""
+
+    def __init__(self) -> None:
+        self._index: dict[Any, int] = {}
+        self._codes: list[np.ndarray] = []
+
+    def add(self, values: list[Any]) -> None:
+        try:
+            distinct = dict.fromkeys(values)
+        except TypeError:  # lists or dicts where scalars belong
+            values = [_hashable(v) for v in values]
+            distinct = dict.fromkeys(values)
+        index = self._index
+        for value in distinct:
+            if value not in index:
+                index[value] = len(index)
+        self._codes.append(np.asarray(list(map(index.__getitem__, values)), dtype=np.int64))
+
+    def finish(self, normalise: Callable[[Any], Any] | None = None) -> Coded:
+        codes = np.concatenate(self._codes) if self._codes else np.zeros(0, dtype=np.int64)
+        values = list(self._index)
+        if normalise is None:
+            return Coded(codes, values)
+        canonical: dict[Any, int] = {}
+        remap = np.asarray([canonical.setdefault(normalise(v), len(canonical)) for v in values], dtype=np.int64)
+        return Coded(remap[codes] if len(codes) else codes, list(canonical))
+
+
+def factorize(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
+    """Codes and distinct values (first-seen order) of one list."""
+    coder = _Coder()
+    coder.add(values)
+    coded = coder.finish()
+    return coded.codes, coded.values
+
+
+@dataclass
+class EventColumns:
+    """Every event of a trace, in file order, as columns."""
+
+    phase: Coded  # text
+    name: Coded
+    category: Coded
+    pid: Coded  # canonical ids
+    tid: Coded
+    flow_id: Coded  # canonical ids; None where absent
+    ts_us: np.ndarray  # float64, NaN where absent or not a number
+    dur_us: np.ndarray  # float64, NaN where absent or not a number
+    dur_absent: np.ndarray  # bool: no "dur" key (a zero-length slice), unlike a bad value
+    binds_enclosing: np.ndarray  # bool: "bp": "e"
+    # Absolute ns computed from the timestamp's decimal text where a double cannot hold it
+    # to the nanosecond (see EXACT_TS_THRESHOLD_US); valid where `exact` is set.
+    exact_ns: np.ndarray
+    exact: np.ndarray
+    args: JsonStats
+    skipped: int = 0  # array elements that were not event objects
+
+    def oversized_ids(self) -> int:
+        """How many distinct pid / tid / flow id values are integers past int64 (kept as
+        they are, but they cannot be numeric ids)."""
+        return sum(
+            1
+            for column in (self.pid, self.tid, self.flow_id)
+            for value in column.values
+            if isinstance(value, int) and not -(2**63) <= value < 2**63
+        )
+
+    def __len__(self) -> int:
+        return len(self.ts_us)
+
+
+@dataclass
+class ColumnBuilder:
+    """Accumulates batches of decoded events into EventColumns."""
+
+    _coders: dict[str, _Coder] = field(default_factory=lambda: {k: _Coder() for k in ("ph", "name", "cat", "pid", "tid", "id")})
+    _ts: list[np.ndarray] = field(default_factory=list)
+    _dur: list[np.ndarray] = field(default_factory=list)
+    _dur_absent: list[np.ndarray] = field(default_factory=list)
+    _bp: list[np.ndarray] = field(default_factory=list)
+    _exact_ns: list[np.ndarray] = field(default_factory=list)
+    _exact: list[np.ndarray] = field(default_factory=list)
+    _args: list[bytes] = field(default_factory=list)
+    _arg_lengths: list[np.ndarray] = field(default_factory=list)
+    skipped: int = 0
+
+    def add_raw(self, raws: list[msgspec.Raw]) -> None:
+        """A batch of events given as the raw JSON text of each."""
+        events: list[ChromeEvent] = []
+        kept: list[msgspec.Raw] = []
+        for raw in raws:
+            try:
+                events.append(_EVENT.decode(raw))
+                kept.append(raw)
+            except msgspec.ValidationError:
+                self.skipped += 1  # an array element that is not an event object
+            # A DecodeError (bad UTF-8 inside a string) propagates: the reader repairs it.
+        self.add(events, kept)
+
+    def add(self, events: list[ChromeEvent], raws: list[msgspec.Raw] | None = None) -> None:
+        """A batch of decoded events; ``raws`` (their text) lets imprecise timestamps be
+        re-read exactly."""
+        coders = self._coders
+        coders["ph"].add([e.ph for e in events])
+        coders["name"].add([e.name for e in events])
+        coders["cat"].add([e.cat for e in events])
+        coders["pid"].add([e.pid for e in events])
+        coders["tid"].add([e.tid for e in events])
+        coders["id"].add([e.id for e in events])
+        ts = numbers([e.ts for e in events])
+        self._ts.append(ts)
+        durations = [e.dur for e in events]
+        self._dur.append(numbers(durations))
+        self._dur_absent.append(np.asarray([d is None for d in durations], dtype=bool))
+        self._bp.append(np.asarray([e.bp == "e" for e in events], dtype=bool))
+        exact_ns = np.zeros(len(events), dtype=np.int64)
+        exact = np.zeros(len(events), dtype=bool)
+        # Past the threshold a double cannot show whether the text had fractional digits
+        # at all (1712195495519689.047 parses to ...689.0), so every such value is re-read.
+        imprecise = np.flatnonzero(np.isfinite(ts) & (np.abs(ts) >= EXACT_TS_THRESHOLD_US))
+        if raws is not None and len(imprecise):
+            texts = [bytes(_TIMESTAMP.decode(raws[i]).ts) for i in imprecise.tolist()]
+            values, valid = decimal_units(texts, 0, 1000)
+            exact_ns[imprecise[valid]] = values[valid]
+            exact[imprecise[valid]] = True
+        self._exact_ns.append(exact_ns)
+        self._exact.append(exact)
+        args = [e.args for e in events]
+        self._arg_lengths.append(np.asarray([len(a) for a in args], dtype=np.int64))
+        self._args.append(b"".join(args))
+
+    def finish(self) -> EventColumns:
+        coders = self._coders
+        lengths = np.concatenate(self._arg_lengths) if self._arg_lengths else np.zeros(0, dtype=np.int64)
+        ends = np.cumsum(lengths)
+        blob = b"".join(self._args)
+        self._args.clear()
+        empty_f = np.zeros(0)
+        return EventColumns(
+            phase=coders["ph"].finish(as_text),
+            name=coders["name"].finish(),
+            category=coders["cat"].finish(),
+            pid=coders["pid"].finish(canonical_id),
+            tid=coders["tid"].finish(canonical_id),
+            flow_id=coders["id"].finish(canonical_id),
+            ts_us=np.concatenate(self._ts) if self._ts else empty_f,
+            dur_us=np.concatenate(self._dur) if self._dur else empty_f,
+            dur_absent=np.concatenate(self._dur_absent) if self._dur_absent else np.zeros(0, dtype=bool),
+            binds_enclosing=np.concatenate(self._bp) if self._bp else np.zeros(0, dtype=bool),
+            exact_ns=np.concatenate(self._exact_ns) if self._exact_ns else np.zeros(0, dtype=np.int64),
+            exact=np.concatenate(self._exact) if self._exact else np.zeros(0, dtype=bool),
+            args=JsonStats(blob, ends - lengths, ends),
+            skipped=self.skipped,
+        )
+
+
+def columns_from_raw(raws: list[msgspec.Raw]) -> EventColumns:
+    builder = ColumnBuilder()
+    for lo in range(0, len(raws), BATCH_EVENTS):
+        builder.add_raw(raws[lo : lo + BATCH_EVENTS])
+    return builder.finish()
+
+
+def columns_from_events(events: Iterable[ChromeEvent]) -> EventColumns:
+    builder = ColumnBuilder()
+    batch: list[ChromeEvent] = []
+    for event in events:
+        batch.append(event)
+        if len(batch) == BATCH_EVENTS:
+            builder.add(batch)
+            batch = []
+    builder.add(batch)
+    return builder.finish()
+
+
+# --- scalar conversions ---------------------------------------------------------------------------
+
+
+def numbers(values: list[Any]) -> np.ndarray:
+    """Numeric JSON values as float64; None, non-numeric strings, booleans etc. become NaN."""
+    try:
+        array = np.asarray(values, dtype=np.float64)
+        if array.ndim == 1:
+            return array
+    except (TypeError, ValueError, OverflowError):
+        pass
+    return np.asarray([_number(v) for v in values], dtype=np.float64)
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or value is None:
+        return math.nan
+    if isinstance(value, (int, float)):
+        try:
+            return float(value)
+        except OverflowError:
+            return math.inf if value > 0 else -math.inf
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return math.nan
+    return math.nan
+
+
+def int_ids(values: list[Any], absent: int) -> np.ndarray:
+    """Integer ids (ints, numeric strings, "0x.." strings) as int64; others -> ``absent``."""
+    try:
+        return np.asarray(values, dtype=np.int64)
+    except (TypeError, ValueError, OverflowError):
+        return np.asarray([_int_id(v, absent) for v in values], dtype=np.int64)
+
+
+def _int_id(value: Any, absent: int) -> int:
+    if isinstance(value, bool) or value is None:
+        return absent
+    if isinstance(value, int):
+        return value if -(2**63) <= value < 2**63 else absent
+    if isinstance(value, float):
+        return int(value) if math.isfinite(value) and value == int(value) and abs(value) < 2**63 else absent
+    if isinstance(value, str):
+        try:
+            parsed = int(value, 0)
+        except ValueError:
+            return absent
+        return parsed if -(2**63) <= parsed < 2**63 else absent
+    return absent
+
+
+def decimal_units(texts: list[bytes], base: int, scale: int) -> tuple[np.ndarray, np.ndarray]:
+    """Decimal number texts (e.g. b"1712195495519689.047") as integer ``(value - base) *
+    scale``, rounded half up, computed exactly from the digits; and which texts were plain
+    decimals (no sign, no exponent). Vectorised over the texts as a byte matrix, one pass
+    per character column."""
+    count = len(texts)
+    values = np.zeros(count, dtype=np.int64)
+    width = max((len(t) for t in texts), default=0)
+    if not count or width > 40:
+        return values, np.zeros(count, dtype=bool)
+    digits_after = len(str(scale)) - 1  # scale is a power of ten
+    matrix = np.frombuffer(b"".join(t.ljust(width, b" ") for t in texts), dtype=np.uint8).reshape(count, width)
+    is_digit = (matrix >= ord("0")) & (matrix <= ord("9"))
+    is_dot = matrix == ord(".")
+    plain = np.all(is_digit | is_dot | (matrix == ord(" ")), axis=1) & (is_dot.sum(axis=1) <= 1) & is_digit[:, 0]
+    dot = np.where(is_dot.any(axis=1), is_dot.argmax(axis=1), width)
+    whole = np.zeros(count, dtype=np.int64)
+    fraction = np.zeros(count, dtype=np.int64)
+    shown = np.zeros(count, dtype=np.int64)
+    round_up = np.zeros(count, dtype=bool)
+    for column in range(width):
+        digit = matrix[:, column].astype(np.int64) - ord("0")
+        valid = is_digit[:, column]
+        whole = np.where(valid & (column < dot), whole * 10 + digit, whole)
+        place = column - dot  # 1 for the first digit after the dot
+        in_fraction = valid & (place >= 1) & (place <= digits_after)
+        fraction = np.where(in_fraction, fraction * 10 + digit, fraction)
+        shown += in_fraction
+        round_up |= valid & (place == digits_after + 1) & (digit >= 5)
+    # "1.5" at scale 1000 is 1500: pad the fraction to `digits_after` digits.
+    fraction *= 10 ** (digits_after - shown)
+    values = (whole - base) * scale + fraction + round_up
+    return np.where(plain, values, 0), plain
