@@ -35,4 +35,4 @@ bench: $(STAMP)
 	.venv-bench/bin/python bench/ingest.py
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info
+	rm -rf $(VENV) .venv-bench build src/*.egg-info

@@ -19,34 +19,6 @@ from stepscope.trace.stats import Stat, StatStore
 _ID_COLUMNS = ("correlation_id", "external_id", "group_id", "step_num")
 
 
-class MetadataInterner:
-    """Assigns metadata ids to (name, category) pairs in first-seen order."""
-
-    def __init__(self) -> None:
-        self._ids: dict[tuple[str, str], int] = {}
-        self.names: list[str] = []
-        self.categories: list[str] = []
-
-    def intern(self, name: str, category: str = "") -> int:
-        key = (name, category)
-        found = self._ids.get(key)
-        if found is None:
-            found = self._ids[key] = len(self.names)
-            self.names.append(name)
-            self.categories.append(category)
-        return found
-
-    def freeze(self) -> EventMetadata:
-        count = len(self.names)
-        return EventMetadata(
-            names=self.names,
-            display_names=[""] * count,
-            categories=self.categories,
-            stats=[[] for _ in range(count)],
-            serialized=[b""] * count,
-        )
-
-
 @dataclass
 class RawPlane:
     """A plane's events as a reader collected them; absolute times in epoch picoseconds."""

@@ -14,7 +14,6 @@ Kineto writes it.
 from __future__ import annotations
 
 import gzip
-import io
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -136,11 +135,3 @@ def write_chrome_trace(profile: Profile, path: Path, progress: Callable[[int], N
         finally:
             if stream is not raw:
                 stream.close()
-
-
-def export_bytes(profile: Profile) -> bytes:
-    """The whole export in memory; for tests and small profiles."""
-    buffer = io.BytesIO()
-    for chunk in iter_chunks(profile):
-        buffer.write(chunk)
-    return buffer.getvalue()

@@ -18,7 +18,6 @@ import re
 from typing import Any
 
 import msgspec
-import numpy as np
 
 from stepscope.trace import names
 from stepscope.trace.chrome import Dialect, LinePlacement, ProcessInfo, generic_place_thread, plane_named

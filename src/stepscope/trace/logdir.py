@@ -15,7 +15,6 @@ Layouts understood:
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,7 +26,6 @@ TRACE_JSON_SUFFIXES = (".trace.json.gz", ".trace.json")
 TORCH_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json")
 LOOSE_SUFFIXES = (*TORCH_SUFFIXES, XPLANE_SUFFIX, XPLANE_SUFFIX + ".gz", *TRACE_JSON_SUFFIXES)
 PROFILE_SUFFIXES = LOOSE_SUFFIXES
-SESSION_FORMAT = "%Y_%m_%d_%H_%M_%S"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -47,11 +45,6 @@ class Run:
 
     def host(self, name: str) -> Host | None:
         return next((host for host in self.hosts if host.name == name), None)
-
-
-def session_name(when: float | None = None) -> str:
-    """A session folder name as TensorBoard makes it (local time, second resolution)."""
-    return time.strftime(SESSION_FORMAT, time.localtime(time.time() if when is None else when))
 
 
 def safe_host(host: str) -> str:

@@ -89,15 +89,6 @@ class EventMetadata:
     def __len__(self) -> int:
         return len(self.names)
 
-    @cached_property
-    def name_array(self) -> np.ndarray:
-        """Names as a numpy object array, for vectorised lookups by metadata id."""
-        return np.asarray(self.names, dtype=object)
-
-    @cached_property
-    def category_array(self) -> np.ndarray:
-        return np.asarray(self.categories, dtype=object)
-
 
 @dataclass(frozen=True)
 class Line:

@@ -149,13 +149,6 @@ class JsonStats:
         self._ends = ends
         self._translate = translate
 
-    @classmethod
-    def from_chunks(cls, chunks: Sequence[bytes], translate: ArgsTranslator = plain_translator) -> JsonStats:
-        """Packs one bytes object per event (empty for none) into one blob."""
-        lengths = np.fromiter((len(c) for c in chunks), dtype=np.int64, count=len(chunks))
-        ends = np.cumsum(lengths)
-        return cls(b"".join(chunks), ends - lengths, ends, translate)
-
     def __len__(self) -> int:
         return len(self._starts)
 
