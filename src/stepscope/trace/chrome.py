@@ -31,8 +31,8 @@ from stepscope.trace import names
 from stepscope.trace.builder import RawPlane, finish_plane
 from stepscope.trace.columns import EventColumns, as_text
 from stepscope.trace.flows import FlowPoints, build_flows
-from stepscope.trace.model import EventMetadata, Line, Profile
-from stepscope.trace.stats import ArgsTranslator, JsonStats, Stat, plain_translator
+from stepscope.trace.model import EventMetadata, Line, Plane, Profile
+from stepscope.trace.stats import INT64_MAX, ArgsTranslator, JsonStats, Stat, is_int64, plain_translator
 from stepscope.trace.tracejson import TraceDocument, id_columns_reader
 
 INSTANT_PHASES = ("i", "I", "n", "R")
@@ -40,7 +40,7 @@ FLOW_PHASES = ("s", "t", "f")
 HANDLED_PHASES = frozenset({"X", *INSTANT_PHASES, *FLOW_PHASES, "M", "C", "B", "E", "b", "e"})
 # Chrome timestamps are microseconds; a value this large is a UNIX-epoch time (1973+).
 EPOCH_US_THRESHOLD = 1e14
-MAX_SPAN_US = (2**63 - 1) / 1e6
+MAX_SPAN_US = INT64_MAX / 1e6
 
 
 class _Kind:
@@ -79,7 +79,7 @@ def generic_place_thread(plane: str, pid: Any, tid: Any, process: ProcessInfo) -
         label = f"{process.name or 'process'} ({pid}) / {thread}"
     else:
         label = thread
-    return LinePlacement(tid if _fits_int64(tid) else None, label)
+    return LinePlacement(tid if is_int64(tid) else None, label)
 
 
 @dataclass(frozen=True)
@@ -126,80 +126,12 @@ def import_document(path: Path, document: TraceDocument, dialect: Dialect) -> Pr
     """Builds a Profile from a decoded trace document."""
     events = document.events
     warnings = list(document.warnings)
-    if events.skipped:
-        warnings.append(f"{events.skipped} trace events that are not JSON objects were skipped")
-    if events.oversized_ids():
-        warnings.append("ids past the 64-bit integer range (pid, tid or flow id) were kept as they are")
-    phases = events.phase
-    rows_of = {value: np.flatnonzero(phases.codes == code) for code, value in enumerate(phases.values)}
-
-    def rows(*wanted: str) -> np.ndarray:
-        found = [rows_of[p] for p in wanted if p in rows_of]
-        return np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
-
-    records = _Records(events)
-    records.add(rows("X"), _Kind.SLICE)
-    records.add(rows(*INSTANT_PHASES), _Kind.INSTANT)
-    records.add(rows("C"), _Kind.COUNTER)
-    unmatched = records.add_pairs(rows("B", "E"), "B", _Kind.SLICE, (events.pid.codes, events.tid.codes))
-    async_keys = (events.pid.codes, events.category.codes, events.flow_id.codes)
-    unmatched += records.add_pairs(rows("b", "e"), "b", _Kind.ASYNC, async_keys)
-    if unmatched:
-        warnings.append(f"{unmatched} begin/end events without a partner were skipped")
-    # Events with no phase at all (XProf ends its traceEvents with an empty {}) say nothing.
-    other = {phase: len(r) for phase, r in rows_of.items() if phase not in HANDLED_PHASES and phase}
-    if other:
-        listed = ", ".join(f"{count} '{phase}'" for phase, count in sorted(other.items()))
-        warnings.append(f"events of unsupported phases were skipped: {listed}")
-    records.finish()
-    if not len(records.source):
-        detail = "the trace has no events" if not len(events) else "no trace events with a time and a thread"
-        raise ProfileFormatError(path, f"is not a profile: {detail}")
-
-    _check_times(path, events, records)
-    clock = _Clock.for_records(events, records)
-    start_units = clock.units(records.source)
-    dur_units = np.rint(records.dur_us * clock.scale)
-    paired = records.end >= 0
-    if paired.any():  # begin/end pairs: end minus begin, each converted exactly
-        dur_units[paired] = clock.units(records.end[paired]) - start_units[paired]
-    if float(np.max(start_units + dur_units)) / clock.scale > MAX_SPAN_US:
-        raise ProfileFormatError(path, "event times span more than 106 days; timestamps are out of range")
-    start_ps = start_units.astype(np.int64) * clock.ps_per_unit
-    dur_ps = dur_units.astype(np.int64) * clock.ps_per_unit
-    zero_ps = int(start_ps.min()) // 1000 * 1000
-
-    layout = _Layout.build(events, records, _read_metadata(events, rows("M")), dialect)
-    categories = max(len(events.category.values), 1)
-    pair_codes = events.name.codes[records.source] * categories + events.category.codes[records.source]
-    record_args = events.args.translated(dialect.translator).take(records.source)
-    id_columns, oversized = dialect.id_columns(record_args) if dialect.id_columns else ({}, 0)
-    if oversized:
-        warnings.append(f"{oversized} id values in args are integers past int64: kept in the args, not as ids")
-
-    planes = []
-    for plane_index, plane_name in enumerate(layout.plane_names):
-        plane_rows = np.flatnonzero(layout.record_plane == plane_index)
-        pairs, local_ids = np.unique(pair_codes[plane_rows], return_inverse=True)
-        raw = RawPlane(
-            id=plane_index,
-            name=plane_name,
-            lines=layout.lines[plane_index],
-            metadata=_metadata(
-                [as_text(events.name.values[p // categories]) for p in pairs.tolist()],
-                [as_text(events.category.values[p % categories]) for p in pairs.tolist()],
-            ),
-            start_ps=start_ps[plane_rows] - zero_ps,
-            duration_ps=dur_ps[plane_rows],
-            metadata_id=local_ids.astype(np.int32),
-            line=layout.record_line[plane_rows],
-            stats=record_args.take(plane_rows),
-            ids={column: values[plane_rows] for column, values in id_columns.items()},
-            plane_stats=dialect.plane_stats(plane_name, document.header) if dialect.plane_stats else [],
-        )
-        planes.append(finish_plane(raw, 0)[0])
-
-    flow_points = layout.flow_points(events, rows(*FLOW_PHASES), clock, zero_ps)
+    phase_rows = _PhaseRows(events)
+    records = _collect_records(path, events, phase_rows, warnings)
+    clock, start_ps, dur_ps, zero_ps = _record_times(path, events, records)
+    layout = _Layout.build(events, records, _read_metadata(events, phase_rows("M")), dialect)
+    planes = _build_planes(document, dialect, records, layout, start_ps - zero_ps, dur_ps, warnings)
+    flow_points = layout.flow_points(events, phase_rows(*FLOW_PHASES), clock, zero_ps)
     flow_table, unbound = build_flows(flow_points, planes)
     if unbound:
         warnings.append(f"{unbound} flow events on threads with no slice at their time were skipped")
@@ -207,7 +139,7 @@ def import_document(path: Path, document: TraceDocument, dialect: Dialect) -> Pr
     header = document.header
     info: dict[str, Any] = {key: header[key] for key in dialect.info_keys if key in header}
     epoch_ns = header.get(dialect.epoch_base_key) if dialect.epoch_base_key else None
-    epoch_ns = epoch_ns if _fits_int64(epoch_ns) else 0
+    epoch_ns = epoch_ns if is_int64(epoch_ns) else 0
     if not epoch_ns and clock.base_us < EPOCH_US_THRESHOLD:
         info["clock"] = "relative: the trace's timestamps are not UNIX epoch times"
     if warnings:
@@ -223,8 +155,99 @@ def import_document(path: Path, document: TraceDocument, dialect: Dialect) -> Pr
     )
 
 
-def _fits_int64(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and -(2**63) <= value < 2**63
+class _PhaseRows:
+    """Document rows by phase: ``rows("B", "E")`` is every begin and end, in file order."""
+
+    def __init__(self, events: EventColumns) -> None:
+        phases = events.phase
+        self.by_phase = {value: np.flatnonzero(phases.codes == code) for code, value in enumerate(phases.values)}
+
+    def __call__(self, *wanted: str) -> np.ndarray:
+        found = [self.by_phase[p] for p in wanted if p in self.by_phase]
+        return np.sort(np.concatenate(found)) if found else np.zeros(0, dtype=np.int64)
+
+
+def _collect_records(path: Path, events: EventColumns, rows: _PhaseRows, warnings: list[str]) -> _Records:
+    """The events that become slices, with a warning for everything skipped."""
+    if events.skipped:
+        warnings.append(f"{events.skipped} trace events that are not JSON objects were skipped")
+    if events.oversized_ids():
+        warnings.append("ids past the 64-bit integer range (pid, tid or flow id) were kept as they are")
+    records = _Records(events)
+    records.add(rows("X"), _Kind.SLICE)
+    records.add(rows(*INSTANT_PHASES), _Kind.INSTANT)
+    records.add(rows("C"), _Kind.COUNTER)
+    unmatched = records.add_pairs(rows("B", "E"), "B", _Kind.SLICE, (events.pid.codes, events.tid.codes))
+    async_keys = (events.pid.codes, events.category.codes, events.flow_id.codes)
+    unmatched += records.add_pairs(rows("b", "e"), "b", _Kind.ASYNC, async_keys)
+    if unmatched:
+        warnings.append(f"{unmatched} begin/end events without a partner were skipped")
+    # Events with no phase at all (XProf ends its traceEvents with an empty {}) say nothing.
+    other = {phase: len(r) for phase, r in rows.by_phase.items() if phase not in HANDLED_PHASES and phase}
+    if other:
+        listed = ", ".join(f"{count} '{phase}'" for phase, count in sorted(other.items()))
+        warnings.append(f"events of unsupported phases were skipped: {listed}")
+    records.finish()
+    if not len(records.source):
+        detail = "the trace has no events" if not len(events) else "no trace events with a time and a thread"
+        raise ProfileFormatError(path, f"is not a profile: {detail}")
+    _check_times(path, events, records)
+    return records
+
+
+def _record_times(path: Path, events: EventColumns, records: _Records) -> tuple[_Clock, np.ndarray, np.ndarray, int]:
+    """The clock, each record's start and duration in ps, and time zero (a whole ns)."""
+    clock = _Clock.for_records(events, records)
+    start_units = clock.units(records.source)
+    dur_units = np.rint(records.dur_us * clock.scale)
+    paired = records.end >= 0
+    if paired.any():  # begin/end pairs: end minus begin, each converted exactly
+        dur_units[paired] = clock.units(records.end[paired]) - start_units[paired]
+    if float(np.max(start_units + dur_units)) / clock.scale > MAX_SPAN_US:
+        raise ProfileFormatError(path, "event times span more than 106 days; timestamps are out of range")
+    start_ps = start_units.astype(np.int64) * clock.ps_per_unit
+    dur_ps = dur_units.astype(np.int64) * clock.ps_per_unit
+    return clock, start_ps, dur_ps, int(start_ps.min()) // 1000 * 1000
+
+
+def _build_planes(
+    document: TraceDocument,
+    dialect: Dialect,
+    records: _Records,
+    layout: _Layout,
+    start_ps: np.ndarray,
+    dur_ps: np.ndarray,
+    warnings: list[str],
+) -> list[Plane]:
+    events = document.events
+    categories = max(len(events.category.values), 1)
+    pair_codes = events.name.codes[records.source] * categories + events.category.codes[records.source]
+    record_args = events.args.translated(dialect.translator).take(records.source)
+    id_columns, oversized = dialect.id_columns(record_args) if dialect.id_columns else ({}, 0)
+    if oversized:
+        warnings.append(f"{oversized} id values in args are integers past int64: kept in the args, not as ids")
+    planes = []
+    for plane_index, plane_name in enumerate(layout.plane_names):
+        plane_rows = np.flatnonzero(layout.record_plane == plane_index)
+        pairs, local_ids = np.unique(pair_codes[plane_rows], return_inverse=True)
+        raw = RawPlane(
+            id=plane_index,
+            name=plane_name,
+            lines=layout.lines[plane_index],
+            metadata=_metadata(
+                [as_text(events.name.values[p // categories]) for p in pairs.tolist()],
+                [as_text(events.category.values[p % categories]) for p in pairs.tolist()],
+            ),
+            start_ps=start_ps[plane_rows],
+            duration_ps=dur_ps[plane_rows],
+            metadata_id=local_ids.astype(np.int32),
+            line=layout.record_line[plane_rows],
+            stats=record_args.take(plane_rows),
+            ids={column: values[plane_rows] for column, values in id_columns.items()},
+            plane_stats=dialect.plane_stats(plane_name, document.header) if dialect.plane_stats else [],
+        )
+        planes.append(finish_plane(raw, 0)[0])
+    return planes
 
 
 def time_scale(relative_us: np.ndarray, dur_us: np.ndarray, tolerance_ns: float) -> int:
@@ -490,7 +513,7 @@ def _device_ordinals(events: EventColumns, records: _Records, dialect: Dialect) 
     for row in device_rows[first].tolist():
         pid = events.pid[row]
         device = _decoded_args(events, row).get("device")
-        ordinals[pid] = device if _fits_int64(device) else (pid if _fits_int64(pid) else len(ordinals))
+        ordinals[pid] = device if is_int64(device) else (pid if is_int64(pid) else len(ordinals))
     return ordinals
 
 
@@ -502,7 +525,7 @@ def _number_lines(placements: list[LinePlacement]) -> list[Line]:
     lines: list[Line] = []
     for placement in placements:
         line_id = placement.line_id
-        if line_id is None or wanted[line_id] != 1 or not _fits_int64(line_id):
+        if line_id is None or wanted[line_id] != 1 or not is_int64(line_id):
             while next_free in used:
                 next_free += 1
             line_id = next_free

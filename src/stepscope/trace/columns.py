@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from stepscope.trace.stats import JsonStats
+from stepscope.trace.stats import JsonStats, is_int64
 
 BATCH_EVENTS = 65_536
 # Epoch-microsecond timestamps at or past 2**43 us are spaced >= 1 ns apart as doubles,
@@ -153,7 +153,7 @@ class EventColumns:
             1
             for column in (self.pid, self.tid, self.flow_id)
             for value in column.values
-            if isinstance(value, int) and not -(2**63) <= value < 2**63
+            if isinstance(value, int) and not isinstance(value, bool) and not is_int64(value)
         )
 
     def __len__(self) -> int:
@@ -306,7 +306,7 @@ def _int_id(value: Any, absent: int) -> int:
     if isinstance(value, bool) or value is None:
         return absent
     if isinstance(value, int):
-        return value if -(2**63) <= value < 2**63 else absent
+        return value if is_int64(value) else absent
     if isinstance(value, float):
         return int(value) if math.isfinite(value) and value == int(value) and abs(value) < 2**63 else absent
     if isinstance(value, str):
@@ -314,7 +314,7 @@ def _int_id(value: Any, absent: int) -> int:
             parsed = int(value, 0)
         except ValueError:
             return absent
-        return parsed if -(2**63) <= parsed < 2**63 else absent
+        return parsed if is_int64(parsed) else absent
     return absent
 
 

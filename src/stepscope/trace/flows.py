@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.trace.model import FlowTable, Plane
+from stepscope.trace.stats import is_int64
 from stepscope.trace.columns import factorize
 
 
@@ -95,7 +96,7 @@ def build_flows(points: FlowPoints, planes: list[Plane]) -> tuple[FlowTable, int
     valid = (points.plane >= 0) & np.isfinite(points.time_ps) & (np.abs(points.time_ps) < 2.0**62)
     # Integer flow ids, for the correlation tie-break; a string id matches no correlation.
     no_match = np.iinfo(np.int64).min
-    ids = np.asarray([k if isinstance(k, int) and -(2**63) <= k < 2**63 else no_match for k in points.flow_key], dtype=np.int64)
+    ids = np.asarray([k if is_int64(k) else no_match for k in points.flow_key], dtype=np.int64)
     for plane_index in np.unique(points.plane[valid]).tolist():
         mask = valid & (points.plane == plane_index)
         bound[mask] = bind_points(
@@ -125,7 +126,7 @@ def build_flows(points: FlowPoints, planes: list[Plane]) -> tuple[FlowTable, int
     src, dst = src[distinct], dst[distinct]
     # Integer ids are kept; other ids (strings) get negative numbers of their own.
     numeric = np.asarray(
-        [k if isinstance(k, int) and not isinstance(k, bool) and -(2**63) <= k < 2**63 else -1 - i for i, k in enumerate(flow_keys)],
+        [k if is_int64(k) else -1 - i for i, k in enumerate(flow_keys)],
         dtype=np.int64,
     )
     table = FlowTable(

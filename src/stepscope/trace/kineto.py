@@ -22,7 +22,7 @@ import msgspec
 from stepscope.trace import names
 from stepscope.trace.chrome import Dialect, LinePlacement, ProcessInfo, generic_place_thread, plane_named
 from stepscope.trace.model import NO_ID
-from stepscope.trace.stats import Stat, StatKind, stat_from_python
+from stepscope.trace.stats import Stat, StatKind, is_int64, stat_from_python
 from stepscope.trace.columns import as_text
 from stepscope.trace.tracejson import id_columns_reader
 
@@ -87,7 +87,7 @@ def _first_int(value: Any) -> int | None:
         if not match:
             return None
         number = int(match.group(1))
-    return number if -(2**63) <= number < 2**63 else None
+    return number if is_int64(number) else None
 
 
 def translate_args(args: dict[str, Any], name: str, category: str) -> list[Stat]:

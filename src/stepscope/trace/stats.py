@@ -44,6 +44,11 @@ INT64_MIN = -(2**63)
 UINT64_MAX = 2**64 - 1
 
 
+def is_int64(value: Any) -> bool:
+    """An int (not a bool) that fits a signed 64-bit id or time."""
+    return isinstance(value, int) and not isinstance(value, bool) and INT64_MIN <= value <= INT64_MAX
+
+
 @dataclass(frozen=True, slots=True)
 class Stat:
     name: str

@@ -27,7 +27,7 @@ import numpy as np
 
 from stepscope.errors import ProfileFormatError
 from stepscope.trace.columns import ChromeEvent, EventColumns, columns_from_events, columns_from_raw, int_ids
-from stepscope.trace.stats import JsonStats
+from stepscope.trace.stats import JsonStats, is_int64
 
 
 @dataclass
@@ -260,7 +260,7 @@ def id_columns_reader(
                 raw_values = [getattr(item, name) for item in decoded]
                 found = int_ids(raw_values, -1)
                 values = np.where(values != -1, values, found)
-                oversized += sum(1 for v in raw_values if isinstance(v, int) and not -(2**63) <= v < 2**63)
+                oversized += sum(1 for v in raw_values if isinstance(v, int) and not isinstance(v, bool) and not is_int64(v))
             result[column] = values
         return result, oversized
 

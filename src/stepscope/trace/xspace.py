@@ -26,9 +26,8 @@ from stepscope.protos import xplane_pb2
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane, earliest_start, finish_plane
 from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Plane, Profile
-from stepscope.trace.stats import Stat, StatKind, TypedStats
+from stepscope.trace.stats import INT64_MAX, Stat, StatKind, TypedStats, is_int64
 
-INT64_MAX = 2**63 - 1
 # Line timestamps at or past this (1973 in epoch ns) are UNIX times, not session offsets.
 EPOCH_NS_THRESHOLD = 10**17
 # XSpace field 1..4 with wire type 2 (length-delimited): the only valid first bytes.
@@ -238,7 +237,7 @@ def _read_plane(path: Path, proto: xplane_pb2.XPlane, base_ns: int) -> tuple[Raw
                 if name == names.FLOW and kind in (StatKind.UINT64, StatKind.INT64):
                     flow_points.append((row, int(value)))
                 column = _HOT_STATS.get(name)
-                if column is not None and kind in (StatKind.INT64, StatKind.UINT64) and value < 2**63:
+                if column is not None and kind in (StatKind.INT64, StatKind.UINT64) and is_int64(value):
                     hot[column].append(value)
                     hot_rows[column].append(row)
             row += 1
