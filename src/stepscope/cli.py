@@ -90,6 +90,51 @@ def cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from stepscope.analysis import run_tool, tool_names
+    from stepscope.render import render
+
+    names = tool_names() if args.tool == "all" else [args.tool]
+    if args.tool != "all" and args.tool not in tool_names():
+        raise StepscopeError(f"unknown tool {args.tool!r} (tools: {', '.join(tool_names())}, all)")
+    host = _pick_host(args.path, args.run, args.host)
+    profile = load(host.path)
+    for warning in profile.info.get("warnings", []):
+        print(f"stepscope: warning: {host.path}: {warning}", file=sys.stderr)
+    results = [run_tool(name, profile) for name in names]
+    output = render(results, args.format)
+    if args.output:
+        from stepscope.trace.files import atomic_write
+
+        atomic_write(Path(args.output), output.encode())
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(output)
+    return 0
+
+
+def _pick_host(path: str, run_name: str | None, host_name: str | None):
+    """The one profile a report is about: by --run / --host, or the only one there is."""
+    runs = discover(path)
+    if run_name is not None:
+        runs = [run for run in runs if run.name == run_name]
+        if not runs:
+            raise StepscopeError(f"{path}: no run named {run_name!r}")
+    elif len(runs) > 1:
+        listed = ", ".join(run.name for run in runs)
+        raise StepscopeError(f"{path}: holds {len(runs)} runs; choose one with --run ({listed})")
+    run = runs[0]
+    if host_name is not None:
+        host = run.host(host_name)
+        if host is None:
+            raise StepscopeError(f"{path}: run {run.name!r} has no host {host_name!r}")
+        return host
+    if len(run.hosts) > 1:
+        listed = ", ".join(host.name for host in run.hosts)
+        raise StepscopeError(f"{path}: run {run.name!r} has {len(run.hosts)} hosts; choose one with --host ({listed})")
+    return run.hosts[0]
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stepscope", description="Profiles of ML training jobs: inspect, convert, analyse.")
     parser.add_argument("--version", action="version", version=f"stepscope {__version__}")
@@ -104,6 +149,15 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_argument("input")
     convert.add_argument("output")
     convert.set_defaults(handler=cmd_convert)
+
+    report = commands.add_parser("report", help="run the analysis tools on one profile")
+    report.add_argument("path", help="a profile file, a run folder or a log directory")
+    report.add_argument("--run", help="the run, when PATH holds several")
+    report.add_argument("--host", help="the host, when the run has several")
+    report.add_argument("--tool", default="overview_page", help="a tool name, or all (default: overview_page)")
+    report.add_argument("--format", choices=("text", "json", "csv"), default="text")
+    report.add_argument("--output", help="write to this file instead of standard output")
+    report.set_defaults(handler=cmd_report)
     return parser
 
 

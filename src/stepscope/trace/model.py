@@ -89,6 +89,11 @@ class EventMetadata:
     def __len__(self) -> int:
         return len(self.names)
 
+    @cached_property
+    def name_array(self) -> np.ndarray:
+        """Names as an object array, to map a metadata_id column to names in one step."""
+        return np.asarray(self.names, dtype=object)
+
 
 @dataclass(frozen=True)
 class Line:

@@ -254,6 +254,20 @@ class TypedStats:
     def raw(self, row: int) -> bytes:
         return msgspec.json.encode({s.name: _jsonable(s.value) for s in self.stats(row)})
 
+    def column(self, name: str) -> tuple[np.ndarray, list[StatValue]]:
+        """Rows that carry stat ``name`` and its values there: a whole-plane lookup
+        (e.g. every XLA op's ``hlo_op``) without decoding events one by one."""
+        if name not in self._key_names:
+            return np.zeros(0, dtype=np.int64), []
+        entries = np.flatnonzero(self._key == self._key_names.index(name))
+        position = np.full(int(self._rows.max()) + 1 if len(self._rows) else 0, -1, dtype=np.int64)
+        position[self._rows] = np.arange(len(self._rows))
+        sources = self._event[entries]
+        inside = sources < len(position)
+        rows = np.where(inside, position[np.minimum(sources, max(len(position) - 1, 0))], -1)
+        keep = np.flatnonzero(rows >= 0)
+        return rows[keep], [self._values[int(entries[i])] for i in keep.tolist()]
+
     def take(self, rows: np.ndarray) -> TypedStats:
         clone = object.__new__(TypedStats)
         clone._event, clone._key, clone._kind = self._event, self._key, self._kind

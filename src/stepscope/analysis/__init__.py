@@ -1,0 +1,5 @@
+"""The analysis tools: ``run_tool(name, profile)``; names as XProf's (see ``tool_names()``)."""
+
+from stepscope.analysis.registry import TOOLS, run_tool, tool_names
+
+__all__ = ["TOOLS", "run_tool", "tool_names"]

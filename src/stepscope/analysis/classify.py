@@ -1,0 +1,117 @@
+"""What each event is, for the step-time breakdown: device compute, a copy, a kernel launch...
+
+Classification is by event type (metadata: name, category, line), evaluated once per
+distinct type and broadcast to the events, so it costs nothing per event. The rules cover
+the sources stepscope reads: Kineto categories and names (CUDA and ROCm), XSpace lines
+(XLA Ops on TPU/GPU device planes), and the host-side names of data loading and
+compilation in PyTorch, TensorFlow and JAX.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+
+import numpy as np
+
+from stepscope.trace import names
+from stepscope.trace.model import Plane
+
+
+class Activity(enum.IntEnum):
+    """Breakdown categories, in priority order: where several overlap, the lowest value
+    claims the time (device work first, as XProf attributes a step)."""
+
+    DEVICE_COMPUTE = 0
+    DEVICE_COLLECTIVES = 1
+    DEVICE_TO_DEVICE = 2
+    HOST_TO_DEVICE = 3
+    DEVICE_TO_HOST = 4
+    INPUT = 5
+    COMPILE = 6
+    KERNEL_LAUNCH = 7
+    HOST_COMPUTE = 8
+    NONE = 99  # markers and wrappers: step annotations, profiler spans, module spans
+
+
+DEVICE_ACTIVITIES = frozenset(
+    {Activity.DEVICE_COMPUTE, Activity.DEVICE_COLLECTIVES, Activity.DEVICE_TO_DEVICE, Activity.HOST_TO_DEVICE, Activity.DEVICE_TO_HOST}
+)
+
+COLLECTIVE = re.compile(
+    r"nccl|rccl|all[-_]?reduce|all[-_]?gather|reduce[-_]?scatter|all[-_]?to[-_]?all|collective[-_]?permute|"
+    r"broadcast|SendRecv|ncclDevKernel",
+    re.IGNORECASE,
+)
+STEP_MARKER = re.compile(r"^ProfilerStep#\d+$")
+# Waiting for the next batch: PyTorch DataLoader iteration, tf.data, stepscope's own.
+INPUT = re.compile(
+    r"^enumerate\(DataLoader\)|DataLoaderIter\.__next__|^IteratorGetNext|^Iterator::|"
+    r"^MultiDeviceIteratorGetNextFromShard|^stepscope\.data",
+)
+COMPILE = re.compile(
+    r"Torch-Compiled Region|TorchDynamo|torch\._dynamo|CompileFunction|XlaCompile|backend_compile|"
+    r"^compile$|jit_compile|pjit.*compile|_compile_and_|XlaCompilationCache",
+    re.IGNORECASE,
+)
+LAUNCH = re.compile(r"^(cuda|hip)(LaunchKernel|LaunchCooperativeKernel|GraphLaunch|ModuleLaunchKernel)|^cuLaunchKernel|^hipExtLaunchKernel")
+MEMCPY_KIND = re.compile(r"\b(HtoD|DtoH|DtoD|PtoP|HtoH)\b")
+_COPY_ACTIVITY = {
+    "HtoD": Activity.HOST_TO_DEVICE,
+    "DtoH": Activity.DEVICE_TO_HOST,
+    "DtoD": Activity.DEVICE_TO_DEVICE,
+    "PtoP": Activity.DEVICE_TO_DEVICE,
+    "HtoH": Activity.HOST_COMPUTE,
+}
+# Device lines that are spans around work, not work: XSpace module / step lines.
+DEVICE_WRAPPER_LINES = frozenset(
+    {names.STEPS_LINE, names.XLA_MODULES_LINE, names.FRAMEWORK_OPS_LINE, names.FRAMEWORK_NAME_SCOPE_LINE, "Source code", "Launch Stats"}
+)
+DEVICE_IGNORED_CATEGORIES = frozenset({"gpu_user_annotation", "cuda_sync"})
+
+
+def _device_type_activity(name: str, category: str) -> Activity:
+    if category in DEVICE_IGNORED_CATEGORIES:
+        return Activity.NONE
+    if category in names.KINETO_MEMCPY_CATEGORIES or name.startswith("Memcpy"):
+        kind = MEMCPY_KIND.search(name)
+        return _COPY_ACTIVITY.get(kind.group(1), Activity.DEVICE_TO_DEVICE) if kind else Activity.DEVICE_TO_DEVICE
+    if category in names.KINETO_MEMSET_CATEGORIES or name.startswith("Memset"):
+        return Activity.DEVICE_TO_DEVICE
+    if COLLECTIVE.search(name):
+        return Activity.DEVICE_COLLECTIVES
+    return Activity.DEVICE_COMPUTE
+
+
+def _host_type_activity(name: str, category: str) -> Activity:
+    if STEP_MARKER.match(name) or category in ("Trace",):
+        return Activity.NONE
+    if INPUT.search(name):
+        return Activity.INPUT
+    if COMPILE.search(name):
+        return Activity.COMPILE
+    if LAUNCH.search(name):
+        return Activity.KERNEL_LAUNCH
+    if name == names.KINETO_MEMORY_EVENT:
+        return Activity.NONE
+    return Activity.HOST_COMPUTE
+
+
+def event_activities(plane: Plane) -> np.ndarray:
+    """The Activity of every event of ``plane`` (int8 array)."""
+    meta = plane.metadata
+    if plane.name != names.HOST_PLANE and not plane.is_device:
+        # Profiler spans, metadata, the Python tracer's call tree: not step activity.
+        return np.full(len(plane.events), Activity.NONE, dtype=np.int8)
+    classify = _device_type_activity if plane.is_device else _host_type_activity
+    by_type = np.asarray([classify(name, category) for name, category in zip(meta.names, meta.categories)], dtype=np.int8)
+    activities = by_type[plane.events.metadata_id] if len(by_type) else np.zeros(0, dtype=np.int8)
+    if plane.is_device:
+        # Where XLA's ops have a line of their own (TPU, XLA on GPU), that line is the work;
+        # modules, steps, async overlays and TraceMes are spans around or beside it.
+        if plane.line_index(names.XLA_OPS_LINE) is not None:
+            ignored = [i for i, line in enumerate(plane.lines) if line.name != names.XLA_OPS_LINE]
+        else:
+            ignored = [i for i, line in enumerate(plane.lines) if line.name in DEVICE_WRAPPER_LINES]
+        activities[np.isin(plane.events.line, ignored)] = Activity.NONE
+    return activities

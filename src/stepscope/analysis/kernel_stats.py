@@ -1,0 +1,152 @@
+"""kernel_stats: GPU kernels by (name, launch configuration, framework op).
+
+Totals are sums of the kernels' own durations in the trace, in integer picoseconds, so they
+equal the trace to the nanosecond (``total_duration_ps`` carries the exact figure beside
+the microsecond one).
+
+Launch configuration comes from XSpace's ``kernel_details`` stat (Kineto's kernel args are
+translated to it on import): registers per thread, static + dynamic shared memory, block
+and grid dimensions, occupancy. TensorCore use is read from the kernel name (the
+instruction-shape tags cuBLAS/cuDNN/CUTLASS put there); eligibility from the framework op
+(matrix multiplies and convolutions).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from stepscope.analysis.classify import Activity, event_activities
+from stepscope.analysis.ops import find_ops
+from stepscope.analysis.registry import tool
+from stepscope.analysis.tables import Column, Table, ps_to_us
+from stepscope.trace import names
+from stepscope.trace.model import Profile
+
+TOOL = "kernel_stats"
+_DETAIL = re.compile(r"(\w+):([^\s]+)")
+TENSOR_CORE_KERNEL = re.compile(r"(?:[hsi](?:884|1688|16816|1684|8816)|hmma|imma|wmma|xmma|tensorop|_tc_|gmma|mma_)", re.IGNORECASE)
+TENSOR_CORE_OP = re.compile(r"conv|matmul|mm\b|addmm|bmm|linear|gemm|einsum|dot|attention", re.IGNORECASE)
+
+COLUMNS = (
+    Column("kernel_name", "Kernel name", "string"),
+    Column("op_name", "Framework op", "string"),
+    Column("registers_per_thread", "Registers per thread"),
+    Column("shared_memory_bytes", "Shared memory (bytes)"),
+    Column("block_dim", "Block dim", "string"),
+    Column("grid_dim", "Grid dim", "string"),
+    Column("occupancy_pct", "Occupancy %"),
+    Column("is_op_tensor_core_eligible", "Op is TensorCore eligible", "bool"),
+    Column("is_kernel_using_tensor_core", "Kernel uses TensorCore", "bool"),
+    Column("occurrences", "Occurrences"),
+    Column("total_duration_us", "Total duration (us)"),
+    Column("avg_duration_us", "Avg duration (us)"),
+    Column("min_duration_us", "Min duration (us)"),
+    Column("max_duration_us", "Max duration (us)"),
+    Column("total_duration_ps", "Total duration (ps)"),
+)
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    registers_per_thread: int = 0
+    shared_memory_bytes: int = 0
+    block_dim: str = ""
+    grid_dim: str = ""
+    occupancy_pct: float | None = None
+
+
+def parse_kernel_details(text: str) -> LaunchConfig:
+    """``regs:32 static_shared:0 dynamic_shared:16384 grid:2,1,1 block:32,1,1 occ_pct:100``."""
+    fields = dict(_DETAIL.findall(text))
+
+    def number(key: str) -> int:
+        try:
+            return int(float(fields.get(key, "0")))
+        except ValueError:
+            return 0
+
+    occupancy = fields.get("occ_pct")
+    try:
+        occupancy_value = float(occupancy) if occupancy is not None else None
+    except ValueError:
+        occupancy_value = None
+    return LaunchConfig(
+        registers_per_thread=number("regs"),
+        shared_memory_bytes=number("static_shared") + number("dynamic_shared"),
+        block_dim=fields.get("block", ""),
+        grid_dim=fields.get("grid", ""),
+        occupancy_pct=occupancy_value,
+    )
+
+
+@dataclass
+class KernelStatsResult:
+    tool: str = TOOL
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    total_kernel_time_ps: int = 0
+    devices: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rows": self.rows, "total_kernel_time_us": ps_to_us(self.total_kernel_time_ps), "total_kernel_time_ps": self.total_kernel_time_ps, "devices": self.devices}
+
+    def tables(self) -> list[Table]:
+        return [Table("kernels", COLUMNS, [tuple(row[c.key] for c in COLUMNS) for row in self.rows])]
+
+    def summary(self) -> list[str]:
+        if not self.rows:
+            return ["No GPU kernels in this profile."]
+        kernels = sum(row["occurrences"] for row in self.rows)
+        return [f"{kernels:,} kernel launches on {', '.join(self.devices)}: {ps_to_us(self.total_kernel_time_ps):,.3f} us of kernel time"]
+
+
+@tool(TOOL)
+def kernel_stats(profile: Profile) -> KernelStatsResult:
+    ops = find_ops(profile)
+    op_of: dict[tuple[int, int], str] = {
+        (int(plane), int(row)): str(name) for plane, row, name, side in zip(ops.plane, ops.row, ops.name, ops.side) if side == 1
+    }
+    groups: dict[tuple, list[int]] = {}
+    devices: list[str] = []
+    for plane_index, plane in enumerate(profile.planes):
+        if not plane.name.startswith(names.GPU_PLANE_PREFIX):
+            continue
+        activity = event_activities(plane)
+        rows = np.flatnonzero((activity == Activity.DEVICE_COMPUTE) | (activity == Activity.DEVICE_COLLECTIVES))
+        if len(rows):
+            devices.append(plane.name)
+        for row in rows.tolist():
+            name = plane.event_name(row)
+            details = next((s.value for s in plane.event_stats(row) if s.name == names.KERNEL_DETAILS), "")
+            config = parse_kernel_details(str(details))
+            op_name = op_of.get((plane_index, row), "")
+            op_name = "" if op_name == name else op_name
+            key = (name, op_name, config)
+            groups.setdefault(key, []).append(int(plane.events.duration_ps[row]))
+    rows_out = []
+    for (name, op_name, config), durations in groups.items():
+        total = sum(durations)
+        rows_out.append(
+            {
+                "kernel_name": name,
+                "op_name": op_name,
+                "registers_per_thread": config.registers_per_thread,
+                "shared_memory_bytes": config.shared_memory_bytes,
+                "block_dim": config.block_dim,
+                "grid_dim": config.grid_dim,
+                "occupancy_pct": config.occupancy_pct,
+                "is_op_tensor_core_eligible": bool(TENSOR_CORE_OP.search(op_name or name)),
+                "is_kernel_using_tensor_core": bool(TENSOR_CORE_KERNEL.search(name)),
+                "occurrences": len(durations),
+                "total_duration_us": ps_to_us(total),
+                "avg_duration_us": ps_to_us(total / len(durations)),
+                "min_duration_us": ps_to_us(min(durations)),
+                "max_duration_us": ps_to_us(max(durations)),
+                "total_duration_ps": total,
+            }
+        )
+    rows_out.sort(key=lambda row: (-row["total_duration_ps"], row["kernel_name"]))
+    return KernelStatsResult(rows=rows_out, total_kernel_time_ps=sum(r["total_duration_ps"] for r in rows_out), devices=devices)

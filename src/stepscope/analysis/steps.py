@@ -1,0 +1,108 @@
+"""Finding the training steps of a profile: every tool reports per step.
+
+Sources of step markers, tried in order:
+1. PyTorch's ``ProfilerStep#N`` annotations on host threads;
+2. host events that carry a ``step_num`` stat: JAX's ``StepTraceAnnotation``, TF's
+   ``Trace(..., step_num=N, _r=1)``, Keras' train function, stepscope's own step markers;
+3. the ``Steps`` line of a device plane (XSpace from TPU / GPU runs);
+4. none: the whole profiled window is one step, and the result says so (never an empty page).
+
+A step's window is [first start, last end) of its markers. Work is assigned to a step by
+time: whatever runs inside the window (on any thread or device) is that step's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from stepscope.trace import names
+from stepscope.trace.model import NO_ID, Plane, Profile
+
+_PROFILER_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_NUMBER = re.compile(r"(\d+)")
+
+
+@dataclass(frozen=True)
+class Steps:
+    """Step windows in profile time (ps), sorted by start."""
+
+    number: np.ndarray
+    start_ps: np.ndarray
+    end_ps: np.ndarray
+    source: str  # how they were found: "ProfilerStep", "step_num", "Steps line", "profiled window"
+
+    @property
+    def inferred(self) -> bool:
+        """True when no step marker was found and the whole window is one step."""
+        return self.source == WHOLE_WINDOW
+
+    @property
+    def duration_ps(self) -> np.ndarray:
+        return self.end_ps - self.start_ps
+
+    def __len__(self) -> int:
+        return len(self.number)
+
+
+WHOLE_WINDOW = "profiled window"
+
+
+def find_steps(profile: Profile) -> Steps:
+    host = profile.plane(names.HOST_PLANE)
+    for finder in (_profiler_steps, _step_num_steps):
+        found = finder(host) if host is not None else None
+        if found is not None:
+            return found
+    for plane in profile.device_planes:
+        found = _steps_line(plane)
+        if found is not None:
+            return found
+    return Steps(np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64), np.asarray([profile.span_ps], dtype=np.int64), WHOLE_WINDOW)
+
+
+def _windows(numbers: np.ndarray, starts: np.ndarray, ends: np.ndarray, source: str) -> Steps | None:
+    """One window per step number: the span of all its markers."""
+    if not len(numbers):
+        return None
+    unique, inverse = np.unique(numbers, return_inverse=True)
+    lo = np.full(len(unique), np.iinfo(np.int64).max, dtype=np.int64)
+    hi = np.full(len(unique), np.iinfo(np.int64).min, dtype=np.int64)
+    np.minimum.at(lo, inverse, starts)
+    np.maximum.at(hi, inverse, ends)
+    order = np.argsort(lo, kind="stable")
+    return Steps(unique[order], lo[order], hi[order], source)
+
+
+def _profiler_steps(host: Plane) -> Steps | None:
+    numbers = np.full(len(host.metadata), -1, dtype=np.int64)
+    for index, name in enumerate(host.metadata.names):
+        match = _PROFILER_STEP.match(name)
+        if match:
+            numbers[index] = int(match.group(1))
+    event_numbers = numbers[host.events.metadata_id]
+    rows = np.flatnonzero(event_numbers >= 0)
+    events = host.events
+    return _windows(event_numbers[rows], events.start_ps[rows], events.end_ps[rows], "ProfilerStep")
+
+
+def _step_num_steps(host: Plane) -> Steps | None:
+    events = host.events
+    rows = np.flatnonzero((events.step_num != NO_ID) & (events.duration_ps > 0))
+    return _windows(events.step_num[rows], events.start_ps[rows], events.end_ps[rows], "step_num")
+
+
+def _steps_line(plane: Plane) -> Steps | None:
+    line = plane.line_index(names.STEPS_LINE)
+    if line is None:
+        return None
+    rows = np.arange(*plane.line_slice(line).indices(len(plane.events)))
+    events = plane.events
+    numbers = events.step_num[rows].copy()
+    unnumbered = numbers == NO_ID
+    for position in np.flatnonzero(unnumbered).tolist():
+        match = _NUMBER.search(plane.event_name(int(rows[position])))
+        numbers[position] = int(match.group(1)) if match else position
+    return _windows(numbers, events.start_ps[rows], events.end_ps[rows], "Steps line")

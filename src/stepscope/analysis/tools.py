@@ -1,0 +1,5 @@
+"""Importing this module registers every tool, in the order users see them."""
+
+from stepscope.analysis import overview  # noqa: F401  (overview_page)
+from stepscope.analysis import framework_op_stats  # noqa: F401
+from stepscope.analysis import kernel_stats  # noqa: F401
