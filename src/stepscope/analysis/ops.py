@@ -7,8 +7,8 @@ What counts as a framework op, per source:
 - Kineto (PyTorch): host events of category ``cpu_op`` (2021: ``Operator``); on the device,
   kernels, copies and memsets, each attributed to the host op that launched it through
   Kineto's External id (so "aten::conv2d" on the device is the time of its kernels);
-- XSpace (JAX, TensorFlow): host events carrying ``hlo_op`` (XLA ops run by the CPU
-  backend) or ``tf_op`` (TensorFlow ops); on devices, the ``XLA Ops`` line, typed by their
+- XSpace (JAX, TensorFlow): host events named ``<op name>:<op type>`` (TensorFlow's
+  executor) or carrying ``hlo_op`` (XLA ops run by the CPU backend) or ``tf_op``; on devices, the ``XLA Ops`` line, typed by their
   ``hlo_category`` stat or their name without its numeric suffix (``fusion.3`` -> ``fusion``).
 
 Self time is an op's duration minus its direct children that are ops too, on its line.
@@ -29,6 +29,8 @@ from stepscope.trace.stats import TypedStats
 HOST, DEVICE = "Host", "Device"
 KINETO_OP_CATEGORIES = frozenset({"cpu_op", "Operator"})
 _SUFFIX = re.compile(r"[.:_-]?\d+$")
+# "gradient_tape/MatMul/MatMul:_MklMatMul": TensorFlow op name, then type ("::" is C++).
+TF_OP_EVENT = re.compile(r"^([^:\s][^:]*):([A-Za-z_]\w*)$")
 
 
 @dataclass(frozen=True)
@@ -122,6 +124,16 @@ def _host_ops(profile: Profile, host: Plane) -> tuple[dict[str, np.ndarray], dic
     types = np.asarray([op_type_of(n) for n in meta.names], dtype=object)[events.metadata_id] if len(meta) else np.zeros(0, object)
     is_op = is_kineto_op.copy()
     types[is_kineto_op] = event_names[is_kineto_op]  # aten::conv2d is its own type
+    if profile.format == "xspace":
+        # TensorFlow's executor names its op events "<op name>:<op type>".
+        tf_ops = [TF_OP_EVENT.match(name) for name in meta.names]
+        op_of_type = np.asarray([m is not None for m in tf_ops], dtype=bool)
+        tf_rows = np.flatnonzero(op_of_type[events.metadata_id]) if len(meta) else np.zeros(0, dtype=np.int64)
+        if len(tf_rows):
+            is_op[tf_rows] = True
+            split = [(m.group(1), m.group(2)) if m else ("", "") for m in tf_ops]
+            op_names[tf_rows] = np.asarray([split[i][0] for i in events.metadata_id[tf_rows].tolist()], dtype=object)
+            types[tf_rows] = np.asarray([split[i][1] for i in events.metadata_id[tf_rows].tolist()], dtype=object)
     for stat in (names.HLO_OP, names.TF_OP):
         rows, values = _stat_values(host, stat)
         if not len(rows):

@@ -1,0 +1,135 @@
+"""overview_page, kernel_stats and framework_op_stats on a small hand-made Kineto trace.
+
+Every expected number is derived in the comments from the events below (times in us).
+
+Host thread (pid 100, tid 1):
+  ProfilerStep#1 [0,100)
+    DataLoader __next__ [0,20)                      -> input
+    aten::mm [20,50)  (External id 7)               -> host compute
+      cudaLaunchKernel [25,30) (correlation 1)      -> kernel launch
+    cudaMemcpyAsync [50,60)                         -> host compute (not a kernel launch)
+  ProfilerStep#2 [100,150)
+    aten::relu [100,110)                            -> host compute
+GPU 0 (pid 0, stream 7):
+  sgemm [30,70)   grid 1,1,1 block 128,1,1 regs 32, External id 7
+  Memcpy HtoD [60,80)
+  ncclKernel_AllReduce [110,130), External id 9 (no host op has it)
+  sgemm [135,140) grid 2,1,1 block 128,1,1 regs 32, External id 7
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import stepscope
+from stepscope.analysis import run_tool
+
+US = 1_000_000
+
+
+def _x(name, cat, pid, tid, ts, dur, **args):
+    return {"ph": "X", "name": name, "cat": cat, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
+
+
+EVENTS = [
+    {"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}},
+    _x("ProfilerStep#1", "user_annotation", 100, 1, 0, 100),
+    _x("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", "user_annotation", 100, 1, 0, 20),
+    _x("aten::mm", "cpu_op", 100, 1, 20, 30, **{"External id": 7}),
+    _x("cudaLaunchKernel", "cuda_runtime", 100, 1, 25, 5, correlation=1, **{"External id": 7}),
+    _x("cudaMemcpyAsync", "cuda_runtime", 100, 1, 50, 10, correlation=2),
+    _x("ProfilerStep#2", "user_annotation", 100, 1, 100, 50),
+    _x("aten::relu", "cpu_op", 100, 1, 100, 10),
+    _x("sgemm", "kernel", 0, 7, 30, 40, correlation=1, device=0, stream=7, grid=[1, 1, 1], block=[128, 1, 1],
+       **{"registers per thread": 32, "shared memory": 0, "External id": 7}),
+    _x("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", 0, 7, 60, 20, correlation=2, device=0, bytes=1024),
+    _x("ncclKernel_AllReduce", "kernel", 0, 7, 110, 20, device=0, grid=[1, 1, 1], block=[64, 1, 1],
+       **{"registers per thread": 40, "shared memory": 512, "External id": 9}),
+    _x("sgemm", "kernel", 0, 7, 135, 5, device=0, grid=[2, 1, 1], block=[128, 1, 1],
+       **{"registers per thread": 32, "shared memory": 0, "External id": 7}),
+]
+
+
+@pytest.fixture(scope="module")
+def profile(tmp_path_factory) -> stepscope.Profile:
+    path = tmp_path_factory.mktemp("golden") / "golden.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": EVENTS}))
+    loaded = stepscope.load(path)
+    loaded.validate()
+    return loaded
+
+
+def test_overview_steps_and_breakdown(profile):
+    result = run_tool("overview_page", profile).to_json()
+    assert result["step_source"] == "ProfilerStep" and not result["steps_inferred"]
+    step1, step2 = result["steps"]
+    assert (step1["step"], step1["step_time_us"], step2["step"], step2["step_time_us"]) == (1, 100, 2, 50)
+    # Step 1 [0,100), in priority order: device compute [30,70) = 40; H2D [60,80) less
+    # [60,70) already claimed = 10; input [0,20) = 20; kernel launch [25,30) = 5; host
+    # compute [20,60) less [25,60) claimed = [20,25) = 5; idle [80,100) = 20.
+    assert {k: v for k, v in step1["breakdown"].items() if k.endswith("_us") and v} == {
+        "device_compute_us": 40,
+        "host_to_device_us": 10,
+        "input_us": 20,
+        "kernel_launch_us": 5,
+        "host_compute_us": 5,
+        "idle_us": 20,
+    }
+    # Step 2 [100,150): compute [135,140) = 5; collectives [110,130) = 20; host compute
+    # [100,110) = 10; idle [130,135) + [140,150) = 15.
+    assert {k: v for k, v in step2["breakdown"].items() if k.endswith("_us") and v} == {
+        "device_compute_us": 5,
+        "device_collectives_us": 20,
+        "host_compute_us": 10,
+        "idle_us": 15,
+    }
+    for step in (step1, step2):
+        parts = [v for k, v in step["breakdown"].items() if k.endswith("_ps")]
+        assert sum(parts) == step["step_time_ps"]
+    # Step times 100 and 50: mean 75, population stddev 25.
+    assert result["step_time_us"] == {"mean": 75.0, "stddev": 25.0, "min": 50.0, "max": 100.0}
+    # Input: 20 of 150 us of step time = 13.3%: moderately input-bound (5-20%).
+    assert result["recommendation"]["input_bound"] == "moderately"
+    assert result["breakdown_percent"]["input"] == pytest.approx(100 * 20 / 150)
+
+
+def test_overview_device_busy_is_the_union_of_activity(profile):
+    device = run_tool("overview_page", profile).to_json()["device"]
+    # Device intervals [30,70) [60,80) [110,130) [135,140): union 50 + 20 + 5 = 75 us of a
+    # 150 us window (the last event, ProfilerStep#2, ends at 150).
+    assert device == {"busy_time_us": 75.0, "idle_time_us": 75.0, "span_us": 150.0, "busy_percent": 50.0}
+
+
+def test_kernel_stats_rows(profile):
+    rows = run_tool("kernel_stats", profile).to_json()["rows"]
+    summary = [
+        (r["kernel_name"], r["op_name"], r["grid_dim"], r["block_dim"], r["registers_per_thread"], r["shared_memory_bytes"], r["occurrences"], r["total_duration_us"])
+        for r in rows
+    ]
+    # One row per launch configuration; ordered by total time. sgemm's External id 7 is
+    # aten::mm's; the all-reduce's (9) belongs to no host op.
+    assert summary == [
+        ("sgemm", "aten::mm", "1,1,1", "128,1,1", 32, 0, 1, 40.0),
+        ("ncclKernel_AllReduce", "", "1,1,1", "64,1,1", 40, 512, 1, 20.0),
+        ("sgemm", "aten::mm", "2,1,1", "128,1,1", 32, 0, 1, 5.0),
+    ]
+    assert rows[0]["total_duration_ps"] == 40 * US
+
+
+def test_framework_op_stats_host_and_device(profile):
+    result = run_tool("framework_op_stats", profile).to_json()
+    host = {r["name"]: (r["occurrences"], r["total_time_us"], r["total_self_time_us"]) for r in result["rows"] if r["host_or_device"] == "Host"}
+    # Host ops are the cpu_op events; runtime calls are not ops, so aten::mm keeps all 30 us as self.
+    assert host == {"aten::mm": (1, 30.0, 30.0), "aten::relu": (1, 10.0, 10.0)}
+    device = {r["name"]: (r["occurrences"], r["total_time_us"]) for r in result["rows"] if r["host_or_device"] == "Device"}
+    # Device work is attributed to the op that launched it (External id), else named itself.
+    assert device == {"aten::mm": (2, 45.0), "Memcpy HtoD (Pageable -> Device)": (1, 20.0), "ncclKernel_AllReduce": (1, 20.0)}
+    mm = next(r for r in result["rows"] if r["host_or_device"] == "Device" and r["name"] == "aten::mm")
+    # 45 of 85 us of device op time; with the 75 us the device is idle: 45 / 160.
+    assert mm["self_time_percent"] == pytest.approx(100 * 45 / 85)
+    assert mm["self_time_percent_with_idle"] == pytest.approx(100 * 45 / 160)
+    device_idle = next(r for r in result["idle_rows"] if r["host_or_device"] == "Device")
+    assert device_idle["total_time_us"] == 75.0
