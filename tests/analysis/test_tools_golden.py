@@ -89,6 +89,10 @@ def test_overview_steps_and_breakdown(profile):
     for step in (step1, step2):
         parts = [v for k, v in step["breakdown"].items() if k.endswith("_ps")]
         assert sum(parts) == step["step_time_ps"]
+    # Device work by the step that launched it: sgemm (correlation 1, launched at 25) and
+    # the copy (correlation 2, cudaMemcpyAsync at 50) are step 1's: 40 + 20; the all-reduce
+    # and the second sgemm have no launching call and run in step 2: 20 + 5.
+    assert (step1["device_time_launched_us"], step2["device_time_launched_us"]) == (60, 25)
     # Step times 100 and 50: mean 75, population stddev 25.
     assert result["step_time_us"] == {"mean": 75.0, "stddev": 25.0, "min": 50.0, "max": 100.0}
     # Input: 20 of 150 us of step time = 13.3%: moderately input-bound (5-20%).

@@ -17,6 +17,7 @@ Self time is an op's duration minus its direct children that are ops too, on its
 from __future__ import annotations
 
 import re
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -56,7 +57,18 @@ def op_type_of(name: str) -> str:
     return _SUFFIX.sub("", name) or name
 
 
+_FOUND: weakref.WeakKeyDictionary[Profile, Ops] = weakref.WeakKeyDictionary()
+
+
 def find_ops(profile: Profile) -> Ops:
+    """The profile's ops; computed once per profile (several tools start from them)."""
+    found = _FOUND.get(profile)
+    if found is None:
+        found = _FOUND[profile] = _find_ops(profile)
+    return found
+
+
+def _find_ops(profile: Profile) -> Ops:
     parts: list[dict[str, np.ndarray]] = []
     host = profile.plane(names.HOST_PLANE)
     kineto_names: dict[int, str] = {}

@@ -20,7 +20,7 @@ from stepscope.analysis.classify import DEVICE_ACTIVITIES, Activity, event_activ
 from stepscope.analysis.framework_op_stats import framework_op_stats
 from stepscope.analysis.intervals import Union
 from stepscope.analysis.registry import tool
-from stepscope.analysis.steps import Steps, find_steps
+from stepscope.analysis.steps import Steps, find_steps, launching_steps
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
 from stepscope.trace.model import Profile
 from stepscope.trace.summary import device_names
@@ -232,6 +232,12 @@ def overview_page(profile: Profile) -> OverviewResult:
                 | {f"{key}_ps": int(parts[key][index]) for key in keys},
             }
         )
+    launched = np.zeros(len(steps), dtype=np.int64)
+    for plane, step_index in launching_steps(profile, steps):
+        is_work = np.isin(event_activities(plane), [int(a) for a in DEVICE_ACTIVITIES]) & (step_index >= 0)
+        np.add.at(launched, step_index[is_work], plane.events.duration_ps[is_work])
+    for index, step in enumerate(result.steps):
+        step["device_time_launched_us"] = ps_to_us(int(launched[index]))
     result.step_time_us = _stats(steps.duration_ps)
     result.breakdown_percent = {key: percent(int(parts[key].sum()), total_step) for key in keys}
 
