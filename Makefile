@@ -28,11 +28,14 @@ protos: $(STAMP)
 # Ingest benchmark against HolisticTraceAnalysis. HTA lives only in .venv-bench, never in
 # the test venv; it does not depend on torch (checked: pip pulls none), so no torch there.
 # The large trace comes from a real torch.profiler run, made (once, cached) with .venv's torch.
+# Tools benchmark against XProf's converter: xprof and TensorFlow are in .venv (test deps).
 bench: $(STAMP)
 	test -x .venv-bench/bin/python || python3 -m venv .venv-bench
 	.venv-bench/bin/python -m pip install --quiet -e . holistictraceanalysis
 	$(PY) bench/make_large_trace.py
 	.venv-bench/bin/python bench/ingest.py
+	$(PY) bench/make_xspace.py
+	$(PY) bench/tools.py
 
 clean:
 	rm -rf $(VENV) .venv-bench build src/*.egg-info

@@ -31,6 +31,9 @@ class Activity(enum.IntEnum):
     COMPILE = 6
     KERNEL_LAUNCH = 7
     HOST_COMPUTE = 8
+    # Input work running beside the step (tf.data threads, DataLoader workers' stages): host
+    # compute for the breakdown, but the input pipeline analyzer's to explain.
+    INPUT_PIPELINE = 9
     NONE = 99  # markers and wrappers: step annotations, profiler spans, module spans
 
 
@@ -44,11 +47,15 @@ COLLECTIVE = re.compile(
     re.IGNORECASE,
 )
 STEP_MARKER = re.compile(r"^ProfilerStep#\d+$")
-# Waiting for the next batch: PyTorch DataLoader iteration, tf.data, stepscope's own.
+# The training loop waiting for the next batch: PyTorch DataLoader iteration, tf.data's
+# GetNext, stepscope's instrumented iterables.
 INPUT = re.compile(
-    r"^enumerate\(DataLoader\)|DataLoaderIter\.__next__|^IteratorGetNext|^Iterator::|"
-    r"^MultiDeviceIteratorGetNextFromShard|^stepscope\.data",
+    r"^enumerate\(DataLoader\)|DataLoaderIter\.__next__|^IteratorGetNext|"
+    r"^MultiDeviceIteratorGetNextFromShard|^" + re.escape(names.STEPSCOPE_INPUT_WAIT) + "$",
 )
+# Input work that may run on other threads while the step goes on: tf.data iterator
+# stages and producers, stepscope's stage annotations.
+INPUT_WORK = re.compile(r"^Iterator::|(?:Prefetch|ParallelMap|ParallelInterleave|MapAndBatch)Produce$|^" + re.escape(names.STEPSCOPE_INPUT_STAGE_PREFIX))
 COMPILE = re.compile(
     r"Torch-Compiled Region|TorchDynamo|torch\._dynamo|CompileFunction|XlaCompile|backend_compile|"
     r"^compile$|jit_compile|pjit.*compile|_compile_and_|XlaCompilationCache",
@@ -88,6 +95,8 @@ def _host_type_activity(name: str, category: str) -> Activity:
         return Activity.NONE
     if INPUT.search(name):
         return Activity.INPUT
+    if INPUT_WORK.search(name):
+        return Activity.INPUT_PIPELINE
     if COMPILE.search(name):
         return Activity.COMPILE
     if LAUNCH.search(name):

@@ -13,6 +13,7 @@ instruction-shape tags cuBLAS/cuDNN/CUTLASS put there); eligibility from the fra
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -59,6 +60,7 @@ class LaunchConfig:
     occupancy_pct: float | None = None
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_kernel_details(text: str) -> LaunchConfig:
     """``regs:32 static_shared:0 dynamic_shared:16384 grid:2,1,1 block:32,1,1 occ_pct:100``."""
     fields = dict(_DETAIL.findall(text))
@@ -118,9 +120,13 @@ def kernel_stats(profile: Profile) -> KernelStatsResult:
         rows = np.flatnonzero((activity == Activity.DEVICE_COMPUTE) | (activity == Activity.DEVICE_COLLECTIVES))
         if len(rows):
             devices.append(plane.name)
+        meta = plane.metadata
         for row in rows.tolist():
-            name = plane.event_name(row)
-            details = next((s.value for s in plane.event_stats(row) if s.name == names.KERNEL_DETAILS), "")
+            metadata_id = int(plane.events.metadata_id[row])
+            name, category = meta.names[metadata_id], meta.categories[metadata_id]
+            details = plane.stats.value(row, names.KERNEL_DETAILS, name, category)
+            if details is None:  # on the kernel's metadata in some XSpace writers
+                details = next((s.value for s in meta.stats[metadata_id] if s.name == names.KERNEL_DETAILS), "")
             config = parse_kernel_details(str(details))
             op_name = op_of.get((plane_index, row), "")
             op_name = "" if op_name == name else op_name

@@ -122,6 +122,8 @@ def activity_unions(profile: Profile) -> dict[Activity, Union]:
     ends: dict[Activity, list[np.ndarray]] = {activity: [] for activity in BREAKDOWN}
     for plane in profile.planes:
         activity = event_activities(plane)
+        # Input work beside the step is host work as far as the step is concerned.
+        activity = np.where(activity == Activity.INPUT_PIPELINE, Activity.HOST_COMPUTE, activity)
         events = plane.events
         for kind in BREAKDOWN:
             rows = activity == kind

@@ -90,13 +90,60 @@ def _first_int(value: Any) -> int | None:
     return number if is_int64(number) else None
 
 
-def translate_args(args: dict[str, Any], name: str, category: str) -> list[Stat]:
+class _DetailArgs(msgspec.Struct, gc=False):
+    """The args the details strings are made of (Kineto's own key names)."""
+
+    grid: Any = None
+    block: Any = None
+    registers: Any = msgspec.field(default=None, name="registers per thread")
+    shared: Any = msgspec.field(default=None, name="shared memory")
+    occupancy: Any = msgspec.field(default=None, name="est. achieved occupancy %")
+    bytes: Any = None
+    kind: Any = None
+
+
+_DETAIL_ARGS = msgspec.json.Decoder(_DetailArgs)
+_DETAIL_KEYS = {
+    "grid": "grid",
+    "block": "block",
+    "registers": "registers per thread",
+    "shared": "shared memory",
+    "occupancy": "est. achieved occupancy %",
+    "bytes": "bytes",
+    "kind": "kind",
+}
+_DETAIL_STATS = frozenset({names.KERNEL_DETAILS, names.MEMCPY_DETAILS, names.MEMSET_DETAILS})
+
+
+class KinetoArgs:
     """Kineto args as XSpace stats: well-known keys renamed, details strings derived."""
-    stats = [stat_from_python(names.KINETO_ARG_TO_STAT.get(key, key), value) for key, value in args.items()]
-    details = _details(args, name, category)
-    if details is not None:
-        stats.append(Stat(details[0], StatKind.STR, details[1]))
-    return stats
+
+    def __call__(self, args: dict[str, Any], name: str, category: str) -> list[Stat]:
+        stats = [stat_from_python(names.KINETO_ARG_TO_STAT.get(key, key), value) for key, value in args.items()]
+        details = _details(args, name, category)
+        if details is not None:
+            stats.append(Stat(details[0], StatKind.STR, details[1]))
+        return stats
+
+    def value(self, raw: bytes, stat: str, name: str, category: str) -> Any:
+        """One stat from the raw args; a details string decodes only the keys it is made of."""
+        if not raw:
+            return None
+        try:
+            if stat in _DETAIL_STATS:
+                decoded = _DETAIL_ARGS.decode(raw)
+                args = {key: getattr(decoded, field) for field, key in _DETAIL_KEYS.items()}
+                details = _details(args, name, category)
+                return details[1] if details is not None and details[0] == stat else None
+            args = msgspec.json.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        if not isinstance(args, dict):
+            return None
+        return next((s.value for s in self(args, name, category) if s.name == stat), None)
+
+
+translate_args = KinetoArgs()
 
 
 def _details(args: dict[str, Any], name: str, category: str) -> tuple[str, str] | None:

@@ -94,6 +94,7 @@ KINETO_DEVICE_CATEGORIES: Final = (
     | frozenset({"gpu_user_annotation", "cuda_sync"})
 )
 KINETO_MEMORY_EVENT: Final = "[memory]"
+KINETO_INPUT_DIMS: Final = "Input Dims"
 # Flow categories: host launch -> device activity, forward op -> backward op.
 KINETO_LAUNCH_FLOW_CATEGORIES: Final = frozenset({"ac2g", "async"})
 KINETO_FWDBWD_FLOW: Final = "fwdbwd"
@@ -108,6 +109,32 @@ KINETO_ARG_TO_STAT: Final = {
     "stream": STREAM,
     "Bytes": ALLOCATION_BYTES,
 }
+
+# --- stepscope's own annotations ----------------------------------------------------------------
+# The training loop waiting on an instrumented iterable, and work inside a named input stage
+# ("stepscope.data.read", ".decode", ".transform", ".collate", ".prefetch").
+STEPSCOPE_INPUT_WAIT: Final = "stepscope.data.wait"
+STEPSCOPE_INPUT_STAGE_PREFIX: Final = "stepscope.data."
+
+# --- op details stats (XSpace) ----------------------------------------------------------------
+PEAK_TERAFLOPS: Final = "peak_teraflops_per_second"
+LONG_NAME: Final = "long_name"
+SHAPE_WITH_LAYOUT: Final = "shape_with_layout"
+
+# --- memory events -------------------------------------------------------------------------------
+# Kineto [memory] instant args (2021 schema: Bytes / Device Type / Device Id; newer: Addr, totals).
+KINETO_MEMORY_BYTES: Final = "Bytes"
+KINETO_MEMORY_DEVICE_TYPE: Final = "Device Type"
+KINETO_MEMORY_DEVICE_ID: Final = "Device Id"
+KINETO_MEMORY_ADDR: Final = "Addr"
+KINETO_MEMORY_TOTAL_ALLOCATED: Final = "Total Allocated"
+KINETO_MEMORY_TOTAL_RESERVED: Final = "Total Reserved"
+MEMORY_ALLOCATION: Final = "MemoryAllocation"
+MEMORY_DEALLOCATION: Final = "MemoryDeallocation"
+ALLOCATOR_NAME: Final = "allocator_name"
+PEAK_BYTES_IN_USE: Final = "peak_bytes_in_use"
+DEVICE_ORDINAL: Final = "device_ordinal"
+INDEX_ON_HOST: Final = "index_on_host"
 
 # --- Chrome trace metadata events -----------------------------------------------------------
 PROCESS_NAME: Final = "process_name"

@@ -102,6 +102,10 @@ class StatStore(Protocol):
         """The event's stats as a JSON object, as the source wrote them where it was JSON."""
         ...
 
+    def value(self, row: int, stat: str, name: str = "", category: str = "") -> StatValue | None:
+        """One stat of the event (None if it has none), without building the others."""
+        ...
+
     def take(self, rows: np.ndarray) -> StatStore:
         """A store whose row ``i`` is this store's row ``rows[i]``."""
         ...
@@ -121,6 +125,9 @@ class EmptyStats:
 
     def raw(self, row: int) -> bytes:
         return b"{}"
+
+    def value(self, row: int, stat: str, name: str = "", category: str = "") -> StatValue | None:
+        return None
 
     def take(self, rows: np.ndarray) -> EmptyStats:
         return EmptyStats(len(rows))
@@ -175,6 +182,14 @@ class JsonStats:
 
     def stats(self, row: int, name: str = "", category: str = "") -> list[Stat]:
         return self._translate(self.decoded(row), name, category)
+
+    def value(self, row: int, stat: str, name: str = "", category: str = "") -> StatValue | None:
+        # A translator may know how to get one stat from the raw args cheaply (a typed
+        # decode of the few keys it needs) instead of translating every arg.
+        single = getattr(self._translate, "value", None)
+        if single is not None:
+            return single(self._blob[self._starts[row] : self._ends[row]], stat, name, category)
+        return _first(self.stats(row, name, category), stat)
 
     def take(self, rows: np.ndarray) -> JsonStats:
         return JsonStats(self._blob, self._starts[rows], self._ends[rows], self._translate)
@@ -254,6 +269,9 @@ class TypedStats:
     def raw(self, row: int) -> bytes:
         return msgspec.json.encode({s.name: _jsonable(s.value) for s in self.stats(row)})
 
+    def value(self, row: int, stat: str, name: str = "", category: str = "") -> StatValue | None:
+        return _first(self.stats(row), stat)
+
     def column(self, name: str) -> tuple[np.ndarray, list[StatValue]]:
         """Rows that carry stat ``name`` and its values there: a whole-plane lookup
         (e.g. every XLA op's ``hlo_op``) without decoding events one by one."""
@@ -274,6 +292,10 @@ class TypedStats:
         clone._values, clone._key_names = self._values, self._key_names
         clone._rows = self._rows[rows]
         return clone
+
+
+def _first(stats: list[Stat], name: str) -> StatValue | None:
+    return next((stat.value for stat in stats if stat.name == name), None)
 
 
 def _jsonable(value: StatValue) -> Any:

@@ -1,0 +1,367 @@
+"""input_pipeline_analyzer: how long each step waits for input, and where the host's input
+time goes, as XProf's input pipeline analyzer shows it.
+
+Device side (per step). A step's input time is the overview's ``input`` part of that step
+(``overview.step_breakdown``: the time input events cover in the step's window that no
+device activity claims), so this page and the overview never disagree about a step. Its
+share of the step time is summarised over the steps (mean, population stddev, min, max),
+and the mean gives the verdict with XProf's thresholds: under 5% "not", 5% to under 20%
+"moderately", 20% or more "highly" input-bound.
+
+Host side. The input events are the host events ``classify.INPUT`` names (PyTorch
+DataLoader fetches ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`` /
+``_MultiProcessingDataLoaderIter``, tf.data's ``IteratorGetNext*`` and ``Iterator::...``
+events, stepscope's ``stepscope.data.<stage>`` annotations) and every event nested in one
+on its thread (the ops and annotations a fetch ran). Markers (``[memory]`` instants,
+profiler spans) are left out. Each input op has a total time (its duration) and a self time
+(its duration less its nested input ops, never below 0). Self times do not overlap on a
+thread, so their sum is the host's input time; threads that run at once (tf.data's
+background threads, several DataLoaders) each count. The breakdown sums self time per
+category:
+
+- ``enqueue_to_device``: host-to-device transfers issued for input: the runtime's copy calls
+  (``cudaMemcpy*``, ``hipMemcpy*``, ``cuMemcpy*``) and XLA/TPU infeed enqueues found inside
+  input events. A ``batch.to(device)`` in the training loop, outside the fetch, is not a
+  host input op; its device copy is the overview's ``host_to_device``;
+- ``demanded_file_read``: reads done when the consumer asks: ``stepscope.data.read``,
+  tf.data file readers (``TFRecord``, ``TextLine``, ``FixedLengthRecord``, ``SSTable``,
+  ``RecordIO``) with no prefetch, interleave, parallel map or cache above them in the
+  iterator's name (XProf's rule), annotations named ``open``, ``read``, ``FileRead``,
+  ``ReadFile``, and Python's ``<built-in function open>`` / ``<built-in method read ...>``
+  frames (recorded with ``with_stack=True``);
+- ``advanced_file_read``: reads done ahead: ``stepscope.data.prefetch``, tf.data's
+  ``Prefetch``, ``Interleave``/``ParallelInterleave``, ``Cache``/``MemoryCache``,
+  ``Snapshot`` stages, and file readers below one of those or a parallel map;
+- ``preprocessing``: ``stepscope.data.decode/transform/collate``, every other tf.data stage
+  (``Map``, ``ParallelMapV2``, ``BatchV2``, ``Shuffle``...), and what runs inside a fetch
+  with no rule of its own: framework ops (collate's ``aten::stack``, transforms) and, when
+  Python stacks are recorded (``with_stack=True``), the dataset's Python frames;
+- ``other``: the fetch wrappers' own time (a DataLoader ``__next__`` running the dataset's
+  unannotated Python code, or waiting for its workers; ``IteratorGetNext`` waiting for the
+  iterator), and ``stepscope.data.*`` stages not named above.
+
+The rules are the table ``RULES`` (first match wins). An event no rule names takes the
+category its nearest input ancestor hands down: a stage hands down its own category, a
+fetch wrapper hands down ``preprocessing``.
+
+The input-ops table has one row per (name, category): count, total and self time in ms,
+and both as a share of all input-op self time (XProf's denominator), sorted by self time.
+
+JSON form (``to_json``)::
+
+    {
+      "step_source": str,               # how steps were found (steps.find_steps)
+      "steps_inferred": bool,           # no step marker: the whole window is one step
+      "steps": [{"step": int, "input_us": float, "step_time_us": float,
+                 "input_percent": float, "input_ps": int, "step_time_ps": int}],
+      "input_percent": {"mean": float, "stddev": float, "min": float, "max": float},
+      "verdict": "highly" | "moderately" | "not",   # input-bound, from the mean
+      "host_breakdown_us": {"enqueue_to_device": float, "demanded_file_read": float,
+                            "advanced_file_read": float, "preprocessing": float,
+                            "other": float},
+      "input_ops": [{"name": str, "count": int, "total_ms": float, "total_percent": float,
+                     "self_ms": float, "self_percent": float, "category": str,
+                     "total_ps": int, "self_ps": int}],
+      "note": str                        # which input sources were found, or that none were
+    }
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from stepscope.analysis.classify import Activity, event_activities
+from stepscope.analysis.overview import INPUT_HIGH_PERCENT, INPUT_MODERATE_PERCENT, activity_unions, step_breakdown
+from stepscope.analysis.registry import tool
+from stepscope.analysis.steps import find_steps
+from stepscope.analysis.tables import Column, Table, percent, ps_to_us
+from stepscope.trace import names
+from stepscope.trace.model import NO_ID, Plane, Profile
+
+TOOL = "input_pipeline_analyzer"
+
+# Host input categories, in XProf's order, then what none of them is.
+ENQUEUE = "enqueue_to_device"
+DEMANDED_READ = "demanded_file_read"
+ADVANCED_READ = "advanced_file_read"
+PREPROCESSING = "preprocessing"
+OTHER = "other"
+CATEGORIES = (ENQUEUE, DEMANDED_READ, ADVANCED_READ, PREPROCESSING, OTHER)
+
+HIGHLY, MODERATELY, NOT = "highly", "moderately", "not"
+
+_READER = r"(?:TFRecord|TextLine|FixedLengthRecord|SSTable|RecordIO)\w*(?:\[\d+\])?$"
+_AHEAD_STAGE = r"(?:Prefetch|(?:Legacy)?(?:Parallel)?Interleave|Memory(?:Reader|Writer|Cache)|Cache|Snapshot)"
+_TF_LAST = r"^Iterator::(?:.*::)?"  # tf.data names are the iterator's path: Iterator::Root::Prefetch::Map
+
+# (pattern, the event's own category, the category it hands down to nested events that no
+# rule names). First match wins; matched with re.search against the event's name.
+RULES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
+    (re.compile(pattern), own, nested)
+    for pattern, own, nested in (
+        # stepscope's own input-pipeline annotations: stepscope.data.<stage>
+        (r"^stepscope\.data\.read\b", DEMANDED_READ, DEMANDED_READ),
+        (r"^stepscope\.data\.prefetch\b", ADVANCED_READ, ADVANCED_READ),
+        (r"^stepscope\.data\.(?:decode|transform|collate)\b", PREPROCESSING, PREPROCESSING),
+        (r"^stepscope\.data", OTHER, OTHER),
+        # host-to-device transfers issued inside a fetch
+        (r"^(?:cuda|hip|cu)Memcpy|^MemcpyHtoD|InfeedEnqueue|^TransferToInfeed|^TransferLiteralToInfeed", ENQUEUE, ENQUEUE),
+        # tf.data (XProf's rules): a file reader with a read-ahead stage above it is advanced
+        (r"^Iterator(?=.*::(?:" + _AHEAD_STAGE + r"|ParallelMap)).*::" + _READER, ADVANCED_READ, ADVANCED_READ),
+        (_TF_LAST + _READER, DEMANDED_READ, DEMANDED_READ),
+        (_TF_LAST + _AHEAD_STAGE + r"\w*(?:\[\d+\])?$", ADVANCED_READ, ADVANCED_READ),
+        (r"^Iterator::", PREPROCESSING, PREPROCESSING),
+        # fetch wrappers: their own time is unexplained, what runs inside them prepares the batch
+        (r"DataLoader|IteratorGetNext|^MultiDeviceIteratorGetNextFromShard", OTHER, PREPROCESSING),
+        # plain file access: annotations, and Python's own calls when stacks are recorded
+        (r"(?i)^(?:file_?read|read_?file|open|read)$", DEMANDED_READ, DEMANDED_READ),
+        (r"^<built-in (?:function|method) (?:open|read|readinto|readline|readlines)\b", DEMANDED_READ, DEMANDED_READ),
+        (r"(?i)collate|transform|decode|augment|preprocess", PREPROCESSING, PREPROCESSING),
+    )
+)
+
+# Where the input events came from, for the note (matched against the outermost ones).
+SOURCES = (
+    ("PyTorch DataLoader fetch(es)", re.compile(r"DataLoader")),
+    ("tf.data iterator call(s)", re.compile(r"^Iterator|IteratorGetNext|^MultiDeviceIterator")),
+    ("stepscope.data annotation(s)", re.compile(r"^stepscope\.data")),
+)
+
+STEP_COLUMNS = (
+    Column("step", "Step"),
+    Column("step_time_us", "Step time (us)"),
+    Column("input_us", "Input (us)"),
+    Column("input_percent", "Input %"),
+)
+BREAKDOWN_COLUMNS = (
+    Column("category", "Category", "string"),
+    Column("time_us", "Self time (us)"),
+    Column("percent", "% of input op time"),
+)
+OP_COLUMNS = (
+    Column("name", "Input op", "string"),
+    Column("count", "Count"),
+    Column("total_ms", "Total time (ms)"),
+    Column("total_percent", "Total %"),
+    Column("self_ms", "Self time (ms)"),
+    Column("self_percent", "Self %"),
+    Column("category", "Category", "string"),
+)
+
+
+@dataclass
+class InputPipelineResult:
+    tool: str = TOOL
+    step_source: str = ""
+    steps_inferred: bool = False
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    input_percent: dict[str, float] = field(default_factory=dict)
+    verdict: str = NOT
+    host_breakdown_us: dict[str, float] = field(default_factory=dict)
+    input_ops: list[dict[str, Any]] = field(default_factory=list)
+    note: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "step_source": self.step_source,
+            "steps_inferred": self.steps_inferred,
+            "steps": self.steps,
+            "input_percent": self.input_percent,
+            "verdict": self.verdict,
+            "host_breakdown_us": self.host_breakdown_us,
+            "input_ops": self.input_ops,
+            "note": self.note,
+        }
+
+    def tables(self) -> list[Table]:
+        host_total = sum(self.host_breakdown_us.values())
+        return [
+            Table("steps", STEP_COLUMNS, [tuple(step[c.key] for c in STEP_COLUMNS) for step in self.steps]),
+            Table(
+                "host_breakdown",
+                BREAKDOWN_COLUMNS,
+                [(category, us, percent(us, host_total)) for category, us in self.host_breakdown_us.items()],
+            ),
+            Table("input_ops", OP_COLUMNS, [tuple(op[c.key] for c in OP_COLUMNS) for op in self.input_ops]),
+        ]
+
+    def summary(self) -> list[str]:
+        share = self.input_percent
+        lines = [
+            f"Your program is {self.verdict} input-bound: on average {share['mean']:.1f}% of the step time "
+            f"is spent waiting for input ({len(self.steps)} step(s) from {self.step_source}).",
+            f"input share of step time: mean {share['mean']:.1f}%, stddev {share['stddev']:.1f}, "
+            f"min {share['min']:.1f}%, max {share['max']:.1f}%",
+        ]
+        host_total = sum(self.host_breakdown_us.values())
+        if host_total > 0:
+            lines.append(
+                "host input time: "
+                + ", ".join(f"{key} {percent(us, host_total):.1f}%" for key, us in self.host_breakdown_us.items() if us > 0)
+            )
+        if self.input_ops:
+            top = self.input_ops[0]
+            lines.append(f"most input self time: {top['name']} ({top['self_percent']:.1f}%, {top['category']})")
+        lines.append(self.note)
+        return lines
+
+
+def input_bound_verdict(input_percent: float) -> str:
+    """XProf's classification of a mean input share (percent of step time)."""
+    if input_percent >= INPUT_HIGH_PERCENT:
+        return HIGHLY
+    if input_percent >= INPUT_MODERATE_PERCENT:
+        return MODERATELY
+    return NOT
+
+
+def rule_for(name: str) -> tuple[str, str] | None:
+    """(own category, category handed down) of the first rule naming ``name``; None if none does."""
+    for pattern, category, handed_down in RULES:
+        if pattern.search(name):
+            return category, handed_down
+    return None
+
+
+def _type_rules(plane: Plane) -> tuple[np.ndarray, np.ndarray]:
+    """Per event type: (own category index or -1 when no rule names it, category handed down)."""
+    own = np.full(len(plane.metadata), -1, dtype=np.int64)
+    nested = np.full(len(plane.metadata), -1, dtype=np.int64)
+    for type_id, name in enumerate(plane.metadata.names):
+        rule = rule_for(name)
+        if rule is not None:
+            own[type_id], nested[type_id] = CATEGORIES.index(rule[0]), CATEGORIES.index(rule[1])
+    return own, nested
+
+
+def _input_categories(plane: Plane, activities: np.ndarray) -> np.ndarray:
+    """Category index of every event inside an input event (itself included); -1 elsewhere."""
+    events = plane.events
+    count = len(events)
+    category = np.full(count, -1, dtype=np.int64)
+    if not count:
+        return category
+    is_root = (activities == Activity.INPUT) | (activities == Activity.INPUT_PIPELINE)
+    own_by_type, nested_by_type = _type_rules(plane)
+    own = own_by_type[events.metadata_id]
+    nested = nested_by_type[events.metadata_id]
+    handed = np.full(count, -1, dtype=np.int64)  # what each input event hands to its children
+    other = CATEGORIES.index(OTHER)
+    # Parents are one level up, so one pass per depth settles every event after its parent.
+    order = np.argsort(events.depth, kind="stable")
+    bounds = np.searchsorted(events.depth[order], np.arange(int(events.depth.max()) + 2))
+    for depth in range(len(bounds) - 1):
+        rows = order[bounds[depth] : bounds[depth + 1]]
+        parents = events.parent[rows]
+        from_parent = np.where(parents != NO_ID, handed[np.maximum(parents, 0)], -1)
+        inside = is_root[rows] | (from_parent >= 0)
+        rows, from_parent = rows[inside], from_parent[inside]
+        matched = own[rows] >= 0
+        inherited = np.where(from_parent >= 0, from_parent, other)
+        category[rows] = np.where(matched, own[rows], inherited)
+        handed[rows] = np.where(matched, nested[rows], inherited)
+    return category
+
+
+def _sum_by(codes: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(distinct codes, counts, int64 sums of values per code), exactly (no float weights)."""
+    order = np.argsort(codes, kind="stable")
+    codes, values = codes[order], values[order]
+    distinct, starts, counts = np.unique(codes, return_index=True, return_counts=True)
+    sums = np.add.reduceat(values, starts) if len(values) else np.zeros(0, dtype=np.int64)
+    return distinct, counts, sums
+
+
+def _host_input(profile: Profile) -> tuple[list[dict[str, Any]], dict[str, int], str]:
+    """The input ops table, self ps per category, and the note naming the sources found."""
+    host = profile.plane(names.HOST_PLANE)
+    if host is None or not len(host.events):
+        return [], dict.fromkeys(CATEGORIES, 0), ""
+    events = host.events
+    activities = event_activities(host)
+    category = _input_categories(host, activities)
+    is_op = (category >= 0) & (activities != Activity.NONE)
+    rows = np.flatnonzero(is_op)
+    # Self time: duration less the nested input ops directly inside (int64, exact).
+    nested_rows = rows[(events.parent[rows] != NO_ID)]
+    nested_rows = nested_rows[is_op[events.parent[nested_rows]]]
+    child_ps = np.zeros(len(events), dtype=np.int64)
+    np.add.at(child_ps, events.parent[nested_rows], events.duration_ps[nested_rows])
+    self_ps = np.maximum(events.duration_ps - child_ps, 0)
+
+    codes = events.metadata_id[rows].astype(np.int64) * len(CATEGORIES) + category[rows]
+    distinct, counts, totals = _sum_by(codes, events.duration_ps[rows])
+    _, _, selves = _sum_by(codes, self_ps[rows])
+    all_self = int(selves.sum())
+    by_category = dict.fromkeys(CATEGORIES, 0)
+    ops = []
+    for code, count, total, own in zip(distinct.tolist(), counts.tolist(), totals.tolist(), selves.tolist()):
+        type_id, category_index = divmod(code, len(CATEGORIES))
+        by_category[CATEGORIES[category_index]] += own
+        ops.append(
+            {
+                "name": host.metadata.names[type_id],
+                "count": count,
+                "total_ms": total / 1e9,
+                "total_percent": percent(total, all_self),
+                "self_ms": own / 1e9,
+                "self_percent": percent(own, all_self),
+                "category": CATEGORIES[category_index],
+                "total_ps": total,
+                "self_ps": own,
+            }
+        )
+    ops.sort(key=lambda op: (-op["self_ps"], -op["total_ps"], op["name"], op["category"]))
+
+    outermost = rows[(events.parent[rows] == NO_ID) | ~is_op[np.maximum(events.parent[rows], 0)]]
+    per_type = np.bincount(events.metadata_id[outermost], minlength=len(host.metadata))
+    found = []
+    for label, pattern in SOURCES:
+        n = sum(int(per_type[t]) for t in np.flatnonzero(per_type).tolist() if pattern.search(host.metadata.names[t]))
+        if n:
+            found.append(f"{n} {label}")
+    note = "Input events: " + ", ".join(found) + "." if found else ""
+    return ops, by_category, note
+
+
+@tool(TOOL)
+def input_pipeline_analyzer(profile: Profile) -> InputPipelineResult:
+    steps = find_steps(profile)
+    input_ps = step_breakdown(steps, activity_unions(profile))["input"]
+    step_ps = steps.duration_ps
+    result = InputPipelineResult(step_source=steps.source, steps_inferred=steps.inferred)
+    shares = np.asarray([percent(int(i), int(s)) for i, s in zip(input_ps, step_ps)], dtype=np.float64)
+    for index in range(len(steps)):
+        result.steps.append(
+            {
+                "step": int(steps.number[index]),
+                "input_us": ps_to_us(int(input_ps[index])),
+                "step_time_us": ps_to_us(int(step_ps[index])),
+                "input_percent": float(shares[index]),
+                "input_ps": int(input_ps[index]),
+                "step_time_ps": int(step_ps[index]),
+            }
+        )
+    result.input_percent = {
+        "mean": float(shares.mean()) if len(shares) else 0.0,
+        "stddev": float(shares.std()) if len(shares) else 0.0,
+        "min": float(shares.min()) if len(shares) else 0.0,
+        "max": float(shares.max()) if len(shares) else 0.0,
+    }
+    result.verdict = input_bound_verdict(result.input_percent["mean"])
+    ops, by_category, note = _host_input(profile)
+    result.input_ops = ops
+    result.host_breakdown_us = {key: ps_to_us(ps) for key, ps in by_category.items()}
+    if not ops:
+        note = (
+            "No input-pipeline events in this profile (PyTorch DataLoader fetches, tf.data iterators, "
+            "stepscope.data.* annotations): no input time to analyse."
+        )
+    if steps.inferred:
+        note += " No step marker was found: the whole profiled window is one step."
+    result.note = note
+    return result
