@@ -232,28 +232,6 @@ class TypedStats:
         self._key_names = list(key_names)
         self._rows = rows
 
-    @classmethod
-    def build(cls, count: int, entries: Iterable[tuple[int, str, StatKind, StatValue]]) -> TypedStats:
-        """From ``(event index, name, kind, value)`` tuples."""
-        names: dict[str, int] = {}
-        event: list[int] = []
-        key: list[int] = []
-        kind: list[int] = []
-        values: list[StatValue] = []
-        for index, name, stat_kind, value in entries:
-            event.append(index)
-            key.append(names.setdefault(name, len(names)))
-            kind.append(int(stat_kind))
-            values.append(value)
-        return cls(
-            np.asarray(event, dtype=np.int64),
-            np.asarray(key, dtype=np.int32),
-            np.asarray(kind, dtype=np.int8),
-            values,
-            list(names),
-            np.arange(count, dtype=np.int64),
-        )
-
     def __len__(self) -> int:
         return len(self._rows)
 

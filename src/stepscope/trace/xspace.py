@@ -25,6 +25,7 @@ from stepscope.errors import ProfileFormatError
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane, earliest_start, finish_plane
+from stepscope.trace.columns import factorize
 from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Plane, Profile
 from stepscope.trace.stats import INT64_MAX, Stat, StatKind, TypedStats, is_int64
 
@@ -38,6 +39,14 @@ _HOT_STATS = {
     names.GROUP_ID: "group_id",
     names.STEP_NUM: "step_num",
     names.EXTERNAL_ID: "external_id",
+}
+_FIELD_KINDS = {
+    "double_value": StatKind.DOUBLE,
+    "uint64_value": StatKind.UINT64,
+    "int64_value": StatKind.INT64,
+    "str_value": StatKind.STR,
+    "bytes_value": StatKind.BYTES,
+    "ref_value": StatKind.STR,
 }
 _VALUE_FIELDS = {
     "double_value": StatKind.DOUBLE,
@@ -177,6 +186,44 @@ def _stats(protos: Any, stat_names: dict[int, str]) -> list[Stat]:
     return result
 
 
+def _event_stats(
+    count: int,
+    rows: list[int],
+    stat_ids: list[int],
+    fields: list[str | None],
+    values: list[Any],
+    stat_names: dict[int, str],
+) -> tuple[TypedStats, dict[str, np.ndarray], list[tuple[int, int]]]:
+    """The stats store, the hot id columns and the flow endpoints, from flat stat entries."""
+    id_codes, distinct_ids = factorize(stat_ids)
+    key_names = [stat_names.get(i, f"stat_{i}") for i in distinct_ids]
+    field_codes, distinct_fields = factorize(fields)
+    field_kind = np.asarray([_FIELD_KINDS.get(f, StatKind.INT64) for f in distinct_fields], dtype=np.int8)
+    kinds = field_kind[field_codes] if len(field_codes) else np.zeros(0, dtype=np.int8)
+    if "ref_value" in distinct_fields:  # a string stored as the name of a stat metadata entry
+        ref_code = distinct_fields.index("ref_value")
+        for entry in np.flatnonzero(field_codes == ref_code).tolist():
+            values[entry] = stat_names.get(values[entry], "")
+    row_array = np.asarray(rows, dtype=np.int64)
+    integer = np.isin(kinds, [StatKind.INT64, StatKind.UINT64])
+
+    def entries_of(stat: str) -> np.ndarray:
+        if stat not in key_names:
+            return np.zeros(0, dtype=np.int64)
+        return np.flatnonzero((id_codes == key_names.index(stat)) & integer)
+
+    ids = {}
+    for stat, column in _HOT_STATS.items():
+        entries = [e for e in entries_of(stat).tolist() if is_int64(values[e])]
+        if entries:
+            array = np.full(count, NO_ID, dtype=np.int64)
+            array[row_array[entries]] = np.asarray([values[e] for e in entries], dtype=np.int64)
+            ids[column] = array
+    flows = [(rows[e], int(values[e])) for e in entries_of(names.FLOW).tolist()]
+    store = TypedStats(row_array, id_codes.astype(np.int32), kinds, values, key_names, np.arange(count, dtype=np.int64))
+    return store, ids, flows
+
+
 def _read_plane(path: Path, proto: xplane_pb2.XPlane, base_ns: int) -> tuple[RawPlane, list[tuple[int, int]]]:
     stat_names = {key: meta.name for key, meta in proto.stat_metadata.items()}
     metadata_index: dict[int, int] = {}
@@ -201,10 +248,11 @@ def _read_plane(path: Path, proto: xplane_pb2.XPlane, base_ns: int) -> tuple[Raw
     durations: list[int] = []
     meta_ids: list[int] = []
     line_rows: list[int] = []
-    hot = {column: [] for column in _HOT_STATS.values()}
-    hot_rows = {column: [] for column in _HOT_STATS.values()}
-    entries: list[tuple[int, str, StatKind, Any]] = []
-    flow_points: list[tuple[int, int]] = []  # (raw row, encoded flow stat)
+    # Event stats, one entry each: the event's row, the stat's metadata id, its value field.
+    stat_rows: list[int] = []
+    stat_ids: list[int] = []
+    stat_fields: list[str | None] = []
+    stat_values: list[Any] = []
     row = 0
     for line_index, line in enumerate(proto.lines):
         lines.append(
@@ -218,29 +266,27 @@ def _read_plane(path: Path, proto: xplane_pb2.XPlane, base_ns: int) -> tuple[Raw
         )
         line_base_ps = (line.timestamp_ns - base_ns) * 1000
         for event in line.events:
-            if event.metadata_id not in metadata_index:
+            metadata_id = event.metadata_id
+            if metadata_id not in metadata_index:
                 # An event whose type is missing from the plane: keep it under a placeholder.
-                metadata_index[event.metadata_id] = len(meta_names)
-                meta_names.append(f"<metadata {event.metadata_id}>")
+                metadata_index[metadata_id] = len(meta_names)
+                meta_names.append(f"<metadata {metadata_id}>")
                 display.append("")
                 categories.append("")
                 meta_stats.append([])
                 serialized.append(b"")
             starts.append(line_base_ps + event.offset_ps)
             durations.append(event.duration_ps)
-            meta_ids.append(metadata_index[event.metadata_id])
+            meta_ids.append(metadata_index[metadata_id])
             line_rows.append(line_index)
             for stat in event.stats:
-                name = stat_names.get(stat.metadata_id, f"stat_{stat.metadata_id}")
-                kind, value = _stat_value(stat, stat_names)
-                entries.append((row, name, kind, value))
-                if name == names.FLOW and kind in (StatKind.UINT64, StatKind.INT64):
-                    flow_points.append((row, int(value)))
-                column = _HOT_STATS.get(name)
-                if column is not None and kind in (StatKind.INT64, StatKind.UINT64) and is_int64(value):
-                    hot[column].append(value)
-                    hot_rows[column].append(row)
+                field = stat.WhichOneof("value")
+                stat_rows.append(row)
+                stat_ids.append(stat.metadata_id)
+                stat_fields.append(field)
+                stat_values.append(getattr(stat, field) if field is not None else 0)
             row += 1
+    stats, ids, flow_points = _event_stats(row, stat_rows, stat_ids, stat_fields, stat_values, stat_names)
     count = row
     if count and min(durations) < 0:
         raise ProfileFormatError(path, f"plane {proto.name!r} has an event with a negative duration")
@@ -253,12 +299,6 @@ def _read_plane(path: Path, proto: xplane_pb2.XPlane, base_ns: int) -> tuple[Raw
         raise ProfileFormatError(
             path, f"plane {proto.name!r} has event times out of range (more than 106 days from the first event)"
         )
-    ids = {}
-    for column, values in hot.items():
-        if values:
-            array = np.full(count, NO_ID, dtype=np.int64)
-            array[np.asarray(hot_rows[column], dtype=np.int64)] = np.asarray(values, dtype=np.int64)
-            ids[column] = array
     return RawPlane(
         id=proto.id,
         name=proto.name,
@@ -268,7 +308,7 @@ def _read_plane(path: Path, proto: xplane_pb2.XPlane, base_ns: int) -> tuple[Raw
         duration_ps=duration_ps,
         metadata_id=np.asarray(meta_ids, dtype=np.int32),
         line=np.asarray(line_rows, dtype=np.int32),
-        stats=TypedStats.build(count, entries),
+        stats=stats,
         ids=ids,
         plane_stats=_stats(proto.stats, stat_names),
     ), flow_points
