@@ -4,7 +4,6 @@ themselves (JSON with the standard library, XSpace with TSL's own protobuf class
 
 from __future__ import annotations
 
-import gzip
 import json
 from collections import defaultdict
 from pathlib import Path

@@ -20,7 +20,6 @@ GPU 0 (pid 0, stream 7):
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
