@@ -20,6 +20,7 @@ GPU 0 (pid 0, stream 7):
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -136,3 +137,29 @@ def test_framework_op_stats_host_and_device(profile):
     assert mm["self_time_percent_with_idle"] == pytest.approx(100 * 45 / 160)
     device_idle = next(r for r in result["idle_rows"] if r["host_or_device"] == "Device")
     assert device_idle["total_time_us"] == 75.0
+
+
+def test_overview_flop_rate_and_utilisation(tmp_path: Path):
+    """Two XLA ops on a TPU with flops on their metadata and a 1000 TFLOP/s peak."""
+    from stepscope.protos import xplane_pb2
+
+    space = xplane_pb2.XSpace()
+    plane = space.planes.add(id=1, name="/device:TPU:0")
+    plane.stat_metadata[1].CopyFrom(xplane_pb2.XStatMetadata(id=1, name="flops"))
+    plane.stat_metadata[2].CopyFrom(xplane_pb2.XStatMetadata(id=2, name="peak_teraflops_per_second"))
+    plane.stats.add(metadata_id=2, double_value=1000.0)
+    for key, flops in ((1, 1_000_000_000), (2, 3_000_000_000)):
+        meta = plane.event_metadata[key]
+        meta.id, meta.name = key, f"fusion.{key}"
+        meta.stats.add(metadata_id=1, uint64_value=flops)
+    line = plane.lines.add(id=1, name="XLA Ops", timestamp_ns=1_000_000)
+    line.events.add(metadata_id=1, offset_ps=0, duration_ps=10 * US)
+    line.events.add(metadata_id=2, offset_ps=20 * US, duration_ps=10 * US)
+    path = tmp_path / "tpu.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    flops = run_tool("overview_page", stepscope.load(path)).to_json()["flops"]
+    # 4e9 FLOP over 20 us of busy device time = 2e14 FLOP/s = 200,000 GFLOP/s; against a
+    # 1000 TFLOP/s (1e15) peak that is 20%.
+    assert flops["device_flops"] == 4e9
+    assert flops["gflops_per_second"] == pytest.approx(200_000)
+    assert flops["utilization_percent"] == pytest.approx(20.0)

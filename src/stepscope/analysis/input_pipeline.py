@@ -8,10 +8,13 @@ share of the step time is summarised over the steps (mean, population stddev, mi
 and the mean gives the verdict with XProf's thresholds: under 5% "not", 5% to under 20%
 "moderately", 20% or more "highly" input-bound.
 
-Host side. The input events are the host events ``classify.INPUT`` names (PyTorch
-DataLoader fetches ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`` /
-``_MultiProcessingDataLoaderIter``, tf.data's ``IteratorGetNext*`` and ``Iterator::...``
-events, stepscope's ``stepscope.data.<stage>`` annotations) and every event nested in one
+Host side. The input events are the host events ``classify`` marks as input: the waits
+(``classify.INPUT``: PyTorch DataLoader fetches
+``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__`` /
+``_MultiProcessingDataLoaderIter``, tf.data's ``IteratorGetNext*``, stepscope's
+``stepscope.data.wait``) and the input work that may run beside the step
+(``classify.INPUT_WORK``: tf.data's ``Iterator::...`` stages and producers, stepscope's
+``stepscope.data.<stage>`` annotations) and every event nested in one
 on its thread (the ops and annotations a fetch ran). Markers (``[memory]`` instants,
 profiler spans) are left out. Each input op has a total time (its duration) and a self time
 (its duration less its nested input ops, never below 0). Self times do not overlap on a

@@ -19,9 +19,11 @@ import numpy as np
 from stepscope.analysis.classify import DEVICE_ACTIVITIES, Activity, event_activities
 from stepscope.analysis.framework_op_stats import framework_op_stats
 from stepscope.analysis.intervals import Union
+from stepscope.analysis.ops import find_ops
 from stepscope.analysis.registry import tool
 from stepscope.analysis.steps import Steps, find_steps, launching_steps
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
+from stepscope.trace import names
 from stepscope.trace.model import Profile
 from stepscope.trace.summary import device_names
 
@@ -78,6 +80,7 @@ class OverviewResult:
     top_ops: list[dict[str, Any]] = field(default_factory=list)
     environment: dict[str, Any] = field(default_factory=dict)
     recommendation: dict[str, Any] = field(default_factory=dict)
+    flops: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -91,6 +94,7 @@ class OverviewResult:
             "top_ops": self.top_ops,
             "environment": self.environment,
             "recommendation": self.recommendation,
+            "flops": self.flops,
         }
 
     def tables(self) -> list[Table]:
@@ -205,6 +209,30 @@ def _recommendation(breakdown_percent: dict[str, float], devices: list[dict[str,
     return {"input_bound": input_bound, "input_percent": input_share, "kernel_launch_percent": launch_share, "summary": summary, "next_steps": next_steps}
 
 
+def _flop_rate(profile: Profile, devices: list[dict[str, Any]]) -> dict[str, Any]:
+    """Device FLOP rate over the devices' busy time, and its share of the devices' peak,
+    where the profile records op flops (XLA ops) and the device peak (a plane stat)."""
+    ops = find_ops(profile)
+    device_flops = ops.flops[(ops.side == 1) & np.isfinite(ops.flops)]
+    busy_s = sum(d["busy_time_ps"] for d in devices) / 1e12
+    if not len(device_flops) or busy_s <= 0:
+        return {"device_flops": None, "gflops_per_second": None, "peak_tflops_per_second": None, "utilization_percent": None}
+    rate = float(device_flops.sum()) / busy_s
+    peaks = [
+        float(stat.value)
+        for plane in profile.device_planes
+        for stat in plane.plane_stats
+        if stat.name == names.PEAK_TERAFLOPS and isinstance(stat.value, (int, float))
+    ]
+    peak = sum(peaks) / len(peaks) if peaks else None
+    return {
+        "device_flops": float(device_flops.sum()),
+        "gflops_per_second": rate / 1e9,
+        "peak_tflops_per_second": peak,
+        "utilization_percent": percent(rate, peak * 1e12) if peak else None,
+    }
+
+
 def _stats(values: np.ndarray) -> dict[str, float]:
     us = values / 1e6
     return {
@@ -270,6 +298,7 @@ def overview_page(profile: Profile) -> OverviewResult:
     else:
         result.device = {"busy_time_us": 0.0, "idle_time_us": 0.0, "span_us": 0.0, "busy_percent": 0.0}
 
+    result.flops = _flop_rate(profile, result.devices)
     ops = framework_op_stats(profile).rows
     side = "Device" if any(row["host_or_device"] == "Device" for row in ops) else "Host"
     result.top_ops = [
