@@ -73,13 +73,12 @@ from typing import Any
 import numpy as np
 
 from stepscope.analysis.intervals import Union
-from stepscope.analysis.ops import DEVICE, HOST, Ops, find_ops
+from stepscope.analysis.ops import DEVICE, HOST, Ops, find_ops, stat_column
 from stepscope.analysis.registry import tool
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
 from stepscope.errors import StepscopeError
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Plane, Profile
-from stepscope.trace.stats import TypedStats
 
 TOOL = "op_profile"
 DEFAULT_TOP_N = 10
@@ -359,12 +358,6 @@ def _source_program(profile: Profile) -> str:
     return stem or KINETO_PROGRAM
 
 
-def _stat_column(plane: Plane, stat: str) -> tuple[np.ndarray, list]:
-    if isinstance(plane.stats, TypedStats):
-        return plane.stats.column(stat)
-    return np.zeros(0, dtype=np.int64), []
-
-
 class _Names:
     """Strings numbered in order of first use: per-plane codes become shared ones."""
 
@@ -414,7 +407,7 @@ def _programs(plane: Plane, rows: np.ndarray, fallback: str) -> tuple[np.ndarray
         labels += [value or "" for value in by_type]
         named = type_codes[events.metadata_id[rows]]
         codes = np.where(named >= 0, named, codes)
-    stat_rows, values = _stat_column(plane, names.HLO_MODULE)
+    stat_rows, values = stat_column(plane, names.HLO_MODULE)
     if len(stat_rows):
         by_event = np.full(len(events), -1, dtype=np.int64)
         by_event[stat_rows] = len(labels) + np.arange(len(values))

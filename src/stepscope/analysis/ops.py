@@ -94,7 +94,9 @@ def _self_times(plane: Plane, is_op: np.ndarray) -> np.ndarray:
     return events.duration_ps - child_time.astype(np.int64)
 
 
-def _stat_values(plane: Plane, stat: str) -> tuple[np.ndarray, list]:
+def stat_column(plane: Plane, stat: str) -> tuple[np.ndarray, list]:
+    """Rows carrying ``stat`` and its values, for stores that index stats (XSpace); JSON
+    sources keep their args undecoded and are classified by category instead."""
     if isinstance(plane.stats, TypedStats):
         return plane.stats.column(stat)
     return np.zeros(0, dtype=np.int64), []
@@ -147,7 +149,7 @@ def _host_ops(profile: Profile, host: Plane) -> tuple[dict[str, np.ndarray], dic
             op_names[tf_rows] = np.asarray([split[i][0] for i in events.metadata_id[tf_rows].tolist()], dtype=object)
             types[tf_rows] = np.asarray([split[i][1] for i in events.metadata_id[tf_rows].tolist()], dtype=object)
     for stat in (names.HLO_OP, names.TF_OP):
-        rows, values = _stat_values(host, stat)
+        rows, values = stat_column(host, stat)
         if not len(rows):
             continue
         is_op[rows] = True
@@ -189,7 +191,7 @@ def _device_ops(index: int, plane: Plane, kineto_names: dict[int, str]) -> dict[
             dtype=object,
         )
         types = meta_types[events.metadata_id[rows]] if len(rows) else np.zeros(0, object)
-        category_rows, categories = _stat_values(plane, names.HLO_CATEGORY)
+        category_rows, categories = stat_column(plane, names.HLO_CATEGORY)
         if len(category_rows):
             by_row = dict(zip(category_rows.tolist(), categories))
             types = np.asarray([by_row.get(r, t) for r, t in zip(rows.tolist(), types)], dtype=object)
