@@ -140,18 +140,23 @@ def test_framework_op_stats_host_and_device(profile):
 
 
 def test_overview_flop_rate_and_utilisation(tmp_path: Path):
-    """Two XLA ops on a TPU with flops on their metadata and a 1000 TFLOP/s peak."""
+    """Two XLA ops on a TPU with flops and bytes on their metadata, a 1000 TFLOP/s and
+    1000 GB/s peak."""
     from stepscope.protos import xplane_pb2
 
     space = xplane_pb2.XSpace()
     plane = space.planes.add(id=1, name="/device:TPU:0")
     plane.stat_metadata[1].CopyFrom(xplane_pb2.XStatMetadata(id=1, name="flops"))
     plane.stat_metadata[2].CopyFrom(xplane_pb2.XStatMetadata(id=2, name="peak_teraflops_per_second"))
+    plane.stat_metadata[3].CopyFrom(xplane_pb2.XStatMetadata(id=3, name="bytes_accessed"))
+    plane.stat_metadata[4].CopyFrom(xplane_pb2.XStatMetadata(id=4, name="peak_hbm_bw_gigabytes_per_second"))
     plane.stats.add(metadata_id=2, double_value=1000.0)
-    for key, flops in ((1, 1_000_000_000), (2, 3_000_000_000)):
+    plane.stats.add(metadata_id=4, double_value=1000.0)
+    for key, flops, accessed in ((1, 1_000_000_000, 1_000_000), (2, 3_000_000_000, 3_000_000_000)):
         meta = plane.event_metadata[key]
         meta.id, meta.name = key, f"fusion.{key}"
         meta.stats.add(metadata_id=1, uint64_value=flops)
+        meta.stats.add(metadata_id=3, uint64_value=accessed)
     line = plane.lines.add(id=1, name="XLA Ops", timestamp_ns=1_000_000)
     line.events.add(metadata_id=1, offset_ps=0, duration_ps=10 * US)
     line.events.add(metadata_id=2, offset_ps=20 * US, duration_ps=10 * US)
@@ -163,3 +168,10 @@ def test_overview_flop_rate_and_utilisation(tmp_path: Path):
     assert flops["device_flops"] == 4e9
     assert flops["gflops_per_second"] == pytest.approx(200_000)
     assert flops["utilization_percent"] == pytest.approx(20.0)
+    # Roofline: the ridge point is 1e15 FLOP/s / 1e12 B/s = 1000 FLOP/byte. fusion.1 does
+    # 1e9 / 1e6 = 1000 FLOP/byte: compute-bound; fusion.2 3e9 / 3e9 = 1: memory-bound.
+    rows = run_tool("framework_op_stats", stepscope.load(path)).to_json()["rows"]
+    assert {r["name"]: (r["operational_intensity"], r["bound_by"]) for r in rows} == {
+        "fusion.1": (1000.0, "Compute"),
+        "fusion.2": (1.0, "Memory"),
+    }

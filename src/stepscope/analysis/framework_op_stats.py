@@ -6,7 +6,10 @@ holding the time no op ran (the profiled window minus the union of the side's op
 intervals, per device), as XProf's "include idle" toggle does.
 
 FLOP rate, memory bandwidth and operational intensity are given where the source records
-flops and bytes accessed (XLA ops in XSpace); NaN otherwise, never a made-up number.
+flops and bytes accessed (XLA ops in XSpace); NaN otherwise, never a made-up number. A
+device op is "Compute" or "Memory" bound by where its operational intensity falls against
+the device's ridge point (peak FLOP/s over peak HBM bandwidth, from the device plane's
+capability stats), as on a roofline; unknown without both.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from stepscope.analysis.intervals import Union
 from stepscope.analysis.ops import DEVICE, HOST, Ops, find_ops
 from stepscope.analysis.registry import tool
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
+from stepscope.trace import names
 from stepscope.trace.model import Profile
 
 TOOL = "framework_op_stats"
@@ -43,6 +47,7 @@ COLUMNS = (
     Column("gflops_per_second", "GFLOP/s"),
     Column("memory_bandwidth_gb_per_second", "Memory GB/s"),
     Column("operational_intensity", "FLOP/byte"),
+    Column("bound_by", "Bound by", "string"),
 )
 
 
@@ -84,6 +89,23 @@ def side_idle_ps(profile: Profile, ops: Ops, side: int) -> int:
     return idle
 
 
+def ridge_point(profile: Profile) -> float | None:
+    """FLOP/byte where the device's roofline turns from memory- to compute-bound: peak
+    FLOP/s over peak memory bandwidth, from the device planes' capability stats."""
+    for plane in profile.device_planes:
+        stats = {stat.name: stat.value for stat in plane.plane_stats}
+        flops, bandwidth = stats.get(names.PEAK_TERAFLOPS), stats.get(names.PEAK_HBM_BANDWIDTH)
+        if isinstance(flops, (int, float)) and isinstance(bandwidth, (int, float)) and flops > 0 and bandwidth > 0:
+            return flops * 1e12 / (bandwidth * 1e9)
+    return None
+
+
+def bound_by(intensity: float, ridge: float | None) -> str | None:
+    if ridge is None or not math.isfinite(intensity):
+        return None
+    return "Compute" if intensity >= ridge else "Memory"
+
+
 def _rate(amount: float, seconds: float, scale: float) -> float:
     if seconds <= 0 or not math.isfinite(amount):
         return math.nan
@@ -93,6 +115,7 @@ def _rate(amount: float, seconds: float, scale: float) -> float:
 @tool(TOOL)
 def framework_op_stats(profile: Profile) -> FrameworkOpStatsResult:
     ops = find_ops(profile)
+    ridge = ridge_point(profile)
     result = FrameworkOpStatsResult()
     for side_index, side in enumerate(SIDES):
         mask = ops.side == side_index
@@ -119,6 +142,7 @@ def framework_op_stats(profile: Profile) -> FrameworkOpStatsResult:
             seconds = total[code] / 1e12
             flop_count = flops[code] if has_flops[code] else math.nan
             byte_count = accessed[code] if has_bytes[code] else math.nan
+            intensity = flop_count / byte_count if byte_count and math.isfinite(byte_count) else math.nan
             result.rows.append(
                 {
                     "rank": rank,
@@ -135,7 +159,8 @@ def framework_op_stats(profile: Profile) -> FrameworkOpStatsResult:
                     "self_time_percent_with_idle": percent(self_total[code], side_self + idle),
                     "gflops_per_second": _rate(flop_count, seconds, 1e9),
                     "memory_bandwidth_gb_per_second": _rate(byte_count, seconds, 1e9),
-                    "operational_intensity": flop_count / byte_count if byte_count and math.isfinite(byte_count) else math.nan,
+                    "operational_intensity": intensity,
+                    "bound_by": bound_by(intensity, ridge) if side == DEVICE else None,
                     "total_time_ps": int(total[code]),
                     "total_self_time_ps": int(self_total[code]),
                 }

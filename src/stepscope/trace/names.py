@@ -118,6 +118,7 @@ STEPSCOPE_INPUT_STAGE_PREFIX: Final = "stepscope.data."
 
 # --- op details stats (XSpace) ----------------------------------------------------------------
 PEAK_TERAFLOPS: Final = "peak_teraflops_per_second"
+PEAK_HBM_BANDWIDTH: Final = "peak_hbm_bw_gigabytes_per_second"
 LONG_NAME: Final = "long_name"
 SHAPE_WITH_LAYOUT: Final = "shape_with_layout"
 
