@@ -8,6 +8,7 @@ EXPECTED = {
     "EventMetadata", "EventTable", "FlowTable", "Host", "Line", "Plane", "Profile",
     "ProfileFormatError", "Run", "StepscopeError", "__version__", "discover", "load",
     "make_path", "parse_path", "save",
+    "CaptureSession", "ProfilerOptions", "ProfilerWarning", "StepHook", "profile", "start", "step", "stop", "trace",
 }
 
 

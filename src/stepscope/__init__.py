@@ -7,6 +7,10 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from stepscope.capture.annotations import step, trace
+from stepscope.capture.hooks import StepHook
+from stepscope.capture.options import ProfilerOptions
+from stepscope.capture.session import CaptureSession, ProfilerWarning, profile, start, stop
 from stepscope.errors import ProfileFormatError, StepscopeError
 from stepscope.trace.logdir import Host, Run, discover, make_path, parse_path
 from stepscope.trace.model import EventMetadata, EventTable, FlowTable, Line, Plane, Profile
@@ -14,6 +18,7 @@ from stepscope.trace.readers import load
 from stepscope.trace.writers import save
 
 __all__ = [
+    "CaptureSession",
     "EventMetadata",
     "EventTable",
     "FlowTable",
@@ -22,12 +27,20 @@ __all__ = [
     "Plane",
     "Profile",
     "ProfileFormatError",
+    "ProfilerOptions",
+    "ProfilerWarning",
     "Run",
+    "StepHook",
     "StepscopeError",
     "__version__",
     "discover",
     "load",
     "make_path",
     "parse_path",
+    "profile",
     "save",
+    "start",
+    "step",
+    "stop",
+    "trace",
 ]

@@ -113,6 +113,7 @@ KINETO_ARG_TO_STAT: Final = {
 # --- stepscope's own annotations ----------------------------------------------------------------
 # The training loop waiting on an instrumented iterable, and work inside a named input stage
 # ("stepscope.data.read", ".decode", ".transform", ".collate", ".prefetch").
+STEPSCOPE_STEP: Final = "stepscope.step"
 STEPSCOPE_INPUT_WAIT: Final = "stepscope.data.wait"
 STEPSCOPE_INPUT_STAGE_PREFIX: Final = "stepscope.data."
 

@@ -1,0 +1,1 @@
+"""Capturing profiles from inside the training job (see ``session``)."""

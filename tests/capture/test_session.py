@@ -1,0 +1,174 @@
+"""Capture sessions, annotations, the Python tracer and the step hook, on real runs."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+import stepscope
+from stepscope.analysis import run_tool
+from stepscope.capture import annotations
+from stepscope.capture.session import CaptureSession
+from stepscope.capture.tracers.host import HostTracer
+from stepscope.capture.tracers.python import PythonTracer
+from stepscope.trace import names
+from stepscope.trace.logdir import parse_path
+
+
+def _events(profile: stepscope.Profile, plane_name: str) -> list[tuple[str, int, int, int]]:
+    """(name, start ps, end ps, depth) of every event of a plane."""
+    plane = profile.plane(plane_name)
+    events = plane.events
+    return [(plane.event_name(r), int(events.start_ps[r]), int(events.end_ps[r]), int(events.depth[r])) for r in range(len(events))]
+
+
+def test_profile_writes_the_tensorboard_layout_with_steps_and_threads(tmp_path: Path):
+    def worker() -> None:
+        with stepscope.trace("worker.load", batch=3):
+            time.sleep(0.003)
+
+    with stepscope.profile(tmp_path, stepscope.ProfilerOptions(host_tracer_level=1)) as session:
+        for number in range(3):
+            with stepscope.step(number):
+                with stepscope.trace("forward", layers=2):
+                    time.sleep(0.002)
+                thread = threading.Thread(target=worker, name="loader")
+                thread.start()
+                thread.join()
+    path = session.path
+    assert path is not None and path.exists()
+    parsed = parse_path(tmp_path, path)
+    assert parsed.run == session.session and parsed.host
+    (run,) = stepscope.discover(tmp_path)
+    profile = stepscope.load(run.hosts[0].path)
+    profile.validate()
+    host = profile.plane(names.HOST_PLANE)
+    # 3 steps x (step + forward) on the main thread, 3 loads on a thread named "loader".
+    by_line = {line.name: int(count) for line, count in zip(host.lines, host.line_event_counts())}
+    assert by_line == {threading.main_thread().name: 6, "loader": 3}
+    forwards = [e for e in _events(profile, names.HOST_PLANE) if e[0] == "forward"]
+    assert len(forwards) == 3 and all(depth == 1 for *_, depth in forwards)  # inside their step
+    assert all(end - start >= 2_000_000_000 for _, start, end, _ in forwards)  # slept >= 2 ms
+    row = next(r for r in range(len(host.events)) if host.event_name(r) == "worker.load")
+    assert {(s.name, s.value) for s in host.event_stats(row)} == {("batch", 3)}
+    overview = run_tool("overview_page", profile).to_json()
+    assert overview["step_source"] == "step_num"
+    assert [step["step"] for step in overview["steps"]] == [0, 1, 2]
+
+
+def test_annotations_cost_nothing_when_idle():
+    assert annotations.current_recording() is None
+    first, second = stepscope.trace("a"), stepscope.trace("b", x=1)
+    assert first is second  # one shared do-nothing object, nothing recorded
+    assert stepscope.step(1) is first
+
+
+def test_one_session_at_a_time(tmp_path: Path):
+    with pytest.warns(stepscope.ProfilerWarning, match="recorded no events"), stepscope.profile(tmp_path):
+        with pytest.raises(stepscope.StepscopeError, match="already running"):
+            stepscope.start(tmp_path)
+    with pytest.raises(stepscope.StepscopeError, match="no stepscope capture is running"):
+        stepscope.stop()
+
+
+class _Broken:
+    name = "broken"
+
+    def is_available(self) -> bool:
+        return True
+
+    def start(self, options) -> None:
+        raise RuntimeError("no device")
+
+    def stop(self):
+        raise AssertionError("never started, never stopped")
+
+
+def test_a_failing_tracer_warns_and_the_others_go_on(tmp_path: Path):
+    session = CaptureSession(tmp_path, tracers=[_Broken(), HostTracer()])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        session.start()
+        with stepscope.trace("kept"):
+            pass
+        path = session.stop()
+    assert any("broken tracer did not start (no device)" in str(w.message) for w in caught)
+    assert [e[0] for e in _events(stepscope.load(path), names.HOST_PLANE)] == ["kept"]
+
+
+def test_delay_ms_starts_the_trace_later(tmp_path: Path):
+    session = CaptureSession(tmp_path, stepscope.ProfilerOptions(delay_ms=150), tracers=[HostTracer()])
+    session.start()
+    with stepscope.trace("before"):
+        pass
+    time.sleep(0.4)
+    with stepscope.trace("after"):
+        pass
+    path = session.stop()
+    assert [e[0] for e in _events(stepscope.load(path), names.HOST_PLANE)] == ["after"]
+
+
+def _inner() -> None:
+    time.sleep(0.002)
+
+
+def _outer() -> None:
+    _inner()
+    _inner()
+
+
+def test_python_tracer_nests_calls(tmp_path: Path):
+    options = stepscope.ProfilerOptions(host_tracer_level=0, python_tracer_level=1)
+    session = CaptureSession(tmp_path, options, tracers=[PythonTracer()])
+    session.start()
+    _outer()
+    path = session.stop()
+    profile = stepscope.load(path)
+    profile.validate()
+    plane = profile.plane(names.PYTHON_TRACER_PLANE)
+    labels = [plane.event_name(r) for r in range(len(plane.events))]
+    outer = next(r for r, label in enumerate(labels) if label.startswith("_outer (test_session.py:"))
+    inners = [r for r, label in enumerate(labels) if label.startswith("_inner (test_session.py:")]
+    assert len(inners) == 2
+    assert all(plane.events.parent[r] == outer for r in inners)
+    # Each _inner sleeps 2 ms, so _outer lasts at least 4 ms.
+    assert plane.events.duration_ps[outer] >= 4_000_000_000
+
+
+def test_step_hook_captures_every_n_steps(tmp_path: Path):
+    hook = stepscope.StepHook(tmp_path, save_steps=3, options=stepscope.ProfilerOptions(host_tracer_level=1))
+    for _ in range(8):
+        with stepscope.trace("train_step"):
+            time.sleep(0.001)
+        hook.step()
+    hook.close()
+    # Due at step 3 and 6; each capture covers the next step (4 and 7).
+    assert len(hook.paths) == 2 and len({p.parent for p in hook.paths}) == 2
+    captured = [stepscope.load(p) for p in hook.paths]
+    assert [run_tool("overview_page", p).to_json()["steps"][0]["step"] for p in captured] == [4, 7]
+    for profile in captured:
+        assert [e[0] for e in _events(profile, names.HOST_PLANE)].count("train_step") == 1
+
+
+def test_options_are_checked():
+    with pytest.raises(stepscope.StepscopeError, match="host_tracer_level"):
+        stepscope.ProfilerOptions(host_tracer_level=7)
+    with pytest.raises(stepscope.StepscopeError, match="delay_ms"):
+        stepscope.ProfilerOptions(delay_ms=-1)
+
+
+def test_xprof_opens_a_capture(tmp_path: Path):
+    with stepscope.profile(tmp_path, stepscope.ProfilerOptions(host_tracer_level=1)) as session:
+        with stepscope.step(0):
+            with stepscope.trace("compute"):
+                time.sleep(0.001)
+    from xprof.convert import raw_to_tool_data
+
+    data, _ = raw_to_tool_data.xspace_to_tool_data([str(session.path)], "trace_viewer", {"use_saved_result": False})
+    shown = [e.get("name") for e in json.loads(data)["traceEvents"] if e.get("ph") in ("X", "i")]
+    assert sorted(shown) == ["compute", names.STEPSCOPE_STEP]
