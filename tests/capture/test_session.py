@@ -172,3 +172,28 @@ def test_xprof_opens_a_capture(tmp_path: Path):
     data, _ = raw_to_tool_data.xspace_to_tool_data([str(session.path)], "trace_viewer", {"use_saved_result": False})
     shown = [e.get("name") for e in json.loads(data)["traceEvents"] if e.get("ph") in ("X", "i")]
     assert sorted(shown) == ["compute", names.STEPSCOPE_STEP]
+
+
+def _forked_worker() -> None:
+    with stepscope.trace("worker.decode", item=1):
+        time.sleep(0.002)
+
+
+def test_forked_worker_events_reach_the_profile(tmp_path: Path):
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    with stepscope.profile(tmp_path, stepscope.ProfilerOptions(host_tracer_level=1)) as session:
+        with stepscope.trace("main.wait"):
+            worker = context.Process(target=_forked_worker)
+            worker.start()
+            worker.join()
+    profile = stepscope.load(session.path)
+    profile.validate()
+    host = profile.plane(names.HOST_PLANE)
+    row = next(r for r in range(len(host.events)) if host.event_name(r) == "worker.decode")
+    line = host.lines[int(host.events.line[row])].name
+    assert line.startswith(f"process {worker.pid} / ")
+    wait = next(r for r in range(len(host.events)) if host.event_name(r) == "main.wait")
+    # The worker ran inside main.wait: its event lies within the wait on the shared clock.
+    assert host.events.start_ps[wait] <= host.events.start_ps[row] <= host.events.end_ps[row] <= host.events.end_ps[wait]

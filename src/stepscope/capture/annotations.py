@@ -11,6 +11,8 @@ the end.
 from __future__ import annotations
 
 import functools
+import json
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -24,10 +26,16 @@ _thread_id = threading.get_ident
 
 
 class Recording:
-    """Where annotations go while a capture records (one at a time)."""
+    """Where annotations go while a capture records (one at a time).
 
-    def __init__(self, level: int) -> None:
+    A process forked while recording (a DataLoader worker) gets a ``SpooledRecording``
+    that appends its events to a file in ``spool_dir``; the session reads them back, so
+    work done in worker processes reaches the profile.
+    """
+
+    def __init__(self, level: int, spool_dir: str | None = None) -> None:
         self.level = level  # host_tracer_level
+        self.spool_dir = spool_dir
         # (name, start perf ns, end perf ns, thread id, args or None)
         self.events: list[tuple[str, int, int, int, dict[str, Any] | None]] = []
         # Thread id -> name, noted at a thread's first event (it may be gone by the end).
@@ -40,7 +48,54 @@ class Recording:
         self.events.append((name, start, end, thread, args))
 
 
+class SpooledRecording(Recording):
+    """A forked child's recording: every event is written through to its spool file at
+    once (worker processes may end with ``os._exit``, which skips any later flush)."""
+
+    def __init__(self, parent: Recording) -> None:
+        super().__init__(parent.level, parent.spool_dir)
+        self._file = open(os.path.join(parent.spool_dir or ".", f"{os.getpid()}.jsonl"), "a", buffering=1)  # noqa: SIM115
+
+    def add(self, name: str, start: int, end: int, args: dict[str, Any] | None) -> None:
+        thread = _thread_id()
+        if thread not in self.threads:
+            self.threads[thread] = threading.current_thread().name
+        record = [name, start, end, thread, self.threads[thread], args]
+        self._file.write(json.dumps(record, default=str) + "\n")
+
+
 _recording: Recording | None = None
+
+
+def _after_fork_in_child() -> None:
+    global _recording
+    if _recording is not None and _recording.spool_dir is not None:
+        try:
+            _recording = SpooledRecording(_recording)
+        except OSError:
+            _recording = None  # the worker runs unrecorded rather than failing
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def read_spools(spool_dir: str) -> list[tuple[int, list[tuple[str, int, int, int, dict[str, Any] | None]], dict[int, str]]]:
+    """(pid, records, thread names) for every forked process that recorded something."""
+    result = []
+    for entry in sorted(os.listdir(spool_dir)):
+        if not entry.endswith(".jsonl"):
+            continue
+        records, threads = [], {}
+        with open(os.path.join(spool_dir, entry)) as stream:
+            for line in stream:
+                try:
+                    name, start, end, thread, thread_name, args = json.loads(line)
+                except (ValueError, TypeError):
+                    continue  # a line cut short by a worker that died mid-write
+                records.append((name, start, end, thread, args))
+                threads[thread] = thread_name
+        result.append((int(entry.removesuffix(".jsonl")), records, threads))
+    return result
 
 
 def set_recording(recording: Recording | None) -> None:

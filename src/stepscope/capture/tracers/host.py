@@ -6,6 +6,8 @@ to UNIX time once at start, so its events line up with the frameworks' on one cl
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 import threading
 import time
 
@@ -94,6 +96,7 @@ class HostTracer:
 
     def __init__(self) -> None:
         self._recording: annotations.Recording | None = None
+        self._spool = ""
         self._clock = EpochClock()
 
     def is_available(self) -> bool:
@@ -103,15 +106,30 @@ class HostTracer:
         if options.host_tracer_level < 1:
             return
         self._clock = EpochClock()
-        self._recording = annotations.Recording(options.host_tracer_level)
+        self._spool = tempfile.mkdtemp(prefix="stepscope-spool-")
+        self._recording = annotations.Recording(options.host_tracer_level, self._spool)
         annotations.set_recording(self._recording)
 
     def stop(self) -> list[Profile]:
         recording, self._recording = self._recording, None
         annotations.set_recording(None)
-        if recording is None or not recording.events:
+        if recording is None:
             return []
         records = list(recording.events)
+        threads = dict(recording.threads)
+        # Worker processes' events: their threads become lines named after the process.
+        for pid, worker_records, worker_threads in annotations.read_spools(self._spool):
+            for thread, name in worker_threads.items():
+                threads[_worker_key(pid, thread)] = f"process {pid} / {name}"
+            records += [(r[0], r[1], r[2], _worker_key(pid, r[3]), r[4]) for r in worker_records]
+        shutil.rmtree(self._spool, ignore_errors=True)
+        if not records:
+            return []
         start_ns = self._clock.epoch(min(r[1] for r in records)) // 1000 * 1000
-        plane = events_plane(names.HOST_PLANE, records, self._clock, start_ns, recording.threads)
+        plane = events_plane(names.HOST_PLANE, records, self._clock, start_ns, threads)
         return [Profile(planes=[plane], start_ns=start_ns, host="", source="stepscope annotations", format="stepscope")]
+
+
+def _worker_key(pid: int, thread: int) -> int:
+    """A line key for a worker process's thread, apart from the parent's threads."""
+    return (pid << 32) ^ (thread & 0xFFFFFFFF)
