@@ -7,8 +7,10 @@ Sources of step markers, tried in order:
 3. the ``Steps`` line of a device plane (XSpace from TPU / GPU runs);
 4. none: the whole profiled window is one step, and the result says so (never an empty page).
 
-A step's window is [first start, last end) of its markers. Work is assigned to a step by
-time: whatever runs inside the window (on any thread or device) is that step's.
+A step's window is [first start, last end) of its markers, reaching back over an input
+wait (a DataLoader fetch, ``stepscope.data.wait``) that ends just before it: the wait for a
+step's batch is that step's input time, wherever the marker was put. Work is assigned to a
+step by time: whatever runs inside the window (on any thread or device) is that step's.
 """
 
 from __future__ import annotations
@@ -91,7 +93,30 @@ def _profiler_steps(host: Plane) -> Steps | None:
 def _step_num_steps(host: Plane) -> Steps | None:
     events = host.events
     rows = np.flatnonzero((events.step_num != NO_ID) & (events.duration_ps > 0))
-    return _windows(events.step_num[rows], events.start_ps[rows], events.end_ps[rows], "step_num")
+    steps = _windows(events.step_num[rows], events.start_ps[rows], events.end_ps[rows], "step_num")
+    return _with_input_waits(host, steps) if steps is not None else None
+
+
+def _with_input_waits(host: Plane, steps: Steps) -> Steps:
+    """A step marked around its body (``for batch in loader: with step(n): ...``) leaves
+    the wait for its batch just before it; that wait is the step's input time, so the
+    step's window reaches back to the start of input waits that end in the gap before it."""
+    from stepscope.analysis.classify import INPUT  # classify imports this module's callers
+
+    is_wait = np.asarray([bool(INPUT.search(name)) for name in host.metadata.names], dtype=bool)
+    events = host.events
+    waits = np.flatnonzero(is_wait[events.metadata_id]) if len(is_wait) else np.zeros(0, dtype=np.int64)
+    if not len(waits):
+        return steps
+    order = np.argsort(events.end_ps[waits], kind="stable")
+    wait_ends, wait_starts = events.end_ps[waits][order], events.start_ps[waits][order]
+    previous_end = np.concatenate(([np.iinfo(np.int64).min], steps.end_ps[:-1]))
+    lo = np.searchsorted(wait_ends, previous_end, "right")
+    hi = np.searchsorted(wait_ends, steps.start_ps, "right")
+    starts = steps.start_ps.copy()
+    for index in np.flatnonzero(hi > lo).tolist():
+        starts[index] = min(int(starts[index]), int(wait_starts[lo[index] : hi[index]].min()))
+    return Steps(steps.number, starts, steps.end_ps, steps.source)
 
 
 def _steps_line(plane: Plane) -> Steps | None:

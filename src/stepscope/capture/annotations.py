@@ -57,6 +57,13 @@ class SpooledRecording(Recording):
         self._file = open(os.path.join(parent.spool_dir or ".", f"{os.getpid()}.jsonl"), "a", buffering=1)  # noqa: SIM115
 
     def add(self, name: str, start: int, end: int, args: dict[str, Any] | None) -> None:
+        global _recording
+        # A worker that outlives the capture (persistent DataLoader workers) stops writing
+        # once the session has collected and removed its spool.
+        if os.fstat(self._file.fileno()).st_nlink == 0:
+            self._file.close()
+            _recording = None
+            return
         thread = _thread_id()
         if thread not in self.threads:
             self.threads[thread] = threading.current_thread().name

@@ -1,0 +1,161 @@
+"""The TensorFlow tracer: ``tf.profiler.experimental`` (TSL's profiler inside TensorFlow).
+
+It records what ``tf.profiler.experimental.start`` records (TraceMe annotations such as
+``tf.profiler.experimental.Trace``, TensorFlow's op and function execution on the host,
+and the device planes of the accelerators TensorFlow runs on), lets TensorFlow write its
+XSpace into a temporary folder, reads the ``.xplane.pb`` back with stepscope's XSpace
+reader and deletes the folder. The reader places TSL's session-relative times on the UNIX
+clock with the "Task Environment" plane's ``profile_start_time``, so the profile's
+``start_ns`` is an epoch time. No profiler server is started.
+
+The options, as TensorFlow means them:
+
+=======================  ==================================================================
+``host_tracer_level``    passed on (``tf.profiler.experimental.ProfilerOptions``)
+``device_tracer_level``  passed on
+``python_tracer_level``  passed on as 0: TSL's Python tracer replaces the ``sys.setprofile``
+                         hook of stepscope's own Python tracer, which records Python calls
+                         when asked (see ``stepscope.capture.tracers.jax``)
+``delay_ms``             the capture session's business (it starts the tracers late)
+=======================  ==================================================================
+
+TensorFlow 2.21 ignores these options: its session manager logs "host_tracer_level
+expects an i value" for every one of them and traces with its defaults (host level 2,
+device level 1, no Python), whatever Python type the value has. On those releases
+(``OPTIONS_IGNORED_RELEASES``) the tracer warns when the options ask for something else.
+
+One profiler at a time: TensorFlow allows one profiler session per process. If the
+program is already profiling with ``tf.profiler.experimental.start`` (or a Keras
+TensorBoard callback with ``profile_batch``), or a capture through TensorFlow's profiler
+server is under way, :meth:`TensorFlowTracer.start` raises a
+:class:`~stepscope.errors.StepscopeError` and the other session goes on untouched. In
+the second case TensorFlow keeps the session that failed to start as its current one and
+would refuse every later ``start``; the tracer clears it.
+
+With JAX in the same process: TensorFlow and jaxlib each carry their own copy of TSL's
+profiler, with their own one-session lock and their own TraceMe buffers, so neither wins:
+both tracers start and each records only its own framework's events (measured with
+TensorFlow 2.21 and JAX 0.10.2 on the CPU, in either order). On a GPU both would ask CUPTI
+for device activity, which allows one subscriber per process; that case is untested here.
+TensorFlow 2.21 imports jax by itself where jax is installed; the JAX tracer stays out of
+such a program until JAX has initialized a backend (``JaxTracer.is_available``).
+
+tensorflow is never imported here unless the program already imported it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import sys
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+from stepscope.capture.options import ProfilerOptions
+from stepscope.capture.tracers.tsl_output import read_xspace_folder
+from stepscope.errors import StepscopeError
+from stepscope.trace.model import Profile
+
+# What the returned profile says it was read from (its temporary file is gone by then).
+SOURCE = "tf.profiler"
+# The temporary folder TensorFlow writes its trace into (removed before stop() returns).
+TEMP_PREFIX = "stepscope-tensorflow-"
+# TensorFlow releases whose profiler ignores the options given to it (seen with 2.21.0).
+OPTIONS_IGNORED_RELEASES = ("2.21.",)
+# What those releases trace with: TSL's defaults.
+_TF_DEFAULT_LEVELS = {"host_tracer_level": 2, "device_tracer_level": 1}
+# TensorFlow's Python module holding the running profiler (private to TensorFlow).
+_PROFILER_MODULE = "tensorflow.python.profiler.profiler_v2"
+
+
+class TensorFlowTracer:
+    """``tf.profiler.experimental`` behind stepscope's :class:`~stepscope.capture.tracers.base.Tracer`."""
+
+    name = "tensorflow"
+
+    def __init__(self) -> None:
+        self._log_dir: Path | None = None  # TensorFlow's output folder, while recording
+
+    def is_available(self) -> bool:
+        return "tensorflow" in sys.modules
+
+    def start(self, options: ProfilerOptions) -> None:
+        if self._log_dir is not None:
+            raise StepscopeError("the tensorflow tracer is already recording; stop it first")
+        if "tensorflow" not in sys.modules:
+            raise StepscopeError("the tensorflow tracer needs a program that has imported tensorflow")
+        tf = sys.modules["tensorflow"]
+        experimental = tf.profiler.experimental
+        tf_options = experimental.ProfilerOptions(
+            host_tracer_level=options.host_tracer_level,
+            python_tracer_level=0,
+            device_tracer_level=options.device_tracer_level,
+        )
+        _warn_if_ignored(getattr(tf, "__version__", ""), options)
+        log_dir = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
+        program_profiling = _running_profiler() is not None
+        try:
+            experimental.start(str(log_dir), options=tf_options)
+        except Exception as error:
+            shutil.rmtree(log_dir, ignore_errors=True)
+            if type(error).__name__ != "AlreadyExistsError":
+                raise
+            if program_profiling:
+                raise StepscopeError(
+                    "TensorFlow's profiler is already running in this program (tf.profiler.experimental.start,"
+                    " or a Keras TensorBoard callback with profile_batch); stepscope records no TensorFlow"
+                    " events while it runs"
+                ) from error
+            _forget_failed_start(experimental)
+            raise StepscopeError(
+                "another TensorFlow profiler session is active in this process (probably a capture through"
+                " TensorFlow's profiler server); stepscope records no TensorFlow events while it runs"
+            ) from error
+        except BaseException:
+            shutil.rmtree(log_dir, ignore_errors=True)
+            raise
+        self._log_dir = log_dir
+
+    def stop(self) -> list[Profile]:
+        log_dir, self._log_dir = self._log_dir, None
+        if log_dir is None:  # never started, or start() failed
+            return []
+        try:
+            sys.modules["tensorflow"].profiler.experimental.stop()
+            return [dataclasses.replace(profile, source=SOURCE) for profile in read_xspace_folder(log_dir, SOURCE)]
+        finally:
+            shutil.rmtree(log_dir, ignore_errors=True)
+
+
+def _running_profiler() -> Any:
+    """TensorFlow's current profiler session object, None when there is none (or where this
+    TensorFlow keeps it elsewhere)."""
+    return getattr(sys.modules.get(_PROFILER_MODULE), "_profiler", None)
+
+
+def _forget_failed_start(experimental: Any) -> None:
+    """TensorFlow keeps a session whose start failed because TSL's lock was taken as its
+    current profiler (``profiler_v2.start`` resets it for every other error); ``stop``
+    with ``save=False`` forgets it without exporting. Only called when there was no
+    session before this start, so the program's own is never the one forgotten."""
+    if _running_profiler() is None:
+        return
+    try:
+        experimental.stop(save=False)
+    except Exception:  # noqa: BLE001 - best effort; the start error is what the caller sees
+        pass
+
+
+def _warn_if_ignored(version: str, options: ProfilerOptions) -> None:
+    if not version.startswith(OPTIONS_IGNORED_RELEASES):
+        return
+    differ = {name: getattr(options, name) for name, level in _TF_DEFAULT_LEVELS.items() if getattr(options, name) != level}
+    if differ:
+        asked = ", ".join(f"{name}={value}" for name, value in differ.items())
+        warnings.warn(
+            f"stepscope: TensorFlow {version} ignores the options its profiler is given; its trace uses"
+            f" host_tracer_level=2 and device_tracer_level=1, not {asked}",
+            stacklevel=3,
+        )
