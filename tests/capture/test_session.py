@@ -197,3 +197,27 @@ def test_forked_worker_events_reach_the_profile(tmp_path: Path):
     wait = next(r for r in range(len(host.events)) if host.event_name(r) == "main.wait")
     # The worker ran inside main.wait: its event lies within the wait on the shared clock.
     assert host.events.start_ps[wait] <= host.events.start_ps[row] <= host.events.end_ps[row] <= host.events.end_ps[wait]
+
+
+def test_the_wait_before_a_step_is_its_input_time(tmp_path: Path):
+    """``for batch in instrument(loader): with step(n): ...`` waits outside the marker."""
+    import stepscope.data
+
+    def batches():
+        for item in range(3):
+            time.sleep(0.003)
+            yield item
+
+    with stepscope.profile(tmp_path, stepscope.ProfilerOptions(host_tracer_level=1)) as session:
+        for number, _ in enumerate(stepscope.data.instrument(batches())):
+            with stepscope.step(number):
+                time.sleep(0.001)
+    profile = stepscope.load(session.path)
+    events = _events(profile, names.HOST_PLANE)
+    waits = sorted((start, end) for name, start, end, _ in events if name == names.STEPSCOPE_INPUT_WAIT)
+    steps = sorted((start, end) for name, start, end, _ in events if name == names.STEPSCOPE_STEP)
+    overview = run_tool("overview_page", profile).to_json()
+    # Each step's window runs from the start of the wait for its batch to the end of its
+    # marker; the wait is its input time, and nothing else claims it.
+    assert [s["step_time_ps"] for s in overview["steps"]] == [end - wait_start for (wait_start, _), (_, end) in zip(waits, steps)]
+    assert [s["breakdown"]["input_ps"] for s in overview["steps"]] == [end - start for start, end in waits]
