@@ -8,6 +8,7 @@ import time
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import stepscope
@@ -48,9 +49,10 @@ def test_profile_writes_the_tensorboard_layout_with_steps_and_threads(tmp_path: 
     profile = stepscope.load(run.hosts[0].path)
     profile.validate()
     host = profile.plane(names.HOST_PLANE)
-    # 3 steps x (step + forward) on the main thread, 3 loads on a thread named "loader".
-    by_line = {line.name: int(count) for line, count in zip(host.lines, host.line_event_counts())}
-    assert by_line == {threading.main_thread().name: 6, "loader": 3}
+    # 3 steps x (step + forward) on the main thread; 3 short-lived threads named "loader",
+    # one load each, each its own line (a new thread is a new timeline).
+    by_line = sorted((line.name, int(count)) for line, count in zip(host.lines, host.line_event_counts()))
+    assert by_line == [(threading.main_thread().name, 6), ("loader", 1), ("loader", 1), ("loader", 1)]
     forwards = [e for e in _events(profile, names.HOST_PLANE) if e[0] == "forward"]
     assert len(forwards) == 3 and all(depth == 1 for *_, depth in forwards)  # inside their step
     assert all(end - start >= 2_000_000_000 for _, start, end, _ in forwards)  # slept >= 2 ms
@@ -221,3 +223,26 @@ def test_the_wait_before_a_step_is_its_input_time(tmp_path: Path):
     # marker; the wait is its input time, and nothing else claims it.
     assert [s["step_time_ps"] for s in overview["steps"]] == [end - wait_start for (wait_start, _), (_, end) in zip(waits, steps)]
     assert [s["breakdown"]["input_ps"] for s in overview["steps"]] == [end - start for start, end in waits]
+
+
+def test_threads_annotate_concurrently(tmp_path: Path):
+    # 8 threads x 500 nested pairs: every annotation is recorded, on its own thread's line.
+    def work(index: int) -> None:
+        for _ in range(500):
+            with stepscope.trace("outer", worker=index):
+                with stepscope.trace("inner"):
+                    pass
+
+    with stepscope.profile(tmp_path, stepscope.ProfilerOptions(host_tracer_level=1)) as session:
+        threads = [threading.Thread(target=work, args=(i,), name=f"annotator-{i}") for i in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    profile = stepscope.load(session.path)
+    profile.validate()
+    host = profile.plane(names.HOST_PLANE)
+    counts = {line.name: int(count) for line, count in zip(host.lines, host.line_event_counts())}
+    assert counts == {f"annotator-{i}": 1000 for i in range(8)}
+    inner = np.asarray([host.event_name(r) == "inner" for r in range(len(host.events))])
+    assert np.all(host.events.depth[inner] == 1) and np.all(host.events.depth[~inner] == 0)

@@ -22,7 +22,9 @@ from stepscope.trace import names
 
 F = TypeVar("F", bound=Callable[..., Any])
 _now = time.perf_counter_ns
-_thread_id = threading.get_ident
+# The kernel's thread id: unlike threading.get_ident it is not handed to the next thread as
+# soon as one ends, and it is the tid PyTorch's and TSL's tracers record too.
+_thread_id = threading.get_native_id
 
 
 class Recording:

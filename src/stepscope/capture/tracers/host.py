@@ -43,7 +43,7 @@ def events_plane(
 ) -> Plane:
     """A plane of (name, start perf ns, end perf ns, thread id, args) records: one line per
     thread, times relative to ``start_ns`` (UNIX)."""
-    thread_names = {**{thread.ident: thread.name for thread in threading.enumerate()}, **(thread_names or {})}
+    thread_names = {**{thread.native_id: thread.name for thread in threading.enumerate()}, **(thread_names or {})}
     thread_ids = sorted({record[3] for record in records})
     line_of = {tid: index for index, tid in enumerate(thread_ids)}
     lines = [Line(id=tid & 0x7FFFFFFF, name=thread_names.get(tid, f"thread {tid}")) for tid in thread_ids]

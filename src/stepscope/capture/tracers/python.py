@@ -51,7 +51,7 @@ class PythonTracer:
 
     def _hook(self, frame: FrameType, event: str, arg: Any) -> None:
         now = time.perf_counter_ns()
-        thread = threading.get_ident()
+        thread = threading.get_native_id()
         stack = self._stacks.get(thread)
         if stack is None:
             stack = self._stacks[thread] = []
