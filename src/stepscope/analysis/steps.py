@@ -93,6 +93,12 @@ def _profiler_steps(host: Plane) -> Steps | None:
 def _step_num_steps(host: Plane) -> Steps | None:
     events = host.events
     rows = np.flatnonzero((events.step_num != NO_ID) & (events.duration_ps > 0))
+    # stepscope's own markers win over a framework's step annotations in the same profile
+    # (Keras 2 numbers its train-function steps per epoch; stepscope numbers them globally).
+    own = [index for index, name in enumerate(host.metadata.names) if name == names.STEPSCOPE_STEP]
+    if own:
+        mine = rows[np.isin(events.metadata_id[rows], own)]
+        rows = mine if len(mine) else rows
     steps = _windows(events.step_num[rows], events.start_ps[rows], events.end_ps[rows], "step_num")
     return _with_input_waits(host, steps) if steps is not None else None
 
