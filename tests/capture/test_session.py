@@ -253,3 +253,17 @@ def test_threads_annotate_concurrently(tmp_path: Path):
     assert counts == {f"annotator-{i}": 1000 for i in range(8)}
     inner = np.asarray([host.event_name(r) == "inner" for r in range(len(host.events))])
     assert np.all(host.events.depth[inner] == 1) and np.all(host.events.depth[~inner] == 0)
+
+
+@stepscope.trace.function()
+def _decorated(value: int) -> int:
+    return value + 1
+
+
+def test_trace_function_decorator(tmp_path: Path):
+    assert _decorated(1) == 2  # idle: just calls through
+    session = CaptureSession(tmp_path, tracers=[HostTracer()])
+    session.start()
+    assert _decorated(2) == 3
+    path = session.stop()
+    assert [e[0] for e in _events(stepscope.load(path), names.HOST_PLANE)] == ["_decorated"]
