@@ -36,6 +36,7 @@ bench: $(STAMP)
 	.venv-bench/bin/python bench/ingest.py
 	$(PY) bench/make_xspace.py
 	$(PY) bench/tools.py
+	$(PY) bench/overhead.py
 
 clean:
 	rm -rf $(VENV) .venv-bench build src/*.egg-info
