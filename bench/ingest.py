@@ -30,12 +30,13 @@ import argparse
 import json
 import os
 import platform
-import resource
 import subprocess
 import sys
 import time
 from importlib import metadata, util
 from pathlib import Path
+
+from measure import MB, peak_bytes, rss_bytes, warm_page_cache
 
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT.parent / "shared" / "traces"
@@ -45,34 +46,9 @@ RESULT_MARK = "@@ingest-result@@ "
 TOOLS = ("stepscope", "hta")
 TARGET_SPEED = 3.0  # HTA time / stepscope time, at least
 TARGET_MEMORY = 0.5  # stepscope peak / HTA peak, at most
-MB = 1024 * 1024
 
 
 # --- the child: one load, measured --------------------------------------------------------
-
-
-def _proc_status_kb(key: str) -> int | None:
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith(key + ":"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return None
-
-
-def _rss_bytes() -> int:
-    kb = _proc_status_kb("VmRSS")
-    return (kb or 0) * 1024
-
-
-def _peak_bytes() -> int:
-    kb = _proc_status_kb("VmHWM")
-    if kb is None:  # not Linux: ru_maxrss is kB on Linux, bytes on macOS
-        maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        return maxrss if sys.platform == "darwin" else maxrss * 1024
-    return kb * 1024
 
 
 def _load_stepscope(path: str):
@@ -105,13 +81,13 @@ def child(tool: str, path: str) -> None:
     t_import = time.perf_counter()
     run = LOADERS[tool](path)  # imports happen here
     import_s = time.perf_counter() - t_import
-    baseline = _rss_bytes()
-    baseline_hwm = _peak_bytes()
+    baseline = rss_bytes()
+    baseline_hwm = peak_bytes()
     t0 = time.perf_counter()
     result, events = run()
     seconds = time.perf_counter() - t0
-    peak = _peak_bytes()
-    rss_after = _rss_bytes()
+    peak = peak_bytes()
+    rss_after = rss_bytes()
     print(RESULT_MARK + json.dumps({
         "tool": tool,
         "seconds": seconds,
@@ -144,13 +120,6 @@ def measure(tool: str, path: Path, timeout: float) -> dict:
     tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
     how = f"exit {proc.returncode}" if proc.returncode >= 0 else f"signal {-proc.returncode}"
     return {"tool": tool, "error": f"{how}: " + " | ".join(tail)}
-
-
-def warm_page_cache(path: Path) -> None:
-    """Reads the file once so that no tool pays for the first, cold read."""
-    with path.open("rb") as fh:
-        while fh.read(16 * MB):
-            pass
 
 
 def summarize(runs: list[dict]) -> dict | None:

@@ -49,13 +49,14 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+from measure import MB, peak_bytes, rss_bytes, warm_page_cache
+
 ROOT = Path(__file__).resolve().parent.parent
 TRACES = ROOT.parent / "shared" / "traces"
 KINETO = TRACES / "kineto" / "v100_resnet50_dataloader4_legacy_schema.pt.trace.json.gz"
 XSPACE_LOGDIR = ROOT / "bench" / "out" / "xspace_logdir"
 OUT_JSON = ROOT / "bench" / "out" / "tools.json"
 RESULT_MARK = "@@tools-result@@ "
-MB = 1024 * 1024
 # The tools ``xprof.convert.raw_to_tool_data.xspace_to_tool_data`` handles (xprof 2.24);
 # any other name only logs "not a known xplane tool" and returns no data.
 XPROF_TOOLS = frozenset({
@@ -72,21 +73,13 @@ QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "GLOG_minloglevel": "3", "JAX_PLATFORM
 # --- the child: one implementation, every tool, measured ---------------------------------------
 
 
-def _proc_status_bytes(key: str) -> int:
-    with open("/proc/self/status") as fh:
-        for line in fh:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    raise KeyError(key)
-
-
 def child_stepscope(path: str, tools_wanted: list[str]) -> dict:
     import stepscope
     from stepscope.analysis import run_tool, tool_names
     from stepscope.render import render
 
     tool_names()  # imports (and so registers) every tool module: part of the imports
-    base = _proc_status_bytes("VmRSS")
+    base = rss_bytes()
     tools = {}
     c0 = time.process_time()
     t0 = time.perf_counter()
@@ -115,7 +108,7 @@ def child_stepscope(path: str, tools_wanted: list[str]) -> dict:
 def child_xprof(path: str, tools_wanted: list[str]) -> dict:
     from xprof.convert import raw_to_tool_data
 
-    base = _proc_status_bytes("VmRSS")
+    base = rss_bytes()
     tools = {}
     c0 = time.process_time()
     t0 = time.perf_counter()
@@ -144,7 +137,7 @@ CHILDREN = {"stepscope": child_stepscope, "xprof": child_xprof}
 
 def child(impl: str, path: str, tools: str) -> None:
     record = CHILDREN[impl](path, [t for t in tools.split(",") if t])
-    record["peak_rss"] = _proc_status_bytes("VmHWM")
+    record["peak_rss"] = peak_bytes()
     print(RESULT_MARK + json.dumps(record), flush=True)
 
 
@@ -180,12 +173,6 @@ def measure_xprof(path: Path, tools: list[str], timeout: float, log: Path) -> di
         record = measure("xprof", copy, tools, timeout, log)
         record["files_written"] = sorted(p.name for p in Path(folder).iterdir() if p != copy)
     return record
-
-
-def warm_page_cache(path: Path) -> None:
-    with path.open("rb") as fh:
-        while fh.read(16 * MB):
-            pass
 
 
 def summarize(runs: list[dict]) -> dict | None:
