@@ -8,6 +8,8 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from stepscope.capture.annotations import step, trace
+from stepscope.capture.client import HostResult, capture_remote
+from stepscope.capture.service import ProfilerServer, start_server
 from stepscope.capture.hooks import StepHook
 from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.session import CaptureSession, ProfilerWarning, profile, start, stop
@@ -23,16 +25,19 @@ __all__ = [
     "EventTable",
     "FlowTable",
     "Host",
+    "HostResult",
     "Line",
     "Plane",
     "Profile",
     "ProfileFormatError",
+    "ProfilerServer",
     "ProfilerOptions",
     "ProfilerWarning",
     "Run",
     "StepHook",
     "StepscopeError",
     "__version__",
+    "capture_remote",
     "discover",
     "load",
     "make_path",
@@ -40,6 +45,7 @@ __all__ = [
     "profile",
     "save",
     "start",
+    "start_server",
     "step",
     "stop",
     "trace",

@@ -135,6 +135,27 @@ def _pick_host(path: str, run_name: str | None, host_name: str | None):
     return run.hosts[0]
 
 
+def cmd_capture(args: argparse.Namespace) -> int:
+    from stepscope.capture.client import capture_remote
+    from stepscope.capture.options import ProfilerOptions
+
+    addresses = [address.strip() for address in args.addresses.split(",") if address.strip()]
+    if not addresses:
+        raise StepscopeError("no address given (ADDR[,ADDR...], e.g. localhost:6009)")
+    if args.attempts < 1 or args.duration_ms < 1 or args.delay_ms < 0:
+        raise StepscopeError("--attempts and --duration-ms must be positive, --delay-ms not negative")
+    options = ProfilerOptions(
+        host_tracer_level=args.host_tracer_level,
+        python_tracer_level=args.python_tracer_level,
+        device_tracer_level=args.device_tracer_level,
+    )
+    results = capture_remote(addresses, args.logdir, args.duration_ms, args.delay_ms, options, args.attempts)
+    for result in results:
+        where = result.path if result.ok else result.message
+        print(f"{result.address}: {'ok' if result.ok else 'failed'} ({where}; {result.attempts} attempt(s))")
+    return 0 if any(result.ok for result in results) else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stepscope", description="Profiles of ML training jobs: inspect, convert, analyse.")
     parser.add_argument("--version", action="version", version=f"stepscope {__version__}")
@@ -158,6 +179,17 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--format", choices=("text", "json", "csv"), default="text")
     report.add_argument("--output", help="write to this file instead of standard output")
     report.set_defaults(handler=cmd_report)
+
+    capture = commands.add_parser("capture", help="capture running jobs through their profiler servers")
+    capture.add_argument("addresses", help="ADDR[,ADDR...]: host:port of each profiler server")
+    capture.add_argument("--logdir", required=True, help="where the session folder is written")
+    capture.add_argument("--duration-ms", type=int, default=2000)
+    capture.add_argument("--delay-ms", type=int, default=0, help="start every host this much later, all at the same time")
+    capture.add_argument("--host-tracer-level", type=int, default=2, choices=(0, 1, 2, 3))
+    capture.add_argument("--python-tracer-level", type=int, default=0, choices=(0, 1))
+    capture.add_argument("--device-tracer-level", type=int, default=1, choices=(0, 1))
+    capture.add_argument("--attempts", type=int, default=3, help="tries per host for transient failures")
+    capture.set_defaults(handler=cmd_capture)
     return parser
 
 

@@ -74,8 +74,16 @@ _current: CaptureSession | None = None
 class CaptureSession:
     """One capture in flight."""
 
-    def __init__(self, logdir: str | Path, options: ProfilerOptions | None = None, tracers: list[Tracer] | None = None, host: str | None = None) -> None:
+    def __init__(
+        self,
+        logdir: str | Path,
+        options: ProfilerOptions | None = None,
+        tracers: list[Tracer] | None = None,
+        host: str | None = None,
+        output: Path | None = None,
+    ) -> None:
         self.logdir = Path(logdir)
+        self.output = output  # an exact file to write instead of the logdir layout (profiler service)
         self.options = options or ProfilerOptions()
         self.tracers = tracers if tracers is not None else default_tracers()
         self.host = host or socket.gethostname()
@@ -143,6 +151,8 @@ class CaptureSession:
     def _free_path(self) -> Path:
         """The session's file; a second capture in the same second gets a suffixed session
         folder rather than overwriting the first."""
+        if self.output is not None:
+            return self.output
         path = make_path(self.logdir, self.session, self.host)
         suffix = 1
         while path.exists():

@@ -1,0 +1,187 @@
+"""The profiler server in real training processes on loopback, captured by `stepscope capture`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from concurrent import futures
+from pathlib import Path
+
+import grpc
+import pytest
+
+import stepscope
+from stepscope.analysis import run_tool
+from stepscope.protos import profiler_options_pb2, profiler_service_pb2
+from stepscope.trace import names
+
+JOB = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    import stepscope
+
+    port_file, seconds = Path(sys.argv[1]), float(sys.argv[2])
+    max_ms = int(sys.argv[3]) if len(sys.argv) > 3 else 600000
+    server = stepscope.start_server(0, max_duration_ms=max_ms)
+    port_file.write_text(str(server.port))
+    deadline = time.monotonic() + seconds
+    step = 0
+    while time.monotonic() < deadline:
+        with stepscope.step(step):
+            with stepscope.trace("compute"):
+                time.sleep(0.002)
+        step += 1
+    print("job finished", step, flush=True)
+    """
+)
+
+
+class Job:
+    """A training process with a profiler server on an ephemeral loopback port."""
+
+    def __init__(self, tmp_path: Path, name: str, seconds: float, max_ms: int = 600_000) -> None:
+        script = tmp_path / "job.py"
+        script.write_text(JOB)
+        port_file = tmp_path / f"{name}.port"
+        self.process = subprocess.Popen(
+            [sys.executable, str(script), str(port_file), str(seconds), str(max_ms)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(200):
+            if port_file.exists() and port_file.read_text():
+                break
+            time.sleep(0.05)
+        self.address = f"127.0.0.1:{port_file.read_text()}"
+
+    def finish(self) -> str:
+        stdout, stderr = self.process.communicate(timeout=120)
+        assert self.process.returncode == 0, stderr
+        return stdout
+
+
+def capture_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "stepscope.cli", "capture", *args], capture_output=True, text=True, timeout=180)
+
+
+def test_capture_one_job(tmp_path: Path):
+    job = Job(tmp_path, "one", seconds=4)
+    result = capture_cli(job.address, "--logdir", str(tmp_path / "logs"), "--duration-ms", "500", "--host-tracer-level", "1")
+    assert result.returncode == 0, result.stderr
+    assert f"{job.address}: ok" in result.stdout
+    assert "job finished" in job.finish()  # the job ran on to its end
+    (run,) = stepscope.discover(tmp_path / "logs")
+    (host,) = run.hosts
+    assert host.name == "127.0.0.1_" + job.address.split(":")[1]
+    profile = stepscope.load(host.path)
+    profile.validate()
+    overview = run_tool("overview_page", profile).to_json()
+    # ~500 ms of a loop of 2 ms steps: dozens of steps, each holding its "compute".
+    assert overview["step_source"] == "step_num" and len(overview["steps"]) >= 10
+    span_ms = profile.span_ps / 1e9
+    assert 300 <= span_ms <= 1000, span_ms
+
+
+def test_three_jobs_start_together(tmp_path: Path):
+    jobs = [Job(tmp_path, f"job{i}", seconds=6) for i in range(3)]
+    addresses = ",".join(job.address for job in jobs)
+    before_ns = time.time_ns()
+    result = capture_cli(addresses, "--logdir", str(tmp_path / "logs"), "--duration-ms", "600", "--delay-ms", "400", "--host-tracer-level", "1")
+    assert result.returncode == 0, result.stderr
+    for job in jobs:
+        job.finish()
+    (run,) = stepscope.discover(tmp_path / "logs")
+    assert len(run.hosts) == 3  # one session folder, one file per host
+    starts = [stepscope.load(host.path).start_ns for host in run.hosts]
+    # Every host starts at the shared start time (>= now + 400 ms), and the first event of
+    # each comes within one loop iteration (2 ms sleep) plus scheduling on a busy 2-core
+    # machine of it: 150 ms bounds the spread generously while still failing if a host
+    # started at its own request time (requests are sent concurrently, but a host that
+    # ignored the delay would start ~400 ms early).
+    assert min(starts) >= before_ns + 400_000_000 - 5_000_000
+    assert max(starts) - min(starts) < 150_000_000, [s - min(starts) for s in starts]
+
+
+def test_dead_address_among_live_ones(tmp_path: Path):
+    job = Job(tmp_path, "live", seconds=4)
+    dead = "127.0.0.1:1"  # nothing listens on port 1
+    result = capture_cli(f"{job.address},{dead}", "--logdir", str(tmp_path / "logs"), "--duration-ms", "300", "--attempts", "2", "--host-tracer-level", "1")
+    job.finish()
+    assert result.returncode == 0, result.stderr  # one host succeeded
+    assert f"{job.address}: ok" in result.stdout
+    assert f"{dead}: failed (connection refused; 2 attempt(s))" in result.stdout
+    nothing = capture_cli(dead, "--logdir", str(tmp_path / "logs2"), "--attempts", "1")
+    assert nothing.returncode == 1 and "connection refused" in nothing.stdout
+
+
+def test_capture_outlasting_the_job_keeps_what_it_recorded(tmp_path: Path):
+    # The job's loop runs 0.5 s; the capture asks for 5 s. The capture ends with the job
+    # (its main thread gone), so the job is not held up, and the client gets those 0.5 s.
+    job = Job(tmp_path, "short", seconds=0.5)
+    started = time.monotonic()
+    result = capture_cli(job.address, "--logdir", str(tmp_path / "logs"), "--duration-ms", "5000", "--attempts", "1", "--host-tracer-level", "1")
+    job.finish()
+    assert time.monotonic() - started < 4.5  # well before the 5 s asked for
+    assert result.returncode == 0, result.stdout + result.stderr
+    (run,) = stepscope.discover(tmp_path / "logs")
+    profile = stepscope.load(run.hosts[0].path)
+    assert profile.span_ps < 1_000_000_000_000  # under 1 s of events
+
+
+def _profile_call(address: str):
+    channel = grpc.insecure_channel(address)
+    return channel, channel.unary_unary(
+        f"/{names.PROFILER_SERVICE}/Profile",
+        request_serializer=lambda raw: raw,
+        response_deserializer=profiler_service_pb2.ProfileResponse.FromString,
+    )
+
+
+def _request(duration_ms: int) -> bytes:
+    opts = profiler_options_pb2.ProfileOptions(version=1, host_tracer_level=1)
+    return profiler_service_pb2.ProfileRequest(duration_ms=duration_ms, opts=opts).SerializeToString()
+
+
+def test_malformed_requests_storms_and_limits(tmp_path: Path):
+    job = Job(tmp_path, "storm", seconds=8, max_ms=2000)
+    channel, call = _profile_call(job.address)
+    try:
+        with pytest.raises(grpc.RpcError) as malformed:
+            call(b"\xff\xff\xff\xff not a protobuf", timeout=10)
+        assert malformed.value.code() in (grpc.StatusCode.INTERNAL, grpc.StatusCode.INVALID_ARGUMENT, grpc.StatusCode.UNKNOWN)
+        with pytest.raises(grpc.RpcError) as too_long:
+            call(_request(60_000), timeout=10)
+        assert too_long.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        # 8 concurrent captures: one runs, the others are told a capture is running.
+        with futures.ThreadPoolExecutor(8) as pool:
+            outcomes = list(pool.map(lambda _: _outcome(call), range(8)))
+        assert outcomes.count("ok") == 1 and outcomes.count("ALREADY_EXISTS") == 7, outcomes
+        # The server still serves after all that, and returns the profile in the response.
+        response = call(_request(300), timeout=30)
+        (tool,) = response.tool_data
+        assert tool.name.endswith(".xplane.pb") and len(tool.data) > 0
+        # Terminate ends a running capture early: a 2 s capture answers well before 2 s.
+        terminate = channel.unary_unary(
+            f"/{names.PROFILER_SERVICE}/Terminate",
+            request_serializer=profiler_service_pb2.TerminateRequest.SerializeToString,
+            response_deserializer=profiler_service_pb2.TerminateResponse.FromString,
+        )
+        with futures.ThreadPoolExecutor(1) as pool:
+            started = time.monotonic()
+            pending = pool.submit(call, _request(2000), timeout=30)
+            time.sleep(0.3)
+            terminate(profiler_service_pb2.TerminateRequest(), timeout=10)
+            assert pending.result().tool_data
+            assert time.monotonic() - started < 1.5
+    finally:
+        channel.close()
+    assert "job finished" in job.finish()
+
+
+def _outcome(call) -> str:
+    try:
+        response = call(_request(800), timeout=30)
+    except grpc.RpcError as error:
+        return error.code().name
+    return "ok" if response.tool_data else "empty"
