@@ -160,7 +160,7 @@ def test_malformed_requests_storms_and_limits(tmp_path: Path):
         # The server still serves after all that, and returns the profile in the response.
         response = call(_request(300), timeout=30)
         (tool,) = response.tool_data
-        assert tool.name.endswith(".xplane.pb") and len(tool.data) > 0
+        assert tool.name == "xplane.pb" and len(tool.data) > 0  # TSL clients save it as <host>.xplane.pb
         # Terminate ends a running capture early: a 2 s capture answers well before 2 s.
         terminate = channel.unary_unary(
             f"/{names.PROFILER_SERVICE}/Terminate",

@@ -86,3 +86,16 @@ def test_export_leaves_no_partial_file_on_failure(tmp_path: Path, monkeypatch: p
         stepscope.save(profile, out)
     assert out.read_text() == "previous export"
     assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_written_files_follow_the_umask(tmp_path: Path):
+    import os
+
+    previous = os.umask(0o027)
+    try:
+        out = tmp_path / "shared.xplane.pb"
+        stepscope.save(stepscope.load(shared(ALEXNET)), out)
+    finally:
+        os.umask(previous)
+    # 0o666 without the umask's 0o027 bits: owner rw, group r, others nothing.
+    assert out.stat().st_mode & 0o777 == 0o640

@@ -96,7 +96,7 @@ def _capture_one(address: str, request: profiler_service_pb2.ProfileRequest, tim
             channel.close()
         if expected.exists():
             return HostResult(address, True, expected, "ok", attempt)
-        data = next((tool.data for tool in response.tool_data if tool.name.endswith(XPLANE_SUFFIX)), b"")
+        data = next((tool.data for tool in response.tool_data if tool.name.endswith(XPLANE_SUFFIX.lstrip("."))), b"")
         if data:
             atomic_write(expected, data)
             return HostResult(address, True, expected, "ok", attempt)

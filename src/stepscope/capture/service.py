@@ -37,6 +37,7 @@ from stepscope.trace.logdir import XPLANE_SUFFIX, safe_host
 DEFAULT_MAX_DURATION_MS = 10 * 60 * 1000
 # How far ahead a synchronised start may be asked for.
 MAX_START_DELAY_S = 300
+TOOL_DATA_NAME = XPLANE_SUFFIX.lstrip(".")
 UNLIMITED_MESSAGES = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
 
 
@@ -103,7 +104,9 @@ class ProfilerServicer:
             if path is None:
                 return profiler_service_pb2.ProfileResponse(empty_trace=True)
             response = profiler_service_pb2.ProfileResponse(empty_trace=False)
-            response.tool_data.add(name=path.name, data=path.read_bytes())
+            # TSL's clients (TensorFlow's, XProf's) save each entry as <host>.<name>: so
+            # "xplane.pb" lands on the very file the server wrote (or makes it, remotely).
+            response.tool_data.add(name=TOOL_DATA_NAME, data=path.read_bytes())
             return response
 
     def _wait(self, seconds: float) -> None:
