@@ -34,7 +34,7 @@ JOB = textwrap.dedent(
             with stepscope.trace("compute"):
                 time.sleep(0.002)
         step += 1
-    print("job finished", step, flush=True)
+    print("job finished", step, time.time(), flush=True)
     """
 )
 
@@ -79,8 +79,9 @@ def test_capture_one_job(tmp_path: Path):
     overview = run_tool("overview_page", profile).to_json()
     # ~500 ms of a loop of 2 ms steps: dozens of steps, each holding its "compute".
     assert overview["step_source"] == "step_num" and len(overview["steps"]) >= 10
+    # The capture covers the 500 ms asked for, not the job's 4 s.
     span_ms = profile.span_ps / 1e9
-    assert 300 <= span_ms <= 1000, span_ms
+    assert 200 <= span_ms < 3000, span_ms
 
 
 def test_three_jobs_start_together(tmp_path: Path):
@@ -116,17 +117,19 @@ def test_dead_address_among_live_ones(tmp_path: Path):
 
 
 def test_capture_outlasting_the_job_keeps_what_it_recorded(tmp_path: Path):
-    # The job's loop runs 0.5 s; the capture asks for 5 s. The capture ends with the job
-    # (its main thread gone), so the job is not held up, and the client gets those 0.5 s.
+    # The job's loop runs 0.5 s; the capture asks for 5 s. The capture ends with the job,
+    # so the job is not held up, and the client gets those 0.5 s.
     job = Job(tmp_path, "short", seconds=0.5)
-    started = time.monotonic()
     result = capture_cli(job.address, "--logdir", str(tmp_path / "logs"), "--duration-ms", "5000", "--attempts", "1", "--host-tracer-level", "1")
-    job.finish()
-    assert time.monotonic() - started < 4.5  # well before the 5 s asked for
+    output = job.finish()
     assert result.returncode == 0, result.stdout + result.stderr
     (run,) = stepscope.discover(tmp_path / "logs")
     profile = stepscope.load(run.hosts[0].path)
+    # The capture stopped when the job ended: the profile holds the job's last events and
+    # was written right after its loop, not 5 s after the capture began.
+    loop_end_ns = int(float(output.split()[-1]) * 1e9)
     assert profile.span_ps < 1_000_000_000_000  # under 1 s of events
+    assert run.hosts[0].path.stat().st_mtime_ns - loop_end_ns < 3_000_000_000
 
 
 def _profile_call(address: str):
@@ -168,12 +171,14 @@ def test_malformed_requests_storms_and_limits(tmp_path: Path):
             response_deserializer=profiler_service_pb2.TerminateResponse.FromString,
         )
         with futures.ThreadPoolExecutor(1) as pool:
-            started = time.monotonic()
             pending = pool.submit(call, _request(2000), timeout=30)
             time.sleep(0.3)
             terminate(profiler_service_pb2.TerminateRequest(), timeout=10)
-            assert pending.result().tool_data
-            assert time.monotonic() - started < 1.5
+            (data,) = pending.result().tool_data
+        # The returned profile stops where Terminate cut it, well short of the 2 s asked.
+        out = tmp_path / "terminated.xplane.pb"
+        out.write_bytes(data.data)
+        assert stepscope.load(out).span_ps < 1_800_000_000_000
     finally:
         channel.close()
     assert "job finished" in job.finish()
