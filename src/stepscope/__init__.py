@@ -8,8 +8,6 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 from stepscope.capture.annotations import step, trace
-from stepscope.capture.client import HostResult, capture_remote
-from stepscope.capture.service import ProfilerServer, start_server
 from stepscope.capture.hooks import StepHook
 from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.session import CaptureSession, ProfilerWarning, profile, start, stop
@@ -50,3 +48,23 @@ __all__ = [
     "stop",
     "trace",
 ]
+
+# The profiler service and remote capture need grpc; a training job that only annotates
+# should not pay for importing it, so these load on first use.
+_LAZY = {
+    "HostResult": "stepscope.capture.client",
+    "capture_remote": "stepscope.capture.client",
+    "ProfilerServer": "stepscope.capture.service",
+    "start_server": "stepscope.capture.service",
+}
+
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'stepscope' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

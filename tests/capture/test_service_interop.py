@@ -279,18 +279,9 @@ def check_one_host(manifest: dict) -> None:
 
 
 @needs_namespace
-def test_stepscope_capture_of_a_jax_server(tmp_path: Path):
-    manifest = run_scenario(tmp_path, JAX_JOB, STEPSCOPE_CLIENT)
-    client = manifest["client"]
-    assert client["rc"] == 0, client
-    assert f"{manifest['address']}: ok" in client["stdout"], client
-    check_capture(manifest, "train")
-    check_one_host(manifest)
-
-
-@needs_namespace
-def test_stepscope_capture_of_a_tensorflow_server(tmp_path: Path):
-    manifest = run_scenario(tmp_path, TF_JOB, STEPSCOPE_CLIENT)
+@pytest.mark.parametrize("job", [JAX_JOB, TF_JOB], ids=["jax", "tensorflow"])
+def test_stepscope_capture_of_a_framework_server(tmp_path: Path, job: str):
+    manifest = run_scenario(tmp_path, job, STEPSCOPE_CLIENT)
     client = manifest["client"]
     assert client["rc"] == 0, client
     assert f"{manifest['address']}: ok" in client["stdout"], client
