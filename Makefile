@@ -3,7 +3,12 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test venv protos bench clean
+WEB_BUILT := src/stepscope/dashboard/static/index.html
+WEB_SOURCES := $(shell find web/src web/index.html web/package.json web/package-lock.json web/tsconfig.json web/vite.config.ts -type f 2>/dev/null)
+CHROMIUM := /usr/bin/chromium
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+.PHONY: demo test venv web protos bench clean
 
 $(STAMP): pyproject.toml requirements/test.txt
 	test -x $(PY) || python3 -m venv $(VENV)
@@ -13,12 +18,23 @@ $(STAMP): pyproject.toml requirements/test.txt
 
 venv: $(STAMP)
 
+# The dashboard's page (TypeScript, bundled by Vite) built into the package's static/.
+$(WEB_BUILT): $(WEB_SOURCES)
+	cd web && npm ci --no-audit --no-fund --loglevel=error && npm run build
+
+web: $(WEB_BUILT)
+
+# The browser tests drive Debian's Chromium through Playwright (never Playwright's own download).
+$(CHROMIUM):
+	$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium >/dev/null
+
 # Until the capture and dashboard issues land, the demo shows the profile foundation on
 # a real GPU trace: what `stepscope info` reports about it.
 demo: $(STAMP)
 	$(VENV)/bin/stepscope info ../shared/traces/kineto/alexnet_small.pt.trace.json.gz
 
-test: $(STAMP)
+test: $(STAMP) $(WEB_BUILT) $(CHROMIUM)
+	cd web && npm test --silent
 	$(PY) -m pytest -q
 
 # Regenerate src/stepscope/protos/*_pb2.py from the .proto sources.
@@ -39,4 +55,4 @@ bench: $(STAMP)
 	$(PY) bench/overhead.py
 
 clean:
-	rm -rf $(VENV) .venv-bench build src/*.egg-info
+	rm -rf $(VENV) .venv-bench build src/*.egg-info web/node_modules src/stepscope/dashboard/static

@@ -10,6 +10,7 @@ EXPECTED = {
     "make_path", "parse_path", "save",
     "HostResult", "ProfilerServer", "capture_remote", "start_server",
     "CaptureSession", "ProfilerOptions", "ProfilerWarning", "StepHook", "profile", "start", "step", "stop", "trace",
+    "data",
 }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+from stepscope import data  # stepscope.data.instrument / stage, as the docs write them
 from stepscope.capture.annotations import step, trace
 from stepscope.capture.hooks import StepHook
 from stepscope.capture.options import ProfilerOptions
@@ -36,6 +37,7 @@ __all__ = [
     "StepscopeError",
     "__version__",
     "capture_remote",
+    "data",
     "discover",
     "load",
     "make_path",

@@ -156,6 +156,13 @@ def cmd_capture(args: argparse.Namespace) -> int:
     return 0 if any(result.ok for result in results) else 1
 
 
+def cmd_serve(args: argparse.Namespace) -> int:
+    from stepscope.dashboard.server import serve
+
+    serve(args.logdir, args.host, args.port, args.cache_dir)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stepscope", description="Profiles of ML training jobs: inspect, convert, analyse.")
     parser.add_argument("--version", action="version", version=f"stepscope {__version__}")
@@ -190,6 +197,13 @@ def build_parser() -> argparse.ArgumentParser:
     capture.add_argument("--device-tracer-level", type=int, default=1, choices=(0, 1))
     capture.add_argument("--attempts", type=int, default=3, help="tries per host for transient failures")
     capture.set_defaults(handler=cmd_capture)
+
+    serve = commands.add_parser("serve", help="the dashboard: every tool of every run in a local web page")
+    serve.add_argument("--logdir", required=True, help="the log directory to serve (runs appear as they are written)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=int, default=9001, help="port (0 picks a free one; the URL is printed)")
+    serve.add_argument("--cache-dir", help="where analysed tool data is kept (default $XDG_CACHE_HOME/stepscope or ~/.cache/stepscope)")
+    serve.set_defaults(handler=cmd_serve)
     return parser
 
 

@@ -21,6 +21,9 @@ class ProfileFormatError(StepscopeError):
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
 
+    def __reduce__(self):  # pickled across processes (the dashboard's analysis workers)
+        return (type(self), (self.path, self.problem))
+
 
 class ProfileInvariantError(StepscopeError):
     """A loaded profile breaks one of the model's invariants (see ``Profile.validate``)."""

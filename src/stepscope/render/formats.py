@@ -20,18 +20,18 @@ from stepscope.analysis.tables import Table
 TEXT_ROWS = 25  # rows per table on the terminal; JSON and CSV have them all
 
 
-def _finite(value: Any) -> Any:
+def json_safe(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
 def render_json(results: Sequence[ToolResult]) -> str:
-    document = {result.tool: _finite(result.to_json()) for result in results}
+    document = {result.tool: json_safe(result.to_json()) for result in results}
     return json.dumps(document, indent=2) + "\n"
 
 
@@ -81,9 +81,20 @@ def render_csv(results: Sequence[ToolResult]) -> str:
     for tool_name, table in tables:
         if len(tables) > 1:
             buffer.write(f"# {tool_name}.{table.name}\n")
-        writer.writerow([column.key for column in table.columns])
-        for row in table.rows:
-            writer.writerow(["" if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in row])
+        write_csv_table(writer, table)
+    return buffer.getvalue()
+
+
+def write_csv_table(writer: Any, table: Table) -> None:
+    """One table: a header row of column keys, then the rows (missing values empty)."""
+    writer.writerow([column.key for column in table.columns])
+    for row in table.rows:
+        writer.writerow(["" if v is None or (isinstance(v, float) and math.isnan(v)) else v for v in row])
+
+
+def table_csv(table: Table) -> str:
+    buffer = io.StringIO()
+    write_csv_table(csv.writer(buffer, lineterminator="\n"), table)
     return buffer.getvalue()
 
 

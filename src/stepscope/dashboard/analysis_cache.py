@@ -1,0 +1,152 @@
+"""Tool data computed once per profile, in worker processes, cached outside the logdir.
+
+A profile's cache key is its absolute path, size, modification time and the stepscope
+version: a rewritten profile, or a new stepscope, is analysed again; nothing is written
+to the log directory. States a request can find:
+
+- ready: ``<cache>/<key>/`` exists (the worker renames it into place when complete);
+- failed: ``<cache>/<key>.error.json`` holds the one-line reason (a corrupt profile stays
+  failed until the file changes, without being read again on every request);
+- pending: a worker is on it; ``<cache>/<key>.progress.json`` says how far.
+
+The first request for a profile submits it; later ones only look. Workers are separate
+processes (see ``worker``), at most ``workers`` at a time, so a slow conversion never
+blocks the server's other requests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import multiprocessing
+import os
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from pathlib import Path
+
+from stepscope import __version__
+from stepscope.dashboard.worker import (
+    ERROR_FILE,
+    PROGRESS_FILE,
+    TABLES_SUFFIX,
+    TOOL_SUFFIX,
+    Progress,
+    analyse,
+    read_progress,
+)
+from stepscope.errors import StepscopeError
+from stepscope.trace.files import atomic_write
+
+# A profile whose worker died this often is reported failed (until the server restarts).
+MAX_CRASHES = 2
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "stepscope"
+
+
+@dataclass(frozen=True)
+class Ready:
+    folder: Path
+
+    def tool_file(self, tool: str) -> Path:
+        return self.folder / f"{tool}{TOOL_SUFFIX}"
+
+    def tables_file(self, tool: str) -> Path:
+        return self.folder / f"{tool}{TABLES_SUFFIX}"
+
+
+@dataclass(frozen=True)
+class Pending:
+    progress: Progress
+
+
+@dataclass(frozen=True)
+class Failed:
+    message: str
+
+
+Status = Ready | Pending | Failed
+
+
+class AnalysisCache:
+    def __init__(self, cache_dir: Path, workers: int | None = None) -> None:
+        self.root = Path(cache_dir) / "analysis"
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.workers = workers or max(1, (os.cpu_count() or 2) // 2)
+        self._lock = threading.Lock()
+        self._jobs: dict[str, Future] = {}
+        self._pool: ProcessPoolExecutor | None = None
+        self._crashes: dict[str, int] = {}
+
+    def key(self, path: Path) -> str:
+        stat = path.stat()
+        identity = f"{__version__}\0{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}"
+        return hashlib.sha256(identity.encode()).hexdigest()[:32]
+
+    def status(self, path: Path) -> Status:
+        """Where the profile's analysis stands; starts it when nobody has."""
+        try:
+            key = self.key(path)
+        except OSError as error:
+            return Failed(f"{path}: {error.strerror or error}")
+        folder, error_file = self.root / key, self.root / f"{key}.{ERROR_FILE}"
+        with self._lock:
+            if folder.is_dir():
+                return Ready(folder)
+            if error_file.exists():
+                return Failed(_read_error(error_file))
+            if self._crashes.get(key, 0) >= MAX_CRASHES:
+                return Failed(f"{path}: the analysis worker died {MAX_CRASHES} times on it (out of memory?)")
+            job = self._jobs.get(key)
+            if job is None:
+                self._submit(key, path)
+                return Pending(Progress("queued", 0.0, f"waiting for a worker for {path.name}"))
+        progress = read_progress(self.root / f"{key}.{PROGRESS_FILE}")
+        return Pending(progress or Progress("queued", 0.0, f"waiting for a worker for {path.name}"))
+
+    def _submit(self, key: str, path: Path) -> None:
+        if self._pool is None:
+            # spawn, not fork: the server has threads (uvicorn, capture jobs) that a fork
+            # would copy in whatever state they are in.
+            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+        progress_file = self.root / f"{key}.{PROGRESS_FILE}"
+        job = self._pool.submit(analyse, str(path), str(self.root / key), str(progress_file))
+        self._jobs[key] = job
+        job.add_done_callback(lambda done: self._finished(key, path, done))
+
+    def _finished(self, key: str, path: Path, job: Future) -> None:
+        error = job.exception()
+        with self._lock:
+            self._jobs.pop(key, None)
+            if error is not None:
+                if isinstance(error, BrokenProcessPool):
+                    # The worker died (out of memory, killed): maybe not the file's fault,
+                    # so not remembered on disk; the next request tries again, a few times.
+                    self._pool = None
+                    self._crashes[key] = self._crashes.get(key, 0) + 1
+                else:
+                    atomic_write(self.root / f"{key}.{ERROR_FILE}", json.dumps({"error": _describe(path, error)}).encode())
+        (self.root / f"{key}.{PROGRESS_FILE}").unlink(missing_ok=True)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
+
+
+def _describe(path: Path, error: BaseException) -> str:
+    if isinstance(error, StepscopeError):
+        return str(error)
+    return f"{path}: could not be analysed ({type(error).__name__}: {error})"
+
+
+def _read_error(error_file: Path) -> str:
+    try:
+        return json.loads(error_file.read_bytes())["error"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return f"{error_file}: unreadable error record"

@@ -1,0 +1,112 @@
+"""What the analysis worker process does with one profile: load it, run every tool, and
+leave the results as files the server hands out without parsing them again.
+
+It runs in a separate process (``analysis_cache``) because loading a large profile is
+CPU-bound Python: in a thread it would hold the GIL and stall every other request. The
+worker reports progress through a small JSON file the server reads when the page polls.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from stepscope.analysis import run_tool, tool_names
+from stepscope.analysis.tables import Column, Table
+from stepscope.render.formats import json_safe
+from stepscope.trace.files import atomic_write
+from stepscope.trace.readers import load
+
+# Result files in a profile's cache folder.
+TOOL_SUFFIX = ".json"
+TABLES_SUFFIX = ".tables.json"
+ERROR_FILE = "error.json"  # beside the folder: <key>.error.json
+PROGRESS_FILE = "progress.json"  # beside the folder: <key>.progress.json
+
+# Share of the progress bar given to loading the profile; the tools share the rest.
+LOAD_SHARE = 0.5
+
+
+@dataclass(frozen=True)
+class Progress:
+    state: str  # "queued" | "loading" | "analysing"
+    fraction: float
+    message: str
+
+    def to_json(self) -> dict:
+        return {"state": self.state, "progress": round(self.fraction, 3), "message": self.message}
+
+
+def write_progress(path: Path, progress: Progress) -> None:
+    atomic_write(path, json.dumps(progress.to_json()).encode())
+
+
+def read_progress(path: Path) -> Progress | None:
+    try:
+        data = json.loads(path.read_bytes())
+        return Progress(data["state"], float(data["progress"]), data["message"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def tables_json(tables: list[Table]) -> dict:
+    return {
+        "tables": [
+            {
+                "name": table.name,
+                "columns": [{"key": c.key, "label": c.label, "kind": c.kind} for c in table.columns],
+                "rows": [list(row) for row in table.rows],
+            }
+            for table in tables
+        ]
+    }
+
+
+def table_from_json(document: dict) -> Table:
+    columns = tuple(Column(c["key"], c["label"], c["kind"]) for c in document["columns"])
+    return Table(document["name"], columns, [tuple(row) for row in document["rows"]])
+
+
+def _dump(value: object) -> bytes:
+    return json.dumps(json_safe(value), separators=(",", ":")).encode()
+
+
+def analyse(profile_path: str, folder: str, progress_path: str) -> None:
+    """Writes ``<tool>.json`` and ``<tool>.tables.json`` for every tool into ``folder``.
+
+    The files are written into a temporary folder renamed to ``folder`` at the end, so a
+    folder that exists is complete. A tool that fails leaves ``{"error": ...}`` as its JSON
+    (the other tools still work); a profile that cannot be read raises (the caller keeps
+    the message).
+    """
+    target, progress_file, started = Path(folder), Path(progress_path), time.monotonic()
+    name = Path(profile_path).name
+    write_progress(progress_file, Progress("loading", 0.02, f"reading {name}"))
+    profile = load(profile_path)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        tools = tool_names()
+        for index, tool in enumerate(tools):
+            fraction = LOAD_SHARE + (1 - LOAD_SHARE) * index / len(tools)
+            elapsed = time.monotonic() - started
+            write_progress(progress_file, Progress("analysing", fraction, f"{tool} ({index + 1}/{len(tools)}, {elapsed:.0f} s)"))
+            try:
+                result = run_tool(tool, profile)
+                document, tables = result.to_json(), tables_json(result.tables())
+            except Exception as error:  # a bug in one tool must not hide the others
+                document = tables = {"error": f"{name}: {tool} failed: {type(error).__name__}: {error}"}
+            (staging / f"{tool}{TOOL_SUFFIX}").write_bytes(_dump(document))
+            (staging / f"{tool}{TABLES_SUFFIX}").write_bytes(_dump(tables))
+        os.chmod(staging, 0o755)
+        try:
+            os.replace(staging, target)
+        except OSError:  # another server finished the same profile first: keep its folder
+            shutil.rmtree(staging, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise

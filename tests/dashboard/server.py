@@ -1,0 +1,70 @@
+"""A real `stepscope serve` process on an ephemeral loopback port, and plain HTTP calls to it."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import re
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlencode
+
+URL_LINE = re.compile(r"at (http://127\.0\.0\.1:(\d+)/)")
+
+
+@dataclass
+class Answer:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self):
+        return json.loads(self.body)
+
+
+class DashboardServer:
+    def __init__(self, logdir: Path, cache_dir: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "stepscope.cli", "serve", "--logdir", str(logdir), "--port", "0", "--cache-dir", str(cache_dir)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        line = self.process.stdout.readline()
+        match = URL_LINE.search(line)
+        if match is None:
+            self.process.kill()
+            raise RuntimeError(f"serve printed {line!r}; stderr: {self.process.stderr.read()}")
+        self.url, self.port = match.group(1), int(match.group(2))
+
+    def request(self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None) -> Answer:
+        """One request on a fresh connection; the path is sent exactly as given."""
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            connection.request(method, path, body=body, headers=headers or {})
+            response = connection.getresponse()
+            return Answer(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
+        finally:
+            connection.close()
+
+    def get(self, path: str, **params: str) -> Answer:
+        return self.request("GET", path + ("?" + urlencode(params) if params else ""))
+
+    def ready(self, path: str, timeout_s: float = 240, **params: str) -> Answer:
+        """Asks until the analysis is done (202 while it runs)."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            answer = self.get(path, **params)
+            if answer.status != 202 or time.monotonic() > deadline:
+                return answer
+            time.sleep(0.2)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()

@@ -1,0 +1,268 @@
+"""The dashboard's JSON API against a real `stepscope serve` on loopback (docs/dashboard.md)."""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from stepscope.analysis import run_tool, tool_names
+from stepscope.render import render
+from stepscope.trace.readers import load
+from tests.conftest import read_json, shared
+from tests.dashboard.conftest import GPU_HOSTS, TPU_SESSION
+from tests.service_job import Job
+
+TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "op_profile", "memory_profile")
+
+
+@functools.cache
+def expected(path: Path, tool: str) -> dict:
+    """What `stepscope report --tool T --format json` gives for the file, in this process."""
+    return json.loads(render([run_tool(tool, load(path))], "json"))[tool]
+
+
+def profiles(logdir):
+    return [("gpu", "v100_resnet_ns_resolution"), ("gpu", "alexnet_small"), (f"tpu/{TPU_SESSION}", "tpu_host"), (logdir.cpu_run, logdir.cpu_host)]
+
+
+def test_runs_are_the_profiles_of_the_logdir(server, logdir):
+    answer = server.get("/api/runs")
+    assert answer.status == 200
+    document = answer.json()
+    assert document["logdir"] == str(logdir.root)
+    # Runs by the layouts the fixture made; "linked" (outside the logdir) is absent.
+    assert document["runs"] == [
+        {"name": "broken", "hosts": ["worker0"]},
+        {"name": logdir.cpu_run, "hosts": [logdir.cpu_host]},
+        {"name": "gpu", "hosts": sorted(GPU_HOSTS)},
+        {"name": f"tpu/{TPU_SESSION}", "hosts": ["tpu_host"]},
+    ]
+
+
+def test_tools_of_a_host(server):
+    answer = server.get("/api/tools", run="gpu", host="alexnet_small")
+    assert answer.status == 200
+    assert answer.json() == {"tools": list(TOOLS)}
+    assert tool_names() == list(TOOLS)
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_tool_data_is_the_reports_json(server, logdir, tool):
+    for run, host in profiles(logdir):
+        answer = server.ready("/api/data", run=run, host=host, tool=tool)
+        assert answer.status == 200, answer.body[:300]
+        assert answer.headers["content-type"] == "application/json"
+        assert answer.json() == expected(logdir.path(run, host), tool), (run, host)
+
+
+def test_tables_and_csv_match_and_count_the_traces_kernels(server, logdir):
+    """The kernels table and its CSV: every kernel launch of the raw trace, counted by the
+    standard library's json, is one occurrence in exactly one row."""
+    params = dict(run="gpu", host="v100_resnet_ns_resolution", tool="kernel_stats")
+    (table,) = server.ready("/api/tables", **params).json()["tables"]
+    assert table["name"] == "kernels"
+    keys = [column["key"] for column in table["columns"]]
+    raw = read_json(shared(GPU_HOSTS["v100_resnet_ns_resolution"]))
+    kernels = [event for event in raw["traceEvents"] if event.get("cat") == "kernel" and event.get("ph") == "X"]
+    occurrences = keys.index("occurrences")
+    assert sum(row[occurrences] for row in table["rows"]) == len(kernels)
+    assert sum(row[keys.index("total_duration_ps")] for row in table["rows"]) == sum(round(event["dur"] * 1_000_000) for event in kernels)
+
+    answer = server.get("/api/csv", **params, table="kernels")
+    assert answer.status == 200
+    assert answer.headers["content-type"].startswith("text/csv")
+    assert answer.headers["content-disposition"] == 'attachment; filename="gpu_v100_resnet_ns_resolution_kernel_stats_kernels.csv"'
+    rows = list(csv.reader(io.StringIO(answer.body.decode())))
+    assert rows[0] == keys
+    assert len(rows) == len(table["rows"]) + 1
+    assert sum(int(row[occurrences]) for row in rows[1:]) == len(kernels)
+
+
+def test_unknown_table_run_host_and_tool_are_404(server):
+    base = dict(run="gpu", host="alexnet_small", tool="kernel_stats")
+    server.ready("/api/data", **base)
+    for params in (
+        {**base, "run": "nope"},
+        {**base, "host": "nope"},
+        {**base, "tool": "nope"},
+        {"run": "gpu"},
+    ):
+        answer = server.get("/api/data", **params)
+        assert answer.status == 404, params
+        assert list(answer.json()) == ["error"]
+    answer = server.get("/api/csv", **base, table="nope")
+    assert answer.status == 404
+    assert "kernels" in answer.json()["error"]  # names the tables there are
+    assert server.get("/api/nothing").status == 404
+    assert server.get("/api/capture/0123").status == 404
+
+
+TRAVERSALS = [
+    "/api/data?run=..%2F..&host=etc&tool=overview_page",
+    "/api/data?run=gpu&host=..%2F..%2F..%2F..%2Fetc%2Fpasswd&tool=overview_page",
+    "/api/data?run=%2Fetc&host=passwd&tool=overview_page",
+    "/api/data?run=linked&host=secret&tool=overview_page",
+    "/api/csv?run=gpu&host=alexnet_small&tool=kernel_stats&table=..%2F..%2Fetc%2Fpasswd",
+    "/api/tools?run=..&host=..",
+    "/../../../../etc/passwd",
+    "/%2e%2e/%2e%2e/%2e%2e/%2e%2e/etc/passwd",
+    "/assets/..%2f..%2f..%2f..%2f..%2fpyproject.toml",
+    "/..%2f..%2f..%2f..%2fetc%2fpasswd",
+    "//etc/passwd",
+]
+
+
+@pytest.mark.parametrize("path", TRAVERSALS)
+def test_no_parameter_reaches_outside_the_logdir(server, path):
+    answer = server.request("GET", path)
+    assert answer.status in (400, 404), (path, answer.status)
+    assert b"root:" not in answer.body and b"[project]" not in answer.body
+
+
+def test_a_corrupt_profile_fails_alone(server, logdir):
+    answer = server.ready("/api/data", run="broken", host="worker0", tool="overview_page")
+    assert answer.status == 422
+    message = answer.json()["error"]
+    assert message.startswith(str(logdir.root / "broken" / "worker0.pt.trace.json") + ": ")
+    assert "\n" not in message
+    # Asked again: the same answer, from the cache, and the other runs still work.
+    assert server.get("/api/data", run="broken", host="worker0", tool="overview_page").json()["error"] == message
+    assert server.ready("/api/data", run="gpu", host="alexnet_small", tool="overview_page").status == 200
+    assert server.get("/api/runs").status == 200
+
+
+def test_a_burst_of_200_requests_from_20_clients_is_all_answered(server, logdir):
+    gpu = dict(run="gpu", host="alexnet_small")
+    for tool in TOOLS:
+        server.ready("/api/data", **gpu, tool=tool)
+    calls = [
+        ("/api/runs", {}),
+        ("/api/tools", gpu),
+        *(("/api/data", {**gpu, "tool": tool}) for tool in TOOLS),
+        ("/api/csv", {**gpu, "tool": "kernel_stats", "table": "kernels"}),
+    ]
+    with ThreadPoolExecutor(max_workers=20) as pool:
+        answers = list(pool.map(lambda index: (index, server.get(calls[index % len(calls)][0], **calls[index % len(calls)][1])), range(200)))
+    assert [answer.status for _, answer in answers] == [200] * 200
+    for index, answer in answers:
+        path, params = calls[index % len(calls)]
+        if path == "/api/data":
+            assert answer.json() == expected(logdir.path("gpu", "alexnet_small"), params["tool"])
+
+
+def test_host_header_of_another_name_is_refused(server):
+    """DNS rebinding: a page on evil.example resolving to 127.0.0.1 gets nothing."""
+    answer = server.request("GET", "/api/runs", headers={"Host": "evil.example"})
+    assert answer.status == 400
+    assert server.request("GET", "/api/runs", headers={"Host": f"localhost:{server.port}"}).status == 200
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "status", "words"),
+    [
+        (b"{}", "application/json", 400, "addresses"),
+        (b'{"addresses": []}', "application/json", 400, "addresses"),
+        (b'{"addresses": ["127.0.0.1:1"], "duration_ms": -5}', "application/json", 400, "duration_ms"),
+        (b'{"addresses": ["127.0.0.1:1"], "host_tracer_level": 7}', "application/json", 400, "host_tracer_level"),
+        (b'{"addresses": ["127.0.0.1:1"], "speed": 1}', "application/json", 400, "speed"),
+        (b"[1, 2", "application/json", 400, "JSON"),
+        (b'{"addresses": ["127.0.0.1:1"]}', "text/plain", 415, "application/json"),
+    ],
+)
+def test_bad_capture_requests(server, body, content_type, status, words):
+    answer = server.request("POST", "/api/capture", body=body, headers={"Content-Type": content_type})
+    assert answer.status == status
+    assert words in answer.json()["error"]
+
+
+def test_the_server_listens_on_loopback_only(server):
+    """/proc/net/tcp lists the listening socket's local address: 0100007F is 127.0.0.1."""
+    listening = [line.split() for line in Path("/proc/net/tcp").read_text().splitlines()[1:]]
+    ours = [fields[1] for fields in listening if fields[3] == "0A" and int(fields[1].split(":")[1], 16) == server.port]
+    assert ours == [f"0100007F:{server.port:04X}"]
+
+
+def test_serve_errors_are_one_line_and_status_2(tmp_path):
+    missing = tmp_path / "missing"
+    result = subprocess.run([sys.executable, "-m", "stepscope.cli", "serve", "--logdir", str(missing)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr == f"stepscope: error: {missing}: not a directory (give the log directory the profiles are written to)\n"
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        result = subprocess.run(
+            [sys.executable, "-m", "stepscope.cli", "serve", "--logdir", str(tmp_path), "--port", str(port)], capture_output=True, text=True, timeout=60
+        )
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"stepscope: error: cannot listen on 127.0.0.1:{port}: ")
+    assert result.stderr.count("\n") == 1
+
+
+# The tests below add runs to the logdir: they come last in this module.
+
+
+def test_a_new_run_appears_and_shows_progress_without_blocking(server, logdir):
+    """A file written after the server started is listed within a second or two; its first
+    request starts the analysis (202 with progress), other requests are answered meanwhile."""
+    (logdir.root / "late").mkdir()
+    late = logdir.root / "late" / "a100_ddp_cnn_rank0_of_2.pt.trace.json.gz"
+    shutil.copy(shared("kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz"), late)
+    deadline = time.monotonic() + 10
+    while not any(run["name"] == "late" for run in server.get("/api/runs").json()["runs"]):
+        assert time.monotonic() < deadline, "the new run never appeared"
+        time.sleep(0.2)
+    params = dict(run="late", host="a100_ddp_cnn_rank0_of_2", tool="overview_page")
+    first = server.get("/api/data", **params)
+    assert first.status == 202
+    assert first.json()["state"] == "queued"
+    answered_meanwhile = 0
+    seen = []
+    while (answer := server.get("/api/data", **params)).status == 202:
+        progress = answer.json()
+        assert progress["state"] in ("queued", "loading", "analysing")
+        assert 0 <= progress["progress"] <= 1
+        seen.append(progress["progress"])
+        answered_meanwhile += server.get("/api/runs").status == 200
+        time.sleep(0.05)
+    assert answer.status == 200
+    assert answer.json() == expected(late, "overview_page")
+    assert seen == sorted(seen)  # progress only goes forward
+    assert answered_meanwhile == len(seen) >= 1
+
+
+def test_capture_from_the_api_makes_a_new_run(server, logdir, tmp_path):
+    job = Job(tmp_path, "dash", seconds=6)
+    body = json.dumps({"addresses": [job.address], "duration_ms": 600, "host_tracer_level": 1, "attempts": 3}).encode()
+    started = server.request("POST", "/api/capture", body=body, headers={"Content-Type": "application/json"})
+    assert started.status == 202
+    capture_id = started.json()["id"]
+    deadline = time.monotonic() + 120
+    while (status := server.get(f"/api/capture/{capture_id}").json())["state"] == "running":
+        assert 0 <= status["elapsed_ms"] and status["duration_ms"] == 600
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert "job finished" in job.finish()
+    host = "127.0.0.1_" + job.address.split(":")[1]
+    assert status["state"] == "done"
+    assert status["results"] == [{"address": job.address, "ok": True, "host": host, "message": "ok", "attempts": status["results"][0]["attempts"]}]
+    session = status["run"]
+    assert (logdir.root / "plugins/profile" / session / f"{host}.xplane.pb").is_file()
+    deadline = time.monotonic() + 10
+    while not any(run["name"] == session for run in server.get("/api/runs").json()["runs"]):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    overview = server.ready("/api/data", run=session, host=host, tool="overview_page").json()
+    # 600 ms of the job's 2 ms steps (each a `stepscope.step`, found by its step_num): dozens.
+    assert overview["step_source"] == "step_num"
+    assert len(overview["steps"]) >= 10
+

@@ -1,0 +1,52 @@
+"""A training process with stepscope's profiler server, for tests that capture it remotely."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+JOB = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    import stepscope
+
+    port_file, seconds = Path(sys.argv[1]), float(sys.argv[2])
+    max_ms = int(sys.argv[3]) if len(sys.argv) > 3 else 600000
+    server = stepscope.start_server(0, max_duration_ms=max_ms)
+    port_file.write_text(str(server.port))
+    deadline = time.monotonic() + seconds
+    step = 0
+    while time.monotonic() < deadline:
+        with stepscope.step(step):
+            with stepscope.trace("compute"):
+                time.sleep(0.002)
+        step += 1
+    print("job finished", step, time.time(), flush=True)
+    """
+)
+
+
+class Job:
+    """A training process with a profiler server on an ephemeral loopback port."""
+
+    def __init__(self, tmp_path: Path, name: str, seconds: float, max_ms: int = 600_000) -> None:
+        script = tmp_path / "job.py"
+        script.write_text(JOB)
+        port_file = tmp_path / f"{name}.port"
+        self.process = subprocess.Popen(
+            [sys.executable, str(script), str(port_file), str(seconds), str(max_ms)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(200):
+            if port_file.exists() and port_file.read_text():
+                break
+            time.sleep(0.05)
+        self.address = f"127.0.0.1:{port_file.read_text()}"
+
+    def finish(self) -> str:
+        stdout, stderr = self.process.communicate(timeout=120)
+        assert self.process.returncode == 0, stderr
+        return stdout
