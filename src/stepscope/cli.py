@@ -163,6 +163,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo(args: argparse.Namespace) -> int:
+    from stepscope.demo import DemoConfig, run_demo
+
+    logdir = Path(args.logdir)
+    run_demo(logdir, DemoConfig(steps=args.steps))
+    if not args.no_serve:
+        from stepscope.dashboard.server import serve
+
+        print("== the dashboard has both runs; open the URL below (Ctrl-C stops it)", flush=True)
+        serve(logdir, args.host, args.port, args.cache_dir)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="stepscope", description="Profiles of ML training jobs: inspect, convert, analyse.")
     parser.add_argument("--version", action="version", version=f"stepscope {__version__}")
@@ -204,6 +217,15 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=9001, help="port (0 picks a free one; the URL is printed)")
     serve.add_argument("--cache-dir", help="where analysed tool data is kept (default $XDG_CACHE_HOME/stepscope or ~/.cache/stepscope)")
     serve.set_defaults(handler=cmd_serve)
+
+    demo = commands.add_parser("demo", help="profile a real (CPU) PyTorch training job, diagnose it, fix it, show the dashboard")
+    demo.add_argument("--logdir", default="stepscope-demo-logs", help="where the two runs are written (default: ./stepscope-demo-logs)")
+    demo.add_argument("--steps", type=int, default=12, help="training steps per run (default 12)")
+    demo.add_argument("--no-serve", action="store_true", help="stop after the reports (for scripts and tests)")
+    demo.add_argument("--host", default="127.0.0.1")
+    demo.add_argument("--port", type=int, default=9001)
+    demo.add_argument("--cache-dir")
+    demo.set_defaults(handler=cmd_demo)
     return parser
 
 

@@ -38,9 +38,9 @@ Two pieces, both free when no capture records (one check per item or per block):
   (advanced file read: reading ahead), ``decode``, ``transform``, ``collate``
   (preprocessing); any other name is allowed and counted as ``other``. ``wait`` is taken.
 
-A step's window is the span of its ``stepscope.step`` markers, so the wait counts as the
-step's input time only when it happens inside the step, as above (a ``for batch in
-instrument(loader):`` loop whose body opens ``stepscope.step`` fetches between steps).
+A step's window reaches back over the input wait that ends just before its first
+``stepscope.step`` marker, so the natural ``for batch in instrument(loader): with
+stepscope.step(n): ...`` loop counts each batch's wait as its step's input time.
 
 DataLoader worker processes: a worker forked while a capture records (the default ``fork``
 start method on Linux; workers start when the loop calls ``iter(loader)``) writes its stage

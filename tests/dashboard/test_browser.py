@@ -1,0 +1,273 @@
+"""The dashboard page in a real headless Chromium, driven by Playwright, on real profiles.
+
+Every number checked on the page is compared with the tool JSON the API serves (which
+test_api compares with `stepscope report`). Screenshots of every page go to screenshots/.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+import playwright.sync_api as playwright_api  # noqa: E402  (a test dependency, installed by `make test`)
+
+from tests.dashboard.browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, foreign_requests, page_url  # noqa: E402
+from tests.dashboard.conftest import TPU_SESSION  # noqa: E402
+from tests.service_job import Job  # noqa: E402
+
+GPU = dict(run="gpu", host="v100_resnet_ns_resolution")
+TPU = dict(run=f"tpu/{TPU_SESSION}", host="tpu_host")
+READY_TIMEOUT_MS = 240_000
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    opened = context.new_page()
+    requested: list[str] = []
+    errors: list[str] = []
+    opened.on("request", lambda request: requested.append(request.url))
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    yield opened
+    context.close()
+    assert foreign_requests(requested) == [], "the page fetched something from outside stepscope"
+    assert errors == [], errors
+
+
+def open_tool(page, server, tool: str, **where: str):
+    page.goto(page_url(server.url, **where, tool=tool))
+    return wait_ready(page, tool)
+
+
+def wait_ready(page, tool: str):
+    page.wait_for_selector(f'#tool[data-tool="{tool}"][data-state="ready"]', timeout=READY_TIMEOUT_MS)
+    return page
+
+
+def shot(page, name: str) -> None:
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def metric(page, key: str) -> str:
+    return page.locator(f'[data-metric="{key}"]').first.get_attribute("data-value")
+
+
+def number_shown(text: str) -> float:
+    """The number in a formatted cell/card: '1,234.5 ms' -> 1234.5."""
+    digits = "".join(c for c in text.split()[0] if c.isdigit() or c in ".-")
+    return float(digits)
+
+
+def chart(page, name: str) -> list[dict]:
+    """The datasets the page gave the chart (labels and data), read from Chart.js."""
+    return page.evaluate(
+        """name => { const chart = window.__stepscope.charts[name];
+                     return {labels: chart.data.labels, datasets: chart.data.datasets.map(d => ({label: d.label, data: d.data}))}; }""",
+        name,
+    )
+
+
+def tables(server, tool: str, **where: str) -> dict[str, dict]:
+    document = server.ready("/api/tables", **where, tool=tool).json()
+    return {table["name"]: table for table in document["tables"]}
+
+
+def data(server, tool: str, **where: str) -> dict:
+    answer = server.ready("/api/data", **where, tool=tool)
+    assert answer.status == 200
+    return answer.json()
+
+
+def column(table: dict, key: str) -> list:
+    index = [c["key"] for c in table["columns"]].index(key)
+    return [row[index] for row in table["rows"]]
+
+
+def test_overview_page_shows_the_tools_numbers(page, server):
+    expected = data(server, "overview_page", **GPU)
+    open_tool(page, server, "overview_page", **GPU)
+    assert float(metric(page, "step_time_mean_us")) == pytest.approx(expected["step_time_us"]["mean"])
+    assert float(metric(page, "device_busy_percent")) == pytest.approx(expected["device"]["busy_percent"])
+    assert int(metric(page, "step_count")) == len(expected["steps"])
+    assert metric(page, "env_framework") == expected["environment"]["framework"]
+    # The step-time graph: one stacked bar per step, its parts the breakdown, summing to the step.
+    shown = chart(page, "step_time")
+    assert shown["labels"] == [str(step["step"]) for step in expected["steps"]] or shown["labels"] == [step["step"] for step in expected["steps"]]
+    for index, step in enumerate(expected["steps"]):
+        parts = [dataset["data"][index] for dataset in shown["datasets"]]
+        assert sum(parts) == pytest.approx(step["step_time_us"], rel=1e-9)
+    assert expected["recommendation"]["summary"] in page.locator("#recommendation").inner_text()
+    top = page.locator('table[data-table="top_ops"] tbody tr')
+    assert top.count() == len(expected["top_ops"])
+    shot(page, "overview_page_gpu")
+
+
+def test_input_pipeline_of_a_cpu_capture(page, server, logdir):
+    where = dict(run=logdir.cpu_run, host=logdir.cpu_host)
+    expected = data(server, "input_pipeline_analyzer", **where)
+    open_tool(page, server, "input_pipeline_analyzer", **where)
+    assert float(metric(page, "input_percent_mean")) == pytest.approx(expected["input_percent"]["mean"])
+    shown = chart(page, "input_wait")
+    input_series = next(d for d in shown["datasets"] if "input" in d["label"].lower())
+    assert input_series["data"] == pytest.approx([step["input_us"] for step in expected["steps"]])
+    assert page.locator('table[data-table="steps"] tbody tr').count() == len(expected["steps"])
+    shot(page, "input_pipeline_analyzer_cpu")
+
+
+def test_framework_op_stats_sort_search_idle_and_export(page, server, tmp_path):
+    expected = tables(server, "framework_op_stats", **GPU)["framework_ops"]
+    open_tool(page, server, "framework_op_stats", **GPU)
+    rows = page.locator('table[data-table="framework_ops"] tbody tr')
+    assert rows.count() == min(len(expected["rows"]), 500)
+
+    header = page.locator('table[data-table="framework_ops"] th[data-key="total_self_time_us"]')
+    header.click()
+    header.click() if header.get_attribute("aria-sort") != "descending" else None
+    assert header.get_attribute("aria-sort") == "descending"
+    first = float(rows.first.locator('td[data-key="total_self_time_us"]').get_attribute("data-value"))
+    assert first == pytest.approx(max(column(expected, "total_self_time_us")))
+    header.click()
+    assert header.get_attribute("aria-sort") == "ascending"
+    first = float(rows.first.locator('td[data-key="total_self_time_us"]').get_attribute("data-value"))
+    assert first == pytest.approx(min(column(expected, "total_self_time_us")))
+
+    page.fill('input[data-search="framework_ops"]', "conv")
+    matching = [name for name, kind in zip(column(expected, "name"), column(expected, "type")) if "conv" in name.lower() or "conv" in kind.lower()]
+    assert 0 < len(matching) < len(expected["rows"])
+    assert rows.count() == len(matching)
+    page.fill('input[data-search="framework_ops"]', "")
+
+    # Pie charts: time by op type on host and on device, from the same rows.
+    for chart_name, side in (("host_op_types", "Host"), ("device_op_types", "Device")):
+        shown = chart(page, chart_name)
+        total = sum(t for t, s in zip(column(expected, "total_self_time_us"), column(expected, "host_or_device")) if s == side)
+        assert sum(shown["datasets"][0]["data"]) == pytest.approx(total, rel=1e-9)
+
+    idle_rows = tables(server, "framework_op_stats", **GPU)["idle"]["rows"]
+    page.check("#include-idle")
+    assert rows.count() == min(len(expected["rows"]) + len(idle_rows), 500)
+    page.uncheck("#include-idle")
+
+    with page.expect_download() as download:
+        page.click('[data-export="framework_ops"]')
+    saved = tmp_path / "ops.csv"
+    download.value.save_as(saved)
+    assert saved.read_bytes() == server.get("/api/csv", **GPU, tool="framework_op_stats", table="framework_ops").body
+    shot(page, "framework_op_stats_gpu")
+
+
+def test_kernel_stats(page, server):
+    expected = data(server, "kernel_stats", **GPU)
+    open_tool(page, server, "kernel_stats", **GPU)
+    assert float(metric(page, "total_kernel_time_us")) == pytest.approx(expected["total_kernel_time_us"])
+    rows = page.locator('table[data-table="kernels"] tbody tr')
+    assert rows.count() == min(len(expected["rows"]), 500)
+    header = page.locator('table[data-table="kernels"] th[data-key="occurrences"]')
+    header.click()
+    if header.get_attribute("aria-sort") != "descending":
+        header.click()
+    assert int(rows.first.locator('td[data-key="occurrences"]').get_attribute("data-value")) == max(row["occurrences"] for row in expected["rows"])
+    shot(page, "kernel_stats_gpu")
+
+
+def test_op_profile_tree_and_details(page, server):
+    expected = data(server, "op_profile", **TPU)
+    open_tool(page, server, "op_profile", **TPU)
+    root = expected["root"]
+    program = root["children"][0]
+    node = page.locator(f'[data-node="{root["name"]} / {program["name"]}"]')
+    node.wait_for()
+    node.click()
+    details = page.locator("#op-details")
+    assert float(details.locator('[data-metric="time_us"]').get_attribute("data-value")) == pytest.approx(program["time_us"])
+    assert int(details.locator('[data-metric="occurrences"]').get_attribute("data-value")) == program["occurrences"]
+    # Expand the program: its categories appear.
+    toggle = node.locator("[aria-expanded]").first if node.get_attribute("aria-expanded") is None else node
+    if toggle.get_attribute("aria-expanded") != "true":
+        toggle.click()
+    category = program["children"][0]
+    page.locator(f'[data-node="{root["name"]} / {program["name"]} / {category["name"]}"]').wait_for()
+    shot(page, "op_profile_tpu")
+
+
+def test_memory_profile_of_a_cpu_capture(page, server, logdir):
+    where = dict(run=logdir.cpu_run, host=logdir.cpu_host)
+    expected = data(server, "memory_profile", **where)
+    assert expected["devices"], "the capture at host_tracer_level=3 records memory"
+    device = expected["devices"][0]
+    open_tool(page, server, "memory_profile", **where)
+    assert int(metric(page, "peak_allocated_bytes")) == device["peak_allocated_bytes"]
+    shown = chart(page, "memory_timeline")
+    allocated = next(d for d in shown["datasets"] if "alloc" in d["label"].lower())
+    values = [point["y"] if isinstance(point, dict) else point for point in allocated["data"]]
+    assert max(values) == device["peak_allocated_bytes"] or max(values) == pytest.approx(device["peak_allocated_bytes"] / 2**20)
+    shot(page, "memory_profile_cpu")
+
+
+def test_switch_runs_and_hosts_and_deep_links(page, server, logdir):
+    open_tool(page, server, "overview_page", **GPU)
+    page.select_option("#host-select", "alexnet_small")
+    wait_ready(page, "overview_page")
+    expected = data(server, "overview_page", run="gpu", host="alexnet_small")
+    page.wait_for_function(
+        "value => document.querySelector('[data-metric=\"step_time_mean_us\"]').dataset.value == value",
+        arg=str(expected["step_time_us"]["mean"]),
+    )
+    assert parse_qs(urlparse(page.url).query) == {"run": ["gpu"], "host": ["alexnet_small"], "tool": ["overview_page"]}
+
+    page.select_option("#run-select", TPU["run"])
+    wait_ready(page, "overview_page")
+    assert parse_qs(urlparse(page.url).query)["host"] == ["tpu_host"]
+    page.select_option("#tool-select", "op_profile")
+    wait_ready(page, "op_profile")
+    page.go_back()
+    wait_ready(page, "overview_page")
+    assert parse_qs(urlparse(page.url).query)["run"] == [TPU["run"]]
+
+
+def test_a_corrupt_run_shows_its_error_and_the_rest_works(page, server, logdir):
+    page.goto(page_url(server.url, run="broken", host="worker0", tool="overview_page"))
+    page.wait_for_selector('#tool[data-state="error"]', timeout=READY_TIMEOUT_MS)
+    assert "worker0.pt.trace.json" in page.locator("#error").inner_text()
+    shot(page, "error_corrupt_run")
+    page.select_option("#run-select", "gpu")
+    wait_ready(page, "overview_page")
+
+
+def test_capture_dialog_captures_a_live_job(page, server, tmp_path):
+    job = Job(tmp_path, "browser", seconds=8)
+    open_tool(page, server, "overview_page", **GPU)
+    page.click("#capture-button")
+    page.fill("#capture-addresses", job.address)
+    page.fill("#capture-duration", "600")
+    page.select_option("#capture-host-level", "1") if page.locator("#capture-host-level").evaluate("e => e.tagName") == "SELECT" else page.fill(
+        "#capture-host-level", "1"
+    )
+    shot(page, "capture_dialog")
+    page.click("#capture-submit")
+    page.wait_for_selector('#capture-status[data-state="done"]', timeout=120_000)
+    assert "job finished" in job.finish()
+    shot(page, "capture_done")
+    # The page moves to the new run, whose overview shows the job's steps.
+    deadline = time.monotonic() + 30
+    while (run := parse_qs(urlparse(page.url).query).get("run", [""])[0]) in ("gpu", ""):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    host = "127.0.0.1_" + job.address.split(":")[1]
+    assert host in json.dumps(server.get("/api/runs").json())
+    page.keyboard.press("Escape")
+    page.goto(page_url(server.url, run=run, host=host, tool="overview_page"))
+    wait_ready(page, "overview_page")
+    assert int(metric(page, "step_count")) >= 10
