@@ -4,13 +4,15 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
 WEB_BUILT := src/stepscope/dashboard/static/index.html
-WEB_SOURCES := $(shell find web/src web/index.html web/package.json web/package-lock.json web/tsconfig.json web/vite.config.ts -type f 2>/dev/null)
+WEB_SOURCES := $(shell find web/src web/scripts web/index.html web/package.json web/package-lock.json web/tsconfig.json web/vite.config.ts -type f 2>/dev/null)
 CHROMIUM := /usr/bin/chromium
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 .PHONY: demo test venv web protos bench clean
 
-$(STAMP): pyproject.toml requirements/test.txt
+DEMO_STAMP := $(VENV)/.demo-installed
+
+$(STAMP): pyproject.toml requirements/test.txt requirements/demo.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e . -r requirements/test.txt
@@ -28,10 +30,17 @@ web: $(WEB_BUILT)
 $(CHROMIUM):
 	$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium >/dev/null
 
-# Until the capture and dashboard issues land, the demo shows the profile foundation on
-# a real GPU trace: what `stepscope info` reports about it.
-demo: $(STAMP)
-	$(VENV)/bin/stepscope info ../shared/traces/kineto/alexnet_small.pt.trace.json.gz
+# The demo needs only stepscope and PyTorch (the test venv, a superset, also satisfies it).
+$(DEMO_STAMP): pyproject.toml requirements/demo.txt
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e . -r requirements/demo.txt
+	touch $(DEMO_STAMP)
+
+# Profiles a real PyTorch training job twice (input-bound, then fixed), prints the reports,
+# then serves the dashboard with both runs on http://127.0.0.1:9001/.
+demo: $(DEMO_STAMP) $(WEB_BUILT)
+	$(VENV)/bin/stepscope demo
 
 test: $(STAMP) $(WEB_BUILT) $(CHROMIUM)
 	cd web && npm test --silent

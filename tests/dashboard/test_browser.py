@@ -222,8 +222,8 @@ def test_switch_runs_and_hosts_and_deep_links(page, server, logdir):
     wait_ready(page, "overview_page")
     expected = data(server, "overview_page", run="gpu", host="alexnet_small")
     page.wait_for_function(
-        "value => document.querySelector('[data-metric=\"step_time_mean_us\"]').dataset.value == value",
-        arg=str(expected["step_time_us"]["mean"]),
+        "value => Number(document.querySelector('[data-metric=\"step_time_mean_us\"]').dataset.value) === value",
+        arg=expected["step_time_us"]["mean"],
     )
     assert parse_qs(urlparse(page.url).query) == {"run": ["gpu"], "host": ["alexnet_small"], "tool": ["overview_page"]}
 

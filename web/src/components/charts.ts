@@ -1,0 +1,192 @@
+/**
+ * Chart.js charts on `<canvas data-chart="name">`. Every chart is registered in
+ * `window.__stepscope.charts[name]` so browser tests can read `chart.data` and compare it
+ * with the tool JSON; animations are off so tests and screenshots see the final state.
+ * Only the Chart.js parts the page uses are registered, which keeps the bundle small.
+ */
+
+import {
+  ArcElement,
+  BarController,
+  BarElement,
+  CategoryScale,
+  Chart,
+  DoughnutController,
+  Filler,
+  Legend,
+  LinearScale,
+  LineController,
+  LineElement,
+  PieController,
+  PointElement,
+  Tooltip,
+  type ChartConfiguration,
+  type TooltipItem,
+} from "chart.js";
+import { el } from "../dom";
+import { formatBytes, formatTimeUs } from "../format";
+import { byteTickStep, type CategoryData, type LineSeries } from "./chart-data";
+
+Chart.register(
+  ArcElement,
+  BarController,
+  BarElement,
+  CategoryScale,
+  DoughnutController,
+  Filler,
+  Legend,
+  LinearScale,
+  LineController,
+  LineElement,
+  PieController,
+  PointElement,
+  Tooltip,
+);
+Chart.defaults.animation = false;
+// The page's own system font stack (style.css): nothing is fetched from the network.
+Chart.defaults.font.family = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
+Chart.defaults.color = "#3c4043";
+
+/* eslint-disable @typescript-eslint/no-explicit-any */
+type AnyChart = Chart<any, any, any>;
+
+export interface StepscopeGlobal {
+  charts: Record<string, AnyChart>;
+}
+
+declare global {
+  interface Window {
+    __stepscope: StepscopeGlobal;
+  }
+}
+
+export function chartRegistry(): Record<string, AnyChart> {
+  if (!window.__stepscope) window.__stepscope = { charts: {} };
+  return window.__stepscope.charts;
+}
+
+/** Frees every chart (their canvases are about to leave the page). */
+export function destroyCharts(): void {
+  const charts = chartRegistry();
+  for (const name of Object.keys(charts)) {
+    charts[name]?.destroy();
+    delete charts[name];
+  }
+}
+
+/** A sized box holding the canvas (Chart.js sizes itself to its parent). */
+function canvasBox(name: string, label: string, tall = false): { box: HTMLElement; canvas: HTMLCanvasElement } {
+  const canvas = el("canvas", { "data-chart": name, role: "img", "aria-label": label });
+  const box = el("div", { class: tall ? "chart-box tall" : "chart-box" }, canvas);
+  return { box, canvas };
+}
+
+function register(name: string, canvas: HTMLCanvasElement, config: ChartConfiguration<any, any, any>): AnyChart {
+  const charts = chartRegistry();
+  charts[name]?.destroy();
+  const chart = new Chart(canvas, {
+    ...config,
+    options: { animation: false, responsive: true, maintainAspectRatio: false, ...config.options },
+  });
+  charts[name] = chart;
+  return chart;
+}
+
+const usTick = (value: string | number): string => formatTimeUs(Number(value));
+
+/** Hides datasets that are zero everywhere from the legend (they draw nothing anyway). */
+function nonEmptyLegendItem(item: { datasetIndex?: number }, data: { datasets: { data: unknown[] }[] }): boolean {
+  const dataset = item.datasetIndex === undefined ? undefined : data.datasets[item.datasetIndex];
+  return !dataset || dataset.data.some((value) => typeof value === "number" && value !== 0);
+}
+
+/** Stacked bars per step, values in microseconds. */
+export function stackedBarChart(name: string, label: string, data: CategoryData, xTitle = "step"): HTMLElement {
+  const { box, canvas } = canvasBox(name, label);
+  register(name, canvas, {
+    type: "bar",
+    data,
+    options: {
+      scales: {
+        x: { stacked: true, title: { display: true, text: xTitle } },
+        y: { stacked: true, beginAtZero: true, ticks: { callback: usTick }, title: { display: true, text: "time" } },
+      },
+      plugins: {
+        legend: { position: "bottom", labels: { filter: nonEmptyLegendItem, boxWidth: 12 } },
+        tooltip: {
+          callbacks: {
+            label: (item: TooltipItem<"bar">) => `${item.dataset.label}: ${formatTimeUs(item.parsed.y)}`,
+          },
+        },
+      },
+    },
+  });
+  return box;
+}
+
+/** Values in microseconds by category: a doughnut with a legend and time tooltips. */
+export function doughnutChart(name: string, label: string, data: CategoryData, type: "doughnut" | "pie" = "doughnut"): HTMLElement {
+  const { box, canvas } = canvasBox(name, label);
+  register(name, canvas, {
+    type,
+    data,
+    options: {
+      plugins: {
+        legend: { position: "right", labels: { boxWidth: 12 } },
+        tooltip: {
+          callbacks: {
+            label: (item: TooltipItem<"doughnut">) => {
+              const values = item.dataset.data as number[];
+              const total = values.reduce((sum, value) => sum + value, 0);
+              const share = total > 0 ? ` (${((100 * Number(item.raw)) / total).toFixed(1)}%)` : "";
+              return `${item.label}: ${formatTimeUs(Number(item.raw))}${share}`;
+            },
+          },
+        },
+      },
+    },
+  });
+  return box;
+}
+
+/** Memory over time: a line chart on a linear x axis in ms, bytes on y. */
+export function memoryLineChart(name: string, label: string, data: { datasets: LineSeries[] }): HTMLElement {
+  const { box, canvas } = canvasBox(name, label, true);
+  const top = Math.max(0, ...data.datasets.flatMap((series) => series.data.map((point) => point.y)));
+  register(name, canvas, {
+    type: "line",
+    data: {
+      datasets: data.datasets.map((series) => ({
+        ...series,
+        fill: series.key === "allocated_bytes",
+        pointRadius: 0,
+        borderWidth: 1.5,
+        // A point is the level just after an event, held until the next one.
+        stepped: "after" as const,
+      })),
+    },
+    options: {
+      parsing: false,
+      normalized: true,
+      interaction: { mode: "nearest", intersect: false, axis: "x" },
+      scales: {
+        x: { type: "linear", title: { display: true, text: "time (ms)" } },
+        y: {
+          beginAtZero: true,
+          ticks: { stepSize: byteTickStep(top), callback: (value: string | number) => formatBytes(Number(value)) },
+          title: { display: true, text: "memory" },
+        },
+      },
+      plugins: {
+        legend: { position: "bottom", labels: { boxWidth: 12 } },
+        tooltip: {
+          callbacks: {
+            title: (items: TooltipItem<"line">[]) => (items[0] ? `${(items[0].parsed.x ?? 0).toFixed(3)} ms` : ""),
+            label: (item: TooltipItem<"line">) => `${item.dataset.label}: ${formatBytes(item.parsed.y)}`,
+          },
+        },
+      },
+    },
+  });
+  return box;
+}

@@ -1,0 +1,108 @@
+/**
+ * Sorting, filtering and windowing of table rows, kept apart from the DOM so it can be
+ * unit-tested. Sorting and filtering always run over every row; only the rendering is
+ * capped (see MAX_VISIBLE_ROWS), so a search finds rows that were not on screen.
+ */
+
+import type { ApiColumn, CellValue } from "../api";
+
+export type SortDirection = "ascending" | "descending";
+
+export interface SortState {
+  key: string;
+  direction: SortDirection;
+}
+
+/** Big tables (thousands of kernels) would make the page sluggish; more is one search away. */
+export const MAX_VISIBLE_ROWS = 500;
+
+/**
+ * Compares two cells for an ascending sort: numbers numerically, strings by code point
+ * ignoring case (then with case, so the order is total; not localeCompare, whose order of
+ * punctuation such as "_" and ":" depends on the browser's locale), booleans false < true.
+ * Nulls are "no value" and go last whichever way the column is sorted (see sortRows).
+ */
+export function compareCells(a: CellValue, b: CellValue): number {
+  if (typeof a === "number" && typeof b === "number") return a - b;
+  if (typeof a === "boolean" && typeof b === "boolean") return Number(a) - Number(b);
+  const x = String(a);
+  const y = String(b);
+  const fx = x.toLowerCase();
+  const fy = y.toLowerCase();
+  if (fx !== fy) return fx < fy ? -1 : 1;
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+function missing(value: CellValue | undefined): boolean {
+  return value === null || value === undefined || (typeof value === "number" && Number.isNaN(value));
+}
+
+/**
+ * Rows sorted by the column at `index`; a stable sort, so equal rows keep the tool's own
+ * order (its ranking). Nulls always sort last.
+ */
+export function sortRows(rows: CellValue[][], index: number, direction: SortDirection): CellValue[][] {
+  const sign = direction === "ascending" ? 1 : -1;
+  return rows
+    .map((row, position) => ({ row, position }))
+    .sort((p, q) => {
+      const a = p.row[index] ?? null;
+      const b = q.row[index] ?? null;
+      const ma = missing(a);
+      const mb = missing(b);
+      if (ma || mb) return ma && mb ? p.position - q.position : ma ? 1 : -1;
+      return sign * compareCells(a, b) || p.position - q.position;
+    })
+    .map((entry) => entry.row);
+}
+
+/** Rows whose string columns contain `text`, ignoring case; all rows for blank text. */
+export function filterRows(rows: CellValue[][], columns: ApiColumn[], text: string): CellValue[][] {
+  const needle = text.trim().toLowerCase();
+  if (!needle) return rows;
+  const stringColumns = columns.flatMap((column, index) => (column.kind === "string" ? [index] : []));
+  return rows.filter((row) =>
+    stringColumns.some((index) => {
+      const cell = row[index];
+      return typeof cell === "string" && cell.toLowerCase().includes(needle);
+    }),
+  );
+}
+
+/**
+ * The state after a click on a header: a new column sorts ascending, the same column
+ * flips. (The tool's own order, biggest first, is what a table opens with.)
+ */
+export function nextSort(current: SortState | null, key: string): SortState {
+  if (current && current.key === key) {
+    return { key, direction: current.direction === "ascending" ? "descending" : "ascending" };
+  }
+  return { key, direction: "ascending" };
+}
+
+export interface View {
+  rows: CellValue[][];
+  /** Rows that match the filter, before the visible cap. */
+  matching: number;
+  total: number;
+}
+
+/** Filter, then sort, then cap: what the table shows. */
+export function tableView(
+  rows: CellValue[][],
+  columns: ApiColumn[],
+  filter: string,
+  sort: SortState | null,
+  limit: number = MAX_VISIBLE_ROWS,
+): View {
+  let result = filterRows(rows, columns, filter);
+  const index = sort ? columns.findIndex((column) => column.key === sort.key) : -1;
+  if (sort && index >= 0) result = sortRows(result, index, sort.direction);
+  return { rows: result.slice(0, limit), matching: result.length, total: rows.length };
+}
+
+/** "showing 500 of 3,120 rows" (and "(12,000 in all)" when a filter is on). */
+export function shownNote(view: View, group: (n: number) => string): string {
+  const base = `showing ${group(view.rows.length)} of ${group(view.matching)} rows`;
+  return view.matching === view.total ? base : `${base} (${group(view.total)} in all)`;
+}

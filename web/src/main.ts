@@ -1,0 +1,240 @@
+/**
+ * The page shell: run / host / tool selectors kept in step with the address bar, the tool
+ * area (progress while the server analyses, the tool's page when ready, the error when it
+ * cannot be read) and the capture dialog.
+ *
+ * Every load belongs to one selection; a newer selection aborts the older one's requests,
+ * and an answer that arrives for a selection that is no longer current is dropped, so
+ * fast clicking never shows one run's data under another's name.
+ */
+
+import "./style.css";
+import { ApiError, Cancelled, getRuns, getToolJson, getTools, type Pending, type RunInfo, type Selection, type TablesResponse } from "./api";
+import { setupCapture } from "./capture";
+import { destroyCharts, chartRegistry } from "./components/charts";
+import { renderProgress } from "./components/progress";
+import { el, replaceChildren } from "./dom";
+import { pageFor } from "./pages";
+import { buildQuery, parseQuery, pickHost, pickTool, resolveRunHost, sameSelection, type Wanted } from "./state/url";
+
+const RUNS_REFRESH_MS = 5000;
+
+function byId<T extends HTMLElement>(id: string): T {
+  const node = document.getElementById(id);
+  if (!node) throw new Error(`index.html lacks #${id}`);
+  return node as T;
+}
+
+const runSelect = byId<HTMLSelectElement>("run-select");
+const hostSelect = byId<HTMLSelectElement>("host-select");
+const toolSelect = byId<HTMLSelectElement>("tool-select");
+const toolArea = byId<HTMLElement>("tool");
+const statusSlot = byId<HTMLElement>("tool-status");
+const content = byId<HTMLElement>("tool-content");
+const logdirLabel = byId<HTMLElement>("logdir");
+
+let runs: RunInfo[] = [];
+let current: Selection | null = null;
+/** Bumped by every selection change; an older one finding it changed gives up. */
+let intent = 0;
+let loading: AbortController | null = null;
+const toolsCache = new Map<string, string[]>();
+
+chartRegistry();
+
+async function toolsFor(run: string, host: string): Promise<string[]> {
+  const key = `${run}\u0000${host}`;
+  const known = toolsCache.get(key);
+  if (known) return known;
+  const { tools } = await getTools(run, host);
+  toolsCache.set(key, tools);
+  return tools;
+}
+
+/** Rebuilds a select's options only when they changed (rebuilding closes an open dropdown). */
+function fillSelect(select: HTMLSelectElement, values: string[], selected: string): void {
+  const existing = Array.from(select.options, (option) => option.value);
+  if (existing.length !== values.length || existing.some((value, index) => value !== values[index])) {
+    select.replaceChildren(...values.map((value) => el("option", { value }, value)));
+  }
+  select.value = selected;
+  select.disabled = values.length === 0;
+}
+
+function showSelection(selection: Selection, tools: string[]): void {
+  const run = runs.find((candidate) => candidate.name === selection.run);
+  fillSelect(
+    runSelect,
+    runs.map((candidate) => candidate.name),
+    selection.run,
+  );
+  fillSelect(hostSelect, run?.hosts ?? [selection.host], selection.host);
+  fillSelect(toolSelect, tools, selection.tool);
+}
+
+function writeHistory(selection: Selection, mode: "push" | "replace"): void {
+  const url = `${location.pathname}${buildQuery(selection)}`;
+  if (url === `${location.pathname}${location.search}`) return;
+  if (mode === "push") history.pushState(selection, "", url);
+  else history.replaceState(selection, "", url);
+}
+
+function setState(state: "loading" | "ready" | "error"): void {
+  toolArea.setAttribute("data-state", state);
+}
+
+function showError(message: string): void {
+  destroyCharts();
+  content.replaceChildren();
+  replaceChildren(statusSlot, el("div", { id: "error", role: "alert" }, [el("strong", {}, "Error: "), el("span", { class: "error-message" }, message)]));
+  setState("error");
+}
+
+function showPending(pending: Pending): void {
+  const existing = document.getElementById("progress");
+  const next = renderProgress(pending);
+  if (existing) existing.replaceWith(next);
+  else replaceChildren(statusSlot, next);
+}
+
+/**
+ * Settles on a selection from what is wanted (address, a select, a new capture), falling
+ * back to the first run / host / tool, then loads it. `mode` says how the address bar
+ * follows: a user's choice is a new history entry, a correction or back/forward is not.
+ */
+async function applyWanted(wanted: Wanted, mode: "push" | "replace", force = false): Promise<void> {
+  const mine = ++intent;
+  const runHost = resolveRunHost(runs, wanted);
+  if (!runHost) {
+    loading?.abort();
+    current = null;
+    toolArea.setAttribute("data-tool", "");
+    for (const select of [runSelect, hostSelect, toolSelect]) fillSelect(select, [], "");
+    showError(`No profiles found in ${logdirLabel.textContent || "the log directory"} yet; runs appear here as soon as they are written.`);
+    return;
+  }
+  // Say "loading" at once, before the tools request: whoever changed a select and then
+  // waits for "ready" must not take the previous view's "ready" for the new one.
+  const stateBefore = toolArea.getAttribute("data-state") ?? "loading";
+  const changing =
+    force || !current || runHost.run !== current.run || runHost.host !== current.host || (wanted.tool !== undefined && wanted.tool !== current.tool);
+  if (changing) setState("loading");
+  let tools: string[];
+  try {
+    tools = await toolsFor(runHost.run, runHost.host);
+  } catch (error) {
+    if (mine !== intent) return;
+    showError(error instanceof Error ? error.message : String(error));
+    return;
+  }
+  if (mine !== intent) return;
+  const selection: Selection = { ...runHost, tool: pickTool(tools, wanted.tool) };
+  showSelection(selection, tools);
+  writeHistory(selection, mode);
+  if (force || !sameSelection(selection, current) || stateBefore === "error") {
+    void load(selection);
+  } else if (changing) {
+    // The wanted tool did not exist and fell back to the one shown: nothing to reload.
+    setState(stateBefore as "loading" | "ready" | "error");
+  }
+}
+
+async function load(selection: Selection): Promise<void> {
+  loading?.abort();
+  const controller = new AbortController();
+  loading = controller;
+  current = selection;
+  destroyCharts();
+  toolArea.setAttribute("data-tool", selection.tool);
+  setState("loading");
+  document.title = `${selection.tool} · ${selection.run} — stepscope`;
+  statusSlot.replaceChildren(el("p", { class: "loading" }, "Loading…"));
+  content.replaceChildren();
+  const page = pageFor(selection.tool);
+  const onPending = (pending: Pending): void => {
+    if (loading === controller) showPending(pending);
+  };
+  try {
+    const data = await getToolJson<unknown>("data", selection, onPending, controller.signal);
+    const tables = page.tables ? (await getToolJson<TablesResponse>("tables", selection, onPending, controller.signal)).tables : [];
+    if (loading !== controller) return;
+    statusSlot.replaceChildren();
+    page.render(content, { data, tables, selection });
+    setState("ready");
+  } catch (error) {
+    if (error instanceof Cancelled || loading !== controller) return;
+    if (error instanceof ApiError) showError(error.message);
+    else {
+      console.error(error);
+      showError(`could not show ${selection.tool}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+}
+
+/** Re-reads the runs (new captures and new profiles appear without a reload). */
+async function refreshRuns(): Promise<void> {
+  const answer = await getRuns();
+  logdirLabel.textContent = answer.logdir;
+  logdirLabel.title = answer.logdir;
+  const changed = JSON.stringify(answer.runs) !== JSON.stringify(runs);
+  runs = answer.runs;
+  if (!changed) return;
+  if (current) {
+    const run = runs.find((candidate) => candidate.name === current?.run);
+    fillSelect(
+      runSelect,
+      runs.map((candidate) => candidate.name),
+      current.run,
+    );
+    if (run) fillSelect(hostSelect, run.hosts, current.host);
+  } else if (runs.length > 0) {
+    await applyWanted(parseQuery(location.search), "replace");
+  }
+}
+
+function scheduleRefresh(): void {
+  window.setTimeout(() => {
+    refreshRuns()
+      .catch((error: unknown) => console.warn("stepscope: could not refresh runs", error))
+      .finally(scheduleRefresh);
+  }, RUNS_REFRESH_MS);
+}
+
+runSelect.addEventListener("change", () => {
+  const run = runs.find((candidate) => candidate.name === runSelect.value);
+  // Keep the host and tool when the new run has them (comparing the same host across runs).
+  const host = run ? pickHost(run, current?.host) : undefined;
+  void applyWanted({ run: runSelect.value, host, tool: current?.tool }, "push");
+});
+hostSelect.addEventListener("change", () => {
+  void applyWanted({ run: current?.run ?? runSelect.value, host: hostSelect.value, tool: current?.tool }, "push");
+});
+toolSelect.addEventListener("change", () => {
+  void applyWanted({ run: current?.run ?? runSelect.value, host: current?.host ?? hostSelect.value, tool: toolSelect.value }, "push");
+});
+window.addEventListener("popstate", () => {
+  void applyWanted(parseQuery(location.search), "replace");
+});
+
+setupCapture(async (run) => {
+  await refreshRuns();
+  if (run) await applyWanted({ run, host: current?.host, tool: current?.tool }, "push");
+});
+
+async function start(): Promise<void> {
+  try {
+    const answer = await getRuns();
+    runs = answer.runs;
+    logdirLabel.textContent = answer.logdir;
+    logdirLabel.title = answer.logdir;
+  } catch (error) {
+    // The runs refresh keeps trying; the first answer it gets loads the page.
+    showError(`could not list runs: ${error instanceof Error ? error.message : String(error)}`);
+    scheduleRefresh();
+    return;
+  }
+  await applyWanted(parseQuery(location.search), "replace");
+  scheduleRefresh();
+}
+
+void start();

@@ -1,0 +1,72 @@
+/**
+ * framework_op_stats: every framework op, host and device side, with XProf's "include
+ * idle" switch (adds each side's IDLE row and shows shares of the time including idle)
+ * and the host / device op-type pies.
+ */
+
+import type { ApiTable, CellValue, FrameworkOpStats } from "../api";
+import { opTypePieData } from "../components/chart-data";
+import { doughnutChart } from "../components/charts";
+import { card, note } from "../components/metric";
+import { findTable, renderTable, withoutColumns, type TableState } from "../components/table";
+import { el } from "../dom";
+import { add, grid, twoUp } from "./common";
+import type { PageContext, ToolPage } from "./types";
+
+/**
+ * The table as shown: without idle, shares of op time (and their running total); with
+ * idle, the IDLE rows added and shares of op time plus idle, since the other two columns
+ * have no value for IDLE and mean something else.
+ */
+export function opsView(ops: ApiTable, idle: ApiTable | undefined, includeIdle: boolean): ApiTable {
+  if (!includeIdle) return withoutColumns(ops, ["self_time_percent_with_idle"]);
+  const rows: CellValue[][] = [...ops.rows, ...(idle?.rows ?? [])];
+  return withoutColumns({ ...ops, rows }, ["self_time_percent", "cumulative_self_time_percent"]);
+}
+
+function pieCard(data: FrameworkOpStats, side: "Host" | "Device", name: string): HTMLElement {
+  const chart = opTypePieData(data.rows, side);
+  const title = `${side} self time by op type`;
+  return card(title, chart.labels.length > 0 ? doughnutChart(name, title, chart, "pie") : note(`No ${side.toLowerCase()}-side ops in this profile.`), {
+    id: name.replace(/_/g, "-"),
+  });
+}
+
+function render(root: HTMLElement, context: PageContext): void {
+  const data = context.data as FrameworkOpStats;
+  const layout = grid(root);
+  add(layout, twoUp(pieCard(data, "Host", "host_op_types"), pieCard(data, "Device", "device_op_types")));
+
+  const ops = findTable(context.tables, "framework_ops");
+  const idle = findTable(context.tables, "idle");
+  if (!ops) return;
+  const state: TableState = { sort: null, filter: "" };
+  const slot = el("div", { class: "table-slot" });
+  const checkbox = el("input", { type: "checkbox", id: "include-idle" });
+  const show = (): void => {
+    const view = opsView(ops, idle, checkbox.checked);
+    slot.replaceChildren(
+      renderTable(view, {
+        selection: context.selection,
+        state,
+        rowAttrs: (row, columns) => {
+          const type = row[columns.findIndex((column) => column.key === "type")];
+          return type === "IDLE" ? { class: "idle-row", "data-idle": "true" } : {};
+        },
+      }),
+    );
+  };
+  checkbox.addEventListener("change", show);
+  show();
+  add(
+    layout,
+    card(
+      "Framework ops",
+      [el("label", { class: "toggle" }, [checkbox, " Include idle time"]), slot],
+      { id: "framework-ops" },
+      true,
+    ),
+  );
+}
+
+export const frameworkOpStatsPage: ToolPage = { tables: true, render };

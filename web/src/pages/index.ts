@@ -1,0 +1,26 @@
+/**
+ * The registry of tool pages: tool name (XProf's, as /api/tools lists them) -> page.
+ * Tools not listed get the generic page, so a server that grows a tool keeps working.
+ */
+
+import { frameworkOpStatsPage } from "./framework_op_stats";
+import { genericPage } from "./generic";
+import { inputPipelinePage } from "./input_pipeline_analyzer";
+import { kernelStatsPage } from "./kernel_stats";
+import { memoryProfilePage } from "./memory_profile";
+import { opProfilePage } from "./op_profile";
+import { overviewPage } from "./overview_page";
+import type { ToolPage } from "./types";
+
+export const PAGES: Record<string, ToolPage> = {
+  overview_page: overviewPage,
+  input_pipeline_analyzer: inputPipelinePage,
+  framework_op_stats: frameworkOpStatsPage,
+  kernel_stats: kernelStatsPage,
+  op_profile: opProfilePage,
+  memory_profile: memoryProfilePage,
+};
+
+export function pageFor(tool: string): ToolPage {
+  return PAGES[tool] ?? genericPage;
+}

@@ -1,0 +1,32 @@
+/** kernel_stats: the GPU kernels by (name, framework op, launch configuration). */
+
+import type { KernelStats } from "../api";
+import { at, card, metric, metrics, note } from "../components/metric";
+import { add, grid, tableCard } from "./common";
+import type { PageContext, ToolPage } from "./types";
+
+function render(root: HTMLElement, context: PageContext): void {
+  const data = context.data as KernelStats;
+  const layout = grid(root);
+  const tensorCore = data.rows.filter((row) => row.is_kernel_using_tensor_core === true).length;
+  add(
+    layout,
+    card(
+      "Kernels",
+      [
+        metrics([
+          metric("total_kernel_time_us", at(data, "total_kernel_time_us"), "Total kernel time"),
+          metric("kernel_count", data.rows.length, "Kernel rows"),
+          metric("tensor_core_kernel_count", tensorCore, "Using TensorCore"),
+          metric("kernel_devices", data.devices.join(", "), "Devices"),
+        ]),
+        data.rows.length === 0 ? note("No GPU kernels in this profile.") : null,
+      ],
+      { id: "kernel-summary" },
+      true,
+    ),
+    tableCard(context, "kernels", "Kernel stats"),
+  );
+}
+
+export const kernelStatsPage: ToolPage = { tables: true, render };

@@ -1,0 +1,67 @@
+/**
+ * memory_profile: per device (or allocator), memory over time with its peak, and the ops
+ * holding memory at the peak. One device is shown at a time (#memory-device), as XProf's
+ * memory profile does; the tables cover every device.
+ */
+
+import type { MemoryDevice, MemoryProfile } from "../api";
+import { memoryTimelineData } from "../components/chart-data";
+import { memoryLineChart } from "../components/charts";
+import { at, card, metric, metrics, note } from "../components/metric";
+import { el } from "../dom";
+import { add, grid, tableCard } from "./common";
+import type { PageContext, ToolPage } from "./types";
+
+function deviceView(device: MemoryDevice): HTMLElement[] {
+  return [
+    card(
+      `Memory: ${device.device}`,
+      metrics([
+        metric("peak_allocated_bytes", at(device, "peak_allocated_bytes"), "Peak allocated"),
+        metric("peak_time_us", at(device, "peak_time_us"), "Peak at"),
+        metric("peak_step", at(device, "peak_step"), "Peak step"),
+        metric("peak_reserved_bytes", at(device, "peak_reserved_bytes"), "Peak reserved"),
+        metric("lifetime_peak_bytes", at(device, "lifetime_peak_bytes"), "Allocator's lifetime peak"),
+        metric("events", at(device, "events"), "Memory events"),
+        metric("allocated_from", device.allocated_from, "Allocated figure from"),
+        metric("frees_matched_by", device.frees_matched_by, "Frees matched by"),
+      ]),
+      { id: "memory-summary", "data-device": device.device },
+      true,
+    ),
+    card("Memory timeline", memoryLineChart("memory_timeline", `Memory of ${device.device} over time`, memoryTimelineData(device)), { id: "memory-timeline" }, true),
+  ];
+}
+
+function render(root: HTMLElement, context: PageContext): void {
+  const data = context.data as MemoryProfile;
+  const layout = grid(root);
+  if (data.devices.length === 0) {
+    add(layout, card("Memory profile", note(data.note, "note", { id: "memory-note" }), { id: "memory-empty" }, true));
+    return;
+  }
+  const slot = el("div", { class: "grid-contents" });
+  const show = (name: string): void => {
+    const device = data.devices.find((candidate) => candidate.device === name) ?? data.devices[0]!;
+    slot.replaceChildren(...deviceView(device));
+  };
+  if (data.devices.length > 1) {
+    const select = el(
+      "select",
+      { id: "memory-device", "aria-label": "Memory device" },
+      data.devices.map((device) => el("option", { value: device.device }, device.device)),
+    );
+    select.addEventListener("change", () => show(select.value));
+    add(layout, el("div", { class: "inline-control wide" }, [el("label", { for: "memory-device" }, "Device / allocator "), select]));
+  }
+  add(layout, slot);
+  show(data.devices[0]!.device);
+  add(
+    layout,
+    tableCard(context, "memory_peaks", "Peaks per device"),
+    tableCard(context, "peak_holders", "Memory held at the peak, by op"),
+    card("How these figures were made", note(data.note, "note", { id: "memory-note" }), { id: "memory-notes" }, true),
+  );
+}
+
+export const memoryProfilePage: ToolPage = { tables: true, render };

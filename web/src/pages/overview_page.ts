@@ -1,0 +1,127 @@
+/**
+ * overview_page: the performance summary (step time, input share, device busy), the
+ * step-time graph (each step's time split into the tool's categories), top ops, the run
+ * environment and the recommendation, laid out as XProf's overview page is.
+ */
+
+import type { OverviewPage } from "../api";
+import { el } from "../dom";
+import { stepTimeData } from "../components/chart-data";
+import { stackedBarChart } from "../components/charts";
+import { at, card, metric, metricValue, metrics, note } from "../components/metric";
+import { humanize } from "../format";
+import { add, grid, tableCard } from "./common";
+import type { PageContext, ToolPage } from "./types";
+
+function summaryCard(data: OverviewPage): HTMLElement {
+  const rec = data.recommendation;
+  const input = rec && rec.input_percent !== null ? at(rec, "input_percent") : at(data.breakdown_percent, "input");
+  const items = [
+    metric("step_time_mean_us", at(data.step_time_us, "mean"), "Average step time"),
+    metric("step_time_stddev_us", at(data.step_time_us, "stddev"), "Step time std. dev."),
+    metric("step_time_min_us", at(data.step_time_us, "min"), "Fastest step"),
+    metric("step_time_max_us", at(data.step_time_us, "max"), "Slowest step"),
+    metric("input_percent", input, "Input (of step time)"),
+    metric("device_busy_percent", at(data.device, "busy_percent"), "Device busy", "Share of the profiled window some device was running work"),
+    metric("kernel_launch_percent", rec ? at(rec, "kernel_launch_percent") : null, "Kernel launch"),
+    metric("step_count", data.steps.length, "Steps"),
+    metric("step_source", data.step_source, "Steps from"),
+  ];
+  const flops = data.flops;
+  if (flops && flops.gflops_per_second !== null) items.push(metric("flops_gflops_per_second", at(flops, "gflops_per_second"), "Device GFLOP/s"));
+  if (flops && flops.utilization_percent !== null) items.push(metric("flops_utilization_percent", at(flops, "utilization_percent"), "FLOPS utilisation"));
+  if (flops && flops.peak_tflops_per_second !== null) items.push(metric("flops_peak_tflops_per_second", at(flops, "peak_tflops_per_second"), "Device peak TFLOP/s"));
+  return card(
+    "Performance summary",
+    [
+      metrics(items),
+      data.steps_inferred
+        ? note(
+            "Steps inferred: the profile has no step markers, so the whole profiled window is treated as one step.",
+            "warning",
+            { id: "steps-inferred" },
+          )
+        : null,
+    ],
+    { id: "summary" },
+    true,
+  );
+}
+
+function breakdownCard(data: OverviewPage): HTMLElement {
+  const percents = data.breakdown_percent ?? {};
+  const entries = Object.keys(percents);
+  return card(
+    "Step time breakdown",
+    el(
+      "dl",
+      { class: "breakdown" },
+      entries.flatMap((category) => [
+        el("dt", {}, humanize(category)),
+        el("dd", {}, metricValue(`breakdown_${category}_percent`, at(percents, category), "span")),
+      ]),
+    ),
+    { id: "breakdown" },
+  );
+}
+
+function environmentCard(data: OverviewPage): HTMLElement {
+  const env = data.environment;
+  return card(
+    "Run environment",
+    [
+      metrics([
+        metric("env_framework", env.framework, "Framework"),
+        metric("env_device_type", env.device_type, "Device type"),
+        metric("env_device_count", at(env, "device_count"), "Devices"),
+        metric("env_hosts", env.hosts !== undefined ? at(env, "hosts") : 1, "Hosts"),
+        metric("env_source_format", env.source_format, "Profile format"),
+        metric("env_host", env.host, "Host"),
+      ]),
+      env.devices.length > 0 ? el("ul", { class: "device-list" }, env.devices.map((device) => el("li", {}, device))) : null,
+      Object.keys(env.versions ?? {}).length > 0
+        ? el(
+            "ul",
+            { class: "device-list" },
+            Object.entries(env.versions).map(([name, version]) => el("li", {}, `${name} ${version}`)),
+          )
+        : null,
+    ],
+    { id: "environment" },
+  );
+}
+
+function recommendationCard(data: OverviewPage): HTMLElement {
+  const rec = data.recommendation;
+  return card(
+    "Recommendation for next step",
+    [
+      el("p", { class: "summary-text", "data-metric": "recommendation_summary", "data-value": rec.summary }, rec.summary),
+      el("ul", { class: "next-steps" }, rec.next_steps.map((step) => el("li", {}, step))),
+    ],
+    { id: "recommendation", "data-input-bound": rec.input_bound },
+  );
+}
+
+function render(root: HTMLElement, context: PageContext): void {
+  const data = context.data as OverviewPage;
+  const layout = grid(root);
+  add(layout, summaryCard(data), recommendationCard(data), environmentCard(data), breakdownCard(data));
+  add(
+    layout,
+    card(
+      "Step-time graph",
+      data.steps.length > 0 ? stackedBarChart("step_time", "Step time per step, by category", stepTimeData(data)) : note("No steps in this profile."),
+      { id: "step-time-graph" },
+      true,
+    ),
+  );
+  add(
+    layout,
+    tableCard(context, "top_ops", "Top operations by self time"),
+    tableCard(context, "devices", "Devices"),
+    tableCard(context, "steps", "Steps"),
+  );
+}
+
+export const overviewPage: ToolPage = { tables: true, render };

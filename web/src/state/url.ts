@@ -1,0 +1,64 @@
+/**
+ * The page's address is its state: `/?run=R&host=H&tool=T`, so a view can be shared by
+ * copying the URL. These are the pure rules for reading it, writing it, and settling on a
+ * concrete selection when a parameter is missing or names something that isn't there.
+ */
+
+import type { RunInfo, Selection } from "../api";
+
+/** What the address asks for; any part may be missing. */
+export interface Wanted {
+  run?: string;
+  host?: string;
+  tool?: string;
+}
+
+export function parseQuery(search: string): Wanted {
+  const params = new URLSearchParams(search);
+  const wanted: Wanted = {};
+  const run = params.get("run");
+  const host = params.get("host");
+  const tool = params.get("tool");
+  if (run !== null) wanted.run = run;
+  if (host !== null) wanted.host = host;
+  if (tool !== null) wanted.tool = tool;
+  return wanted;
+}
+
+/** "?run=..&host=..&tool=.." in that order (URLSearchParams escapes spaces and slashes). */
+export function buildQuery(selection: Partial<Selection>): string {
+  const params = new URLSearchParams();
+  if (selection.run) params.set("run", selection.run);
+  if (selection.host) params.set("host", selection.host);
+  if (selection.tool) params.set("tool", selection.tool);
+  const query = params.toString();
+  return query ? `?${query}` : "";
+}
+
+/** The run the address asks for if it exists, else the first one; null with no runs. */
+export function pickRun(runs: RunInfo[], wanted?: string): RunInfo | null {
+  return runs.find((run) => run.name === wanted) ?? runs[0] ?? null;
+}
+
+/** The wanted host if the run has it (so switching runs keeps the host), else its first. */
+export function pickHost(run: RunInfo, wanted?: string): string {
+  if (wanted !== undefined && run.hosts.includes(wanted)) return wanted;
+  return run.hosts[0] ?? "";
+}
+
+/** The wanted tool if offered (so switching runs keeps the tool), else the first. */
+export function pickTool(tools: string[], wanted?: string): string {
+  if (wanted !== undefined && tools.includes(wanted)) return wanted;
+  return tools[0] ?? "";
+}
+
+/** Run and host settled from what is wanted; the tool is settled once the tools are known. */
+export function resolveRunHost(runs: RunInfo[], wanted: Wanted): { run: string; host: string } | null {
+  const run = pickRun(runs, wanted.run);
+  if (!run) return null;
+  return { run: run.name, host: pickHost(run, wanted.host) };
+}
+
+export function sameSelection(a: Partial<Selection> | null, b: Partial<Selection> | null): boolean {
+  return !!a && !!b && a.run === b.run && a.host === b.host && a.tool === b.tool;
+}
