@@ -27,6 +27,7 @@ class Answer:
 
 class DashboardServer:
     def __init__(self, logdir: Path, cache_dir: Path) -> None:
+        self.cache_dir = cache_dir
         self.process = subprocess.Popen(
             [sys.executable, "-m", "stepscope.cli", "serve", "--logdir", str(logdir), "--port", "0", "--cache-dir", str(cache_dir)],
             stdout=subprocess.PIPE,

@@ -21,6 +21,7 @@ from stepscope.render import render
 from stepscope.trace.readers import load
 from tests.conftest import read_json, shared
 from tests.dashboard.conftest import GPU_HOSTS, TPU_SESSION
+from tests.dashboard.server import DashboardServer
 from tests.service_job import Job
 
 TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "op_profile", "memory_profile")
@@ -64,6 +65,26 @@ def test_tool_data_is_the_reports_json(server, logdir, tool):
         assert answer.status == 200, answer.body[:300]
         assert answer.headers["content-type"] == "application/json"
         assert answer.json() == expected(logdir.path(run, host), tool), (run, host)
+
+
+def test_tool_data_is_computed_once_and_kept_across_restarts(server, logdir, tmp_path):
+    """Every tool of a profile comes from one analysis, cached under --cache-dir (never in
+    the logdir); a new server on the same cache answers at once, without a 202."""
+    params = dict(run="gpu", host="alexnet_small")
+    for tool in TOOLS:
+        assert server.ready("/api/data", **params, tool=tool).status == 200
+    cache = Path(server.cache_dir) / "analysis"
+    folders = [folder for folder in cache.iterdir() if folder.is_dir()]
+    assert all(sorted(f.name for f in folder.iterdir()) == sorted([f"{t}.json" for t in TOOLS] + [f"{t}.tables.json" for t in TOOLS]) for folder in folders)
+    assert not [path for path in logdir.root.rglob("*") if path.name.startswith(TOOLS)]  # nothing written to the logdir
+    second = DashboardServer(logdir.root, server.cache_dir)
+    try:
+        for tool in TOOLS:
+            answer = second.get("/api/data", **params, tool=tool)
+            assert answer.status == 200
+            assert answer.json() == expected(logdir.path("gpu", "alexnet_small"), tool)
+    finally:
+        second.stop()
 
 
 def test_tables_and_csv_match_and_count_the_traces_kernels(server, logdir):

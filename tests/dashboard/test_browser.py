@@ -7,6 +7,7 @@ test_api compares with `stepscope report`). Screenshots of every page go to scre
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from urllib.parse import parse_qs, urlparse
 
@@ -14,6 +15,7 @@ import pytest
 
 import playwright.sync_api as playwright_api  # noqa: E402  (a test dependency, installed by `make test`)
 
+from tests.conftest import shared  # noqa: E402
 from tests.dashboard.browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, foreign_requests, page_url  # noqa: E402
 from tests.dashboard.conftest import TPU_SESSION  # noqa: E402
 from tests.service_job import Job  # noqa: E402
@@ -271,3 +273,22 @@ def test_capture_dialog_captures_a_live_job(page, server, tmp_path):
     page.goto(page_url(server.url, run=run, host=host, tool="overview_page"))
     wait_ready(page, "overview_page")
     assert int(metric(page, "step_count")) >= 10
+
+
+def test_a_profile_being_analysed_shows_progress_then_the_tool(page, server, logdir):
+    """The first request for a profile the server has not analysed is answered 202 (queued),
+    so the page shows its progress state before the tool."""
+    (logdir.root / "fresh").mkdir()
+    shutil.copy(shared("kineto/recsys_sampled_rank1_of_128.pt.trace.json.gz"), logdir.root / "fresh")
+    where = dict(run="fresh", host="recsys_sampled_rank1_of_128")
+    deadline = time.monotonic() + 10
+    while not any(run["name"] == "fresh" for run in server.get("/api/runs").json()["runs"]):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    page.goto(page_url(server.url, **where, tool="overview_page"))
+    progress = page.wait_for_selector("#progress", timeout=30_000)
+    assert "%" in progress.inner_text()
+    wait_ready(page, "overview_page")
+    assert page.locator("#progress").count() == 0
+    expected = data(server, "overview_page", **where)
+    assert int(metric(page, "step_count")) == len(expected["steps"])
