@@ -1,0 +1,116 @@
+"""Every code block of the README runs, in order, in one scratch folder, as a user pasting
+them would run them: python blocks as programs, sh blocks line by line. What a block says it
+makes (profiles, reports) is checked after it. The docs cannot rot without this failing."""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+
+README = ROOT / "README.md"
+BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+LINK = re.compile(r"\]\(([^)#]+)(?:#[^)]*)?\)")
+BLOCKS = BLOCK.findall(README.read_text())
+SERVER_PORT = 6009  # the README's
+
+pytestmark = pytest.mark.framework
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    state = {"cwd": tmp_path_factory.mktemp("readme"), "background": []}
+    yield state
+    for process in state["background"]:
+        process.kill()
+        process.wait()
+
+
+def environment() -> dict[str, str]:
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}", "PYTHONUNBUFFERED": "1"}
+
+
+def profiles(folder: Path) -> list[Path]:
+    return sorted(folder.glob("plugins/profile/*/*.xplane.pb"))
+
+
+def run_python(code: str, cwd: Path, background: list) -> None:
+    script = cwd / f"block_{len(list(cwd.glob('block_*.py')))}.py"
+    script.write_text(code)
+    if f"start_server({SERVER_PORT})" in code:  # a job to capture: it runs beside the next blocks
+        background.append(subprocess.Popen([sys.executable, str(script)], cwd=cwd, env=environment()))
+        deadline = time.monotonic() + 60
+        while True:
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", SERVER_PORT)) == 0:
+                    return
+            assert time.monotonic() < deadline, "the job's profiler server never listened"
+            time.sleep(0.1)
+    result = subprocess.run([sys.executable, str(script)], cwd=cwd, env=environment(), capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, f"{script.name}:\n{code}\n{result.stderr[-3000:]}"
+    if "StepHook" in code:
+        assert len(profiles(cwd / "logs/hook")) == 2  # as its comment says: steps 50 and 100
+
+
+def run_serve(line: str, cwd: Path) -> None:
+    """`stepscope serve`: start it on a free port, see it answer with the logdir's runs, stop."""
+    process = subprocess.Popen([*line.split(), "--port", "0"], cwd=cwd, env=environment(), stdout=subprocess.PIPE, text=True)
+    try:
+        url = re.search(r"http://\S+", process.stdout.readline()).group(0)
+        with urllib.request.urlopen(url + "api/runs", timeout=30) as answer:
+            runs = {run["name"].split("/")[0] for run in __import__("json").load(answer)["runs"]}
+        assert {"torch", "jax", "keras", "tf", "hook", "remote"} <= runs
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def run_sh(code: str, cwd: Path) -> None:
+    makefile = (ROOT / "Makefile").read_text()
+    for line in code.splitlines():
+        command = line.split(" #")[0].strip()
+        if not command:
+            continue
+        if command.startswith("make "):
+            target = command.split()[1]
+            assert re.search(rf"^{target}:", makefile, re.MULTILINE), f"no make target {target}"
+        elif command.startswith("stepscope serve"):
+            run_serve(command, cwd)
+        else:
+            result = subprocess.run(["bash", "-c", command], cwd=cwd, env=environment(), capture_output=True, text=True, timeout=600)
+            assert result.returncode == 0, f"{command}\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
+            if command.startswith("stepscope capture"):
+                assert len(profiles(cwd / "logs/remote")) == 1
+            if "--output" in command:
+                output = cwd / command.split("--output")[1].split()[0]
+                assert output.read_text().startswith("# overview_page.")  # every tool's tables
+
+
+def test_readme_has_code_blocks_of_known_languages():
+    assert len(BLOCKS) >= 10
+    assert {language for language, _ in BLOCKS} <= {"python", "sh"}
+
+
+@pytest.mark.parametrize("index", range(len(BLOCKS)), ids=[f"block{i}-{language}" for i, (language, _) in enumerate(BLOCKS)])
+def test_readme_block_runs(index, scratch):
+    language, code = BLOCKS[index]
+    if language == "python":
+        run_python(code, scratch["cwd"], scratch["background"])
+    else:
+        run_sh(code, scratch["cwd"])
+
+
+def test_readme_links_exist():
+    targets = [target for target in LINK.findall(README.read_text()) if "://" not in target]
+    assert targets
+    missing = [target for target in targets if not (ROOT / target).exists()]
+    assert missing == []
