@@ -15,7 +15,7 @@ import re
 import numpy as np
 
 from stepscope.trace import names
-from stepscope.trace.model import Plane
+from stepscope.trace.model import NO_ID, Plane
 
 
 class Activity(enum.IntEnum):
@@ -43,7 +43,7 @@ DEVICE_ACTIVITIES = frozenset(
 
 COLLECTIVE = re.compile(
     r"nccl|rccl|all[-_]?reduce|all[-_]?gather|reduce[-_]?scatter|all[-_]?to[-_]?all|collective[-_]?permute|"
-    r"broadcast|SendRecv|ncclDevKernel",
+    r"collective[-_]?broadcast|SendRecv",
     re.IGNORECASE,
 )
 STEP_MARKER = re.compile(r"^ProfilerStep#\d+$")
@@ -91,7 +91,7 @@ def _device_type_activity(name: str, category: str) -> Activity:
 
 
 def _host_type_activity(name: str, category: str) -> Activity:
-    if STEP_MARKER.match(name) or category in ("Trace",):
+    if STEP_MARKER.match(name) or name == names.STEPSCOPE_STEP or category in ("Trace",):
         return Activity.NONE
     if INPUT.search(name):
         return Activity.INPUT
@@ -123,4 +123,8 @@ def event_activities(plane: Plane) -> np.ndarray:
         else:
             ignored = [i for i, line in enumerate(plane.lines) if line.name in DEVICE_WRAPPER_LINES]
         activities[np.isin(plane.events.line, ignored)] = Activity.NONE
+    else:
+        # Step markers are spans around the step's work, whatever their name (JAX's
+        # StepTraceAnnotation, TensorFlow's Trace(step_num=...)): they carry step_num.
+        activities[plane.events.step_num != NO_ID] = Activity.NONE
     return activities
