@@ -101,3 +101,20 @@ def test_jax_cpu_ops_are_shown_where_xprof_shows_none(jax_profile: Path):
             expected[event.stats["hlo_op"]] = expected.get(event.stats["hlo_op"], 0) + 1
     assert expected, "the JAX profile ran XLA ops"
     assert {row["name"]: row["occurrences"] for row in ours if row["host_or_device"] == "Host"} == expected
+
+
+def test_the_framework_is_named_from_the_events(tf_profile: Path, jax_profile: Path, tmp_path: Path):
+    """Each profile names the framework that made it: TensorFlow's and JAX's captures (both
+    XSpace), a plain-Python stepscope capture, a Kineto trace."""
+    from tests.conftest import shared
+
+    def framework(path: Path) -> str:
+        return run_tool("overview_page", stepscope.load(path)).to_json()["environment"]["framework"]
+
+    assert framework(tf_profile) == "TensorFlow"
+    assert framework(jax_profile) == "JAX"
+    assert framework(shared("kineto/alexnet_small.pt.trace.json.gz")) == "PyTorch"
+    with stepscope.profile(tmp_path) as session:
+        with stepscope.step(0):
+            pass
+    assert framework(session.path) == "Python"

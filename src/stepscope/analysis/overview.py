@@ -11,6 +11,8 @@ profiled window (overlapping kernels on several streams count once).
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,11 +156,32 @@ def step_breakdown(steps: Steps, unions: dict[Activity, Union]) -> dict[str, np.
     return result
 
 
+# A framework is named when an event type of the profile shows its hand (a capture may
+# hold several: a stepscope capture of a PyTorch job is XSpace with torch's ops in it).
+FRAMEWORK_MARKERS = {
+    "PyTorch": re.compile(r"^aten::|^ProfilerStep#\d+$|^autograd::"),
+    "JAX": re.compile(r"^PjitFunction|^jit_|^pjit"),
+    "TensorFlow": re.compile(r"^__inference_|^EagerExecute$|^IteratorGetNext|^tf\.|^Iterator::"),
+}
+
+
+def frameworks(profile: Profile) -> str:
+    """The frameworks whose events the profile holds ("PyTorch", "JAX + ..."), "Python"
+    for a capture of none, "" when nothing tells (a trace of unknown origin)."""
+    found = [
+        name
+        for name, marker in FRAMEWORK_MARKERS.items()
+        if any(marker.search(event_name) for plane in profile.planes for event_name in plane.metadata.names)
+    ]
+    if found:
+        return " + ".join(found)
+    captured = any(name.startswith("stepscope.") for plane in profile.planes for name in plane.metadata.names)
+    return "Python" if captured else ""
+
+
 def _environment(profile: Profile) -> dict[str, Any]:
     info = profile.info
-    framework = {"kineto": "PyTorch"}.get(profile.format, "")
-    if not framework and profile.format == "xspace":
-        framework = "XLA (JAX or TensorFlow)"
+    framework = frameworks(profile) or {"kineto": "PyTorch"}.get(profile.format, "")
     versions = {key: info[key] for key in ("cuda_runtime_version", "cuda_driver_version", "cupti_version", "hip_runtime_version") if key in info}
     devices = device_names(profile)
     return {
