@@ -54,7 +54,7 @@ def test_runs_are_the_profiles_of_the_logdir(server, logdir):
 def test_tools_of_a_host(server):
     answer = server.get("/api/tools", run="gpu", host="alexnet_small")
     assert answer.status == 200
-    assert answer.json() == {"tools": list(TOOLS)}
+    assert answer.json() == {"tools": [*TOOLS, "trace_viewer"]}
     assert tool_names() == list(TOOLS)
 
 
@@ -74,8 +74,9 @@ def test_tool_data_is_computed_once_and_kept_across_restarts(server, logdir, tmp
     for tool in TOOLS:
         assert server.ready("/api/data", **params, tool=tool).status == 200
     cache = Path(server.cache_dir) / "analysis"
-    folders = [folder for folder in cache.iterdir() if folder.is_dir()]
-    assert all(sorted(f.name for f in folder.iterdir()) == sorted([f"{t}.json" for t in TOOLS] + [f"{t}.tables.json" for t in TOOLS]) for folder in folders)
+    folders = [folder for folder in cache.iterdir() if folder.is_dir() and "." not in folder.name]  # not <key>.exports
+    files = sorted([f"{t}.json" for t in (*TOOLS, "trace_viewer")] + [f"{t}.tables.json" for t in (*TOOLS, "trace_viewer")] + ["trace_index"])
+    assert all(sorted(f.name for f in folder.iterdir()) == files for folder in folders)
     assert not [path for path in logdir.root.rglob("*") if path.name.startswith(TOOLS)]  # nothing written to the logdir
     second = DashboardServer(logdir.root, server.cache_dir)
     try:

@@ -11,12 +11,17 @@ import shutil
 import time
 from urllib.parse import parse_qs, urlparse
 
+import playwright.sync_api as playwright_api  # noqa: E402  (a test dependency, installed by `make test`)
 import pytest
 
-import playwright.sync_api as playwright_api  # noqa: E402  (a test dependency, installed by `make test`)
-
 from tests.conftest import shared  # noqa: E402
-from tests.dashboard.browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, foreign_requests, page_url  # noqa: E402
+from tests.dashboard.browser import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    SCREENSHOTS,
+    foreign_requests,
+    page_url,
+)
 from tests.dashboard.conftest import TPU_SESSION  # noqa: E402
 from tests.service_job import Job  # noqa: E402
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
@@ -25,9 +26,11 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from stepscope.analysis import tool_names
+from stepscope.dashboard import trace_api
 from stepscope.dashboard.analysis_cache import AnalysisCache, Failed, Pending, Ready
 from stepscope.dashboard.captures import CaptureRequest, Captures
-from stepscope.dashboard.worker import table_from_json
+from stepscope.dashboard.profile_jobs import ProfileJobs
+from stepscope.dashboard.worker import TRACE_VIEWER, table_from_json
 from stepscope.errors import StepscopeError
 from stepscope.render.formats import table_csv
 from stepscope.trace.logdir import Host, Run, discover
@@ -90,20 +93,32 @@ class Dashboard:
 
     def tool(self, request: Request) -> str:
         name = request.query_params.get("tool", "")
-        if name not in tool_names():
-            raise NotFound(f"unknown tool {name!r} (tools: {', '.join(tool_names())})")
+        if name not in dashboard_tools():
+            raise NotFound(f"unknown tool {name!r} (tools: {', '.join(dashboard_tools())})")
         return name
 
 
-def _ready(dashboard: Dashboard, request: Request) -> tuple[Ready, str] | Response:
-    """The finished analysis of the requested profile, or the response to give instead."""
-    host, tool = dashboard.host(request), dashboard.tool(request)
-    status = dashboard.cache.status(host.path)
+def dashboard_tools() -> list[str]:
+    """The analysis tools, then the trace viewer (its data: the index's tracks)."""
+    return [*tool_names(), TRACE_VIEWER]
+
+
+def analysis_status(request: Request) -> Ready | Response:
+    """The finished analysis of the requested run/host, or the answer to give instead:
+    202 with progress while it runs, 422 when the profile cannot be read."""
+    dashboard: Dashboard = request.app.state.dashboard
+    status = dashboard.cache.status(dashboard.host(request).path)
     if isinstance(status, Pending):
         return JSONResponse(status.progress.to_json(), status_code=202)
     if isinstance(status, Failed):
         return error(422, status.message)
-    return status, tool
+    return status
+
+
+def _ready(dashboard: Dashboard, request: Request) -> tuple[Ready, str] | Response:
+    tool = dashboard.tool(request)
+    status = analysis_status(request)
+    return status if isinstance(status, Response) else (status, tool)
 
 
 def _tool_file(path: Path) -> Response:
@@ -121,7 +136,7 @@ def api_runs(request: Request) -> Response:
 
 def api_tools(request: Request) -> Response:
     request.app.state.dashboard.host(request)
-    return JSONResponse({"tools": tool_names()})
+    return JSONResponse({"tools": dashboard_tools()})
 
 
 def api_data(request: Request) -> Response:
@@ -205,6 +220,7 @@ def create_app(logdir: Path, cache: AnalysisCache, allowed_hosts: list[str] | No
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
         cache.close()
+        app.state.profile_jobs.close()
 
     routes = [
         Route("/", page),
@@ -215,11 +231,14 @@ def create_app(logdir: Path, cache: AnalysisCache, allowed_hosts: list[str] | No
         Route("/api/csv", api_csv),
         Route("/api/capture", api_capture_start, methods=["POST"]),
         Route("/api/capture/{id}", api_capture_status),
+        *trace_api.ROUTES,
         Route("/api/{rest:path}", unknown_api),
     ]
     if STATIC_DIR.is_dir():  # the built page's assets (without a build, "/" says how to make one)
         routes.append(Mount("/", StaticFiles(directory=STATIC_DIR)))
     middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)] if allowed_hosts else []
+    # Fast compression: trace answers are megabytes of floats on a local link.
+    middleware.append(Middleware(GZipMiddleware, minimum_size=4096, compresslevel=1))
     app = Starlette(
         routes=routes,
         middleware=middleware,
@@ -227,4 +246,6 @@ def create_app(logdir: Path, cache: AnalysisCache, allowed_hosts: list[str] | No
         lifespan=lifespan,
     )
     app.state.dashboard = dashboard
+    app.state.indexes = trace_api.Indexes()
+    app.state.profile_jobs = ProfileJobs()
     return app

@@ -21,8 +21,12 @@ from stepscope.analysis.tables import Column, Table
 from stepscope.render.formats import json_safe
 from stepscope.trace.files import atomic_write
 from stepscope.trace.readers import load
+from stepscope.viewer import build_index
 
-# Result files in a profile's cache folder.
+# Result files in a profile's cache folder (the trace viewer's: an index folder, and its
+# tracks as the tool's JSON).
+TRACE_VIEWER = "trace_viewer"
+INDEX_FOLDER = "trace_index"
 TOOL_SUFFIX = ".json"
 TABLES_SUFFIX = ".tables.json"
 ERROR_FILE = "error.json"  # beside the folder: <key>.error.json
@@ -91,10 +95,10 @@ def analyse(profile_path: str, folder: str, progress_path: str) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     try:
         tools = tool_names()
-        for index, tool in enumerate(tools):
-            fraction = LOAD_SHARE + (1 - LOAD_SHARE) * index / len(tools)
+        for number, tool in enumerate(tools):
+            fraction = LOAD_SHARE + (0.95 - LOAD_SHARE) * number / len(tools)
             elapsed = time.monotonic() - started
-            write_progress(progress_file, Progress("analysing", fraction, f"{tool} ({index + 1}/{len(tools)}, {elapsed:.0f} s)"))
+            write_progress(progress_file, Progress("analysing", fraction, f"{tool} ({number + 1}/{len(tools)}, {elapsed:.0f} s)"))
             try:
                 result = run_tool(tool, profile)
                 document, tables = result.to_json(), tables_json(result.tables())
@@ -102,6 +106,12 @@ def analyse(profile_path: str, folder: str, progress_path: str) -> None:
                 document = tables = {"error": f"{name}: {tool} failed: {type(error).__name__}: {error}"}
             (staging / f"{tool}{TOOL_SUFFIX}").write_bytes(_dump(document))
             (staging / f"{tool}{TABLES_SUFFIX}").write_bytes(_dump(tables))
+        elapsed = time.monotonic() - started
+        write_progress(progress_file, Progress("analysing", 0.97, f"trace viewer index ({elapsed:.0f} s)"))
+        index = build_index(profile)
+        index.save(staging / INDEX_FOLDER)
+        (staging / f"{TRACE_VIEWER}{TOOL_SUFFIX}").write_bytes(_dump(index.tracks_json()))
+        (staging / f"{TRACE_VIEWER}{TABLES_SUFFIX}").write_bytes(_dump({"tables": []}))
         os.chmod(staging, 0o755)
         try:
             os.replace(staging, target)

@@ -1,0 +1,119 @@
+"""The trace viewer's API on the real server (docs/dashboard.md "Trace viewer API"), its
+numbers checked against the raw trace read with the standard library's json."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+
+import pytest
+
+from stepscope.viewer import decode
+from tests.conftest import read_json, shared
+
+WHERE = dict(run="gpu", host="alexnet_small")
+RAW = "kineto/alexnet_small.pt.trace.json.gz"
+
+
+@pytest.fixture(scope="module")
+def raw():
+    return read_json(shared(RAW))["traceEvents"]
+
+
+@pytest.fixture(scope="module")
+def tracks(server):
+    answer = server.ready("/api/trace/tracks", **WHERE)
+    assert answer.status == 200
+    return answer.json()
+
+
+def test_tracks_hold_every_event_of_the_trace(tracks, raw):
+    complete_and_instants = [e for e in raw if e.get("ph") in ("X", "i")]
+    assert tracks["event_count"] == len(complete_and_instants)
+    assert sum(track["event_count"] for track in tracks["tracks"]) == len(complete_and_instants)
+    assert "/device:GPU:0" in tracks["sections"]
+
+
+def test_a_full_view_query_accounts_for_every_event(server, tracks, raw):
+    answer = server.get("/api/trace/query", **WHERE, start_ps="0", end_ps=str(tracks["span_ps"] + 1), width_px="1600")
+    assert answer.status == 200
+    assert answer.headers["content-type"] == "application/octet-stream"
+    decoded = decode(answer.body)
+    counts = decoded["header"]["counts"]
+    # Every event is drawn alone or inside a merged run: the two add up to all of them.
+    assert counts["events"] + int(decoded["run_count"].sum()) == counts["overlapping"] == tracks["event_count"]
+
+
+def test_a_track_subset_and_a_name_filter(server, tracks, raw):
+    gpu = [track["id"] for track in tracks["tracks"] if track["section"] == "/device:GPU:0"]
+    span = str(tracks["span_ps"] + 1)
+    decoded = decode(server.get("/api/trace/query", **WHERE, start_ps="0", end_ps=span, width_px="800", tracks=",".join(map(str, gpu))).body)
+    assert set(decoded["lane_track"].tolist()) <= set(gpu)
+    gpu_events = [e for e in raw if e.get("ph") == "X" and e.get("pid") == 0]  # pid 0: GPU 0 in this trace
+    assert decoded["header"]["counts"]["overlapping"] == len(gpu_events)
+    filtered = decode(server.get("/api/trace/query", **WHERE, start_ps="0", end_ps=span, width_px="800", filter="CONV").body)
+    assert filtered["header"]["counts"]["overlapping"] == sum(1 for e in raw if e.get("ph") == "X" and "conv" in e["name"].lower())
+
+
+def test_find_steps_through_matches_and_details_show_the_args(server, raw):
+    conv = sorted((float(e["ts"]), e) for e in raw if e.get("ph") == "X" and e["name"] == "aten::conv2d")
+    first = server.get("/api/trace/find", **WHERE, text="aten::conv2d").json()["match"]
+    assert first["name"] == "aten::conv2d" and first["ordinal"] == 0 and first["total"] == len(conv)
+    second = server.get("/api/trace/find", **WHERE, text="aten::conv2d", after_id=str(first["id"])).json()["match"]
+    assert second["ordinal"] == 1 and second["start_ps"] >= first["start_ps"]
+    back = server.get("/api/trace/find", **WHERE, text="aten::conv2d", after_id=str(second["id"]), before="1").json()["match"]
+    assert back["id"] == first["id"]
+
+    event = server.get("/api/trace/event", **WHERE, id=str(first["id"])).json()
+    expected = conv[0][1]
+    assert event["details"]["name"] == "aten::conv2d"
+    assert event["details"]["duration_ps"] == round(float(expected["dur"]) * 1_000_000)
+    stats = {stat["name"]: stat["value"] for stat in event["details"]["stats"]}
+    assert stats["external_id"] == expected["args"]["External id"]
+
+
+def test_a_kernel_flows_back_to_its_launch(server, raw):
+    kernel = next(e for e in raw if e.get("cat") == "kernel")
+    launch = next(e for e in raw if e.get("cat") == "cuda_runtime" and e["args"].get("correlation") == kernel["args"]["correlation"])
+    found = server.get("/api/trace/find", **WHERE, text=kernel["name"][:40]).json()["match"]
+    flows = server.get("/api/trace/event", **WHERE, id=str(found["id"])).json()["flows"]
+    ends = [flow[side]["name"] for flow in flows for side in ("from", "to")]
+    assert launch["name"] in ends
+
+
+def test_export_a_range_as_chrome_json(server, tracks, raw):
+    start_ps, end_ps = tracks["span_ps"] // 4, tracks["span_ps"] // 2
+    answer = server.get("/api/trace/export", **WHERE, start_ps=str(start_ps), end_ps=str(end_ps))
+    assert answer.status == 200
+    assert answer.headers["content-disposition"].startswith("attachment;")
+    exported = json.load(io.TextIOWrapper(gzip.GzipFile(fileobj=io.BytesIO(answer.body)), encoding="utf-8"))
+    origin_us = tracks["start_ns"] / 1000
+    expected = [
+        e for e in raw if e.get("ph") == "X" and (float(e["ts"]) - origin_us) * 1e6 < end_ps and (float(e["ts"]) + float(e["dur"]) - origin_us) * 1e6 > start_ps
+    ]
+    assert 0 < len(expected) < sum(1 for e in raw if e.get("ph") == "X")
+    assert sum(1 for e in exported["traceEvents"] if e.get("ph") == "X") == len(expected)
+
+
+@pytest.mark.parametrize(
+    ("params", "words"),
+    [
+        (dict(start_ps="-5", end_ps="10", width_px="100"), "negative"),
+        (dict(start_ps="10", end_ps="5", width_px="100"), "before"),
+        (dict(start_ps="x", end_ps="5", width_px="100"), "integer"),
+        (dict(start_ps="0", end_ps="5"), "width_px"),
+        (dict(start_ps="0", end_ps="5", width_px="100", tracks="99999"), "track"),
+    ],
+)
+def test_bad_query_parameters_are_400(server, params, words):
+    server.ready("/api/trace/tracks", **WHERE)
+    answer = server.get("/api/trace/query", **WHERE, **params)
+    assert answer.status == 400
+    assert words in answer.json()["error"]
+
+
+def test_edge_ranges_answer_empty(server, tracks):
+    for start, end in ((0, 0), (tracks["span_ps"] * 2, tracks["span_ps"] * 3)):
+        decoded = decode(server.get("/api/trace/query", **WHERE, start_ps=str(start), end_ps=str(end), width_px="100").body)
+        assert decoded["header"]["counts"]["events"] == 0
