@@ -54,7 +54,7 @@ protos: $(STAMP)
 # the test venv; it does not depend on torch (checked: pip pulls none), so no torch there.
 # The large trace comes from a real torch.profiler run, made (once, cached) with .venv's torch.
 # Tools benchmark against XProf's converter: xprof and TensorFlow are in .venv (test deps).
-bench: $(STAMP)
+bench: $(STAMP) $(WEB_BUILT) $(CHROMIUM)
 	test -x .venv-bench/bin/python || python3 -m venv .venv-bench
 	.venv-bench/bin/python -m pip install --quiet -e . holistictraceanalysis
 	$(PY) bench/make_large_trace.py
@@ -62,6 +62,8 @@ bench: $(STAMP)
 	$(PY) bench/make_xspace.py
 	$(PY) bench/tools.py
 	$(PY) bench/overhead.py
+	$(PY) bench/trace_viewer.py
+	$(PY) bench/trace_viewer_page.py
 
 clean:
 	rm -rf $(VENV) .venv-bench build src/*.egg-info web/node_modules src/stepscope/dashboard/static
