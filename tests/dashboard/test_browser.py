@@ -297,3 +297,38 @@ def test_a_profile_being_analysed_shows_progress_then_the_tool(page, server, log
     assert page.locator("#progress").count() == 0
     expected = data(server, "overview_page", **where)
     assert int(metric(page, "step_count")) == len(expected["steps"])
+
+
+def test_trace_viewer_draws_selects_and_searches(page, server):
+    """A real GPU trace in the trace viewer: tracks drawn, an event found by search is
+    selected and its details are the event's, a click on a drawn event selects it."""
+    where = dict(run="gpu", host="alexnet_small")
+    tracks = server.ready("/api/trace/tracks", **where).json()
+    open_tool(page, server, "trace_viewer", **where)
+    canvas = page.locator("#trace-canvas")
+    page.wait_for_function("() => Number(document.querySelector('#trace-canvas').dataset.drawnEvents) > 0")
+    view = page.evaluate("() => window.__stepscope.trace.view()")
+    assert view["start_ps"] <= 0 and view["end_ps"] >= tracks["span_ps"]  # opens on the whole profile
+    drawn = page.evaluate("() => window.__stepscope.trace.drawn()")
+    assert drawn["events"] + drawn["runs"] > 0 and drawn["lanes"] > 0
+    shot(page, "trace_viewer_gpu")
+
+    # Search: the first aten::conv2d, as the API finds it; the pane shows its details.
+    first = server.get("/api/trace/find", **where, text="aten::conv2d").json()["match"]
+    page.fill("#tv-search", "aten::conv2d")
+    page.press("#tv-search", "Enter")
+    page.wait_for_function("() => document.querySelector('#tv-search-status').textContent.includes('1 of')")
+    assert f"1 of {first['total']}" in page.locator("#tv-search-status").inner_text()
+    details = page.locator("#tv-details")
+    details.locator("text=aten::conv2d").first.wait_for()
+    view = page.evaluate("() => window.__stepscope.trace.view()")
+    assert view["start_ps"] <= first["start_ps"] <= view["end_ps"]  # the view moved to the match
+    page.click("#tv-next")
+    page.wait_for_function("() => document.querySelector('#tv-search-status').textContent.includes('2 of')")
+
+    # Click: the event under the mouse is selected and described.
+    position = page.evaluate(f"() => window.__stepscope.trace.eventAt({first['id']})")
+    assert position is not None
+    canvas.click(position={"x": position["x"], "y": position["y"]})
+    details.locator("text=aten::conv2d").first.wait_for()
+    shot(page, "trace_viewer_selected")

@@ -304,7 +304,7 @@ export function csvUrl(selection: Selection, table: string): string {
   return apiUrl("/api/csv", { run: selection.run, host: selection.host, tool: selection.tool, table });
 }
 
-async function errorOf(response: Response): Promise<ApiError> {
+export async function errorOf(response: Response): Promise<ApiError> {
   let message = `${response.status} ${response.statusText}`.trim();
   try {
     const body = (await response.json()) as { error?: unknown };

@@ -15,7 +15,7 @@ import { destroyCharts, chartRegistry } from "./components/charts";
 import { renderProgress } from "./components/progress";
 import { el, replaceChildren } from "./dom";
 import { pageFor } from "./pages";
-import { buildQuery, parseQuery, pickHost, pickTool, resolveRunHost, sameSelection, type Wanted } from "./state/url";
+import { buildQuery, keptParams, parseQuery, pickHost, pickTool, resolveRunHost, sameSelection, type Wanted } from "./state/url";
 
 const RUNS_REFRESH_MS = 5000;
 
@@ -73,7 +73,7 @@ function showSelection(selection: Selection, tools: string[]): void {
 }
 
 function writeHistory(selection: Selection, mode: "push" | "replace"): void {
-  const url = `${location.pathname}${buildQuery(selection)}`;
+  const url = `${location.pathname}${buildQuery(selection, keptParams(location.search, selection))}`;
   if (url === `${location.pathname}${location.search}`) return;
   if (mode === "push") history.pushState(selection, "", url);
   else history.replaceState(selection, "", url);
@@ -83,7 +83,13 @@ function setState(state: "loading" | "ready" | "error"): void {
   toolArea.setAttribute("data-state", state);
 }
 
+/** The load whose page mounted itself (the trace viewer): aborting it tears the page down. */
+let mounted: AbortController | null = null;
+
 function showError(message: string): void {
+  // A self-mounted page leaves with its content (its window listeners and requests too).
+  mounted?.abort();
+  mounted = null;
   destroyCharts();
   content.replaceChildren();
   replaceChildren(statusSlot, el("div", { id: "error", role: "alert" }, [el("strong", {}, "Error: "), el("span", { class: "error-message" }, message)]));
@@ -154,6 +160,24 @@ async function load(selection: Selection): Promise<void> {
   const onPending = (pending: Pending): void => {
     if (loading === controller) showPending(pending);
   };
+  if (page.mount) {
+    mounted = controller;
+    const mine = (): boolean => loading === controller && !controller.signal.aborted;
+    page.mount(content, {
+      selection,
+      signal: controller.signal,
+      onPending,
+      ready: () => {
+        if (!mine()) return;
+        statusSlot.replaceChildren();
+        setState("ready");
+      },
+      fail: (message) => {
+        if (mine()) showError(message);
+      },
+    });
+    return;
+  }
   try {
     const data = await getToolJson<unknown>("data", selection, onPending, controller.signal);
     const tables = page.tables ? (await getToolJson<TablesResponse>("tables", selection, onPending, controller.signal)).tables : [];

@@ -46,7 +46,20 @@ describe("framework op table with and without idle", () => {
 
 describe("page registry", () => {
   it("has a page per tool and a generic one for the rest", () => {
-    expect(Object.keys(PAGES)).toEqual(["overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "op_profile", "memory_profile"]);
-    expect(pageFor("trace_viewer")).toBe(genericPage);
+    expect(Object.keys(PAGES)).toEqual([
+      "overview_page",
+      "input_pipeline_analyzer",
+      "framework_op_stats",
+      "kernel_stats",
+      "op_profile",
+      "memory_profile",
+      "trace_viewer",
+    ]);
+    expect(pageFor("some_future_tool")).toBe(genericPage);
+  });
+  it("lets the trace viewer load its own data", () => {
+    expect(pageFor("trace_viewer").mount).toBeTypeOf("function");
+    expect(pageFor("trace_viewer").tables).toBe(false);
+    expect(pageFor("overview_page").mount).toBeUndefined();
   });
 });

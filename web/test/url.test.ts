@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { apiUrl, csvUrl } from "../src/api";
-import { buildQuery, parseQuery, pickHost, pickRun, pickTool, resolveRunHost, sameSelection } from "../src/state/url";
+import { buildQuery, keptParams, parseQuery, pickHost, pickRun, pickTool, resolveRunHost, sameSelection } from "../src/state/url";
 
 const runs = [
   { name: "a", hosts: ["h1", "h2"] },
@@ -46,5 +46,25 @@ describe("API addresses", () => {
   it("builds the CSV export link of a table", () => {
     expect(csvUrl({ run: "r 1", host: "h", tool: "kernel_stats" }, "kernels")).toBe("/api/csv?run=r+1&host=h&tool=kernel_stats&table=kernels");
     expect(apiUrl("/api/runs", {})).toBe("/api/runs");
+  });
+});
+
+describe("a tool's own state in the address", () => {
+  const selection = { run: "a", host: "h1", tool: "trace_viewer" };
+  it("keeps a deep link's range when the address is about the same selection", () => {
+    const search = "?run=a&host=h1&tool=trace_viewer&start_ps=100&end_ps=900";
+    const kept = keptParams(search, selection);
+    expect(kept?.toString()).toBe("start_ps=100&end_ps=900");
+    expect(buildQuery(selection, kept)).toBe(search);
+    // An address naming only part of the selection still belongs to it.
+    expect(keptParams("?tool=trace_viewer&start_ps=1&end_ps=2", selection)?.get("end_ps")).toBe("2");
+  });
+  it("drops it when the selection is another one", () => {
+    expect(keptParams("?run=a&host=h1&tool=trace_viewer&start_ps=1&end_ps=2", { ...selection, tool: "overview_page" })).toBeUndefined();
+    expect(keptParams("?run=b&tool=trace_viewer&start_ps=1&end_ps=2", selection)).toBeUndefined();
+    expect(keptParams("?run=a&host=h1&tool=trace_viewer", selection)).toBeUndefined();
+  });
+  it("never lets extra parameters override the selection", () => {
+    expect(buildQuery(selection, new URLSearchParams("tool=x&start_ps=5"))).toBe("?run=a&host=h1&tool=trace_viewer&start_ps=5");
   });
 });

@@ -134,9 +134,22 @@ class AnalysisCache:
 
     def close(self) -> None:
         with self._lock:
-            if self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = None
+            stop_pool(self._pool)
+            self._pool = None
+
+
+def stop_pool(pool: ProcessPoolExecutor | None) -> None:
+    """Ends a pool's worker processes now, busy or not. ``shutdown(wait=False)`` alone
+    leaves a busy worker running after the server exits (and holding its output open);
+    the executor has no public way to stop one, hence its ``_processes``."""
+    if pool is None:
+        return
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for process in processes:
+        process.terminate()
+    for process in processes:
+        process.join(timeout=5)
 
 
 def _describe(path: Path, error: BaseException) -> str:

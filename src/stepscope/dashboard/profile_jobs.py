@@ -81,7 +81,8 @@ class ProfileJobs:
             raise StepscopeError("the profile worker died (out of memory?); try again") from None
 
     def close(self) -> None:
+        from stepscope.dashboard.analysis_cache import stop_pool
+
         with self._lock:
-            if self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
-                self._pool = None
+            stop_pool(self._pool)
+            self._pool = None

@@ -52,6 +52,8 @@ type AnyChart = Chart<any, any, any>;
 
 export interface StepscopeGlobal {
   charts: Record<string, AnyChart>;
+  /** The trace viewer's test and benchmark hooks while it is shown (trace/viewer.ts). */
+  trace?: unknown;
 }
 
 declare global {

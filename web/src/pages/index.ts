@@ -10,6 +10,7 @@ import { kernelStatsPage } from "./kernel_stats";
 import { memoryProfilePage } from "./memory_profile";
 import { opProfilePage } from "./op_profile";
 import { overviewPage } from "./overview_page";
+import { traceViewerPage } from "./trace_viewer";
 import type { ToolPage } from "./types";
 
 export const PAGES: Record<string, ToolPage> = {
@@ -19,6 +20,7 @@ export const PAGES: Record<string, ToolPage> = {
   kernel_stats: kernelStatsPage,
   op_profile: opProfilePage,
   memory_profile: memoryProfilePage,
+  trace_viewer: traceViewerPage,
 };
 
 export function pageFor(tool: string): ToolPage {

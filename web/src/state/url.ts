@@ -25,14 +25,35 @@ export function parseQuery(search: string): Wanted {
   return wanted;
 }
 
-/** "?run=..&host=..&tool=.." in that order (URLSearchParams escapes spaces and slashes). */
-export function buildQuery(selection: Partial<Selection>): string {
+const SELECTION_KEYS = ["run", "host", "tool"];
+
+/**
+ * "?run=..&host=..&tool=.." in that order (URLSearchParams escapes spaces and slashes),
+ * then `extra` (a tool's own state, like the trace viewer's `start_ps`/`end_ps`).
+ */
+export function buildQuery(selection: Partial<Selection>, extra?: URLSearchParams): string {
   const params = new URLSearchParams();
   if (selection.run) params.set("run", selection.run);
   if (selection.host) params.set("host", selection.host);
   if (selection.tool) params.set("tool", selection.tool);
+  if (extra) for (const [key, value] of extra) if (!SELECTION_KEYS.includes(key)) params.append(key, value);
   const query = params.toString();
   return query ? `?${query}` : "";
+}
+
+/**
+ * The address's parameters beyond run/host/tool when they belong to `selection` (every
+ * part the address names agrees with it), so settling on a selection keeps a deep link's
+ * state; none when the address is about something else (they were that view's state).
+ */
+export function keptParams(search: string, selection: Selection): URLSearchParams | undefined {
+  const here = parseQuery(search);
+  if ((here.run !== undefined && here.run !== selection.run) || (here.host !== undefined && here.host !== selection.host) || (here.tool !== undefined && here.tool !== selection.tool)) {
+    return undefined;
+  }
+  const extra = new URLSearchParams(search);
+  for (const key of SELECTION_KEYS) extra.delete(key);
+  return extra.toString() ? extra : undefined;
 }
 
 /** The run the address asks for if it exists, else the first one; null with no runs. */
