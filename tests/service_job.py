@@ -14,10 +14,18 @@ JOB = textwrap.dedent(
     from pathlib import Path
     import stepscope
 
+    from stepscope.capture.annotations import current_recording
+
     port_file, seconds = Path(sys.argv[1]), float(sys.argv[2])
     max_ms = int(sys.argv[3]) if len(sys.argv) > 3 else 600000
+    after_capture = len(sys.argv) > 4 and sys.argv[4] == "after-capture"
     server = stepscope.start_server(0, max_duration_ms=max_ms)
     port_file.write_text(str(server.port))
+    # "after-capture": run `seconds` from the moment a capture starts recording (at most a
+    # minute of waiting for it), so a test can end the job during a capture on any machine.
+    limit = time.monotonic() + 60
+    while after_capture and current_recording() is None and time.monotonic() < limit:
+        time.sleep(0.005)
     deadline = time.monotonic() + seconds
     step = 0
     while time.monotonic() < deadline:
@@ -33,12 +41,15 @@ JOB = textwrap.dedent(
 class Job:
     """A training process with a profiler server on an ephemeral loopback port."""
 
-    def __init__(self, tmp_path: Path, name: str, seconds: float, max_ms: int = 600_000) -> None:
+    def __init__(self, tmp_path: Path, name: str, seconds: float, max_ms: int = 600_000, after_capture: bool = False) -> None:
         script = tmp_path / "job.py"
         script.write_text(JOB)
         port_file = tmp_path / f"{name}.port"
         self.process = subprocess.Popen(
-            [sys.executable, str(script), str(port_file), str(seconds), str(max_ms)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            [sys.executable, str(script), str(port_file), str(seconds), str(max_ms), "after-capture" if after_capture else "-"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for _ in range(200):
             if port_file.exists() and port_file.read_text():

@@ -74,9 +74,9 @@ def test_dead_address_among_live_ones(tmp_path: Path):
 
 
 def test_capture_outlasting_the_job_keeps_what_it_recorded(tmp_path: Path):
-    # The job's loop runs 0.5 s; the capture asks for 5 s. The capture ends with the job,
-    # so the job is not held up, and the client gets those 0.5 s.
-    job = Job(tmp_path, "short", seconds=0.5)
+    # The job's loop runs 0.5 s once the capture starts; the capture asks for 5 s. The
+    # capture ends with the job, so the job is not held up, and the client gets those 0.5 s.
+    job = Job(tmp_path, "short", seconds=0.5, after_capture=True)
     result = capture_cli(job.address, "--logdir", str(tmp_path / "logs"), "--duration-ms", "5000", "--attempts", "1", "--host-tracer-level", "1")
     output = job.finish()
     assert result.returncode == 0, result.stdout + result.stderr
