@@ -23,6 +23,7 @@ import pytest
 
 import stepscope
 from stepscope.trace import names
+from stepscope.trace.xspace import read_xspace
 from tests.frameworks_util import (
     exact_ns,
     find_files,
@@ -31,6 +32,7 @@ from tests.frameworks_util import (
     read_xspace_independently,
     run_framework_script,
 )
+from tests.trace.xspace_reference import assert_same_profile, reference_load
 
 pytestmark = pytest.mark.framework
 
@@ -343,8 +345,14 @@ def _check_xspace(manifest: dict) -> None:
     profile = stepscope.load(path)
     assert profile.format == "xspace"
     profile.validate()
+    # Either decoder gives exactly what a plain protobuf decode gives.
+    expected = reference_load(path)
+    for bulk in (True, False):
+        assert_same_profile(read_xspace(path, path.read_bytes(), bulk=bulk), expected)
     assert profile.host == reference.hostnames[0]
-    assert [plane.name for plane in profile.planes] == reference.plane_names
+    # TSL's "Task Environment" plane holds capture-wide facts, no timeline: Profile.info has them.
+    assert [plane.name for plane in profile.planes] == [name for name in reference.plane_names if name != TASK_ENVIRONMENT_PLANE]
+    assert profile.info.get("task_environment", {}) == reference.plane_stats.get(TASK_ENVIRONMENT_PLANE, {})
     assert names.HOST_PLANE in reference.plane_names
     host = profile.plane(names.HOST_PLANE)
     assert host is not None

@@ -16,7 +16,8 @@ import pytest
 
 import stepscope
 from stepscope.trace.logdir import make_path
-from tests.conftest import read_json, shared
+from tests.conftest import KINETO_TRACES, read_json, shared
+from tests.frameworks_util import nearest_ns, read_json_exact, read_xspace_independently
 
 ALEXNET = "kineto/alexnet_small.pt.trace.json.gz"
 
@@ -77,3 +78,69 @@ def test_xprof_overview_recognises_the_gpu(converted: Path):
     properties = {k: v for table in overview for k, v in table.get("p", {}).items()}
     assert properties["device_type"].startswith("Nvidia GPU")
     assert properties["host_count"] == "1"
+
+
+# --- the XProf trace viewer shows every event at its own time ----------------------------------
+
+
+def xprof_trace_events(path: Path) -> list[dict]:
+    """The events of XProf's streaming trace viewer (``trace_viewer@``, what TensorBoard's
+    profile plugin serves today) at full resolution, with every number as exact Decimal text."""
+    from xprof.convert import raw_to_tool_data
+
+    options = {"resolution": 0, "full_dma": True}
+    data, _ = raw_to_tool_data.xspace_to_tool_data([str(path)], "trace_viewer@", {"use_saved_result": False, "trace_viewer_options": options})
+    assert data, "XProf returned no trace_viewer@ data"
+    return json.loads(data, parse_float=Decimal)["traceEvents"]
+
+
+def _kineto_thread_events(path: Path) -> Counter:
+    """(name, UNIX start ns, duration ns) of the trace's complete and instant events on
+    real processes, read with the standard library. ``ts`` is microseconds after the
+    header's ``baseTimeNanoseconds`` when it has one (PyTorch 2.x), else since the epoch.
+    Kineto's own spans (string pids: "Spans", "Traces", "") become stepscope's
+    /host:trace-spans plane, which XProf's trace viewer does not show."""
+    document = read_json_exact(path)
+    base_ns = document.get("baseTimeNanoseconds", 0)
+    events = Counter()
+    for event in document["traceEvents"]:
+        pid = event.get("pid")
+        real_process = isinstance(pid, int) or (isinstance(pid, str) and pid.isdigit())
+        if event.get("ph") in ("X", "i") and real_process:
+            events[(event["name"], base_ns + nearest_ns(event["ts"]), nearest_ns(event.get("dur", 0)))] += 1
+    return events
+
+
+@pytest.mark.parametrize("source", KINETO_TRACES, ids=lambda p: p.name.split(".")[0])
+def test_xprof_trace_viewer_shows_each_kineto_event_at_its_time(source: Path, tmp_path: Path):
+    """XProf turns line timestamps (ns) into int64 picoseconds: a file whose line
+    timestamps are UNIX times overflows there and its trace viewer shows no event at all.
+    stepscope writes as TSL does: session-relative line timestamps, the session's UNIX
+    start as the "Task Environment" plane's profile_start_time."""
+    out = make_path(tmp_path, "2026_11_30_00_00_00", "host")
+    stepscope.save(stepscope.load(source), out)
+    session = read_xspace_independently(out).plane_stats["Task Environment"]
+    start_ns = session["profile_start_time"]
+    assert start_ns >= 10**18  # a UNIX time (2001 or later)
+    for line in (line for plane in _tsl_space(out).planes for line in plane.lines):
+        assert 0 <= line.timestamp_ns < 10**15, f"line {line.name!r} timestamp {line.timestamp_ns} is not session-relative"
+    events = xprof_trace_events(out)
+    # XProf's times are microseconds since the session start (ns digits kept); instants
+    # show as complete events of no duration.
+    shown = Counter(
+        (event["name"], start_ns + nearest_ns(event["ts"]), nearest_ns(event.get("dur", 0)))
+        for event in events
+        if event.get("ph") in ("X", "i")
+    )
+    expected = _kineto_thread_events(source)
+    assert sum(shown.values()) == sum(expected.values())
+    assert not expected - shown, f"events XProf does not show (first 3): {list((expected - shown).items())[:3]}"
+    assert shown == expected
+
+
+def _tsl_space(path: Path):
+    from tests.frameworks_util import tsl_xplane_pb2
+
+    space = tsl_xplane_pb2().XSpace()
+    space.ParseFromString(path.read_bytes())
+    return space

@@ -62,7 +62,9 @@ def test_tpu_profile_events_times_and_planes():
     assert profile.format == "xspace"
     # The file's line timestamps start at 0: session-relative; the session began 2025-03-11.
     assert session_start_ns(space) == 1741722099081044120
-    assert [plane.name for plane in profile.planes] == [plane.name for plane in space.planes]
+    # The "Task Environment" plane (capture-wide facts, no lines) is kept in Profile.info.
+    assert [plane.name for plane in profile.planes] == [plane.name for plane in space.planes if plane.name != "Task Environment"]
+    assert profile.info["task_environment"] == {"profile_start_time": 1741722099081044120, "profile_stop_time": 1741722197726153802}
     assert loaded_events(profile) == reference_events(space)
     assert profile.event_count == sum(len(line.events) for plane in space.planes for line in plane.lines)
     assert [p.name for p in profile.device_planes] == [f"/device:TPU:{i}" for i in range(4)]

@@ -9,7 +9,9 @@ XSpace writer. Two stores share one small interface:
   offsets), as a Kineto or Chrome trace had them. Its stats view renames keys to XSpace's
   well-known names and derives ``kernel_details`` / ``memcpy_details``; ``raw`` returns
   the original bytes, so a Chrome export writes back exactly what was read.
-- :class:`TypedStats` holds XSpace stats as sparse typed columns (event, key, kind, value).
+- :class:`TypedStats` holds XSpace stats as sparse typed numpy columns (event, key, kind,
+  64-bit value), strings and bytes in one blob decoded when asked for: a few bytes per
+  stat, no Python object.
 
 Both are reordered with :meth:`take` (events are sorted after loading) without copying
 their payload.
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import math
+import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -208,11 +211,55 @@ class JsonStats:
         return len(self._blob) + self._starts.nbytes + self._ends.nbytes
 
 
-class TypedStats:
-    """Sparse typed stats: one entry per (event, stat), sorted by event.
+_KINDS = tuple(StatKind)
+_UINT64_MASK = (1 << 64) - 1
+_INT64 = struct.Struct("<q")
+_DOUBLE = struct.Struct("<d")
 
-    ``rows`` maps this store's row to the event index the entries were recorded under, so
-    :meth:`take` only permutes that map.
+
+class TextValues:
+    """The string and bytes values of a :class:`TypedStats`, addressed by number.
+
+    Value ``j`` is ``blob[offsets[j]:offsets[j + 1]]`` (UTF-8 for a string: the reader
+    checked it), decoded when asked for, then ``extra[j - len(offsets) + 1]`` (strings
+    shared by many entries, such as XSpace's ref_value names).
+    """
+
+    def __init__(self, blob: bytes, offsets: np.ndarray, extra: Sequence[StatValue] = ()) -> None:
+        self._blob = blob
+        self._offsets = offsets
+        self._count = len(offsets) - 1
+        self._extra = list(extra)
+
+    @classmethod
+    def of(cls, values: Sequence[StatValue]) -> TextValues:
+        return cls(b"", np.zeros(1, dtype=np.int64), values)
+
+    def with_extra(self, extra: Sequence[StatValue]) -> TextValues:
+        """These values, then ``extra``."""
+        return TextValues(self._blob, self._offsets, [*self._extra, *extra])
+
+    def get(self, index: int, kind: int) -> StatValue:
+        if index >= self._count:
+            return self._extra[index - self._count]
+        data = self._blob[self._offsets[index] : self._offsets[index + 1]]
+        return data.decode("utf-8") if kind == StatKind.STR else data
+
+    @property
+    def nbytes(self) -> int:
+        return len(self._blob) + self._offsets.nbytes
+
+
+class TypedStats:
+    """Sparse typed stats: one entry per (event, stat), sorted by event, in typed columns.
+
+    An entry is its event, its key (an index into ``key_names``), its kind and its value:
+    ``bits`` holds an INT64 value, a UINT64's or a DOUBLE's 64 bits, or for STR and BYTES
+    the number of the value in a :class:`TextValues`; so a profile's stats cost a few
+    bytes each, not a Python object. ``rows`` maps this store's row to the event index the
+    entries were recorded under (None: the same index), so :meth:`take` only permutes that map.
+
+    The constructor takes Python values; readers that decode in bulk use :meth:`from_columns`.
     """
 
     def __init__(
@@ -225,23 +272,98 @@ class TypedStats:
         rows: np.ndarray,
     ) -> None:
         order = np.argsort(event, kind="stable")
-        self._event = event[order]
-        self._key = key[order]
-        self._kind = kind[order]
-        self._values = [values[i] for i in order.tolist()]
-        self._key_names = list(key_names)
-        self._rows = rows
+        kinds = np.asarray(kind, dtype=np.int8)[order]
+        bits, texts, boxed = _encode(kinds, [values[i] for i in order.tolist()])
+        self._set(np.asarray(event)[order], np.asarray(key)[order], kinds, bits, texts, list(key_names), rows)
+        self._boxed = boxed
+
+    @classmethod
+    def from_columns(
+        cls,
+        event: np.ndarray,
+        key: np.ndarray,
+        kind: np.ndarray,
+        bits: np.ndarray,
+        texts: TextValues,
+        key_names: Sequence[str],
+        rows: np.ndarray | int,
+    ) -> TypedStats:
+        """A store from columns already sorted by ``event`` (int64), with ``key`` (int32),
+        ``kind`` (int8, StatKind) and ``bits`` (int64) as described above; ``rows`` may be
+        the number of events, for a store whose row ``i`` is event ``i``."""
+        store = object.__new__(cls)
+        store._set(event, key, kind, bits, texts, list(key_names), rows)
+        store._boxed = None
+        return store
+
+    def _set(self, event, key, kind, bits, texts, key_names, rows) -> None:
+        self._event = event
+        self._key = key
+        self._kind = kind
+        self._bits = bits
+        self._texts = texts
+        self._key_names = key_names
+        if isinstance(rows, (int, np.integer)):
+            self._rows, self._count = None, int(rows)
+        else:
+            self._rows, self._count = rows, len(rows)
 
     def __len__(self) -> int:
-        return len(self._rows)
+        return self._count
+
+    def _values(self, lo: int, hi: int) -> list[StatValue]:
+        """The values of entries ``lo:hi`` (one event's few), as Python objects."""
+        values: list[StatValue] = []
+        texts = self._texts
+        boxed = None if self._boxed is None else self._boxed[lo:hi].tolist()
+        for index, (kind, bits) in enumerate(zip(self._kind[lo:hi].tolist(), self._bits[lo:hi].tolist())):
+            if boxed is not None and boxed[index]:
+                values.append(texts.get(bits, -1))
+            elif kind == StatKind.INT64:
+                values.append(bits)
+            elif kind == StatKind.UINT64:
+                values.append(bits & _UINT64_MASK)
+            elif kind == StatKind.DOUBLE:
+                values.append(_DOUBLE.unpack(_INT64.pack(bits))[0])
+            else:
+                values.append(texts.get(bits, kind))
+        return values
+
+    def _decode(self, entries: np.ndarray) -> list[StatValue]:
+        """The values of many entries, decoded a kind at a time."""
+        kinds = self._kind[entries]
+        bits = self._bits[entries]
+        values: list[StatValue] = bits.tolist()
+        if len(kinds) == 0 or (self._boxed is None and not kinds.any()):
+            return values  # all INT64: the common case
+        for kind in np.unique(kinds).tolist():
+            if kind == StatKind.INT64:
+                continue
+            where = np.flatnonzero(kinds == kind)
+            if kind == StatKind.UINT64:
+                decoded = bits[where].view(np.uint64).tolist()
+            elif kind == StatKind.DOUBLE:
+                decoded = bits[where].view(np.float64).tolist()
+            else:
+                decoded = [self._texts.get(index, kind) for index in bits[where].tolist()]
+            for position, value in zip(where.tolist(), decoded):
+                values[position] = value
+        if self._boxed is not None:
+            boxed = self._boxed[entries]
+            for position in np.flatnonzero(boxed).tolist():
+                values[position] = self._texts.get(int(bits[position]), -1)
+        return values
 
     def stats(self, row: int, name: str = "", category: str = "") -> list[Stat]:
-        source = self._rows[row]
+        source = row if self._rows is None else self._rows[row]
         lo = int(np.searchsorted(self._event, source, "left"))
         hi = int(np.searchsorted(self._event, source, "right"))
+        if lo == hi:
+            return []
+        key_names = self._key_names
         return [
-            Stat(self._key_names[self._key[i]], StatKind(int(self._kind[i])), self._values[i])
-            for i in range(lo, hi)
+            Stat(key_names[key], _KINDS[kind], value)
+            for key, kind, value in zip(self._key[lo:hi].tolist(), self._kind[lo:hi].tolist(), self._values(lo, hi))
         ]
 
     def raw(self, row: int) -> bytes:
@@ -253,23 +375,70 @@ class TypedStats:
     def column(self, name: str) -> tuple[np.ndarray, list[StatValue]]:
         """Rows that carry stat ``name`` and its values there: a whole-plane lookup
         (e.g. every XLA op's ``hlo_op``) without decoding events one by one."""
-        if name not in self._key_names:
+        codes = [index for index, key in enumerate(self._key_names) if key == name]
+        if not codes:
             return np.zeros(0, dtype=np.int64), []
-        entries = np.flatnonzero(self._key == self._key_names.index(name))
+        mask = self._key == codes[0] if len(codes) == 1 else np.isin(self._key, codes)
+        entries = np.flatnonzero(mask)
+        if self._rows is None:
+            return self._event[entries], self._decode(entries)
         position = np.full(int(self._rows.max()) + 1 if len(self._rows) else 0, -1, dtype=np.int64)
         position[self._rows] = np.arange(len(self._rows))
         sources = self._event[entries]
         inside = sources < len(position)
         rows = np.where(inside, position[np.minimum(sources, max(len(position) - 1, 0))], -1)
         keep = np.flatnonzero(rows >= 0)
-        return rows[keep], [self._values[int(entries[i])] for i in keep.tolist()]
+        return rows[keep], self._decode(entries[keep])
 
     def take(self, rows: np.ndarray) -> TypedStats:
         clone = object.__new__(TypedStats)
-        clone._event, clone._key, clone._kind = self._event, self._key, self._kind
-        clone._values, clone._key_names = self._values, self._key_names
-        clone._rows = self._rows[rows]
+        mapped = np.array(rows, dtype=np.int64) if self._rows is None else self._rows[rows]
+        clone._set(self._event, self._key, self._kind, self._bits, self._texts, self._key_names, mapped)
+        clone._boxed = self._boxed
         return clone
+
+    @property
+    def entry_count(self) -> int:
+        return len(self._event)
+
+    @property
+    def nbytes(self) -> int:
+        columns = (self._event, self._key, self._kind, self._bits, self._rows)
+        return sum(column.nbytes for column in columns if column is not None) + self._texts.nbytes
+
+
+def _encode(kinds: np.ndarray, values: list[StatValue]) -> tuple[np.ndarray, TextValues, np.ndarray | None]:
+    """Typed 64-bit columns for Python values. A value its kind cannot hold exactly (a
+    caller's mistake) is kept as an object and marked in the returned mask."""
+    bits = np.zeros(len(values), dtype=np.int64)
+    objects: list[StatValue] = []
+    boxed: np.ndarray | None = None
+    doubles = bits.view(np.float64)
+    for index, (kind, value) in enumerate(zip(kinds.tolist(), values)):
+        fits = False
+        if kind == StatKind.INT64 or kind == StatKind.UINT64:
+            if isinstance(value, int) and not isinstance(value, bool):
+                low, high = (INT64_MIN, INT64_MAX) if kind == StatKind.INT64 else (0, UINT64_MAX)
+                if low <= value <= high:
+                    bits[index] = value if value <= INT64_MAX else value - (1 << 64)
+                    fits = True
+        elif kind == StatKind.DOUBLE:
+            if isinstance(value, float):
+                doubles[index] = value
+                fits = True
+        elif kind == StatKind.STR:
+            fits = isinstance(value, str)
+        elif kind == StatKind.BYTES:
+            fits = isinstance(value, bytes)
+        if fits and kind < StatKind.STR:
+            continue
+        bits[index] = len(objects)
+        objects.append(value)
+        if not fits:
+            if boxed is None:
+                boxed = np.zeros(len(values), dtype=bool)
+            boxed[index] = True
+    return bits, TextValues.of(objects), boxed
 
 
 def _first(stats: list[Stat], name: str) -> StatValue | None:

@@ -7,9 +7,16 @@ ids are renumbered densely; everything else a plane carries (plane stats, event 
 stats, serialized metadata, line names and ids) is kept so a write after a read gives XProf
 the same profile.
 
-The writer emits every event's stats (for imported JSON, the Kineto args under XSpace's
-names) and the source category as a metadata stat, so XProf's converters read what
-stepscope read.
+The reader decodes the bulk of a file, every event and stat, straight from the wire format
+into columns (:mod:`stepscope.trace.xspace_decode`, :mod:`stepscope.trace.wire`), with
+protobuf's own rules; this module turns those columns into planes. The "Task Environment"
+plane (capture-wide facts such as ``profile_start_time``) becomes ``Profile.info``.
+
+The writer writes as TSL does after a capture: line timestamps in nanoseconds since the
+session start, whose UNIX time is the "Task Environment" plane's ``profile_start_time``
+(XProf turns line timestamps into int64 picoseconds, which an epoch time overflows). It
+emits every event's stats (for imported JSON, the Kineto args under XSpace's names) and the
+source category as a metadata stat, so XProf's converters read what stepscope read.
 """
 
 from __future__ import annotations
@@ -19,18 +26,38 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from google.protobuf.message import DecodeError
 
 from stepscope.errors import ProfileFormatError
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane, earliest_start, finish_plane
-from stepscope.trace.columns import factorize
 from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Plane, Profile
-from stepscope.trace.stats import INT64_MAX, Stat, StatKind, TypedStats, is_int64
+from stepscope.trace.stats import (
+    INT64_MAX,
+    INT64_MIN,
+    Stat,
+    StatKind,
+    TypedStats,
+    is_int64,
+    stat_from_python,
+)
+from stepscope.trace.xspace_decode import (
+    KIND_NONE,
+    KIND_REF,
+    DecodedLines,
+    DecodedPlane,
+    decode_space,
+)
 
 # Line timestamps at or past this (1973 in epoch ns) are UNIX times, not session offsets.
 EPOCH_NS_THRESHOLD = 10**17
+# Profile.info key holding the "Task Environment" plane's stats (name -> value).
+TASK_ENVIRONMENT_INFO = "task_environment"
+# TSL's other session stat, next to names.PROFILE_START_TIME.
+PROFILE_STOP_TIME = "profile_stop_time"
+_UINT64_MASK = (1 << 64) - 1
+# The most a kept session start may precede the profile's start when writing.
+_MAX_SESSION_LEAD_NS = 86_400 * 10**9
 # XSpace field 1..4 with wire type 2 (length-delimited): the only valid first bytes.
 _XSPACE_FIRST_BYTES = frozenset({0x0A, 0x12, 0x1A, 0x22})
 # Stats copied into the event table's id columns when an event carries them.
@@ -39,14 +66,6 @@ _HOT_STATS = {
     names.GROUP_ID: "group_id",
     names.STEP_NUM: "step_num",
     names.EXTERNAL_ID: "external_id",
-}
-_FIELD_KINDS = {
-    "double_value": StatKind.DOUBLE,
-    "uint64_value": StatKind.UINT64,
-    "int64_value": StatKind.INT64,
-    "str_value": StatKind.STR,
-    "bytes_value": StatKind.BYTES,
-    "ref_value": StatKind.STR,
 }
 _VALUE_FIELDS = {
     "double_value": StatKind.DOUBLE,
@@ -61,43 +80,83 @@ def looks_like_xspace(data: bytes) -> bool:
     return bool(data) and data[0] in _XSPACE_FIRST_BYTES
 
 
-def parse_xspace(path: Path, data: bytes) -> xplane_pb2.XSpace:
-    space = xplane_pb2.XSpace()
-    try:
-        space.ParseFromString(data)
-    except (DecodeError, ValueError, RuntimeError) as error:
-        raise ProfileFormatError(path, f"is not a valid XSpace protobuf (truncated or corrupt: {error})") from None
-    return space
-
-
-def read_xspace(path: Path, data: bytes) -> Profile:
-    space = parse_xspace(path, data)
+def read_xspace(path: Path, data: bytes, *, bulk: bool | None = None) -> Profile:
+    """``bulk``: decode with the compiled decoder (True) or protobuf's messages (False);
+    None chooses by size. Both give the same Profile."""
+    space = decode_space(path, data, bulk)
     if not space.planes:
         raise ProfileFormatError(path, "is not a profile: the XSpace has no planes")
-    timestamps = [line.timestamp_ns for plane in space.planes for line in plane.lines if line.events]
+    timestamps = [
+        line.timestamp_ns
+        for plane in space.planes
+        for line, count in zip(plane.lines, plane.columns.line_events.tolist())
+        if count
+    ]
     base_ns = min(timestamps, default=0)
-    read = [_read_plane(path, plane_proto, base_ns) for plane_proto in space.planes]
-    raws = [raw for raw, _ in read]
+    environment: dict[str, Any] = {}
+    kept = []
+    for plane in space.planes:
+        if plane.proto.name == names.TASK_ENVIRONMENT_PLANE:
+            # Capture-wide facts, not a timeline: kept in Profile.info (a plane with
+            # lines, which TSL never writes, also stays a plane, without its stats).
+            stat_names = {key: meta.name for key, meta in plane.proto.stat_metadata.items()}
+            for stat in _stats(plane.proto.stats, stat_names):
+                environment.setdefault(stat.name, stat.value)
+            if not plane.lines:
+                continue
+        kept.append(plane)
+    raws: list[RawPlane | None] = []
+    points: list[FlowPoints] = []
+    for plane in kept:
+        raw, plane_points = _read_plane(path, plane, base_ns)
+        if raw.name == names.TASK_ENVIRONMENT_PLANE:
+            raw.plane_stats = []  # in info
+        raws.append(raw)
+        points.append(plane_points)
     earliest = earliest_start(raws)
     zero_ps = 0 if earliest is None else (earliest // 1000) * 1000
-    finished = [finish_plane(raw, zero_ps) for raw in raws]
-    planes = [plane for plane, _ in finished]
-    flows = _pair_flows([points for _, points in read], [order for _, order in finished])
+    _check_span(path, raws, zero_ps)
+    if space.bulk:
+        from stepscope.trace.presorted import (
+            finish_presorted as finish,  # compiled, as the decoder
+        )
+    else:
+        finish = finish_plane
+    planes, orders = [], []
+    for index, raw in enumerate(raws):
+        plane, order = finish(raw, zero_ps)
+        raws[index] = None  # its times, rebased into the plane, are garbage now
+        planes.append(plane)
+        orders.append(order)
+    flows = _pair_flows(points, orders)
     info: dict[str, Any] = {}
     for key in ("hostnames", "errors", "warnings"):
-        values = list(getattr(space, key))
+        values = list(getattr(space.proto, key))
         if values:
             info[key] = values
-    host = space.hostnames[0] if space.hostnames else _host_from_path(path)
+    if environment:
+        info[TASK_ENVIRONMENT_INFO] = environment
+    hostnames = space.proto.hostnames
     return Profile(
         planes=planes,
-        start_ns=_epoch_offset(space, base_ns) + base_ns + zero_ps // 1000,
-        host=host,
+        start_ns=_epoch_offset([plane.proto for plane in space.planes], base_ns) + base_ns + zero_ps // 1000,
+        host=hostnames[0] if hostnames else _host_from_path(path),
         source=str(path),
         format="xspace",
         flows=flows,
         info=info,
     )
+
+
+def _check_span(path: Path, raws: list[RawPlane | None], zero_ps: int) -> None:
+    """Every event, rebased to the profile's start, must still end within an int64."""
+    for raw in raws:
+        if raw is not None and len(raw) and (
+            zero_ps < INT64_MIN or int((raw.start_ps + raw.duration_ps).max()) - zero_ps > INT64_MAX
+        ):
+            raise ProfileFormatError(
+                path, f"plane {raw.name!r} has event times out of range (more than 106 days from the first event)"
+            )
 
 
 # XSpace's `flow` stat packs direction (bits 0-1), id (bits 2-57) and category (58-63).
@@ -110,38 +169,72 @@ def encode_flow(flow_id: int, direction: int) -> int:
     return direction | ((flow_id & _FLOW_ID_MASK) << 2)
 
 
-def _pair_flows(points: list[list[tuple[int, int]]], orders: list[np.ndarray]) -> FlowTable:
-    """Arrows from each flow's out-endpoint to its in-endpoints."""
-    sources: dict[int, tuple[int, int]] = {}
-    sinks: list[tuple[int, int, int]] = []
-    for plane_index, (plane_points, order) in enumerate(zip(points, orders)):
-        if not plane_points:
+# A plane's flow endpoints: the raw rows of the events carrying a `flow` stat, and the stat.
+FlowPoints = tuple[np.ndarray, np.ndarray]
+
+
+def _pair_flows(points: list[FlowPoints], orders: list[np.ndarray | None]) -> FlowTable:
+    """Arrows from each flow's first out-endpoint to each of its in-endpoints (in file
+    order), but none from an event to itself. ``orders[i]`` is plane ``i``'s
+    finishing permutation (None: rows kept in place)."""
+    plane_parts, row_parts, encoded_parts = [], [], []
+    for plane_index, ((raw_rows, encoded), order) in enumerate(zip(points, orders)):
+        if not len(raw_rows):
             continue
-        position = np.empty_like(order)
-        position[order] = np.arange(len(order))
-        for raw_row, encoded in plane_points:
-            direction, flow_id = encoded & 3, (encoded >> 2) & _FLOW_ID_MASK
-            row = int(position[raw_row])
-            if direction & FLOW_OUT:
-                sources.setdefault(flow_id, (plane_index, row))
-            if direction & FLOW_IN:
-                sinks.append((flow_id, plane_index, row))
-    rows = [(flow_id, *sources[flow_id], plane, row) for flow_id, plane, row in sinks if flow_id in sources and sources[flow_id] != (plane, row)]
-    if not rows:
+        if order is None:
+            rows = raw_rows
+        else:
+            position = np.empty_like(order)
+            position[order] = np.arange(len(order))
+            rows = position[raw_rows]
+        plane_parts.append(np.full(len(raw_rows), plane_index, dtype=np.int32))
+        row_parts.append(rows)
+        encoded_parts.append(encoded)
+    if not plane_parts:
         return FlowTable.empty()
-    table = np.asarray(rows, dtype=np.int64)
+    plane = np.concatenate(plane_parts)
+    row = np.concatenate(row_parts)
+    encoded = np.concatenate(encoded_parts)
+    direction = (encoded & np.uint64(3)).astype(np.int8)
+    flow_id = ((encoded >> np.uint64(2)) & np.uint64(_FLOW_ID_MASK)).astype(np.int64)
+    del encoded
+    outs = np.flatnonzero(direction & FLOW_OUT)
+    sinks = np.flatnonzero(direction & FLOW_IN)
+    if not len(outs) or not len(sinks):
+        return FlowTable.empty()
+    source = _first_source(flow_id, outs, flow_id[sinks])
+    keep = np.flatnonzero(source >= 0)
+    sinks, source = sinks[keep], source[keep]
+    not_self = (plane[source] != plane[sinks]) | (row[source] != row[sinks])
+    sinks, source = sinks[not_self], source[not_self]
+    if not len(sinks):
+        return FlowTable.empty()
     return FlowTable(
-        flow_id=table[:, 0],
-        category=np.zeros(len(rows), dtype=np.int32),
-        src_plane=table[:, 1].astype(np.int32),
-        src_event=table[:, 2],
-        dst_plane=table[:, 3].astype(np.int32),
-        dst_event=table[:, 4],
+        flow_id=flow_id[sinks],
+        category=np.zeros(len(sinks), dtype=np.int32),
+        src_plane=plane[source],
+        src_event=row[source],
+        dst_plane=plane[sinks],
+        dst_event=row[sinks],
         categories=[FLOW_CATEGORY],
     )
 
 
-def _epoch_offset(space: xplane_pb2.XSpace, base_ns: int) -> int:
+def _first_source(flow_id: np.ndarray, outs: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """For each id in ``wanted``, the first point of ``outs`` (ascending) with that flow id; -1 if none."""
+    out_ids = flow_id[outs]
+    high = int(max(out_ids.max(), wanted.max()))
+    if high < 4 * len(flow_id) + (1 << 20):  # ids numbered densely (stepscope writes 1, 2, ...): a table
+        first = np.full(high + 1, len(flow_id), dtype=np.int64)
+        np.minimum.at(first, out_ids, outs)
+        found = first[wanted]
+        return np.where(found < len(flow_id), found, -1)
+    ids, index = np.unique(out_ids, return_index=True)
+    at = np.minimum(np.searchsorted(ids, wanted), len(ids) - 1)
+    return np.where(ids[at] == wanted, outs[index[at]], -1)
+
+
+def _epoch_offset(planes: list[xplane_pb2.XPlane], base_ns: int) -> int:
     """What to add to line timestamps to make them UNIX times.
 
     TSL normalises a finished capture: line timestamps become nanoseconds since the
@@ -150,7 +243,7 @@ def _epoch_offset(space: xplane_pb2.XSpace, base_ns: int) -> int:
     """
     if base_ns >= EPOCH_NS_THRESHOLD:
         return 0
-    for plane in space.planes:
+    for plane in planes:
         if plane.name != names.TASK_ENVIRONMENT_PLANE:
             continue
         stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
@@ -186,55 +279,17 @@ def _stats(protos: Any, stat_names: dict[int, str]) -> list[Stat]:
     return result
 
 
-def _event_stats(
-    count: int,
-    rows: list[int],
-    stat_ids: list[int],
-    fields: list[str | None],
-    values: list[Any],
-    stat_names: dict[int, str],
-) -> tuple[TypedStats, dict[str, np.ndarray], list[tuple[int, int]]]:
-    """The stats store, the hot id columns and the flow endpoints, from flat stat entries."""
-    id_codes, distinct_ids = factorize(stat_ids)
-    key_names = [stat_names.get(i, f"stat_{i}") for i in distinct_ids]
-    field_codes, distinct_fields = factorize(fields)
-    field_kind = np.asarray([_FIELD_KINDS.get(f, StatKind.INT64) for f in distinct_fields], dtype=np.int8)
-    kinds = field_kind[field_codes] if len(field_codes) else np.zeros(0, dtype=np.int8)
-    if "ref_value" in distinct_fields:  # a string stored as the name of a stat metadata entry
-        ref_code = distinct_fields.index("ref_value")
-        for entry in np.flatnonzero(field_codes == ref_code).tolist():
-            values[entry] = stat_names.get(values[entry], "")
-    row_array = np.asarray(rows, dtype=np.int64)
-    integer = np.isin(kinds, [StatKind.INT64, StatKind.UINT64])
-
-    def entries_of(stat: str) -> np.ndarray:
-        if stat not in key_names:
-            return np.zeros(0, dtype=np.int64)
-        return np.flatnonzero((id_codes == key_names.index(stat)) & integer)
-
-    ids = {}
-    for stat, column in _HOT_STATS.items():
-        entries = [e for e in entries_of(stat).tolist() if is_int64(values[e])]
-        if entries:
-            array = np.full(count, NO_ID, dtype=np.int64)
-            array[row_array[entries]] = np.asarray([values[e] for e in entries], dtype=np.int64)
-            ids[column] = array
-    flows = [(rows[e], int(values[e])) for e in entries_of(names.FLOW).tolist()]
-    store = TypedStats(row_array, id_codes.astype(np.int32), kinds, values, key_names, np.arange(count, dtype=np.int64))
-    return store, ids, flows
-
-
-def _read_plane(path: Path, proto: xplane_pb2.XPlane, base_ns: int) -> tuple[RawPlane, list[tuple[int, int]]]:
+def _read_plane(path: Path, plane: DecodedPlane, base_ns: int) -> tuple[RawPlane, FlowPoints]:
+    proto = plane.proto
     stat_names = {key: meta.name for key, meta in proto.stat_metadata.items()}
-    metadata_index: dict[int, int] = {}
     meta_names: list[str] = []
     display: list[str] = []
     categories: list[str] = []
     meta_stats: list[list[Stat]] = []
     serialized: list[bytes] = []
-    for key in sorted(proto.event_metadata):
+    known = sorted(proto.event_metadata)
+    for key in known:
         meta = proto.event_metadata[key]
-        metadata_index[key] = len(meta_names)
         stats = _stats(meta.stats, stat_names)
         category = next((s.value for s in stats if s.name == names.CATEGORY and isinstance(s.value, str)), "")
         meta_names.append(meta.name)
@@ -242,59 +297,26 @@ def _read_plane(path: Path, proto: xplane_pb2.XPlane, base_ns: int) -> tuple[Raw
         categories.append(category)
         meta_stats.append([s for s in stats if s.name != names.CATEGORY])
         serialized.append(meta.metadata)
-
-    lines: list[Line] = []
-    starts: list[int] = []
-    durations: list[int] = []
-    meta_ids: list[int] = []
-    line_rows: list[int] = []
-    # Event stats, one entry each: the event's row, the stat's metadata id, its value field.
-    stat_rows: list[int] = []
-    stat_ids: list[int] = []
-    stat_fields: list[str | None] = []
-    stat_values: list[Any] = []
-    row = 0
-    for line_index, line in enumerate(proto.lines):
-        lines.append(
-            Line(
-                id=line.id,
-                name=line.name,
-                display_name=line.display_name,
-                timestamp_ns=line.timestamp_ns,
-                duration_ps=line.duration_ps,
-            )
-        )
-        line_base_ps = (line.timestamp_ns - base_ns) * 1000
-        for event in line.events:
-            metadata_id = event.metadata_id
-            if metadata_id not in metadata_index:
-                # An event whose type is missing from the plane: keep it under a placeholder.
-                metadata_index[metadata_id] = len(meta_names)
-                meta_names.append(f"<metadata {metadata_id}>")
-                display.append("")
-                categories.append("")
-                meta_stats.append([])
-                serialized.append(b"")
-            starts.append(line_base_ps + event.offset_ps)
-            durations.append(event.duration_ps)
-            meta_ids.append(metadata_index[metadata_id])
-            line_rows.append(line_index)
-            for stat in event.stats:
-                field = stat.WhichOneof("value")
-                stat_rows.append(row)
-                stat_ids.append(stat.metadata_id)
-                stat_fields.append(field)
-                stat_values.append(getattr(stat, field) if field is not None else 0)
-            row += 1
-    stats, ids, flow_points = _event_stats(row, stat_rows, stat_ids, stat_fields, stat_values, stat_names)
-    count = row
-    if count and min(durations) < 0:
+    lines = [
+        Line(id=line.id, name=line.name, display_name=line.display_name, timestamp_ns=line.timestamp_ns, duration_ps=line.duration_ps)
+        for line in plane.lines
+    ]
+    columns = plane.columns
+    count = len(columns.event_offset)
+    metadata_id, missing = _dense_ids(columns.event_metadata, np.asarray(known, dtype=np.int64))
+    for metadata in missing:
+        # An event whose type is missing from the plane: kept under a placeholder.
+        meta_names.append(f"<metadata {metadata}>")
+        display.append("")
+        categories.append("")
+        meta_stats.append([])
+        serialized.append(b"")
+    stats, ids, flow_points = _event_stats(count, columns, stat_names)
+    duration_ps = columns.event_duration
+    if count and duration_ps.min() < 0:
         raise ProfileFormatError(path, f"plane {proto.name!r} has an event with a negative duration")
-    try:
-        start_ps = np.asarray(starts, dtype=np.int64)
-        duration_ps = np.asarray(durations, dtype=np.int64)
-    except OverflowError:
-        start_ps = duration_ps = None
+    start_ps = _event_starts(columns.event_offset, columns.line_events, plane.lines, base_ns)
+    columns.event_metadata = columns.event_offset = None  # type: ignore[assignment]  # garbage now
     if start_ps is None or np.any(duration_ps > INT64_MAX - np.maximum(start_ps, 0)):
         raise ProfileFormatError(
             path, f"plane {proto.name!r} has event times out of range (more than 106 days from the first event)"
@@ -306,22 +328,126 @@ def _read_plane(path: Path, proto: xplane_pb2.XPlane, base_ns: int) -> tuple[Raw
         metadata=EventMetadata(meta_names, display, categories, meta_stats, serialized),
         start_ps=start_ps,
         duration_ps=duration_ps,
-        metadata_id=np.asarray(meta_ids, dtype=np.int32),
-        line=np.asarray(line_rows, dtype=np.int32),
+        metadata_id=metadata_id,
+        line=columns.event_line,
         stats=stats,
         ids=ids,
         plane_stats=_stats(proto.stats, stat_names),
     ), flow_points
 
 
+# Metadata ids up to this are mapped through a table; larger or negative ones are searched.
+_TABLE_IDS = 1 << 22
+
+
+def _dense_ids(raw: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, list[int]]:
+    """Each event's metadata as an index: ``known`` (sorted) ids first, then the ids no
+    metadata has, in the order events first use them (the second value)."""
+    if not len(raw):
+        return np.zeros(0, dtype=np.int32), []
+    low, high = int(raw.min()), int(raw.max())
+    if low >= 0 and high < _TABLE_IDS:
+        table = np.full(high + 1, -1, dtype=np.int32)
+        inside = known[(known >= 0) & (known <= high)]
+        table[inside] = np.searchsorted(known, inside).astype(np.int32)
+        dense = table[raw]
+    else:
+        position = np.minimum(np.searchsorted(known, raw), max(len(known) - 1, 0))
+        dense = np.where(known[position] == raw, position, -1).astype(np.int32) if len(known) else np.full(len(raw), -1, dtype=np.int32)
+    unknown = np.flatnonzero(dense < 0)
+    if not len(unknown):
+        return dense, []
+    ids, first = np.unique(raw[unknown], return_index=True)
+    missing = ids[np.argsort(first, kind="stable")]
+    index_of = np.searchsorted(ids, raw[unknown])
+    rank = np.empty(len(ids), dtype=np.int32)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(ids), dtype=np.int32)
+    dense[unknown] = len(known) + rank[index_of]
+    return dense, missing.tolist()
+
+
+def _distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(ids, return_inverse=True)``, through a table when the ids are small."""
+    if len(ids) and ids.min() >= 0 and ids.max() < _TABLE_IDS:
+        present = np.zeros(int(ids.max()) + 1, dtype=bool)
+        present[ids] = True
+        distinct = np.flatnonzero(present)
+        table = np.zeros(len(present), dtype=np.int32)
+        table[distinct] = np.arange(len(distinct), dtype=np.int32)
+        return distinct, table[ids]
+    distinct, inverse = np.unique(ids, return_inverse=True)
+    return distinct, inverse.reshape(-1)
+
+
+def _event_starts(offset_ps: np.ndarray, counts: np.ndarray, lines: list[xplane_pb2.XLine], base_ns: int) -> np.ndarray | None:
+    """Event starts in ps from ``base_ns``: (line timestamp - base) * 1000 + offset, for
+    events stored line after line (``counts`` per line); None when one does not fit an
+    int64. Computed in wrapping uint64 arithmetic once each line's extremes are checked
+    exactly (wrapping gives the exact value of any sum that fits)."""
+    if not len(offset_ps):
+        return np.zeros(0, dtype=np.int64)
+    used = np.flatnonzero(counts)
+    firsts = np.concatenate(([0], np.cumsum(counts)[:-1]))[used]
+    lows = np.minimum.reduceat(offset_ps, firsts).tolist()
+    highs = np.maximum.reduceat(offset_ps, firsts).tolist()
+    bases = []
+    for index, low, high in zip(used.tolist(), lows, highs):
+        base = (lines[index].timestamp_ns - base_ns) * 1000
+        if base + low < INT64_MIN or base + high > INT64_MAX:
+            return None
+        bases.append(base & _UINT64_MASK)
+    shift = np.repeat(np.asarray(bases, dtype=np.uint64), counts[used])
+    return (offset_ps.view(np.uint64) + shift).view(np.int64)
+
+
+def _event_stats(count: int, columns: DecodedLines, stat_names: dict[int, str]) -> tuple[TypedStats, dict[str, np.ndarray], FlowPoints]:
+    """The stats store, the hot id columns and the flow endpoints, from decoded stat columns."""
+    event, kind, bits = columns.stat_event, columns.stat_kind, columns.stat_bits
+    # Stat names: one per distinct metadata id, then one key per distinct name (so two
+    # metadata entries of one name are one stat, as a reader of names sees them).
+    distinct, inverse = _distinct(columns.stat_metadata)
+    key_index: dict[str, int] = {}
+    codes = np.asarray(
+        [key_index.setdefault(stat_names.get(i, f"stat_{i}"), len(key_index)) for i in distinct.tolist()], dtype=np.int32
+    )
+    key = codes[inverse] if len(codes) else np.zeros(0, dtype=np.int32)
+    texts = columns.texts
+    refs = np.flatnonzero(kind == KIND_REF)
+    if len(refs):  # a string stored as the name of a stat metadata entry
+        referenced, which = np.unique(bits[refs].view(np.uint64), return_inverse=True)
+        texts = texts.with_extra([stat_names.get(i, "") for i in referenced.tolist()])
+        bits[refs] = columns.text_count + which.reshape(-1)
+        kind[refs] = StatKind.STR
+    kind[kind == KIND_NONE] = StatKind.INT64  # no value: int64 0
+    integer = (kind == StatKind.INT64) | (kind == StatKind.UINT64)
+    ids = {}
+    for stat, column in _HOT_STATS.items():
+        code = key_index.get(stat)
+        if code is None:
+            continue
+        entries = np.flatnonzero((key == code) & integer & ((kind == StatKind.INT64) | (bits >= 0)))
+        if len(entries):
+            array = np.full(count, NO_ID, dtype=np.int64)
+            array[event[entries]] = bits[entries]
+            ids[column] = array
+    code = key_index.get(names.FLOW)
+    flows = np.flatnonzero((key == code) & integer) if code is not None else np.zeros(0, dtype=np.int64)
+    store = TypedStats.from_columns(event, key, kind, bits, texts, list(key_index), count)
+    return store, ids, (event[flows], bits[flows].view(np.uint64))
+
+
 # --- writing -----------------------------------------------------------------------------------
 
 
 def to_xspace(profile: Profile) -> xplane_pb2.XSpace:
+    """The profile as TSL writes a finished capture (see the module's docstring)."""
     space = xplane_pb2.XSpace()
     flow_stats = _flow_stats(profile)
+    epoch_ns, environment = _session_clock(profile)
     for index, plane in enumerate(profile.planes):
-        _write_plane(space.planes.add(), plane, profile.start_ns, flow_stats.get(index, {}))
+        _write_plane(space.planes.add(), plane, profile.start_ns - epoch_ns, flow_stats.get(index, {}))
+    if environment:
+        _write_environment(space.planes.add(), environment)
     space.hostnames.append(_clean(profile.host))
     for key in ("errors", "warnings"):
         getattr(space, key).extend(_clean(str(v)) for v in profile.info.get(key, []))
@@ -368,6 +494,44 @@ def _fill_stat(proto: xplane_pb2.XStat, stat_id: int, stat: Stat) -> None:
         proto.str_value = _clean(str(value))
 
 
+def _session_clock(profile: Profile) -> tuple[int, dict[str, Any]]:
+    """The UNIX time (ns) line timestamps are written relative to, and the stats of the
+    "Task Environment" plane that records it (empty: write no such plane).
+
+    The session start the profile was read with is kept when it is still at or before the
+    profile's start (by a day at most: XProf's picosecond times must stay in an int64); otherwise (a profile from JSON, or merged with earlier events) the
+    session starts at the profile's start. A profile whose clock is not UNIX time
+    (``start_ns`` before 1973) is written with its own timestamps and no session start,
+    as before, since a reader would take any ``profile_start_time`` as the epoch.
+    """
+    kept = profile.info.get(TASK_ENVIRONMENT_INFO)
+    environment = dict(kept) if isinstance(kept, dict) else {}
+    start_ns = profile.start_ns
+    if start_ns < EPOCH_NS_THRESHOLD:
+        environment.pop(names.PROFILE_START_TIME, None)
+        return 0, environment
+    session = environment.get(names.PROFILE_START_TIME)
+    if not (is_int64(session) and EPOCH_NS_THRESHOLD <= session and 0 <= start_ns - session <= _MAX_SESSION_LEAD_NS):
+        session = start_ns
+    environment[names.PROFILE_START_TIME] = session
+    stop = environment.get(PROFILE_STOP_TIME)
+    if not (is_int64(stop) and stop >= session):
+        environment[PROFILE_STOP_TIME] = start_ns + -(-profile.span_ps // 1000)
+    return session, environment
+
+
+def _write_environment(proto: xplane_pb2.XPlane, environment: dict[str, Any]) -> None:
+    proto.name = names.TASK_ENVIRONMENT_PLANE
+    stat_ids = _StatNames(proto)
+    for name, value in environment.items():
+        # TSL writes its environment stats (times, counts) as uint64.
+        if is_int64(value) and value >= 0:
+            stat = Stat(name, StatKind.UINT64, value)
+        else:
+            stat = stat_from_python(name, value)
+        _fill_stat(proto.stats.add(), stat_ids.id(name), stat)
+
+
 def _flow_stats(profile: Profile) -> dict[int, dict[int, list[int]]]:
     """plane -> event row -> encoded `flow` stats. Each arrow gets its own id (its row in
     the flow table), so ids from different source categories cannot collide."""
@@ -384,6 +548,7 @@ def _flow_stats(profile: Profile) -> dict[int, dict[int, list[int]]]:
 
 
 def _write_plane(proto: xplane_pb2.XPlane, plane: Plane, start_ns: int, flow_stats: dict[int, list[int]]) -> None:
+    """``start_ns``: the profile's time 0 on the session clock the lines are written on."""
     proto.id = plane.id
     proto.name = _clean(plane.name)
     stat_ids = _StatNames(proto)
@@ -415,15 +580,17 @@ def _write_plane(proto: xplane_pb2.XPlane, plane: Plane, start_ns: int, flow_sta
         line_proto.name = _clean(line.name)
         if line.display_name:
             line_proto.display_name = _clean(line.display_name)
-        line_proto.timestamp_ns = start_ns
         rows = plane.line_slice(line_index)
-        if rows.stop > rows.start:
-            line_proto.duration_ps = max(starts[r] + durations[r] for r in range(rows.start, rows.stop)) - starts[rows.start]
+        first, last = (starts[rows.start], starts[rows.stop - 1]) if rows.stop > rows.start else (0, 0)
+        line_ns = _line_timestamp(line, start_ns, first, last)
+        line_proto.timestamp_ns = line_ns
+        shift_ps = (start_ns - line_ns) * 1000
+        line_proto.duration_ps = line.duration_ps  # as the source had it (TSL often leaves it 0)
         for row in range(rows.start, rows.stop):
             event = line_proto.events.add()
             metadata_id = meta_ids[row]
             event.metadata_id = metadata_id + 1
-            event.offset_ps = starts[row]
+            event.offset_ps = starts[row] + shift_ps
             event.duration_ps = durations[row]
             own = plane.stats.stats(row, meta.names[metadata_id], meta.categories[metadata_id])
             present = {stat.name for stat in own}
@@ -435,6 +602,16 @@ def _write_plane(proto: xplane_pb2.XPlane, plane: Plane, start_ns: int, flow_sta
             for name, values in hot.items():
                 if values[row] != NO_ID and name not in present:
                     _fill_stat(event.stats.add(), stat_ids.id(name), Stat(name, StatKind.INT64, values[row]))
+
+
+def _line_timestamp(line: Line, start_ns: int, first_ps: int, last_ps: int) -> int:
+    """The line's own session timestamp where it is one (so a read-write-read keeps it)
+    and its events' offsets from it are non-negative int64s; else the profile's start."""
+    own = line.timestamp_ns
+    shift_ps = (start_ns - own) * 1000
+    if 0 <= own < EPOCH_NS_THRESHOLD and shift_ps + first_ps >= 0 and shift_ps + last_ps <= INT64_MAX:
+        return own
+    return start_ns
 
 
 def _clean(text: str) -> str:

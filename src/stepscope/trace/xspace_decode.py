@@ -1,0 +1,278 @@
+"""XSpace bytes -> per-plane columns, without a Python object per event.
+
+Protobuf (``xplane_pb2``) parses what is small and varied: the space's hostnames and
+errors, each plane's id, name, event and stat metadata and plane stats, each line's id,
+name and timestamp. The bulk, every XEvent and XStat of every line, is decoded by
+:mod:`stepscope.trace.wire` into numpy columns. Both read the same bytes with the same
+rules, so a file decodes as ``XSpace.ParseFromString`` would decode it, and is rejected
+where it would reject it (with a ProfileFormatError saying where).
+
+A small file in a process that has not loaded the compiled decoder yet is decoded with
+protobuf's message API instead, into the same columns: importing numba and loading the
+compiled code (about half a second) would cost more than decoding a few thousand events
+one by one.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from google.protobuf.message import DecodeError
+
+from stepscope.errors import ProfileFormatError
+from stepscope.protos import xplane_pb2
+from stepscope.trace.stats import TextValues
+
+_WIRE_LEN = 2
+_SPACE_PLANES = 1  # XSpace.planes
+_PLANE_LINES = 3  # XPlane.lines
+
+# Files smaller than this are decoded with protobuf's message API unless the compiled
+# decoder is already loaded.
+BULK_MIN_BYTES = 1 << 20
+
+# XStat value kinds as decoded: stepscope.trace.stats.StatKind, and two the reader resolves.
+KIND_INT64 = 0
+KIND_UINT64 = 1
+KIND_DOUBLE = 2
+KIND_STR = 3
+KIND_BYTES = 4
+KIND_REF = 5  # ref_value: the name of the stat metadata with this id
+KIND_NONE = 6  # no value field: reads as int64 0
+_INT64_MAX = 2**63 - 1
+_INT64 = struct.Struct("<q")
+_DOUBLE = struct.Struct("<d")
+
+
+@dataclass
+class DecodedLines:
+    """A plane's events and stats as :func:`wire.decode_lines` wrote them."""
+
+    event_metadata: np.ndarray  # int64, raw XEventMetadata ids
+    event_offset: np.ndarray  # int64 offset_ps
+    event_duration: np.ndarray  # int64 duration_ps
+    event_line: np.ndarray  # int32 index of the line
+    stat_event: np.ndarray  # int64 row of the event, ascending
+    stat_metadata: np.ndarray  # int64, raw XStatMetadata ids
+    stat_kind: np.ndarray  # int8, KIND_* (below)
+    stat_bits: np.ndarray  # int64 value bits
+    texts: TextValues  # the str/bytes values the stats' bits number
+    text_count: int
+    line_events: np.ndarray  # int64 number of events of each line
+
+
+@dataclass
+class DecodedPlane:
+    proto: xplane_pb2.XPlane  # (at least) everything but the lines
+    lines: list[xplane_pb2.XLine]  # (at least) everything but the events
+    columns: DecodedLines
+
+
+@dataclass
+class DecodedSpace:
+    proto: xplane_pb2.XSpace  # (at least) everything but the planes
+    planes: list[DecodedPlane]
+    bulk: bool  # decoded by the compiled decoder (numba is loaded)
+
+
+def corrupt(path: Path, detail: Any) -> ProfileFormatError:
+    return ProfileFormatError(path, f"is not a valid XSpace protobuf (truncated or corrupt: {detail})")
+
+
+def decode_space(path: Path, data: bytes, bulk: bool | None = None) -> DecodedSpace:
+    """The file's planes as columns; ``bulk`` chooses the decoder (None: by size, above)."""
+    if bulk is None:
+        bulk = len(data) >= BULK_MIN_BYTES or "stepscope.trace.wire" in sys.modules
+    if not bulk:
+        return _decode_messages(path, data)
+    from stepscope.trace import wire  # imports numba: only when an XSpace is read
+
+    buf = np.frombuffer(data, dtype=np.uint8)
+    fields = _fields(path, wire, buf, 0, len(buf), wire.DEPTH_LIMIT)
+    is_plane = (fields[:, 0] == _SPACE_PLANES) & (fields[:, 1] == _WIRE_LEN)
+    space = xplane_pb2.XSpace()
+    _parse(path, space, _joined(data, fields[~is_plane]))
+    planes = [_decode_plane(path, wire, buf, data, start, end) for start, end in fields[is_plane][:, 3:5].tolist()]
+    return DecodedSpace(space, planes, bulk=True)
+
+
+def _decode_messages(path: Path, data: bytes) -> DecodedSpace:
+    space = xplane_pb2.XSpace()
+    _parse(path, space, data)
+    return DecodedSpace(space, [DecodedPlane(plane, list(plane.lines), _message_columns(plane)) for plane in space.planes], bulk=False)
+
+
+def _message_columns(plane: xplane_pb2.XPlane) -> DecodedLines:
+    """What the compiled decoder makes of a plane's lines, from protobuf's messages."""
+    metadata: list[int] = []
+    offsets: list[int] = []
+    durations: list[int] = []
+    lines: list[int] = []
+    line_events: list[int] = []
+    stat_event: list[int] = []
+    stat_metadata: list[int] = []
+    stat_kind: list[int] = []
+    stat_bits: list[int] = []
+    texts: list[bytes] = []
+    for index, line in enumerate(plane.lines):
+        line_events.append(len(line.events))
+        for event in line.events:
+            row = len(metadata)
+            metadata.append(event.metadata_id)
+            offsets.append(event.offset_ps)  # 0 when the oneof holds num_occurrences
+            durations.append(event.duration_ps)
+            lines.append(index)
+            for stat in event.stats:
+                field = stat.WhichOneof("value")
+                stat_event.append(row)
+                stat_metadata.append(stat.metadata_id)
+                if field == "int64_value":
+                    kind, bits = KIND_INT64, stat.int64_value
+                elif field == "uint64_value" or field == "ref_value":
+                    value = getattr(stat, field)
+                    kind = KIND_UINT64 if field == "uint64_value" else KIND_REF
+                    bits = value - (1 << 64) if value > _INT64_MAX else value
+                elif field == "double_value":
+                    kind, bits = KIND_DOUBLE, _INT64.unpack(_DOUBLE.pack(stat.double_value))[0]
+                elif field == "str_value":
+                    kind, bits = KIND_STR, len(texts)
+                    texts.append(stat.str_value.encode("utf-8"))
+                elif field == "bytes_value":
+                    kind, bits = KIND_BYTES, len(texts)
+                    texts.append(stat.bytes_value)
+                else:
+                    kind, bits = KIND_NONE, 0
+                stat_kind.append(kind)
+                stat_bits.append(bits)
+    offsets_of_texts = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([len(text) for text in texts], out=offsets_of_texts[1:])
+    return DecodedLines(
+        event_metadata=np.asarray(metadata, dtype=np.int64),
+        event_offset=np.asarray(offsets, dtype=np.int64),
+        event_duration=np.asarray(durations, dtype=np.int64),
+        event_line=np.asarray(lines, dtype=np.int32),
+        stat_event=np.asarray(stat_event, dtype=np.int64),
+        stat_metadata=np.asarray(stat_metadata, dtype=np.int64),
+        stat_kind=np.asarray(stat_kind, dtype=np.int8),
+        stat_bits=np.asarray(stat_bits, dtype=np.int64),
+        texts=TextValues(b"".join(texts), offsets_of_texts),
+        text_count=len(texts),
+        line_events=np.asarray(line_events, dtype=np.int64),
+    )
+
+
+def _fields(path: Path, wire: Any, buf: np.ndarray, start: int, end: int, depth: int) -> np.ndarray:
+    """The fields of a message as rows of (number, wire type, tag start, value start, value end)."""
+    out = np.empty((5, 64), dtype=np.int64)
+    count, error, at = wire.scan_fields(buf, start, end, depth, out)
+    if error:
+        raise corrupt(path, f"{wire.ERRORS[error]}, at byte {at}")
+    if count > out.shape[1]:
+        out = np.empty((5, count), dtype=np.int64)
+        wire.scan_fields(buf, start, end, depth, out)
+    return out[:, :count].T
+
+
+def _joined(data: bytes, fields: np.ndarray) -> bytes:
+    """The bytes of ``fields`` (rows of wire.scan_fields, in file order), adjacent ones as one slice."""
+    if not len(fields):
+        return b""
+    starts, ends = fields[:, 2], fields[:, 4]
+    breaks = np.flatnonzero(starts[1:] != ends[:-1]) + 1
+    run_starts = starts[np.concatenate(([0], breaks))].tolist()
+    run_ends = ends[np.concatenate((breaks - 1, [len(fields) - 1]))].tolist()
+    return b"".join(data[start:end] for start, end in zip(run_starts, run_ends))
+
+
+def _parse(path: Path, message: Any, data: bytes) -> None:
+    try:
+        message.ParseFromString(data)
+    except (DecodeError, ValueError, RuntimeError) as error:
+        raise corrupt(path, error) from None
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _decode_plane(path: Path, wire: Any, buf: np.ndarray, data: bytes, start: int, end: int) -> DecodedPlane:
+    fields = _fields(path, wire, buf, start, end, wire.PLANE_DEPTH)
+    is_line = (fields[:, 0] == _PLANE_LINES) & (fields[:, 1] == _WIRE_LEN)
+    # The plane without its lines, parsed inside an XSpace so that protobuf's nesting
+    # limit counts as it does for the whole file.
+    rest = _joined(data, fields[~is_line])
+    wrapper = xplane_pb2.XSpace()
+    _parse(path, wrapper, b"\x0a" + _varint(len(rest)) + rest)
+    proto = wrapper.planes[0]
+    line_start = np.ascontiguousarray(fields[is_line, 3])
+    line_end = np.ascontiguousarray(fields[is_line, 4])
+    columns, heads = _decode_lines(path, wire, buf, line_start, line_end)
+    lines = [xplane_pb2.XLine() for _ in range(len(line_start))]
+    chunks: list[list[bytes]] = [[] for _ in lines]
+    for line, head_start, head_end in heads.T.tolist():
+        chunks[line].append(data[head_start:head_end])
+    for line, parts in zip(lines, chunks):
+        if parts:
+            _parse(path, line, b"".join(parts))
+    return DecodedPlane(proto, lines, columns)
+
+
+def _columns(events: int, stats: int, text_size: int, texts: int, heads: int, lines: int) -> tuple[np.ndarray, ...]:
+    """Output arrays of wire.decode_lines for these counts."""
+    return (
+        np.empty(events, dtype=np.int64),
+        np.empty(events, dtype=np.int64),
+        np.empty(events, dtype=np.int64),
+        np.empty(events, dtype=np.int32),
+        np.empty(stats, dtype=np.int64),
+        np.empty(stats, dtype=np.int64),
+        np.empty(stats, dtype=np.int8),
+        np.empty(stats, dtype=np.int64),
+        np.empty(text_size, dtype=np.uint8),
+        np.zeros(texts + 1, dtype=np.int64),
+        np.empty((3, heads), dtype=np.int64),
+        np.zeros(lines, dtype=np.int64),
+    )
+
+
+def _decode_lines(path: Path, wire: Any, buf: np.ndarray, line_start: np.ndarray, line_end: np.ndarray) -> tuple[DecodedLines, np.ndarray]:
+    counts = wire.decode_lines(buf, line_start, line_end, False, *_columns(0, 0, 0, 0, 0, 0))
+    event_count, stat_count, text_size, text_count, head_count, error, at = counts
+    if error:
+        raise corrupt(path, f"{wire.ERRORS[error]}, at byte {at}")
+    columns = _columns(event_count, stat_count, text_size, text_count, head_count, len(line_start))
+    filled = wire.decode_lines(buf, line_start, line_end, True, *columns)
+    assert filled[:5] == counts[:5], (filled, counts)
+    *event_stat_columns, text, text_offsets, heads, line_events = columns
+    blob = text.tobytes()
+    if text_count:
+        kinds = event_stat_columns[6]
+        text_kinds = kinds[(kinds == KIND_STR) | (kinds == KIND_BYTES)]
+        _check_utf8(path, text, text_offsets, text_kinds == KIND_STR, blob)  # texts are numbered in stat order
+    return DecodedLines(*event_stat_columns, TextValues(blob, text_offsets), text_count, line_events), heads
+
+
+def _check_utf8(path: Path, text: np.ndarray, offsets: np.ndarray, is_str: np.ndarray, blob: bytes) -> None:
+    """Protobuf's rule for ``string`` fields: each str_value must be valid UTF-8. Only
+    values holding a byte past ASCII need a look; Python's strict decoder follows the same
+    standard as protobuf's."""
+    high = np.flatnonzero(text >= 0x80)
+    if not len(high):
+        return
+    suspects = np.unique(np.searchsorted(offsets, high, "right") - 1)
+    for index in suspects[is_str[suspects]].tolist():
+        start, end = int(offsets[index]), int(offsets[index + 1])
+        try:
+            blob[start:end].decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise corrupt(path, f"a str_value stat is not UTF-8: {error.reason}") from None

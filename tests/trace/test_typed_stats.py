@@ -1,0 +1,170 @@
+"""TypedStats keeps its values in typed columns (int64 bits, strings in a blob) and behaves
+exactly as the store of Python values it replaced (kept below as ``ListStats``): the same
+stats, values, JSON, columns and reordering, from Python values and from decoded columns."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import msgspec
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from stepscope.trace.stats import (
+    INT64_MAX,
+    Stat,
+    StatKind,
+    TextValues,
+    TypedStats,
+    _first,
+    _jsonable,
+)
+
+KEYS = ["correlation_id", "flops", "tf_op", "kernel_details", "bytes", "ratio"]
+
+
+class ListStats:
+    """The store before typed columns: values as a Python list (the reference)."""
+
+    def __init__(self, event, key, kind, values, key_names, rows) -> None:
+        order = np.argsort(event, kind="stable")
+        self._event, self._key, self._kind = event[order], key[order], kind[order]
+        self._values = [values[i] for i in order.tolist()]
+        self._key_names = list(key_names)
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def stats(self, row: int) -> list[Stat]:
+        source = self._rows[row]
+        lo = int(np.searchsorted(self._event, source, "left"))
+        hi = int(np.searchsorted(self._event, source, "right"))
+        return [Stat(self._key_names[self._key[i]], StatKind(int(self._kind[i])), self._values[i]) for i in range(lo, hi)]
+
+    def raw(self, row: int) -> bytes:
+        return msgspec.json.encode({s.name: _jsonable(s.value) for s in self.stats(row)})
+
+    def value(self, row: int, stat: str):
+        return _first(self.stats(row), stat)
+
+    def column(self, name: str):
+        if name not in self._key_names:
+            return np.zeros(0, dtype=np.int64), []
+        entries = np.flatnonzero(self._key == self._key_names.index(name))
+        position = np.full(int(self._rows.max()) + 1 if len(self._rows) else 0, -1, dtype=np.int64)
+        position[self._rows] = np.arange(len(self._rows))
+        sources = self._event[entries]
+        inside = sources < len(position)
+        rows = np.where(inside, position[np.minimum(sources, max(len(position) - 1, 0))], -1)
+        keep = np.flatnonzero(rows >= 0)
+        return rows[keep], [self._values[int(entries[i])] for i in keep.tolist()]
+
+    def take(self, rows: np.ndarray) -> ListStats:
+        clone = object.__new__(ListStats)
+        clone.__dict__.update(self.__dict__)
+        clone._rows = self._rows[rows]
+        return clone
+
+
+def same(a, b) -> bool:
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return struct.pack("<d", a) == struct.pack("<d", b)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(map(same, a, b))
+    if isinstance(a, Stat):
+        return a.name == b.name and a.kind == b.kind and same(a.value, b.value)
+    if isinstance(a, np.ndarray):
+        return a.dtype == b.dtype and np.array_equal(a, b)
+    return a == b
+
+
+VALUE_OF_KIND = {
+    StatKind.INT64: st.integers(-(2**63), 2**63 - 1),
+    StatKind.UINT64: st.sampled_from((0, 2**63, 2**64 - 1)) | st.integers(0, 2**64 - 1),
+    StatKind.DOUBLE: st.floats() | st.sampled_from((math.nan, -0.0, math.inf)),
+    StatKind.STR: st.text(max_size=6),
+    StatKind.BYTES: st.binary(max_size=6),
+}
+
+
+@st.composite
+def entries(draw, consistent: bool = True):
+    count = draw(st.integers(0, 8))
+    rows = []
+    for _ in range(draw(st.integers(0, 20))):
+        kind = draw(st.sampled_from(list(StatKind)))
+        value = draw(VALUE_OF_KIND[kind]) if consistent or draw(st.booleans()) else draw(st.one_of(*VALUE_OF_KIND.values()))
+        rows.append((draw(st.integers(0, max(count - 1, 0))), draw(st.integers(0, len(KEYS) - 1)), int(kind), value))
+    if count == 0:
+        rows = []
+    return count, rows
+
+
+def both(count: int, rows: list) -> tuple[TypedStats, ListStats]:
+    event = np.asarray([r[0] for r in rows], dtype=np.int64)
+    key = np.asarray([r[1] for r in rows], dtype=np.int32)
+    kind = np.asarray([r[2] for r in rows], dtype=np.int8)
+    values = [r[3] for r in rows]
+    order = np.arange(count, dtype=np.int64)
+    return TypedStats(event, key, kind, values, KEYS, order), ListStats(event, key, kind, values, KEYS, order)
+
+
+def assert_same_store(new, old, count: int) -> None:
+    assert len(new) == len(old) == count
+    for row in range(count):
+        assert same(new.stats(row), old.stats(row))
+        assert new.raw(row) == old.raw(row)
+        for name in KEYS:
+            assert same(new.value(row, name), old.value(row, name))
+    for name in [*KEYS, "absent"]:
+        new_rows, new_values = new.column(name)
+        old_rows, old_values = old.column(name)
+        assert same(new_rows, old_rows) and same(new_values, old_values), name
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(data=entries(), permutation_seed=st.integers(0, 2**32 - 1))
+def test_typed_columns_behave_as_a_list_of_values(data, permutation_seed: int):
+    count, rows = data
+    new, old = both(count, rows)
+    assert_same_store(new, old, count)
+    permutation = np.random.default_rng(permutation_seed).permutation(count)
+    assert_same_store(new.take(permutation), old.take(permutation), count)
+    if count:
+        picked = permutation[: max(1, count // 2)]
+        assert_same_store(new.take(picked).take(np.arange(len(picked))[::-1]), old.take(picked).take(np.arange(len(picked))[::-1]), len(picked))
+
+
+@settings(max_examples=100, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=entries(consistent=False))
+def test_a_value_its_kind_cannot_hold_is_given_back_as_it_was(data):
+    """A caller's mistake (a str under INT64, an int past int64...) is kept, not mangled."""
+    count, rows = data
+    new, old = both(count, rows)
+    assert_same_store(new, old, count)
+
+
+def test_from_columns_matches_python_values():
+    """The reader's columns (bits, a text blob, ref names as extra texts, identity rows)."""
+    values = [5, -1, 2**64 - 1, 1.5, "é", b"\x00\xff", "ref name"]
+    kinds = [StatKind.INT64, StatKind.INT64, StatKind.UINT64, StatKind.DOUBLE, StatKind.STR, StatKind.BYTES, StatKind.STR]
+    event = np.asarray([0, 0, 1, 1, 2, 2, 3], dtype=np.int64)
+    key = np.asarray([0, 1, 1, 5, 2, 4, 2], dtype=np.int32)
+    bits = np.asarray([5, -1, -1, struct.unpack("<q", struct.pack("<d", 1.5))[0], 0, 1, 2], dtype=np.int64)
+    texts = TextValues("é".encode() + b"\x00\xff", np.asarray([0, 2, 4], dtype=np.int64)).with_extra(["ref name"])
+    fast = TypedStats.from_columns(event, key, np.asarray(kinds, dtype=np.int8), bits, texts, KEYS, 5)
+    _, old = both(5, [(int(e), int(k), int(kind), v) for e, k, kind, v in zip(event, key, kinds, values)])
+    assert_same_store(fast, old, 5)
+    permutation = np.asarray([4, 2, 0, 3, 1])
+    assert_same_store(fast.take(permutation), old.take(permutation), 5)
+    assert fast.nbytes < 200
+
+
+def test_uint64_values_keep_their_64_bits():
+    new, _ = both(1, [(0, 1, int(StatKind.UINT64), 2**64 - 1), (0, 0, int(StatKind.UINT64), INT64_MAX + 1)])
+    assert [s.value for s in new.stats(0)] == [2**64 - 1, INT64_MAX + 1]

@@ -1,0 +1,367 @@
+"""The XSpace reader, which decodes events and stats in bulk (trace/wire.py), gives exactly
+the Profile of a plain protobuf decode (tests/trace/xspace_reference.py), and rejects what
+protobuf rejects: on the shared XSpace profile, on XSpace files written from every shared
+Kineto trace, on generated spaces full of edge cases and on damaged bytes. Real framework
+captures are compared in test_framework_profiles.py.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, Phase, event, given, note, settings
+from hypothesis import strategies as st
+
+import stepscope
+from stepscope import ProfileFormatError
+from stepscope.protos import xplane_pb2
+from stepscope.trace import names
+from stepscope.trace.xspace import read_xspace
+from tests.conftest import KINETO_TRACES, XPLANE_TRACES, shared
+from tests.trace.test_fuzz_readers import BYTE_OPS, mutate_bytes, source_bytes
+from tests.trace.xspace_reference import assert_same_profile, reference_load
+
+TPU = "xplane/tpu_v_inference_4chips.xplane.pb"
+SETTINGS = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    phases=(Phase.explicit, Phase.generate),
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def outcome(read, path: Path):
+    try:
+        return read(path)
+    except ProfileFormatError as error:
+        return error
+
+
+def decoders() -> dict:
+    """The reader with each decoder: compiled (bulk) and protobuf's messages (small files).
+
+    The reader itself, not ``stepscope.load``, which first tells empty files and files of
+    no known format apart (tests/trace/test_bad_input.py)."""
+    return {
+        "bulk": lambda path: read_xspace(path, path.read_bytes(), bulk=True),
+        "messages": lambda path: read_xspace(path, path.read_bytes(), bulk=False),
+    }
+
+
+def problem_kind(error: ProfileFormatError) -> str:
+    """The problem without its detail: "is not a valid XSpace protobuf", "has an event with a negative duration"..."""
+    return re.sub(r"\s*\(.*", "", re.sub(r"plane '.*?' ", "plane ... ", error.problem))
+
+
+def check_same(path: Path) -> str:
+    """Each decoder gives the reference's Profile, or rejects the file as it does."""
+    slow = outcome(reference_load, path)
+    for name, read in decoders().items():
+        fast = outcome(read, path)
+        if isinstance(slow, ProfileFormatError) or isinstance(fast, ProfileFormatError):
+            assert isinstance(fast, ProfileFormatError), f"{name}: protobuf rejects it ({slow}) but stepscope loaded it"
+            assert isinstance(slow, ProfileFormatError), f"{name}: protobuf reads it but stepscope rejects it: {fast}"
+            assert problem_kind(fast) == problem_kind(slow), (name, fast.problem, slow.problem)
+            continue
+        fast.validate()
+        assert_same_profile(fast, slow)
+    return "rejected: " + problem_kind(slow) if isinstance(slow, ProfileFormatError) else "loaded"
+
+
+# --- real profiles ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", XPLANE_TRACES, ids=lambda p: p.name)
+def test_shared_xspace_reads_as_protobuf_reads_it(path: Path):
+    assert check_same(path) == "loaded"
+
+
+@pytest.fixture(scope="module")
+def written_kineto(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("written")
+    written = {}
+    for source in KINETO_TRACES:
+        target = folder / (source.name.split(".")[0] + ".xplane.pb")
+        stepscope.save(stepscope.load(source), target)
+        written[source.name] = target
+    return written
+
+
+@pytest.mark.parametrize("source", KINETO_TRACES, ids=lambda p: p.name.split(".")[0])
+def test_xspace_written_from_kineto_reads_as_protobuf_reads_it(source: Path, written_kineto: dict[str, Path]):
+    assert check_same(written_kineto[source.name]) == "loaded"
+
+
+@pytest.mark.parametrize("source", [*KINETO_TRACES, shared(TPU)], ids=lambda p: p.name.split(".")[0])
+def test_reading_what_stepscope_wrote_gives_the_same_profile(source: Path, written_kineto: dict[str, Path], tmp_path: Path):
+    """Times to the picosecond, start_ns, lines (with their timestamps), metadata, every
+    event's stats (flows are re-derived: compared as arrows), id columns and nesting."""
+    original = stepscope.load(source)
+    if source.name in written_kineto:
+        path = written_kineto[source.name]
+    else:
+        path = tmp_path / "again.xplane.pb"
+        stepscope.save(original, path)
+    again = stepscope.load(path)
+    again.validate()
+    assert again.start_ns == original.start_ns
+    for plane, copy in zip(original.planes, again.planes, strict=True):
+        assert copy.name == plane.name and copy.lines == plane.lines
+        for column in ("start_ps", "duration_ps", "metadata_id", "line", "depth", "parent", "correlation_id", "external_id", "group_id", "step_num"):
+            assert np.array_equal(getattr(copy.events, column), getattr(plane.events, column)), (plane.name, column)
+        assert copy.metadata.names == plane.metadata.names and copy.metadata.categories == plane.metadata.categories
+        assert copy.plane_stats == plane.plane_stats
+        for row in range(len(plane.events)):
+            own = [s for s in plane.event_stats(row) if s.name != names.FLOW]
+            assert [s for s in copy.event_stats(row) if s.name != names.FLOW] == own, (plane.name, row)
+    arrows = {(int(a), int(b), int(c), int(d)) for a, b, c, d in zip(original.flows.src_plane, original.flows.src_event, original.flows.dst_plane, original.flows.dst_event)}
+    again_arrows = {(int(a), int(b), int(c), int(d)) for a, b, c, d in zip(again.flows.src_plane, again.flows.src_event, again.flows.dst_plane, again.flows.dst_event)}
+    assert again_arrows == arrows
+    # A second trip changes nothing at all.
+    path2 = tmp_path / "twice.xplane.pb"
+    stepscope.save(again, path2)
+    assert_same_profile(stepscope.load(path2), again, flow_ids=False)
+
+
+# --- generated spaces ---------------------------------------------------------------------------
+
+INT64 = st.sampled_from((0, 1, -1, 7, 1000, 2**31, 2**53 + 1, 2**62, 2**63 - 1, -(2**63), 10**15, 10**18)) | st.integers(-(2**63), 2**63 - 1)
+SMALL = st.integers(0, 10**9)
+STAT_NAMES = ("correlation_id", "group_id", "step_num", "external_id", "flow", "tf_op", "_c", "flops", "correlation_id", "stat_9")
+TIMESTAMPS = st.sampled_from((0, 5, 10**6, 10**17 - 1, 10**17, 1_700_000_000_000_000_000, -(10**9))) | st.integers(0, 10**12)
+
+
+@st.composite
+def xstat(draw, stat_ids: list[int]) -> xplane_pb2.XStat:
+    stat = xplane_pb2.XStat(metadata_id=draw(st.sampled_from(stat_ids)))
+    kind = draw(st.sampled_from(("int64", "uint64", "double", "str", "bytes", "ref", "none", "flow")))
+    if kind == "int64":
+        stat.int64_value = draw(INT64)
+    elif kind == "uint64":
+        stat.uint64_value = draw(st.sampled_from((0, 2**63, 2**64 - 1)) | st.integers(0, 2**64 - 1))
+    elif kind == "double":
+        stat.double_value = draw(st.sampled_from((math.nan, math.inf, -math.inf, -0.0, 1e308)) | st.floats())
+    elif kind == "str":
+        stat.str_value = draw(st.text(max_size=8))
+    elif kind == "bytes":
+        stat.bytes_value = draw(st.binary(max_size=8))
+    elif kind == "ref":
+        stat.ref_value = draw(st.sampled_from(stat_ids) | st.integers(0, 2**64 - 1)) % 2**64
+    elif kind == "flow":  # a well-formed flow endpoint: id 1-3, direction in, out or both
+        stat.uint64_value = draw(st.integers(1, 3)) << 2 | draw(st.integers(1, 3))
+    return stat
+
+
+@st.composite
+def xspace(draw) -> xplane_pb2.XSpace:
+    space = xplane_pb2.XSpace()
+    space.hostnames.extend(draw(st.lists(st.text(max_size=5), max_size=2)))
+    space.errors.extend(draw(st.lists(st.text(max_size=5), max_size=1)))
+    plane_names = st.sampled_from(("/host:CPU", "/device:GPU:0", "/device:TPU:1", names.TASK_ENVIRONMENT_PLANE, ""))
+    for _ in range(draw(st.integers(1, 3))):
+        plane = space.planes.add(id=draw(st.integers(-3, 3)), name=draw(plane_names))
+        stat_ids = draw(st.lists(st.sampled_from((1, 2, 3, 4, 5, 17, -4, 2**40)), min_size=1, max_size=6, unique=True))
+        for stat_id in stat_ids:
+            if draw(st.integers(0, 5)):  # sometimes missing
+                plane.stat_metadata[stat_id].CopyFrom(xplane_pb2.XStatMetadata(id=stat_id, name=draw(st.sampled_from(STAT_NAMES))))
+        if plane.name == names.TASK_ENVIRONMENT_PLANE and draw(st.booleans()):
+            plane.stat_metadata[99].CopyFrom(xplane_pb2.XStatMetadata(id=99, name=names.PROFILE_START_TIME))
+            plane.stats.add(metadata_id=99, uint64_value=draw(st.sampled_from((1_700_000_000_000_000_000, 5, 10**17))))
+        for _ in range(draw(st.integers(0, 2))):
+            plane.stats.append(draw(xstat(stat_ids)))
+        event_ids = draw(st.lists(st.sampled_from((1, 2, 3, 9, 0, -1, 2**33)), min_size=1, max_size=4, unique=True))
+        for event_id in event_ids:
+            if draw(st.integers(0, 4)):
+                meta = plane.event_metadata[event_id]
+                meta.id, meta.name = event_id, draw(st.sampled_from(("op", "kernel", "op", "")))
+                meta.display_name = draw(st.sampled_from(("", "shown")))
+                meta.metadata = draw(st.binary(max_size=3))
+                if draw(st.booleans()):
+                    meta.stats.append(draw(xstat(stat_ids)))
+        for line_index in range(draw(st.integers(0, 3))):
+            line = plane.lines.add(id=draw(st.integers(-2, 5)), name=draw(st.sampled_from(("thread 1", "stream 7", ""))))
+            line.display_name = draw(st.sampled_from(("", "Stream #7")))
+            line.timestamp_ns = draw(TIMESTAMPS)
+            line.duration_ps = draw(SMALL)
+            for _ in range(draw(st.integers(0, 5))):
+                event = line.events.add(metadata_id=draw(st.sampled_from(event_ids)))
+                choice = draw(st.integers(0, 9))
+                if choice == 0:
+                    event.num_occurrences = draw(st.integers(0, 5))
+                elif choice == 1:
+                    event.offset_ps = draw(INT64)
+                else:
+                    event.offset_ps = draw(st.integers(-(10**6), 10**9))
+                event.duration_ps = draw(st.integers(-1, 10**6) if draw(st.integers(0, 9)) else INT64)
+                for _ in range(draw(st.integers(0, 3))):
+                    event.stats.append(draw(xstat(stat_ids)))
+    return space
+
+
+@settings(SETTINGS, max_examples=300)
+@given(space=xspace())
+def test_generated_spaces_read_as_protobuf_reads_them(tmp_path_factory, space: xplane_pb2.XSpace):
+    path = tmp_path_factory.mktemp("generated") / "host.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    note(str(space))
+    event(check_same(path))
+
+
+# --- damaged bytes ------------------------------------------------------------------------------
+
+
+@settings(SETTINGS, max_examples=250)
+@given(data=st.data())
+def test_damaged_xspace_is_rejected_exactly_when_protobuf_rejects_it(tmp_path_factory, data: st.DataObject):
+    """Bit flips, cuts, inserted varints and tags: what protobuf parses loads the same, what
+    it rejects is rejected (the reader checks the wire format itself, not through protobuf)."""
+    buffer = bytearray(source_bytes(TPU))
+    for _ in range(data.draw(st.integers(1, 3), label="mutations")):
+        mutate_bytes(data, buffer, BYTE_OPS)
+    path = tmp_path_factory.mktemp("damaged") / "damaged.xplane.pb"
+    path.write_bytes(bytes(buffer))
+    event(check_same(path))
+
+
+@settings(SETTINGS, max_examples=300)
+@given(space=xspace(), data=st.data())
+def test_damaged_generated_spaces_are_judged_as_protobuf_judges_them(tmp_path_factory, space: xplane_pb2.XSpace, data: st.DataObject):
+    """The same on small generated spaces, where one mutation lands among few fields."""
+    buffer = bytearray(space.SerializeToString())
+    for _ in range(data.draw(st.integers(1, 2), label="mutations")):
+        mutate_bytes(data, buffer, BYTE_OPS)
+    path = tmp_path_factory.mktemp("damaged") / "damaged.xplane.pb"
+    path.write_bytes(bytes(buffer))
+    event(check_same(path))
+
+
+def _ld(field: int, payload: bytes) -> bytes:
+    return _tag(field, 2) + _varint(len(payload)) + payload
+
+
+def _tag(field: int, wire: int) -> bytes:
+    return _varint(field << 3 | wire)
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def _space_with_event(event: bytes, line_extra: bytes = b"", plane_extra: bytes = b"") -> bytes:
+    meta = _ld(4, _tag(1, 0) + b"\x01" + _ld(2, _tag(1, 0) + b"\x01" + _ld(2, b"op")))
+    stat_meta = _ld(5, _tag(1, 0) + b"\x02" + _ld(2, _tag(1, 0) + b"\x02" + _ld(2, b"correlation_id")))
+    line = _ld(2, b"line") + _tag(3, 0) + _varint(1000) + _ld(4, event) + line_extra
+    plane = _ld(2, b"/host:CPU") + _ld(3, line) + meta + stat_meta + plane_extra
+    return _ld(1, plane)
+
+
+EVENT = _tag(1, 0) + b"\x01" + _tag(2, 0) + b"\x05" + _tag(3, 0) + b"\x07"
+STAT = _tag(1, 0) + b"\x02" + _tag(4, 0) + b"\x2a"
+WIRE_CASES = {
+    "plain": EVENT + _ld(4, STAT),
+    "unknown varint, fixed32, fixed64, bytes": EVENT + _tag(9, 0) + b"\x01" + _tag(10, 5) + b"\0" * 4 + _tag(11, 1) + b"\0" * 8 + _ld(12, b"xy"),
+    "unknown group": EVENT + _tag(9, 3) + _tag(1, 0) + b"\x01" + _tag(9, 4),
+    "nested groups": EVENT + _tag(9, 3) + _tag(8, 3) + _tag(8, 4) + _tag(9, 4),
+    "groups 97 deep (the limit)": EVENT + _tag(9, 3) * 97 + _tag(9, 4) * 97,
+    "groups 98 deep (past it)": EVENT + _tag(9, 3) * 98 + _tag(9, 4) * 98,
+    "mismatched end group": EVENT + _tag(9, 3) + _tag(8, 4),
+    "end group alone": EVENT + _tag(9, 4),
+    "unterminated group": EVENT + _tag(9, 3),
+    "known field, wrong wire type": _tag(1, 2) + _varint(1) + b"\x05" + _tag(2, 5) + b"\0" * 4 + EVENT,
+    "offset then num_occurrences": EVENT + _tag(5, 0) + b"\x03",
+    "num_occurrences then offset": _tag(5, 0) + b"\x03" + EVENT,
+    "field given twice": EVENT + _tag(3, 0) + b"\x09",
+    "stat: last value wins": EVENT + _ld(4, STAT + _ld(5, b"text") + _tag(3, 0) + b"\x08"),
+    "stat: value types": EVENT + _ld(4, _tag(2, 1) + b"\0" * 7 + b"\x7f") + _ld(4, _ld(6, b"\xff")) + _ld(4, _tag(7, 0) + b"\x02"),
+    "stat: bad utf-8": EVENT + _ld(4, _ld(5, b"\xed\xa0\x80")),
+    "stat: utf-8 split across stats": EVENT + _ld(4, _ld(5, b"\xc3")) + _ld(4, _ld(5, b"\xa9")),
+    "stat: good utf-8": EVENT + _ld(4, _ld(5, "é€😀".encode())),
+    "varint of 10 bytes": EVENT + _tag(3, 0) + b"\xff" * 9 + b"\x01",
+    "varint of 10 bytes, high bits": EVENT + _tag(3, 0) + b"\xff" * 9 + b"\x7f",
+    "varint of 11 bytes": EVENT + _tag(3, 0) + b"\xff" * 10 + b"\x01",
+    "tag of 5 bytes": EVENT + b"\x88\x80\x80\x80\x00" + b"\x01",
+    "tag of 6 bytes": EVENT + b"\x88\x80\x80\x80\x80\x00" + b"\x01",
+    "tag past 32 bits": EVENT + b"\x88\x80\x80\x80\x10\x01",
+    "field number 0": EVENT + b"\x00\x01",
+    "wire type 6": EVENT + b"\x0e",
+    "wire type 7": EVENT + b"\x0f",
+    "length of 5 bytes": EVENT + _tag(12, 2) + b"\x81\x80\x80\x80\x00" + b"a",
+    "length of 6 bytes": EVENT + _tag(12, 2) + b"\x81\x80\x80\x80\x80\x00" + b"a",
+    "length past the event": EVENT + _tag(12, 2) + b"\x05ab",
+    "truncated fixed64": EVENT + _tag(11, 1) + b"\0" * 3,
+    "truncated varint": EVENT + _tag(3, 0) + b"\x80",
+}
+
+
+@pytest.mark.parametrize("event", list(WIRE_CASES.values()), ids=list(WIRE_CASES))
+def test_wire_format_edge_cases_follow_protobuf(event: bytes, tmp_path: Path):
+    for extra in (b"", _tag(15, 0) + b"\x01" + _tag(11, 2) + b"\x00"):  # also with line fields after the events
+        path = tmp_path / "case.xplane.pb"
+        path.write_bytes(_space_with_event(event, line_extra=extra))
+        check_same(path)
+
+
+def test_corrupt_events_are_reported_with_their_position(tmp_path: Path):
+    path = tmp_path / "case.xplane.pb"
+    path.write_bytes(_space_with_event(EVENT + b"\x0e"))
+    with pytest.raises(ProfileFormatError, match=r"not a valid XSpace protobuf \(truncated or corrupt: a field has wire type 6 or 7, at byte \d+\)"):
+        stepscope.load(path)
+
+
+@pytest.mark.parametrize("name", [TPU])
+def test_cut_at_every_line_boundary_is_judged_as_protobuf_judges_it(name: str, tmp_path: Path):
+    data = source_bytes(name)
+    path = tmp_path / "cut.xplane.pb"
+    for index in range(48):
+        path.write_bytes(data[: len(data) * index // 48 + 7])
+        check_same(path)
+
+
+# --- the decoder without numba ------------------------------------------------------------------
+
+
+def test_the_decoder_runs_as_plain_python_without_numba(tmp_path: Path):
+    """Where numba cannot be installed the same functions run as Python: same profile."""
+    space = xplane_pb2.XSpace.FromString(_space_with_event(WIRE_CASES["stat: value types"]))
+    path = tmp_path / "small.xplane.pb"
+    path.write_bytes(space.SerializeToString())
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.modules["numba"] = None  # import numba -> ImportError
+        import stepscope
+        from stepscope.trace import jit
+        assert jit.numba is None
+        print(repr(describe(stepscope.load({str(path)!r}))))
+        """
+    )
+    prelude = "import stepscope\n" + textwrap.dedent(_describe_source())
+    done = subprocess.run(
+        [sys.executable, "-c", prelude + script], capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2]
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == repr(describe(stepscope.load(path)))
+
+
+def describe(profile: stepscope.Profile) -> list:
+    plane = profile.planes[0]
+    return [profile.start_ns, plane.events.start_ps.tolist(), [plane.event_name(r) for r in range(len(plane.events))], [plane.event_stats(r) for r in range(len(plane.events))]]
+
+
+def _describe_source() -> str:
+    import inspect
+
+    return inspect.getsource(describe)
