@@ -71,7 +71,7 @@ def measure_page(url: str, run: str, host: str) -> dict:
         canvas = page.locator("#trace-canvas")
         box = canvas.bounding_box()
         page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-        page.evaluate("() => { window.__stepscope.trace.frameTimes.length = 0; }")
+        page.evaluate("() => { window.__stepscope.trace.frameTimes.length = 0; window.__stepscope.trace.frameIntervals.length = 0; }")
         for key, seconds in (("d", 3.0), ("w", 1.5), ("s", 1.5), ("a", 1.0)):
             page.keyboard.down(key)
             page.wait_for_timeout(seconds * 1000)
@@ -81,6 +81,8 @@ def measure_page(url: str, run: str, host: str) -> dict:
             page.wait_for_timeout(30)
         page.wait_for_timeout(500)
         frames = np.asarray(page.evaluate("() => window.__stepscope.trace.frameTimes.slice()"), dtype=float)
+        # Time between frames while keys animate: the draw plus Chromium's raster and compositing.
+        intervals = np.asarray(page.evaluate("() => window.__stepscope.trace.frameIntervals.slice()"), dtype=float)
         drawn = page.evaluate("() => window.__stepscope.trace.drawn()")
         browser.close()
     return {
@@ -89,6 +91,8 @@ def measure_page(url: str, run: str, host: str) -> dict:
         "frame_p50_ms": float(np.percentile(frames, 50)) if len(frames) else None,
         "frame_p95_ms": float(np.percentile(frames, 95)) if len(frames) else None,
         "frame_max_ms": float(frames.max()) if len(frames) else None,
+        "interval_p50_ms": float(np.percentile(intervals, 50)) if len(intervals) else None,
+        "interval_p95_ms": float(np.percentile(intervals, 95)) if len(intervals) else None,
         "requests": drawn.get("requests"),
     }
 
@@ -123,13 +127,14 @@ def main() -> int:
         subprocess.run([sys.executable, str(ROOT / "bench" / "make_big_profile.py"), "--events", str(args.events)], check=True)
     profiles = [(big, f"synthetic {args.events:,} events"), (ROOT.parent / "shared/traces/kineto/v100_resnet_ns_resolution.pt.trace.json.gz", "V100 ResNet (Kineto)")]
     results = [run(path, label) for path, label in profiles]
-    print(f"{'profile':32} {'analysis+index':>15} {'first paint':>12} {'frames':>7} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7}")
+    print(f"{'profile':32} {'analysis+index':>15} {'first paint':>12} {'frames':>7} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'gap p95':>8}")
     for r in results:
         print(
             f"{r['profile']:32} {r['analysis_and_index_s']:14.1f}s {r['first_paint_s']:11.2f}s {r['frames']:7d} "
-            f"{r['frame_p50_ms'] or 0:7.1f} {r['frame_p95_ms'] or 0:7.1f} {r['frame_max_ms'] or 0:7.1f}"
+            f"{r['frame_p50_ms'] or 0:7.1f} {r['frame_p95_ms'] or 0:7.1f} {r['frame_max_ms'] or 0:7.1f} {r['interval_p95_ms'] or 0:8.1f}"
         )
-    print("targets: first paint < 2 s after the index exists; 60 fps (p95 frame <= 16.7 ms)")
+    print("p50/p95/max: draw time per frame; gap: time between frames (raster included)")
+    print("targets: first paint < 2 s after the index exists; 60 fps (frame gap p95 ~16.7 ms)")
     OUT.mkdir(exist_ok=True)
     (OUT / "trace_viewer_page.json").write_text(json.dumps(results, indent=2))
     return 0
