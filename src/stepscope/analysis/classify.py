@@ -91,7 +91,7 @@ def _device_type_activity(name: str, category: str) -> Activity:
 
 
 def _host_type_activity(name: str, category: str) -> Activity:
-    if STEP_MARKER.match(name) or name == names.STEPSCOPE_STEP or category in ("Trace",):
+    if STEP_MARKER.match(name) or category in ("Trace",):
         return Activity.NONE
     if INPUT.search(name):
         return Activity.INPUT
@@ -124,7 +124,7 @@ def event_activities(plane: Plane) -> np.ndarray:
             ignored = [i for i, line in enumerate(plane.lines) if line.name in DEVICE_WRAPPER_LINES]
         activities[np.isin(plane.events.line, ignored)] = Activity.NONE
     else:
-        # Step markers are spans around the step's work, whatever their name (JAX's
-        # StepTraceAnnotation, TensorFlow's Trace(step_num=...)): they carry step_num.
+        # Step markers are spans around the step's work, whatever their name (stepscope.step,
+        # JAX's StepTraceAnnotation, TensorFlow's Trace(step_num=...)): they carry step_num.
         activities[plane.events.step_num != NO_ID] = Activity.NONE
     return activities

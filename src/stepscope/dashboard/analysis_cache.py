@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import os
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stepscope import __version__
+from stepscope.dashboard.pools import spawn_pool, stop_pool
 from stepscope.dashboard.worker import (
     ERROR_FILE,
     PROGRESS_FILE,
@@ -110,9 +110,7 @@ class AnalysisCache:
 
     def _submit(self, key: str, path: Path) -> None:
         if self._pool is None:
-            # spawn, not fork: the server has threads (uvicorn, capture jobs) that a fork
-            # would copy in whatever state they are in.
-            self._pool = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("spawn"))
+            self._pool = spawn_pool(self.workers)
         progress_file = self.root / f"{key}.{PROGRESS_FILE}"
         job = self._pool.submit(analyse, str(path), str(self.root / key), str(progress_file))
         self._jobs[key] = job
@@ -136,20 +134,6 @@ class AnalysisCache:
         with self._lock:
             stop_pool(self._pool)
             self._pool = None
-
-
-def stop_pool(pool: ProcessPoolExecutor | None) -> None:
-    """Ends a pool's worker processes now, busy or not. ``shutdown(wait=False)`` alone
-    leaves a busy worker running after the server exits (and holding its output open);
-    the executor has no public way to stop one, hence its ``_processes``."""
-    if pool is None:
-        return
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        process.terminate()
-    for process in processes:
-        process.join(timeout=5)
 
 
 def _describe(path: Path, error: BaseException) -> str:

@@ -6,7 +6,6 @@ while the server process never holds a profile (only the memory-mapped trace ind
 
 from __future__ import annotations
 
-import multiprocessing
 import threading
 from collections import OrderedDict
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -14,6 +13,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
+from stepscope.dashboard.pools import spawn_pool, stop_pool
 from stepscope.errors import StepscopeError
 
 # Profiles kept loaded in the worker process (a 10M-event profile holds a few GB).
@@ -64,11 +64,11 @@ class ProfileJobs:
     def submit(self, function, *args) -> Future:
         with self._lock:
             if self._pool is None:
-                self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+                self._pool = spawn_pool(1)
             try:
                 return self._pool.submit(function, *args)
             except BrokenProcessPool:
-                self._pool = ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn"))
+                self._pool = spawn_pool(1)
                 return self._pool.submit(function, *args)
 
     def run(self, function, *args) -> Any:
@@ -81,8 +81,6 @@ class ProfileJobs:
             raise StepscopeError("the profile worker died (out of memory?); try again") from None
 
     def close(self) -> None:
-        from stepscope.dashboard.analysis_cache import stop_pool
-
         with self._lock:
             stop_pool(self._pool)
             self._pool = None
