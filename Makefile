@@ -62,6 +62,8 @@ bench: $(STAMP) $(WEB_BUILT) $(CHROMIUM)
 	$(PY) bench/make_xspace.py
 	$(PY) bench/tools.py
 	$(PY) bench/overhead.py
+	$(PY) bench/capture_stop.py
+	$(PY) bench/remote_stop.py
 	$(PY) bench/trace_viewer.py
 	$(PY) bench/trace_viewer_page.py
 

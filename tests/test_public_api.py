@@ -8,7 +8,7 @@ EXPECTED = {
     "EventMetadata", "EventTable", "FlowTable", "Host", "Line", "Plane", "Profile",
     "ProfileFormatError", "Run", "StepscopeError", "__version__", "discover", "load",
     "make_path", "parse_path", "save",
-    "HostResult", "ProfilerServer", "capture_remote", "start_server",
+    "HostResult", "ProfilerServer", "capture_remote", "start_server", "stop_server",
     "CaptureSession", "ProfilerOptions", "ProfilerWarning", "StepHook", "profile", "start", "step", "stop", "trace",
     "data",
 }

@@ -22,6 +22,15 @@ BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 LINK = re.compile(r"\]\(([^)#]+)(?:#[^)]*)?\)")
 BLOCKS = BLOCK.findall(README.read_text())
 SERVER_PORT = 6009  # the README's
+# Put before the README's profiler-server job: collects garbage every 0.2 s from the start.
+COLLECT_GARBAGE = (
+    "import gc as _gc, threading as _threading, time as _time\n"
+    "def _collect():\n"
+    "    while True:\n"
+    "        _time.sleep(0.2)\n"
+    "        _gc.collect()\n"
+    "_threading.Thread(target=_collect, daemon=True).start()\n"
+)
 
 pytestmark = pytest.mark.framework
 
@@ -47,14 +56,19 @@ def run_python(code: str, cwd: Path, background: list) -> None:
     script = cwd / f"block_{len(list(cwd.glob('block_*.py')))}.py"
     script.write_text(code)
     if f"start_server({SERVER_PORT})" in code:  # a job to capture: it runs beside the next blocks
+        # As a long-lived job meets it: garbage is collected all along (a server whose only
+        # reference was dropped used to stop within seconds), and the capture comes later.
+        script.write_text(COLLECT_GARBAGE + code)
         background.append(subprocess.Popen([sys.executable, str(script)], cwd=cwd, env=environment()))
         deadline = time.monotonic() + 60
         while True:
             with socket.socket() as probe:
                 if probe.connect_ex(("127.0.0.1", SERVER_PORT)) == 0:
-                    return
+                    break
             assert time.monotonic() < deadline, "the job's profiler server never listened"
             time.sleep(0.1)
+        time.sleep(3)
+        return
     result = subprocess.run([sys.executable, str(script)], cwd=cwd, env=environment(), capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"{script.name}:\n{code}\n{result.stderr[-3000:]}"
     if "StepHook" in code:

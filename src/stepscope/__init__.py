@@ -48,6 +48,7 @@ __all__ = [
     "start_server",
     "step",
     "stop",
+    "stop_server",
     "trace",
 ]
 
@@ -58,6 +59,7 @@ _LAZY = {
     "capture_remote": "stepscope.capture.client",
     "ProfilerServer": "stepscope.capture.service",
     "start_server": "stepscope.capture.service",
+    "stop_server": "stepscope.capture.service",
 }
 
 

@@ -23,6 +23,8 @@ from stepscope.trace.summary import HostSummary, InfoReport, RunSummary, summari
 from stepscope.trace.writers import save, writer_suffix
 
 EXIT_USAGE = 2
+# The longest capture window the CLI accepts (the server's own limit is 10 minutes by default).
+MAX_CAPTURE_MS = 24 * 3600 * 1000
 
 
 def _progress(total: int, description: str) -> tqdm:
@@ -142,17 +144,31 @@ def cmd_capture(args: argparse.Namespace) -> int:
     addresses = [address.strip() for address in args.addresses.split(",") if address.strip()]
     if not addresses:
         raise StepscopeError("no address given (ADDR[,ADDR...], e.g. localhost:6009)")
-    if args.attempts < 1 or args.duration_ms < 1 or args.delay_ms < 0:
-        raise StepscopeError("--attempts and --duration-ms must be positive, --delay-ms not negative")
+    if args.attempts < 1 or not 1 <= args.duration_ms <= MAX_CAPTURE_MS or not 0 <= args.delay_ms <= MAX_CAPTURE_MS:
+        raise StepscopeError(f"--attempts must be positive, --duration-ms 1..{MAX_CAPTURE_MS}, --delay-ms 0..{MAX_CAPTURE_MS}")
     options = ProfilerOptions(
         host_tracer_level=args.host_tracer_level,
         python_tracer_level=args.python_tracer_level,
         device_tracer_level=args.device_tracer_level,
     )
-    results = capture_remote(addresses, args.logdir, args.duration_ms, args.delay_ms, options, args.attempts)
+    window_ms = args.duration_ms + args.delay_ms
+    with tqdm(total=window_ms, desc="capturing", unit="ms", disable=None, leave=False, file=sys.stderr) as bar:
+        phases: dict[str, str] = {}
+
+        def show(address: str, phase: str, elapsed_ms: int, duration_ms: int) -> None:
+            phases[address] = phase
+            bar.n = min(elapsed_ms, window_ms)
+            bar.set_postfix_str(", ".join(f"{a}: {p}" for a, p in sorted(phases.items())), refresh=True)
+
+        results = capture_remote(addresses, args.logdir, args.duration_ms, args.delay_ms, options, args.attempts, show)
     for result in results:
         where = result.path if result.ok else result.message
         print(f"{result.address}: {'ok' if result.ok else 'failed'} ({where}; {result.attempts} attempt(s))")
+        for note in result.notes:
+            print(f"  {result.address}: note: {note}")
+    unsaved = [result for result in results if result.local_error]
+    if unsaved:
+        raise StepscopeError(unsaved[0].message)
     return 0 if any(result.ok for result in results) else 1
 
 

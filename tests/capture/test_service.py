@@ -68,7 +68,7 @@ def test_dead_address_among_live_ones(tmp_path: Path):
     job.finish()
     assert result.returncode == 0, result.stderr  # one host succeeded
     assert f"{job.address}: ok" in result.stdout
-    assert f"{dead}: failed (connection refused; 2 attempt(s))" in result.stdout
+    assert f"{dead}: failed (connection refused: no profiler server listens on that port; 2 attempt(s))" in result.stdout
     nothing = capture_cli(dead, "--logdir", str(tmp_path / "logs2"), "--attempts", "1")
     assert nothing.returncode == 1 and "connection refused" in nothing.stdout
 

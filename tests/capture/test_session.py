@@ -77,10 +77,23 @@ def test_one_session_at_a_time(tmp_path: Path):
     session.start()
     try:
         with pytest.raises(stepscope.StepscopeError, match="already running"):
-            stepscope.start(tmp_path)
+            CaptureSession(tmp_path, tracers=[HostTracer()]).start()
+        # The job-facing calls never raise: the second capture warns and records nothing,
+        # and the first goes on recording.
+        with pytest.warns(stepscope.ProfilerWarning, match="records nothing.*already running"):
+            with stepscope.profile(tmp_path / "inner") as inner:
+                with stepscope.trace("work"):
+                    pass
+        assert inner.path is None and not (tmp_path / "inner").exists()
+        with pytest.warns(stepscope.ProfilerWarning, match="records nothing"):
+            stepscope.start(tmp_path / "inner")
+        assert stepscope.stop() is None
     finally:
-        with pytest.warns(stepscope.ProfilerWarning, match="recorded no events"):
-            assert session.stop() is None
+        path = session.stop()
+    # The first capture kept recording through all that: it holds the one "work" span.
+    profile = stepscope.load(path)
+    host = profile.plane(names.HOST_PLANE)
+    assert [host.metadata.names[i] for i in host.events.metadata_id] == ["work"]
     with pytest.raises(stepscope.StepscopeError, match="no stepscope capture is running"):
         stepscope.stop()
 

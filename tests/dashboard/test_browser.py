@@ -255,29 +255,57 @@ def test_a_corrupt_run_shows_its_error_and_the_rest_works(page, server, logdir):
 
 def test_capture_dialog_captures_a_live_job(page, server, tmp_path):
     job = Job(tmp_path, "browser", seconds=8)
+    runs_before = {run["name"] for run in server.get("/api/runs").json()["runs"]}
+    polled: list = []  # the page's GET /api/capture/<id> answers, read once the capture is over
+    page.on("response", lambda response: polled.append(response) if urlparse(response.url).path.startswith("/api/capture/") else None)
     open_tool(page, server, "overview_page", **GPU)
     page.click("#capture-button")
+    dialog = page.locator("#capture-dialog")
+    assert dialog.evaluate("d => d.open")
+    # The hint names the real API, and nothing offers TPU names (nothing here resolves them).
+    hint = dialog.locator(".hint").inner_text()
+    assert "stepscope.start_server(port)" in hint and "stepscope.capture.start_server" not in hint
+    assert "TPU" not in dialog.inner_html().upper()
+    assert "host:port" in dialog.locator("label.wide-field").inner_text()
+    # A capture that fails keeps the dialog open on its per-host messages.
+    page.fill("#capture-addresses", "127.0.0.1:1")
+    page.fill("#capture-duration", "100")
+    page.fill("#capture-attempts", "1")
+    page.click("#capture-submit")
+    page.wait_for_selector('#capture-status[data-state="failed"] li[data-address="127.0.0.1:1"][data-ok="false"]', timeout=60_000)
+    assert dialog.evaluate("d => d.open")
+    assert parse_qs(urlparse(page.url).query)["run"] == [GPU["run"]]
+    page.fill("#capture-attempts", "3")
     page.fill("#capture-addresses", job.address)
     page.fill("#capture-duration", "600")
-    page.select_option("#capture-host-level", "1") if page.locator("#capture-host-level").evaluate("e => e.tagName") == "SELECT" else page.fill(
-        "#capture-host-level", "1"
-    )
+    page.fill("#capture-host-level", "1")
     shot(page, "capture_dialog")
     page.click("#capture-submit")
-    page.wait_for_selector('#capture-status[data-state="done"]', timeout=120_000)
+    # A successful capture closes the dialog onto the new run.
+    try:
+        page.wait_for_function("() => !document.getElementById('capture-dialog').open", timeout=120_000)
+    except playwright_api.TimeoutError:
+        pytest.fail(f"the dialog stayed open: {page.locator('#capture-status').inner_text()}")
     assert "job finished" in job.finish()
+    assert page.locator('#capture-status[data-state="done"]').count() == 1
     shot(page, "capture_done")
-    # The page moves to the new run, whose overview shows the job's steps.
-    deadline = time.monotonic() + 30
-    while (run := parse_qs(urlparse(page.url).query).get("run", [""])[0]) in ("gpu", ""):
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    # The run the capture API reported, twice over: its last status, and the one new run listed.
+    status = polled[-1].json()
+    assert status["state"] == "done" and status["run"], status
     host = "127.0.0.1_" + job.address.split(":")[1]
-    assert host in json.dumps(server.get("/api/runs").json())
-    page.keyboard.press("Escape")
-    page.goto(page_url(server.url, run=run, host=host, tool="overview_page"))
+    listed = {run["name"]: run["hosts"] for run in server.get("/api/runs").json()["runs"]}
+    assert set(listed) - runs_before == {status["run"]}
+    assert listed[status["run"]] == [host]
+    # The page selected it as the runs selector does: the selector and the address agree.
+    assert page.input_value("#run-select") == status["run"]
+    query = parse_qs(urlparse(page.url).query)
+    assert query == {"run": [status["run"]], "host": [host], "tool": ["overview_page"]}
+    # ... and shows its overview, with the job's steps.
     wait_ready(page, "overview_page")
     assert int(metric(page, "step_count")) >= 10
+    page.go_back()
+    wait_ready(page, "overview_page")
+    assert parse_qs(urlparse(page.url).query)["run"] == [GPU["run"]]
 
 
 def test_a_profile_being_analysed_shows_progress_then_the_tool(page, server, logdir):

@@ -1,8 +1,9 @@
 /**
  * The "Capture profile" dialog: asks running programs (their profiler servers, host:port)
- * for a trace via POST /api/capture, then follows the capture until it is done and hands
- * the new run to the page, as TensorBoard's capture button does. The form markup is in
- * index.html so it exists before any script runs.
+ * for a trace via POST /api/capture, then follows the capture until it is done and closes
+ * onto the new run (the page selects it, as TensorBoard's capture button does); a failed
+ * capture keeps the dialog open on its per-host messages. The form markup is in index.html
+ * so it exists before any script runs.
  */
 
 import { getCapture, sleep, startCapture, POLL_MS, type CaptureRequest, type CaptureStatus } from "./api";
@@ -54,6 +55,18 @@ export function captureRequest(form: CaptureForm): CaptureRequest {
   };
 }
 
+/**
+ * What the dialog does after a status answer: poll again while the capture runs, open the
+ * run a finished capture wrote, or stay open on the per-host results (failed, or no run).
+ */
+export type CaptureOutcome = { kind: "poll" } | { kind: "open"; run: string } | { kind: "stay" };
+
+export function captureOutcome(capture: CaptureStatus): CaptureOutcome {
+  if (capture.state === "running") return { kind: "poll" };
+  if (capture.state === "done" && capture.run) return { kind: "open", run: capture.run };
+  return { kind: "stay" };
+}
+
 function input(id: string): HTMLInputElement {
   return document.getElementById(id) as HTMLInputElement;
 }
@@ -96,10 +109,11 @@ function statusView(capture: CaptureStatus): (Node | string | null)[] {
 }
 
 /**
- * Wires the dialog. `onDone` gets the new run's name (null when the capture wrote none);
- * the page refreshes its runs and selects it.
+ * Wires the dialog. `openRun` gets the run a finished capture wrote; the page refreshes its
+ * runs and selects it, answering whether it could (the run is listed). When it did the
+ * dialog closes onto it; when not the dialog stays open and says so.
  */
-export function setupCapture(onDone: (run: string | null) => void | Promise<void>): void {
+export function setupCapture(openRun: (run: string) => Promise<boolean>): void {
   const dialog = document.getElementById("capture-dialog") as HTMLDialogElement;
   const form = document.getElementById("capture-form") as HTMLFormElement;
   const submit = document.getElementById("capture-submit") as HTMLButtonElement;
@@ -145,11 +159,19 @@ export function setupCapture(onDone: (run: string | null) => void | Promise<void
       for (;;) {
         const capture = await getCapture(id);
         showStatus(status, capture.state, statusView(capture));
-        if (capture.state === "done") {
-          await onDone(capture.run);
+        const outcome = captureOutcome(capture);
+        if (outcome.kind === "stay") return;
+        if (outcome.kind === "open") {
+          if (await openRun(outcome.run)) {
+            dialog.close();
+          } else {
+            showStatus(status, capture.state, [
+              ...statusView(capture),
+              el("p", { class: "error-text" }, `${outcome.run} is not listed by the server yet; pick it in the Run selector once it is.`),
+            ]);
+          }
           return;
         }
-        if (capture.state === "failed") return;
         await sleep(POLL_MS);
       }
     } catch (error) {

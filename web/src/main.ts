@@ -9,7 +9,7 @@
  */
 
 import "./style.css";
-import { ApiError, Cancelled, getRuns, getToolJson, getTools, type Pending, type RunInfo, type Selection, type TablesResponse } from "./api";
+import { ApiError, Cancelled, getRuns, getToolJson, getTools, sleep, type Pending, type RunInfo, type Selection, type TablesResponse } from "./api";
 import { setupCapture } from "./capture";
 import { destroyCharts, chartRegistry } from "./components/charts";
 import { renderProgress } from "./components/progress";
@@ -18,6 +18,8 @@ import { pageFor } from "./pages";
 import { buildQuery, keptParams, parseQuery, pickHost, pickTool, resolveRunHost, sameSelection, type Wanted } from "./state/url";
 
 const RUNS_REFRESH_MS = 5000;
+/** How long a finished capture's run may take to be listed (the server re-reads the logdir at most once a second). */
+const NEW_RUN_WAIT_MS = 15_000;
 
 function byId<T extends HTMLElement>(id: string): T {
   const node = document.getElementById(id);
@@ -224,11 +226,31 @@ function scheduleRefresh(): void {
   }, RUNS_REFRESH_MS);
 }
 
-runSelect.addEventListener("change", () => {
-  const run = runs.find((candidate) => candidate.name === runSelect.value);
+/** Moves to another run as a new history entry (the runs selector, a finished capture). */
+function selectRun(name: string): Promise<void> {
+  const run = runs.find((candidate) => candidate.name === name);
   // Keep the host and tool when the new run has them (comparing the same host across runs).
   const host = run ? pickHost(run, current?.host) : undefined;
-  void applyWanted({ run: runSelect.value, host, tool: current?.tool }, "push");
+  return applyWanted({ run: name, host, tool: current?.tool }, "push");
+}
+
+/** Refreshes the runs until `name` is listed; false when it is not within `timeoutMs`. */
+async function waitForRun(name: string, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      await refreshRuns();
+    } catch (error) {
+      console.warn("stepscope: could not refresh runs", error);
+    }
+    if (runs.some((candidate) => candidate.name === name)) return true;
+    if (Date.now() >= deadline) return false;
+    await sleep(500);
+  }
+}
+
+runSelect.addEventListener("change", () => {
+  void selectRun(runSelect.value);
 });
 hostSelect.addEventListener("change", () => {
   void applyWanted({ run: current?.run ?? runSelect.value, host: hostSelect.value, tool: current?.tool }, "push");
@@ -240,9 +262,11 @@ window.addEventListener("popstate", () => {
   void applyWanted(parseQuery(location.search), "replace");
 });
 
+// A finished capture closes its dialog onto the run it wrote, selected as the runs selector does.
 setupCapture(async (run) => {
-  await refreshRuns();
-  if (run) await applyWanted({ run, host: current?.host, tool: current?.tool }, "push");
+  if (!(await waitForRun(run, NEW_RUN_WAIT_MS))) return false;
+  await selectRun(run);
+  return true;
 });
 
 async function start(): Promise<void> {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ApiError, Cancelled, getToolJson, type Pending } from "../src/api";
-import { captureRequest, parseAddresses } from "../src/capture";
+import { ApiError, Cancelled, getToolJson, type CaptureStatus, type Pending } from "../src/api";
+import { captureOutcome, captureRequest, parseAddresses } from "../src/capture";
 import { pendingText, percentOf } from "../src/components/progress";
 
 describe("progress", () => {
@@ -36,6 +36,28 @@ describe("capture form", () => {
     expect(() => captureRequest({ ...form, addresses: "localhost" })).toThrow(/host:port/);
     expect(() => captureRequest({ ...form, hostLevel: "4" })).toThrow(/host tracer level/);
     expect(() => captureRequest({ ...form, duration: "1.5" })).toThrow(/duration/);
+  });
+});
+
+describe("capture outcome", () => {
+  const status = (state: CaptureStatus["state"], run: string | null, ok: boolean): CaptureStatus => ({
+    id: "c1",
+    state,
+    elapsed_ms: 700,
+    duration_ms: 600,
+    run,
+    results: state === "running" ? [] : [{ address: "127.0.0.1:9012", ok, host: ok ? "127.0.0.1_9012" : null, message: ok ? "ok" : "connection refused", attempts: 1 }],
+  });
+  it("polls while the capture runs", () => {
+    expect(captureOutcome(status("running", null, false))).toEqual({ kind: "poll" });
+  });
+  it("opens the run a finished capture wrote", () => {
+    expect(captureOutcome(status("done", "plugins/profile/2025_01_01_00_00_00", true))).toEqual({ kind: "open", run: "plugins/profile/2025_01_01_00_00_00" });
+  });
+  it("stays open on the per-host messages when the capture failed or wrote no run", () => {
+    expect(captureOutcome(status("failed", null, false))).toEqual({ kind: "stay" });
+    expect(captureOutcome(status("done", null, false))).toEqual({ kind: "stay" });
+    expect(captureOutcome(status("done", "", false))).toEqual({ kind: "stay" });
   });
 });
 

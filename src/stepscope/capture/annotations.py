@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from stepscope.capture.handoff import pending as _handoffs
+from stepscope.capture.handoff import run_pending as _run_handoffs
 from stepscope.trace import names
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -182,7 +184,12 @@ trace.function = _trace_function  # type: ignore[attr-defined]
 
 def step(number: int, **args: Any) -> _Span | _Idle:
     """``with stepscope.step(n):`` marks one training step; the tools find it by its
-    ``step_num`` stat, as they find JAX's and TensorFlow's step annotations."""
+    ``step_num`` stat, as they find JAX's and TensorFlow's step annotations.
+
+    A step is also where a capture started by the profiler server hands the training
+    thread what only it can do (see ``capture/handoff.py``)."""
+    if _handoffs:
+        _run_handoffs()
     recording = _recording
     if recording is None:
         return _IDLE

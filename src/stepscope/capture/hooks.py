@@ -13,7 +13,7 @@ import time
 import warnings
 from pathlib import Path
 
-from stepscope.capture import annotations
+from stepscope.capture import annotations, handoff
 from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.session import CaptureSession, ProfilerWarning
 from stepscope.errors import StepscopeError
@@ -52,6 +52,8 @@ class StepHook:
 
     def step(self) -> None:
         """Call once per training iteration, at its end."""
+        if handoff.pending:
+            handoff.run_pending()
         self._step += 1
         now = time.perf_counter_ns()
         if self._session is not None:

@@ -123,7 +123,8 @@ class Captures:
         for result in results:
             parsed = parse_path(self.logdir.resolve(), result.path.resolve()) if result.ok and result.path else None
             run = run or (parsed.run if parsed else None)
-            rows.append({"address": result.address, "ok": result.ok, "host": parsed.host if parsed else None, "message": result.message, "attempts": result.attempts})
+            message = "; ".join([result.message, *result.notes])  # the server's notes: what the capture missed
+            rows.append({"address": result.address, "ok": result.ok, "host": parsed.host if parsed else None, "message": message, "attempts": result.attempts})
         job.results, job.run = rows, run
         job.state = DONE if run is not None else FAILED
         job.finished = time.monotonic()

@@ -11,8 +11,10 @@ from typing import BinaryIO
 
 
 @contextlib.contextmanager
-def atomic_output(path: Path) -> Iterator[BinaryIO]:
-    """Yields a temporary file beside ``path``; renames it over ``path`` only on success."""
+def atomic_output(path: Path, replace: bool = True) -> Iterator[BinaryIO]:
+    """Yields a temporary file beside ``path``; renames it over ``path`` only on success.
+    With ``replace=False`` an existing ``path`` is left as it is (``FileExistsError``): the
+    file is linked into place, which fails rather than overwrite."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -24,7 +26,11 @@ def atomic_output(path: Path) -> Iterator[BinaryIO]:
         # mkstemp makes the file private (0600); a profile is shared like any file written
         # with open(): readable by TensorBoard running as another user, per the umask.
         os.chmod(temporary, 0o666 & ~_umask())
-        os.replace(temporary, path)
+        if replace:
+            os.replace(temporary, path)
+        else:
+            os.link(temporary, path)
+            os.unlink(temporary)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
@@ -42,6 +48,6 @@ def _umask() -> int:
     return 0o022
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    with atomic_output(path) as stream:
+def atomic_write(path: Path, data: bytes, replace: bool = True) -> None:
+    with atomic_output(path, replace) as stream:
         stream.write(data)

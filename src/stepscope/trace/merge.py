@@ -8,11 +8,17 @@ traced by two tracers shows as two lines, each properly nested.
 
 from __future__ import annotations
 
+import dataclasses
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from stepscope.trace.builder import RawPlane, finish_plane
 from stepscope.trace.model import EVENT_COLUMNS, EventMetadata, FlowTable, Line, Plane, Profile
 from stepscope.trace.stats import Stat, StatStore, StatValue
+
+if TYPE_CHECKING:
+    from stepscope.trace.stat_entries import EventTypes, StatEntries
 
 
 class ConcatStats:
@@ -50,6 +56,19 @@ class ConcatStats:
 
     def take(self, rows: np.ndarray) -> ConcatStats:
         return ConcatStats(self._stores, self._store[rows], self._local[rows])
+
+    def entries(self, rows: np.ndarray, types: EventTypes, skip: frozenset[str] = frozenset()) -> StatEntries:
+        """Each store's rows asked of it at once, the answers interleaved back."""
+        from stepscope.trace.stat_entries import StatEntries, stat_entries
+
+        store_of, local = self._store[rows], self._local[rows]
+        parts = []
+        for index, store in enumerate(self._stores):
+            positions = np.flatnonzero(store_of == index)
+            if len(positions):
+                part = stat_entries(store, local[positions], types.take(positions), skip)
+                parts.append(dataclasses.replace(part, row=positions[part.row]))
+        return StatEntries.merge(parts)
 
 
 def merge_profiles(profiles: list[Profile], host: str, source: str) -> Profile:

@@ -148,3 +148,8 @@ THREAD_SORT_INDEX: Final = "thread_sort_index"
 # --- gRPC ------------------------------------------------------------------------------------
 # The full service name TensorFlow, JAX and XProf register (see protos/profiler_service.proto).
 PROFILER_SERVICE: Final = "tensorflow.ProfilerService"
+# stepscope's own service beside it: a capture's progress (protos/capture_status.proto).
+CAPTURE_STATUS_SERVICE: Final = "stepscope.CaptureStatus"
+# Trailing metadata of a Profile answer: what the capture missed, and a write that failed.
+CAPTURE_WARNING_KEY: Final = "stepscope-warning"
+CAPTURE_WRITE_ERROR_KEY: Final = "stepscope-write-error"

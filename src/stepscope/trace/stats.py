@@ -14,7 +14,8 @@ XSpace writer. Two stores share one small interface:
   stat, no Python object.
 
 Both are reordered with :meth:`take` (events are sorted after loading) without copying
-their payload.
+their payload, and give many events' stats at once as columns with ``entries`` (see
+:mod:`stepscope.trace.stat_entries`), which the XSpace writer encodes in bulk.
 """
 
 from __future__ import annotations
@@ -24,10 +25,13 @@ import math
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 import numpy as np
+
+if TYPE_CHECKING:
+    from stepscope.trace.stat_entries import EventTypes, StatEntries
 
 StatValue = int | float | str | bytes
 
@@ -135,6 +139,11 @@ class EmptyStats:
     def take(self, rows: np.ndarray) -> EmptyStats:
         return EmptyStats(len(rows))
 
+    def entries(self, rows: np.ndarray, types: EventTypes, skip: frozenset[str] = frozenset()) -> StatEntries:
+        from stepscope.trace.stat_entries import StatEntries
+
+        return StatEntries.empty()
+
 
 # Turns one decoded args object (with the event's name and category) into typed stats;
 # the Kineto reader supplies one that renames keys and derives kernel_details, the Chrome
@@ -196,6 +205,41 @@ class JsonStats:
 
     def take(self, rows: np.ndarray) -> JsonStats:
         return JsonStats(self._blob, self._starts[rows], self._ends[rows], self._translate)
+
+    def entries(self, rows: np.ndarray, types: EventTypes, skip: frozenset[str] = frozenset()) -> StatEntries:
+        """Rows with args are translated one by one; a row without args gets what its type
+        translates to from no args (Kineto's memcpy_details), worked out once per type."""
+        from stepscope.trace.stat_entries import EntryBuilder
+
+        starts, ends = self._starts[rows], self._ends[rows]
+        todo = ends > starts
+        from_type: dict[int, list[Stat]] = {}
+        bare = np.flatnonzero(~todo)
+        if len(bare):
+            bare_types = types.metadata_id[bare]
+            for metadata_id in np.unique(bare_types).tolist():
+                stats = self._translate({}, types.names[metadata_id], types.categories[metadata_id])
+                if stats:
+                    from_type[metadata_id] = stats
+            if from_type:
+                todo[bare[np.isin(bare_types, list(from_type))]] = True
+        builder = EntryBuilder()
+        blob, decode, translate = self._blob, _ARGS_DECODER.decode, self._translate
+        positions = np.flatnonzero(todo)
+        for position, start, end, metadata_id in zip(
+            positions.tolist(), starts[positions].tolist(), ends[positions].tolist(), types.metadata_id[positions].tolist()
+        ):
+            if start == end:
+                builder.add_stats(position, from_type[metadata_id], skip)
+                continue
+            try:
+                args = decode(blob[start:end])
+            except msgspec.DecodeError:
+                args = self.decoded(rows[position])  # its fallback
+            if not isinstance(args, dict):
+                args = {"args": args}
+            builder.add_stats(position, translate(args, types.names[metadata_id], types.categories[metadata_id]), skip)
+        return builder.finish()
 
     def translated(self, translate: ArgsTranslator) -> JsonStats:
         return JsonStats(self._blob, self._starts, self._ends, translate)
@@ -389,6 +433,56 @@ class TypedStats:
         rows = np.where(inside, position[np.minimum(sources, max(len(position) - 1, 0))], -1)
         keep = np.flatnonzero(rows >= 0)
         return rows[keep], self._decode(entries[keep])
+
+    def entries(self, rows: np.ndarray, types: EventTypes, skip: frozenset[str] = frozenset()) -> StatEntries:
+        """Sliced from the typed columns; texts read from a file are passed on as they are
+        (the reader checked them), others encoded once each."""
+        from stepscope.trace.stat_entries import StatEntries, text_table, xstat_value
+
+        source = rows if self._rows is None else self._rows[rows]
+        lo = np.searchsorted(self._event, source, "left")
+        counts = np.searchsorted(self._event, source, "right") - lo
+        total = int(counts.sum())
+        if not total:
+            return StatEntries.empty()
+        firsts = np.cumsum(counts) - counts
+        index = np.arange(total, dtype=np.int64) + np.repeat(lo - firsts, counts)
+        row = np.repeat(np.arange(len(rows), dtype=np.int64), counts)
+        skipped = [code for code, name in enumerate(self._key_names) if name in skip]
+        if skipped:
+            kept = np.flatnonzero(~np.isin(self._key[index], skipped))
+            index, row, total = index[kept], row[kept], len(kept)
+        key = self._key[index].astype(np.int32, copy=False)
+        kind = self._kind[index].astype(np.int8)
+        bits = self._bits[index].astype(np.int64)
+        texts = self._texts
+        blob = np.frombuffer(texts._blob, dtype=np.uint8)
+        offsets = np.asarray(texts._offsets, dtype=np.int64)
+        # Values kept as Python objects: the extra texts, and any value its kind cannot
+        # hold (boxed); each distinct one encoded once.
+        boxed = self._boxed[index] if self._boxed is not None else np.zeros(total, dtype=bool)
+        python = np.flatnonzero(boxed | ((kind >= StatKind.STR) & (bits >= texts._count)))
+        if len(python):
+            encoded: dict[tuple[int, int, bool], tuple[int, int | bytes]] = {}
+            extra: dict[bytes, int] = {}
+            for entry, entry_kind, number, is_boxed in zip(
+                python.tolist(), kind[python].tolist(), bits[python].tolist(), boxed[python].tolist()
+            ):
+                found = encoded.get((entry_kind, number, is_boxed))
+                if found is None:
+                    found = encoded[entry_kind, number, is_boxed] = xstat_value(
+                        entry_kind, texts.get(number, -1 if is_boxed else entry_kind)
+                    )
+                written_kind, value = found
+                if isinstance(value, bytes):
+                    value = texts._count + extra.setdefault(value, len(extra))
+                kind[entry], bits[entry] = written_kind, value
+            if extra:  # numbered after the file's texts: appended to their blob
+                extra_blob, extra_offsets = text_table(list(extra))
+                end = int(offsets[-1])
+                offsets = np.concatenate((offsets, extra_offsets[1:] + end))
+                blob = np.concatenate((blob[:end], extra_blob))
+        return StatEntries(row, key, kind, bits, self._key_names, blob, offsets)
 
     def take(self, rows: np.ndarray) -> TypedStats:
         clone = object.__new__(TypedStats)

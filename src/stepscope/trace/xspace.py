@@ -16,7 +16,10 @@ The writer writes as TSL does after a capture: line timestamps in nanoseconds si
 session start, whose UNIX time is the "Task Environment" plane's ``profile_start_time``
 (XProf turns line timestamps into int64 picoseconds, which an epoch time overflows). It
 emits every event's stats (for imported JSON, the Kineto args under XSpace's names) and the
-source category as a metadata stat, so XProf's converters read what stepscope read.
+source category as a metadata stat, so XProf's converters read what stepscope read. The
+small part of a file (planes, metadata, line headers) is built with protobuf's messages;
+the events are encoded in bulk into wire bytes (:mod:`stepscope.trace.xspace_encode`) and
+joined to their line headers (protobuf merges concatenated serialisations).
 """
 
 from __future__ import annotations
@@ -441,27 +444,58 @@ def _event_stats(count: int, columns: DecodedLines, stat_names: dict[int, str]) 
 
 def to_xspace(profile: Profile) -> xplane_pb2.XSpace:
     """The profile as TSL writes a finished capture (see the module's docstring)."""
-    space = xplane_pb2.XSpace()
-    flow_stats = _flow_stats(profile)
-    epoch_ns, environment = _session_clock(profile)
-    for index, plane in enumerate(profile.planes):
-        _write_plane(space.planes.add(), plane, profile.start_ns - epoch_ns, flow_stats.get(index, {}))
-    if environment:
-        _write_environment(space.planes.add(), environment)
-    space.hostnames.append(_clean(profile.host))
-    for key in ("errors", "warnings"):
-        getattr(space, key).extend(_clean(str(v)) for v in profile.info.get(key, []))
-    return space
+    return xplane_pb2.XSpace.FromString(b"".join(xspace_chunks(profile)))
 
 
 def write_xspace(profile: Profile, path: Path) -> None:
     """Writes ``profile`` as XSpace to ``path`` (gzip-compressed if it ends in .gz), atomically."""
-    from stepscope.trace.files import atomic_write
+    from stepscope.trace.files import atomic_output
 
-    data = to_xspace(profile).SerializeToString()
-    if path.name.endswith(".gz"):
-        data = gzip.compress(data, compresslevel=6)
-    atomic_write(path, data)
+    chunks = xspace_chunks(profile)
+    with atomic_output(path) as stream:
+        if path.name.endswith(".gz"):
+            with gzip.GzipFile(filename="", mode="wb", fileobj=stream, compresslevel=6) as packed:
+                packed.writelines(chunks)
+        else:
+            stream.writelines(chunks)
+
+
+def xspace_chunks(profile: Profile) -> list[bytes | memoryview]:
+    """The serialised XSpace, in pieces: a plane's skeleton (id, name, metadata, plane
+    stats) and each line's header come from protobuf messages, its events from one buffer
+    encoded in bulk (:mod:`stepscope.trace.xspace_encode`); concatenated serialisations
+    merge, so the pieces make one XSpace."""
+    from stepscope.trace.xspace_encode import plane_flows  # imports numba: only when writing
+
+    chunks: list[bytes | memoryview] = []
+    epoch_ns, environment = _session_clock(profile)
+    for index, plane in enumerate(profile.planes):
+        flows = plane_flows(profile.flows, index, len(plane.events))
+        plane_chunks = _write_plane(plane, profile.start_ns - epoch_ns, flows)
+        chunks += [_field_header(_PLANES_TAG, sum(len(chunk) for chunk in plane_chunks)), *plane_chunks]
+    tail = xplane_pb2.XSpace()
+    if environment:
+        _write_environment(tail.planes.add(), environment)
+    tail.hostnames.append(_clean(profile.host))
+    for key in ("errors", "warnings"):
+        getattr(tail, key).extend(_clean(str(v)) for v in profile.info.get(key, []))
+    chunks.append(tail.SerializeToString())  # after the planes: the environment plane comes last
+    return chunks
+
+
+# XSpace.planes and XPlane.lines: fields 1 and 3, length-delimited.
+_PLANES_TAG = 0x0A
+_LINES_TAG = 0x1A
+
+
+def _field_header(tag: int, length: int) -> bytes:
+    """A length-delimited field's tag and length (a varint)."""
+    header = bytearray((tag,))
+    while length >= 0x80:
+        header.append((length & 0x7F) | 0x80)
+        length >>= 7
+    header.append(length)
+    return bytes(header)
 
 
 class _StatNames:
@@ -532,23 +566,12 @@ def _write_environment(proto: xplane_pb2.XPlane, environment: dict[str, Any]) ->
         _fill_stat(proto.stats.add(), stat_ids.id(name), stat)
 
 
-def _flow_stats(profile: Profile) -> dict[int, dict[int, list[int]]]:
-    """plane -> event row -> encoded `flow` stats. Each arrow gets its own id (its row in
-    the flow table), so ids from different source categories cannot collide."""
-    flows = profile.flows
-    result: dict[int, dict[int, list[int]]] = {}
-    for index in range(len(flows)):
-        flow_id = index + 1
-        for plane, row, direction in (
-            (int(flows.src_plane[index]), int(flows.src_event[index]), FLOW_OUT),
-            (int(flows.dst_plane[index]), int(flows.dst_event[index]), FLOW_IN),
-        ):
-            result.setdefault(plane, {}).setdefault(row, []).append(encode_flow(flow_id, direction))
-    return result
+def _write_plane(plane: Plane, start_ns: int, flows: tuple[np.ndarray, np.ndarray]) -> list[bytes | memoryview]:
+    """The plane's serialisation, in pieces. ``start_ns``: the profile's time 0 on the
+    session clock the lines are written on; ``flows``: its events' flow stats."""
+    from stepscope.trace.xspace_encode import encode_events
 
-
-def _write_plane(proto: xplane_pb2.XPlane, plane: Plane, start_ns: int, flow_stats: dict[int, list[int]]) -> None:
-    """``start_ns``: the profile's time 0 on the session clock the lines are written on."""
+    proto = xplane_pb2.XPlane()
     proto.id = plane.id
     proto.name = _clean(plane.name)
     stat_ids = _StatNames(proto)
@@ -568,40 +591,28 @@ def _write_plane(proto: xplane_pb2.XPlane, plane: Plane, start_ns: int, flow_sta
         if meta.categories[index]:
             _fill_stat(entry.stats.add(), stat_ids.id(names.CATEGORY), Stat(names.CATEGORY, StatKind.STR, meta.categories[index]))
 
-    events = plane.events
-    starts = events.start_ps.tolist()
-    durations = events.duration_ps.tolist()
-    meta_ids = events.metadata_id.tolist()
-    hot = {name: getattr(events, column).tolist() for name, column in _HOT_STATS.items()}
+    starts = plane.events.start_ps
+    offsets = plane.line_offsets.tolist()
+    headers, shifts = [], np.zeros(len(plane.lines), dtype=np.int64)
     for line_index, line in enumerate(plane.lines):
-        line_proto = proto.lines.add()
-        line_proto.id = line.id
-        line_proto.display_id = line.id
-        line_proto.name = _clean(line.name)
-        if line.display_name:
-            line_proto.display_name = _clean(line.display_name)
-        rows = plane.line_slice(line_index)
-        first, last = (starts[rows.start], starts[rows.stop - 1]) if rows.stop > rows.start else (0, 0)
+        lo, hi = offsets[line_index], offsets[line_index + 1]
+        first, last = (int(starts[lo]), int(starts[hi - 1])) if hi > lo else (0, 0)
         line_ns = _line_timestamp(line, start_ns, first, last)
-        line_proto.timestamp_ns = line_ns
-        shift_ps = (start_ns - line_ns) * 1000
-        line_proto.duration_ps = line.duration_ps  # as the source had it (TSL often leaves it 0)
-        for row in range(rows.start, rows.stop):
-            event = line_proto.events.add()
-            metadata_id = meta_ids[row]
-            event.metadata_id = metadata_id + 1
-            event.offset_ps = starts[row] + shift_ps
-            event.duration_ps = durations[row]
-            own = plane.stats.stats(row, meta.names[metadata_id], meta.categories[metadata_id])
-            present = {stat.name for stat in own}
-            for stat in own:
-                if stat.name != names.FLOW:  # re-derived from the flow table below
-                    _fill_stat(event.stats.add(), stat_ids.id(stat.name), stat)
-            for encoded in flow_stats.get(row, ()):
-                _fill_stat(event.stats.add(), stat_ids.id(names.FLOW), Stat(names.FLOW, StatKind.UINT64, encoded))
-            for name, values in hot.items():
-                if values[row] != NO_ID and name not in present:
-                    _fill_stat(event.stats.add(), stat_ids.id(name), Stat(name, StatKind.INT64, values[row]))
+        shifts[line_index] = (start_ns - line_ns) * 1000  # fits: see _line_timestamp
+        header = xplane_pb2.XLine(id=line.id, display_id=line.id, name=_clean(line.name), timestamp_ns=line_ns, duration_ps=line.duration_ps)
+        if line.display_name:  # duration_ps: as the source had it (TSL often leaves it 0)
+            header.display_name = _clean(line.display_name)
+        headers.append(header.SerializeToString())
+    # Each event's offset from its line's timestamp; events past the last line are not written.
+    shift_of_event = np.zeros(len(starts), dtype=np.int64)
+    shift_of_event[: offsets[-1]] = np.repeat(shifts, np.diff(offsets))
+    encoded = encode_events(plane, starts + shift_of_event, flows, stat_ids.id)
+
+    chunks: list[bytes | memoryview] = [proto.SerializeToString()]  # every stat name known now
+    for line_index, header in enumerate(headers):
+        events = encoded.line(line_index)
+        chunks += [_field_header(_LINES_TAG, len(header) + len(events)), header, events]
+    return chunks
 
 
 def _line_timestamp(line: Line, start_ns: int, first_ps: int, last_ps: int) -> int:

@@ -17,6 +17,10 @@ from stepscope.trace.model import Profile
 
 class Tracer(Protocol):
     name: str
+    # True when ``start`` records only the thread that calls it (torch's profiler, the
+    # Python tracer): a capture started by the profiler server then starts it on the
+    # training thread at its next step boundary, and stops it there with ``halt``.
+    thread_affine: bool
 
     def is_available(self) -> bool:
         """True when this tracer's framework is importable *and already imported* by the
@@ -27,4 +31,17 @@ class Tracer(Protocol):
 
     def stop(self) -> list[Profile]:
         """Stops recording; returns what was recorded (possibly nothing)."""
+        ...
+
+
+class ThreadAffineTracer(Tracer, Protocol):
+    def will_record(self, options: ProfilerOptions) -> bool:
+        """Whether ``start(options)`` would record anything (else a remote capture does not
+        hand it to the training thread at all)."""
+        ...
+
+    def halt(self) -> None:
+        """Stops recording without collecting, on the thread that started it (a no-op when
+        not recording); ``stop``, which may run on any thread, then collects. ``stop``
+        halts first when this was not called."""
         ...

@@ -72,6 +72,7 @@ class JaxTracer:
     """``jax.profiler`` behind stepscope's :class:`~stepscope.capture.tracers.base.Tracer`."""
 
     name = "jax"
+    thread_affine = False
 
     def __init__(self) -> None:
         self._log_dir: Path | None = None  # JAX's output folder, while recording

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import sys
+from operator import itemgetter
 import threading
 import time
 from types import FrameType
@@ -37,6 +38,9 @@ class PythonTracer:
     """Python calls and returns (python_tracer_level >= 1)."""
 
     name = "python"
+    # sys.setprofile hooks the calling thread only (3.11 cannot hook another running
+    # thread), so a remote capture starts this tracer on the training thread.
+    thread_affine = True
 
     def __init__(self, min_duration_ns: int = MIN_DURATION_NS) -> None:
         self.min_duration_ns = min_duration_ns
@@ -50,6 +54,9 @@ class PythonTracer:
         return True
 
     def _hook(self, frame: FrameType, event: str, arg: Any) -> None:
+        if not self._active:  # a thread still hooked after the capture unhooks itself
+            sys.setprofile(None)
+            return
         now = time.perf_counter_ns()
         thread = threading.get_native_id()
         stack = self._stacks.get(thread)
@@ -63,8 +70,11 @@ class PythonTracer:
             if now - start >= self.min_duration_ns:
                 self._records.append((label, start, now, thread, None))
 
+    def will_record(self, options: ProfilerOptions) -> bool:
+        return options.python_tracer_level >= 1
+
     def start(self, options: ProfilerOptions) -> None:
-        if options.python_tracer_level < 1:
+        if not self.will_record(options):
             return
         self._clock = EpochClock()
         self._records, self._stacks = [], {}
@@ -72,15 +82,18 @@ class PythonTracer:
         threading.setprofile(self._hook)
         sys.setprofile(self._hook)
 
+    def halt(self) -> None:
+        if self._active:
+            self._active = False  # threads hooked since the start unhook at their next call
+            sys.setprofile(None)
+            threading.setprofile(None)  # type: ignore[arg-type]
+
     def stop(self) -> list[Profile]:
-        if not self._active:
-            return []
-        sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]
-        self._active = False
-        records = self._records
+        self.halt()
+        records, self._records = self._records, []
+        self._stacks = {}
         if not records:
             return []
-        start_ns = self._clock.epoch(min(r[1] for r in records)) // 1000 * 1000
+        start_ns = self._clock.epoch(min(map(itemgetter(1), records))) // 1000 * 1000
         plane = events_plane(names.PYTHON_TRACER_PLANE, records, self._clock, start_ns, self._threads)
         return [Profile(planes=[plane], start_ns=start_ns, host="", source="python tracer", format="stepscope")]

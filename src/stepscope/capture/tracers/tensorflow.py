@@ -74,6 +74,7 @@ class TensorFlowTracer:
     """``tf.profiler.experimental`` behind stepscope's :class:`~stepscope.capture.tracers.base.Tracer`."""
 
     name = "tensorflow"
+    thread_affine = False
 
     def __init__(self) -> None:
         self._log_dir: Path | None = None  # TensorFlow's output folder, while recording

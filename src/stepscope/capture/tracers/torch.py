@@ -49,9 +49,12 @@ class TorchTracer:
     """``torch.profiler`` behind stepscope's :class:`~stepscope.capture.tracers.base.Tracer`."""
 
     name = "torch"
+    # torch records the ops of the thread that enabled its profiler (see capture/handoff.py).
+    thread_affine = True
 
     def __init__(self) -> None:
         self._profiler: Any = None  # the entered torch.profiler.profile, while recording
+        self._halted = False
 
     def is_available(self) -> bool:
         if "torch" not in sys.modules:
@@ -90,18 +93,59 @@ class TorchTracer:
             with_flops=verbose,
         )
         profiler.__enter__()
-        self._profiler = profiler
+        self._profiler, self._halted = profiler, False
+
+    def will_record(self, options: ProfilerOptions) -> bool:
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return False
+        import torch.profiler as torch_profiler
+
+        return bool(_activities(torch, torch_profiler, options))
+
+    def install_boundary(self) -> None:
+        install_step_boundary()
+
+    def halt(self) -> None:
+        if self._profiler is not None and not self._halted:
+            self._halted = True
+            self._profiler.__exit__(None, None, None)
 
     def stop(self) -> list[Profile]:
+        self.halt()
         profiler, self._profiler = self._profiler, None
         if profiler is None:  # never started, nothing to record, or start() failed
             return []
-        profiler.__exit__(None, None, None)
         with tempfile.TemporaryDirectory(prefix=TEMP_PREFIX) as folder:
             path = Path(folder) / "torch.pt.trace.json"
             profiler.export_chrome_trace(str(path))
             profile = load(path)
         return [dataclasses.replace(profile, source=SOURCE)]
+
+
+_boundary_hook: Any = None
+
+
+def install_step_boundary() -> None:
+    """Makes every PyTorch optimizer ``step()`` a step boundary (see capture/handoff.py), so
+    a remote capture reaches the training thread of a job that never calls
+    ``stepscope.step``. Installed once per process and never removed: torch iterates its
+    global hook dict on every ``step()``, and changing it from another thread during that
+    loop would raise in the job; the hook itself costs one list check per step."""
+    global _boundary_hook
+    if _boundary_hook is not None or "torch" not in sys.modules:
+        return
+    # torch.optim deletes its `optimizer` attribute: import the module by name (loaded already).
+    register = getattr(importlib.import_module("torch.optim.optimizer"), "register_optimizer_step_pre_hook", None)
+    if register is None:  # torch < 2.0
+        return
+    from stepscope.capture import handoff
+
+    def at_step(optimizer: Any, args: Any, kwargs: Any) -> None:
+        if handoff.pending:
+            handoff.run_pending()
+
+    _boundary_hook = register(at_step)
 
 
 def _activities(torch: Any, torch_profiler: Any, options: ProfilerOptions) -> list[Any]:
