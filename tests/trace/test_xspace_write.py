@@ -27,7 +27,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, event, given, note, settings
+from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 import stepscope
@@ -42,17 +42,10 @@ from stepscope.trace.stats import EmptyStats, JsonStats, Stat, StatKind, TypedSt
 from stepscope.trace.xspace import TASK_ENVIRONMENT_INFO, to_xspace, write_xspace, xspace_chunks
 from tests.conftest import ALL_SHARED_TRACES
 from tests.trace.test_xspace import _handmade_space
-from tests.trace.test_xspace_fast import xspace
+from tests.trace.test_xspace_fast import SETTINGS, xspace
 from tests.trace.xspace_reference import assert_same_profile
 from tests.trace.xspace_write_reference import reference_to_xspace
 
-SETTINGS = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    phases=(Phase.explicit, Phase.generate),
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
-)
 
 
 def canonical(data: bytes) -> bytes:
@@ -109,8 +102,8 @@ def _explain(new: xplane_pb2.XSpace, old: xplane_pb2.XSpace) -> None:
         assert list(plane.stats) == list(other.stats), (index, "plane stats")
         assert len(plane.lines) == len(other.lines), (index, "line count")
         for line, other_line in zip(plane.lines, other.lines):
-            for event, other_event in zip(line.events, other_line.events):
-                assert event == other_event, (index, line.name, str(event), str(other_event))
+            for written, other_event in zip(line.events, other_line.events):
+                assert written == other_event, (index, line.name, str(written), str(other_event))
             assert line == other_line, (index, "line", line.name)
         assert plane == other, index
     assert new == old
