@@ -16,6 +16,7 @@ import math
 import re
 from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -31,8 +32,12 @@ from stepscope.analysis.input_pipeline import (
     TOOL,
     input_bound_verdict,
     input_pipeline_analyzer,
+    line_threads,
     rule_for,
 )
+from stepscope.trace import names
+from stepscope.trace.merge import SAME_THREAD_LINE_ID_STEP
+from stepscope.trace.model import NO_ID, Line
 from tests.conftest import ALL_SHARED_TRACES, shared
 from tests.frameworks_util import exact_ns, find_files, read_json_exact, read_xspace_independently, run_framework_script
 
@@ -180,7 +185,7 @@ def test_no_input_events_gives_a_well_formed_result(tmp_path: Path):
     document = json.loads(json.dumps(result.to_json()))
     assert set(document) == JSON_KEYS
     assert document["steps"] == [
-        {"step": 1, "input_us": 0.0, "step_time_us": 100.0, "input_percent": 0.0, "input_ps": 0, "step_time_ps": 100 * PS_PER_US}
+        {"step": 1, "input_us": 0.0, "step_time_us": 100.0, "input_percent": 0.0, "input_ps": 0, "step_time_ps": 100 * PS_PER_US, "set_aside": None}
     ]
     assert document["input_percent"] == {"mean": 0.0, "stddev": 0.0, "min": 0.0, "max": 0.0}
     assert document["verdict"] == "not"
@@ -227,10 +232,17 @@ def test_step_input_is_the_overviews_input(tmp_path: Path):
         ("Iterator::Prefetch::TFRecord", ADVANCED_READ, ADVANCED_READ),
         ("Iterator::Map::TFRecord", DEMANDED_READ, DEMANDED_READ),
         ("Iterator::TextLine", DEMANDED_READ, DEMANDED_READ),
-        ("Iterator::Root::Prefetch", ADVANCED_READ, ADVANCED_READ),
-        ("Iterator::Root::ParallelInterleaveV4", ADVANCED_READ, ADVANCED_READ),
-        ("Iterator::Root::Prefetch::BatchV2::Shuffle::MemoryCache", ADVANCED_READ, ADVANCED_READ),
-        ("Iterator::Root::Prefetch::BatchV2::Shuffle::MemoryCacheImpl", ADVANCED_READ, ADVANCED_READ),
+        ("Iterator::Prefetch::ParallelMapV2::TFRecord", ADVANCED_READ, ADVANCED_READ),
+        ("Iterator::Root::Prefetch::ArrayRecord", ADVANCED_READ, ADVANCED_READ),  # XProf's newest reader
+        ("Iterator::ArrayRecord", DEMANDED_READ, DEMANDED_READ),
+        # XProf: only file readers are file reads; every other stage, read-ahead stages
+        # included, is preprocessing (these four were advanced_file_read before issue 13)
+        ("Iterator::Root::Prefetch", PREPROCESSING, PREPROCESSING),
+        ("Iterator::Root::ParallelInterleaveV4", PREPROCESSING, PREPROCESSING),
+        ("Iterator::Root::Prefetch::BatchV2::Shuffle::MemoryCache", PREPROCESSING, PREPROCESSING),
+        ("Iterator::Root::Prefetch::BatchV2::Shuffle::MemoryCacheImpl", PREPROCESSING, PREPROCESSING),
+        ("Iterator::Root::Prefetch::Interleave", PREPROCESSING, PREPROCESSING),
+        ("Iterator::Root::Cache", PREPROCESSING, PREPROCESSING),
         ("Iterator::Root::Prefetch::BatchV2::Shuffle::MemoryCacheImpl::ParallelMapV2", PREPROCESSING, PREPROCESSING),
         ("Iterator::Root::Prefetch::BatchV2", PREPROCESSING, PREPROCESSING),
         ("Iterator::Root", PREPROCESSING, PREPROCESSING),
@@ -255,6 +267,229 @@ def test_rules_table(name: str, own: str, handed_down: str):
 )
 def test_generic_ops_have_no_rule_and_inherit(name: str):
     assert rule_for(name) is None
+
+
+# --- one thread's input events are counted once (issue 13) ------------------------------------------
+
+WAIT = "stepscope.data.wait"
+THREAD = 7024  # the training thread's OS id in the capture this shape was read from
+
+
+def thread_slice(name: str, ts: int, dur: int, tid: int, cat: str = "cpu_op") -> dict:
+    """A host slice on thread ``tid`` of process 1; ts and dur in whole microseconds."""
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": tid, "ts": ts, "dur": dur, "args": {}}
+
+
+def by_category_ps(result) -> dict[str, int]:
+    """The host breakdown back in picoseconds, summed from the ops table (exact integers)."""
+    sums = dict.fromkeys(CATEGORIES, 0)
+    for op in result.input_ops:
+        sums[op["category"]] += op["self_ps"]
+    return sums
+
+
+def stepscope_capture_of_one_thread(tmp_path: Path) -> stepscope.Profile:
+    """What ``stepscope.profile`` writes for a DataLoader loop wrapped in
+    ``stepscope.data.instrument`` (the shape of a real CPU capture, torch 2.13): torch's
+    tracer records the fetch and its aten ops on the line of thread 7024; stepscope's host
+    tracer records the wait and the dataset's stages for the same thread; the session
+    merges the two (the framework's profile first), so the thread has two lines, ids 7024
+    and 1,007,024. Written to .xplane.pb and read back, as the tools see a capture."""
+    from stepscope.capture.tracers.host import events_plane
+    from stepscope.trace.merge import merge_profiles
+
+    torch_side = load_trace(
+        tmp_path,
+        [
+            thread_slice(FETCH, 12, 78, THREAD, "user_annotation"),
+            thread_slice("aten::empty", 45, 7, THREAD),  # starts inside the read (other line), ends after it
+            thread_slice("aten::stack", 80, 6, THREAD),
+            thread_slice("aten::linear", 95, 25, THREAD),  # the step's compute: not input
+        ],
+        "torch.pt.trace.json",
+    )
+    # The host tracer's records: (name, start, end in perf_counter ns, thread id, args), on a
+    # clock whose perf_counter 0 is BASE_NS: the same instants as the Kineto trace's.
+    us = 1000
+    records = [
+        (WAIT, 10 * us, 92 * us, THREAD, {"source": "batch", "index": 0}),
+        ("stepscope.data.read", 20 * us, 50 * us, THREAD, None),
+        ("stepscope.data.decode", 55 * us, 70 * us, THREAD, None),
+    ]
+    plane = events_plane(names.HOST_PLANE, records, SimpleNamespace(offset=BASE_NS), BASE_NS, {THREAD: "MainThread"})
+    ours = stepscope.Profile(planes=[plane], start_ns=BASE_NS, host="", source="stepscope annotations", format="stepscope")
+    merged = merge_profiles([torch_side, ours], host="synthetic", source="synthetic")
+    path = tmp_path / "capture.xplane.pb"
+    stepscope.save(merged, path)
+    profile = stepscope.load(path)
+    profile.validate()
+    return profile
+
+
+def test_a_wait_and_a_fetch_on_two_lines_of_one_thread_count_once(tmp_path: Path):
+    profile = stepscope_capture_of_one_thread(tmp_path)
+    host_plane = profile.plane(names.HOST_PLANE)
+    assert sorted(line.id for line in host_plane.lines) == [THREAD, THREAD + SAME_THREAD_LINE_ID_STEP]
+    assert line_threads(host_plane).tolist() == [0, 0]  # both lines: one thread
+    result = input_pipeline_analyzer(profile)
+
+    # Thread 7024's input ops (us): torch's line: fetch [12, 90), aten::empty [45, 52),
+    # aten::stack [80, 86); stepscope's line: wait [10, 92), read [20, 50), decode [55, 70).
+    # Their union is [10, 92) = 82 us, the host input time. Each stretch goes to the op of
+    # the thread that started last among those open:
+    #   [10, 12) wait 2 | [12, 20) fetch 8 | [20, 45) read 25 | [45, 52) aten::empty 7 |
+    #   [52, 55) fetch 3 | [55, 70) decode 15 | [70, 80) fetch 10 | [80, 86) aten::stack 6 |
+    #   [86, 90) fetch 4 | [90, 92) wait 2                      -> 2+8+25+7+3+15+10+6+4+2 = 82.
+    # Self: wait 2 + 2 = 4, fetch 8 + 3 + 10 + 4 = 25, read 25, aten::empty 7, decode 15, stack 6.
+    # (Per line, as before: wait 82 - 30 - 15 = 37, fetch 78 - 7 - 6 = 65, read 30, 7, 15, 6 = 160.)
+    expected = {
+        WAIT: (1, 82, 4, OTHER),
+        FETCH: (1, 78, 25, OTHER),
+        "stepscope.data.read": (1, 30, 25, DEMANDED_READ),
+        "aten::empty": (1, 7, 7, PREPROCESSING),  # no rule: the fetch hands down preprocessing
+        "stepscope.data.decode": (1, 15, 15, PREPROCESSING),
+        "aten::stack": (1, 6, 6, PREPROCESSING),
+    }
+    assert {op["name"]: (op["count"], op["total_ps"], op["self_ps"], op["category"]) for op in result.input_ops} == {
+        name: (count, total * PS_PER_US, own * PS_PER_US, category) for name, (count, total, own, category) in expected.items()
+    }
+    # Categories: other 4 + 25 = 29, demanded 25, preprocessing 7 + 15 + 6 = 28; 29 + 25 + 28 = 82.
+    assert by_category_ps(result) == {ENQUEUE: 0, DEMANDED_READ: 25 * PS_PER_US, ADVANCED_READ: 0, PREPROCESSING: 28 * PS_PER_US, OTHER: 29 * PS_PER_US}
+    assert result.host_breakdown_us == {ENQUEUE: 0.0, DEMANDED_READ: 25.0, ADVANCED_READ: 0.0, PREPROCESSING: 28.0, OTHER: 29.0}
+    # One thread: the host input time (82 us) fits in the profile's span (the first event, the
+    # wait, is time 0; aten::linear ends at 120 - 10 = 110 us).
+    assert profile.span_ps == 110 * PS_PER_US
+    assert sum(by_category_ps(result).values()) == 82 * PS_PER_US <= 1 * profile.span_ps
+    assert sum(op["self_percent"] for op in result.input_ops) == pytest.approx(100.0)
+
+
+def test_a_wait_around_a_fetch_on_one_line_counts_once(tmp_path: Path):
+    # torch.profiler alone, the wait recorded by torch too (record_function): one line, nested.
+    # wait [0, 50) > fetch [2, 48) > read [10, 30), aten::stack [35, 40). Union [0, 50) = 50 us.
+    # wait [0, 2) + [48, 50) = 4; fetch [2, 10) + [30, 35) + [40, 48) = 8 + 5 + 8 = 21; read 20; stack 5.
+    profile = load_trace(
+        tmp_path,
+        [
+            host(WAIT, 0, 50, "user_annotation"),
+            host(FETCH, 2, 46, "user_annotation"),
+            host("stepscope.data.read", 10, 20, "user_annotation"),
+            host("aten::stack", 35, 5),
+        ],
+    )
+    result = input_pipeline_analyzer(profile)
+    assert {op["name"]: (op["total_ps"], op["self_ps"]) for op in result.input_ops} == {
+        WAIT: (50 * PS_PER_US, 4 * PS_PER_US),
+        FETCH: (46 * PS_PER_US, 21 * PS_PER_US),
+        "stepscope.data.read": (20 * PS_PER_US, 20 * PS_PER_US),
+        "aten::stack": (5 * PS_PER_US, 5 * PS_PER_US),
+    }
+    # other 4 + 21 = 25, demanded 20, preprocessing 5: 50 in all, the union.
+    assert by_category_ps(result) == {ENQUEUE: 0, DEMANDED_READ: 20 * PS_PER_US, ADVANCED_READ: 0, PREPROCESSING: 5 * PS_PER_US, OTHER: 25 * PS_PER_US}
+
+
+def test_overlapping_siblings_on_one_line_count_once(tmp_path: Path):
+    # Two input events of one thread that overlap without nesting become siblings on the line:
+    # IteratorGetNext [0, 30) and Iterator::Root [20, 50). Union [0, 50) = 50 us (summed
+    # durations: 60). The later start takes the overlap: IteratorGetNext [0, 20) = 20 (other),
+    # Iterator::Root [20, 50) = 30 (preprocessing).
+    profile = load_trace(tmp_path, [host("IteratorGetNext", 0, 30), host("Iterator::Root", 20, 30)])
+    assert profile.plane(names.HOST_PLANE).events.parent.tolist() == [NO_ID, NO_ID]  # siblings
+    result = input_pipeline_analyzer(profile)
+    assert {op["name"]: op["self_ps"] for op in result.input_ops} == {"IteratorGetNext": 20 * PS_PER_US, "Iterator::Root": 30 * PS_PER_US}
+    assert by_category_ps(result) == {ENQUEUE: 0, DEMANDED_READ: 0, ADVANCED_READ: 0, PREPROCESSING: 30 * PS_PER_US, OTHER: 20 * PS_PER_US}
+
+
+def test_different_threads_each_count(tmp_path: Path):
+    # Thread 1: a fetch [0, 40). Thread 2 (a DataLoader worker thread, a tf.data thread):
+    # a read [10, 50). They overlap in [10, 40) but run at once: each counts.
+    # Host input 40 + 40 = 80 us, more than the 50 us span, and at most 2 threads x 50 = 100.
+    profile = load_trace(
+        tmp_path,
+        [thread_slice(FETCH, 0, 40, 1, "user_annotation"), thread_slice("stepscope.data.read", 10, 40, 2, "user_annotation")],
+    )
+    assert line_threads(profile.plane(names.HOST_PLANE)).tolist() == [0, 1]
+    result = input_pipeline_analyzer(profile)
+    assert by_category_ps(result) == {ENQUEUE: 0, DEMANDED_READ: 40 * PS_PER_US, ADVANCED_READ: 0, PREPROCESSING: 0, OTHER: 40 * PS_PER_US}
+    assert profile.span_ps == 50 * PS_PER_US
+    assert profile.span_ps < sum(by_category_ps(result).values()) == 80 * PS_PER_US <= 2 * profile.span_ps
+
+
+def owned_by_hand(thread: list[int], start: list[int], end: list[int]) -> list[int]:
+    """The ownership rule written out: cut each thread's time at every start and end; each
+    stretch goes to the open event that started last (then the shorter, then the later row)."""
+    owned = [0] * len(start)
+    for one in set(thread):
+        mine = [i for i in range(len(start)) if thread[i] == one]
+        cuts = sorted({start[i] for i in mine} | {end[i] for i in mine})
+        for lo, hi in zip(cuts, cuts[1:]):
+            open_ = [i for i in mine if start[i] <= lo and hi <= end[i]]
+            if open_:
+                owned[max(open_, key=lambda i: (start[i], -(end[i] - start[i]), i))] += hi - lo
+    return owned
+
+
+def test_owned_time_is_the_rule_and_sums_to_each_threads_union():
+    import numpy as np
+
+    from stepscope.analysis.input_pipeline import _owned_ps
+    from stepscope.analysis.intervals import Union
+
+    rng = np.random.default_rng(13)
+    for _ in range(100):
+        count = int(rng.integers(1, 30))
+        thread = rng.integers(0, 3, count)
+        start = rng.integers(0, 40, count)
+        end = start + rng.integers(0, 15, count)  # instants (length 0) own nothing
+        owned = _owned_ps(thread, start, end)
+        assert owned.tolist() == owned_by_hand(thread.tolist(), start.tolist(), end.tolist())
+        for one in range(3):
+            assert int(owned[thread == one].sum()) == Union.of(start[thread == one], end[thread == one]).total
+
+
+def test_lines_of_one_thread_follow_the_merge_ids():
+    # trace/merge.py: a thread traced by 3 tracers has lines T, T + 1,000,000, T + 2,000,000;
+    # a line 3,000,009 with no line 2,000,009 is a thread of its own; two lines with one id
+    # (5, twice) are one thread.
+    lines = [Line(id, f"line {id}") for id in (5, 1_000_005, 2_000_005, 9, 3_000_009, 5)]
+    plane = SimpleNamespace(lines=lines)
+    assert line_threads(plane).tolist() == [0, 0, 0, 3, 4, 0]
+
+
+def test_tf_data_prefetch_is_preprocessing_and_readers_below_it_read_ahead(tmp_path: Path):
+    # Thread 1, the training loop: two GetNext calls.
+    #   IteratorGetNext [0, 40) > Iterator::Root [1, 39) > Iterator::Root::Prefetch [2, 38)
+    #   (waiting on Prefetch's buffer);
+    #   IteratorGetNext [50, 70) > Iterator::Root [51, 69) > Iterator::Root::Map [52, 68)
+    #   > Iterator::Root::Map::TFRecord [53, 63) (a reader with no read-ahead stage above: demanded).
+    # Thread 2, Prefetch's background thread: Iterator::Root::Prefetch::TFRecord [5, 35)
+    # (a reader below Prefetch: advanced).
+    profile = load_trace(
+        tmp_path,
+        [
+            thread_slice("IteratorGetNext", 0, 40, 1),
+            thread_slice("Iterator::Root", 1, 38, 1),
+            thread_slice("Iterator::Root::Prefetch", 2, 36, 1),
+            thread_slice("IteratorGetNext", 50, 20, 1),
+            thread_slice("Iterator::Root", 51, 18, 1),
+            thread_slice("Iterator::Root::Map", 52, 16, 1),
+            thread_slice("Iterator::Root::Map::TFRecord", 53, 10, 1),
+            thread_slice("Iterator::Root::Prefetch::TFRecord", 5, 30, 2),
+        ],
+    )
+    result = input_pipeline_analyzer(profile)
+    # Self (us): GetNext 1 + 1 and 1 + 1 = 4; Root 1 + 1 and 1 + 1 = 4; Prefetch 36;
+    # Map 16 - 10 = 6; Map::TFRecord 10; Prefetch::TFRecord 30.
+    assert {op["name"]: (op["count"], op["self_ps"], op["category"]) for op in result.input_ops} == {
+        "IteratorGetNext": (2, 4 * PS_PER_US, OTHER),
+        "Iterator::Root": (2, 4 * PS_PER_US, PREPROCESSING),
+        "Iterator::Root::Prefetch": (1, 36 * PS_PER_US, PREPROCESSING),
+        "Iterator::Root::Map": (1, 6 * PS_PER_US, PREPROCESSING),
+        "Iterator::Root::Map::TFRecord": (1, 10 * PS_PER_US, DEMANDED_READ),
+        "Iterator::Root::Prefetch::TFRecord": (1, 30 * PS_PER_US, ADVANCED_READ),
+    }
+    # other 4; preprocessing 4 + 36 + 6 = 46; demanded 10; advanced 30: 90 = thread 1's
+    # union [0, 40) + [50, 70) = 60, plus thread 2's 30.
+    assert by_category_ps(result) == {ENQUEUE: 0, DEMANDED_READ: 10 * PS_PER_US, ADVANCED_READ: 30 * PS_PER_US, PREPROCESSING: 46 * PS_PER_US, OTHER: 4 * PS_PER_US}
 
 
 # --- the shared legacy trace: 4-worker DataLoader, ResNet50 on a V100 --------------------------------
@@ -443,8 +678,36 @@ def test_real_tf_data_pipeline(tmp_path: Path):
     categories = {op["name"]: op["category"] for op in result.input_ops}
     readers = [name for name in categories if name.endswith("::TFRecord")]
     assert readers and all(categories[name] == ADVANCED_READ for name in readers)  # below Prefetch/Interleave
-    assert categories["Iterator::Root::Prefetch"] == ADVANCED_READ
+    assert categories["Iterator::Root::Prefetch"] == PREPROCESSING  # a stage, not a reader (XProf's rule)
     assert categories["Iterator::Root::Prefetch::BatchV2"] == PREPROCESSING
     assert result.step_source == "step_num" and [s["step"] for s in result.steps] == [0, 1, 2, 3]
     assert "tf.data iterator call(s)" in result.note
     assert result.host_breakdown_us[ADVANCED_READ] > 0 and result.host_breakdown_us[PREPROCESSING] > 0
+
+
+@pytest.mark.framework
+def test_real_tf_data_categories_are_xprofs(tmp_path: Path):
+    """Every tf.data stage XProf's input pipeline analyzer lists gets XProf's category here too
+    (XProf's labels: "Preprocessing", "Advanced file read", "Demanded file read")."""
+    from xprof.convert import raw_to_tool_data  # installed by requirements/test.txt
+
+    manifest = run_framework_script(tmp_path, "tensorflow", "import tensorflow as tf", TF_BODY)
+    (path,) = find_files(Path(manifest["logdir"]), ".xplane.pb")
+    data, _ = raw_to_tool_data.xspace_to_tool_data([str(path)], TOOL, {"use_saved_result": False})
+    document = json.loads(data)
+    theirs = {}
+    for table in document if isinstance(document, list) else [document]:
+        columns = [column["id"] for column in table.get("cols", [])]
+        if "opName" in columns and "category" in columns:
+            for row in table["rows"]:
+                record = dict(zip(columns, (cell.get("v") for cell in row["c"])))
+                theirs[record["opName"]] = record["category"]
+    labels = {"Preprocessing": PREPROCESSING, "Advanced file read": ADVANCED_READ, "Demanded file read": DEMANDED_READ}
+    stages = {name: category for name, category in theirs.items() if name.startswith("Iterator::")}
+    # The pipeline: Prefetch > BatchV2 > Shuffle > MemoryCache(Impl) > ParallelMapV2 >
+    # Interleave > FlatMap > TFRecord: XProf calls the reader an advanced read, every stage
+    # (Prefetch, Interleave and the cache included) preprocessing.
+    assert stages["Iterator::Root::Prefetch"] == "Preprocessing"
+    assert [category for name, category in stages.items() if name.endswith("::TFRecord")] == ["Advanced file read"]
+    ours = {op["name"]: op["category"] for op in input_pipeline_analyzer(stepscope.load(path)).input_ops}
+    assert {name: ours.get(name) for name in stages} == {name: labels[category] for name, category in stages.items()}

@@ -36,7 +36,7 @@ def test_json_keys_scripts_rely_on():
     kernels = sum(1 for e in read_json(shared(A100))["traceEvents"] if e.get("cat") == "kernel")
     assert sum(row["occurrences"] for row in rows) == kernels
     overview = document["overview_page"]
-    assert {"busy_time_us", "idle_time_us", "span_us"} <= set(overview["device"])
+    assert {"busy_time_us", "idle_time_us", "active_span_us", "busy_percent", "window_us", "busy_percent_of_window"} <= set(overview["device"])
     assert [step["step"] for step in overview["steps"]] == [4, 5, 6]  # ProfilerStep#4..6 in the file
     assert {"name", "type", "host_or_device", "occurrences", "total_time_us", "total_self_time_us"} <= set(
         document["framework_op_stats"]["rows"][0]

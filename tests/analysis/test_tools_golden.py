@@ -93,18 +93,30 @@ def test_overview_steps_and_breakdown(profile):
     # the copy (correlation 2, cudaMemcpyAsync at 50) are step 1's: 40 + 20; the all-reduce
     # and the second sgemm have no launching call and run in step 2: 20 + 5.
     assert (step1["device_time_launched_us"], step2["device_time_launched_us"]) == (60, 25)
-    # Step times 100 and 50: mean 75, population stddev 25.
-    assert result["step_time_us"] == {"mean": 75.0, "stddev": 25.0, "min": 50.0, "max": 100.0}
-    # Input: 20 of 150 us of step time = 13.3%: moderately input-bound (5-20%).
+    # Step times 100 and 50: mean 75, median 75, population stddev 25. Neither is set aside
+    # (100 is not more than 3x 50, and nothing compiled).
+    assert result["step_time_us"] == {"mean": 75.0, "median": 75.0, "stddev": 25.0, "min": 50.0, "max": 100.0}
+    assert result["set_aside"] == [] and result["step_time_us_all"] == result["step_time_us"]
+    # Input: 20 of 150 us of step time = 13.3% (weighted). The verdict reads the mean of
+    # the per-step shares, (20% + 0%) / 2 = 10%: moderately input-bound (5-20%).
     assert result["recommendation"]["input_bound"] == "moderately"
+    assert result["recommendation"]["input_percent"] == pytest.approx(10.0)
     assert result["breakdown_percent"]["input"] == pytest.approx(100 * 20 / 150)
 
 
 def test_overview_device_busy_is_the_union_of_activity(profile):
     device = run_tool("overview_page", profile).to_json()["device"]
-    # Device intervals [30,70) [60,80) [110,130) [135,140): union 50 + 20 + 5 = 75 us of a
-    # 150 us window (the last event, ProfilerStep#2, ends at 150).
-    assert device == {"busy_time_us": 75.0, "idle_time_us": 75.0, "span_us": 150.0, "busy_percent": 50.0}
+    # Device intervals [30,70) [60,80) [110,130) [135,140): union 50 + 20 + 5 = 75 us. The
+    # device's active span is [30,140) = 110 us (75 / 110 busy, 35 idle inside it); the
+    # profile window is 150 us (the last event, ProfilerStep#2, ends at 150): 50%.
+    assert device == {
+        "busy_time_us": 75.0,
+        "idle_time_us": 35.0,
+        "active_span_us": 110.0,
+        "busy_percent": pytest.approx(100 * 75 / 110),
+        "window_us": 150.0,
+        "busy_percent_of_window": 50.0,
+    }
 
 
 def test_kernel_stats_rows(profile):

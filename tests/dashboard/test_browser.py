@@ -116,6 +116,13 @@ def test_overview_page_shows_the_tools_numbers(page, server):
         parts = [dataset["data"][index] for dataset in shown["datasets"]]
         assert sum(parts) == pytest.approx(step["step_time_us"], rel=1e-9)
     assert expected["recommendation"]["summary"] in page.locator("#recommendation").inner_text()
+    # Each finding shows its evidence and links to the tool that shows it, on this run and host.
+    assert expected["recommendation"]["evidence"]
+    for finding in expected["recommendation"]["evidence"]:
+        item = page.locator(f'#recommendation li[data-finding="{finding["finding"]}"]')
+        assert finding["text"] in item.inner_text()
+        href = parse_qs(urlparse(item.locator("a").get_attribute("href")).query)
+        assert href == {"run": [GPU["run"]], "host": [GPU["host"]], "tool": [finding["tool"]]}
     top = page.locator('table[data-table="top_ops"] tbody tr')
     assert top.count() == len(expected["top_ops"])
     shot(page, "overview_page_gpu")

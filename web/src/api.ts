@@ -95,10 +95,21 @@ export interface OverviewStep {
   step_time_ps: number;
   breakdown: Breakdown;
   device_time_launched_us?: number | null;
+  /** "compile" | "outlier" when the step is left out of the summary, else null. */
+  set_aside?: string | null;
+}
+
+export interface SetAsideStep {
+  step: number;
+  reason: string;
+  step_time_us: number;
+  compile_us: number;
+  baseline_us: number;
 }
 
 export interface Stats {
   mean: number | null;
+  median?: number | null;
   stddev: number | null;
   min: number | null;
   max: number | null;
@@ -108,8 +119,10 @@ export interface DeviceBusy {
   device?: string;
   busy_time_us: number | null;
   idle_time_us: number | null;
-  span_us: number | null;
+  active_span_us: number | null;
   busy_percent: number | null;
+  window_us: number | null;
+  busy_percent_of_window: number | null;
 }
 
 export interface TopOp {
@@ -131,12 +144,24 @@ export interface Environment {
   source_format: string;
 }
 
+export interface Evidence {
+  finding: string;
+  text: string;
+  /** The tool that shows it (a registry name, or "trace_viewer"). */
+  tool: string;
+}
+
 export interface Recommendation {
+  verdict?: string;
   input_bound: string;
   input_percent: number | null;
   kernel_launch_percent: number | null;
+  collectives_percent?: number | null;
+  host_percent?: number | null;
   summary: string;
   next_steps: string[];
+  evidence?: Evidence[];
+  set_aside?: string;
 }
 
 export interface Flops {
@@ -151,7 +176,10 @@ export interface OverviewPage {
   steps_inferred: boolean;
   steps: OverviewStep[];
   step_time_us: Stats;
+  step_time_us_all?: Stats;
   breakdown_percent: Record<string, number | null>;
+  breakdown_percent_all?: Record<string, number | null>;
+  set_aside?: SetAsideStep[];
   device: DeviceBusy;
   devices: DeviceBusy[];
   top_ops: TopOp[];

@@ -34,6 +34,11 @@ class Activity(enum.IntEnum):
     # Input work running beside the step (tf.data threads, DataLoader workers' stages): host
     # compute for the breakdown, but the input pipeline analyzer's to explain.
     INPUT_PIPELINE = 9
+    # Python call stacks on host threads (Kineto's python_function, with_stack=True): spans
+    # around whatever the thread does, so not step activity (a profile taken with stacks
+    # must break down as the same run without them), but the input pipeline analyzer reads
+    # the file reads among them.
+    PYTHON_STACK = 10
     NONE = 99  # markers and wrappers: step annotations, profiler spans, module spans
 
 
@@ -78,7 +83,8 @@ DEVICE_IGNORED_CATEGORIES = frozenset({"gpu_user_annotation", "cuda_sync"})
 
 
 def _device_type_activity(name: str, category: str) -> Activity:
-    if category in DEVICE_IGNORED_CATEGORIES:
+    # A host category on a device plane is host work misplaced by its writer, not device time.
+    if category in DEVICE_IGNORED_CATEGORIES or category in names.KINETO_HOST_CATEGORIES:
         return Activity.NONE
     if category in names.KINETO_MEMCPY_CATEGORIES or name.startswith("Memcpy"):
         kind = MEMCPY_KIND.search(name)
@@ -93,6 +99,8 @@ def _device_type_activity(name: str, category: str) -> Activity:
 def _host_type_activity(name: str, category: str) -> Activity:
     if STEP_MARKER.match(name) or category in ("Trace",):
         return Activity.NONE
+    if category == names.KINETO_PYTHON_CATEGORY:
+        return Activity.PYTHON_STACK
     if INPUT.search(name):
         return Activity.INPUT
     if INPUT_WORK.search(name):

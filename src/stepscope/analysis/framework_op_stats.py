@@ -1,5 +1,10 @@
 """framework_op_stats: one row per framework op, host and device side.
 
+Which events are ops, and their type, is ``ops.find_ops``'s: step markers and allocator
+events are not ops; PyTorch ops are typed by ``op_categories`` (GEMM, convolution...),
+TensorFlow ops by their op type, XLA ops by their ``hlo_category``. ``top_operations`` is
+the overview's short list, from these rows.
+
 Times are the ops' own durations (total) and those minus their child ops (self). The
 self-time share is of all op self time on that side; "with idle" adds an IDLE row per side
 holding the time no op ran (the profiled window minus the union of the side's op
@@ -112,59 +117,69 @@ def _rate(amount: float, seconds: float, scale: float) -> float:
     return amount / seconds / scale
 
 
+def _side_rows(ops: Ops, side_index: int, ridge: float | None, idle: int) -> list[dict[str, Any]]:
+    """One row per (type, name) of one side, ranked by total self time (first seen first
+    among equals)."""
+    side = SIDES[side_index]
+    mask = ops.side == side_index
+    keys = list(zip(ops.type[mask].tolist(), ops.name[mask].tolist()))
+    key_index: dict[tuple[str, str], int] = {}
+    codes = np.asarray([key_index.setdefault(k, len(key_index)) for k in keys], dtype=np.int64)
+    count = np.bincount(codes, minlength=len(key_index))
+    total = np.bincount(codes, weights=ops.duration_ps[mask], minlength=len(key_index))
+    self_total = np.bincount(codes, weights=ops.self_ps[mask], minlength=len(key_index))
+    flops = np.bincount(codes, weights=np.nan_to_num(ops.flops[mask]), minlength=len(key_index))
+    has_flops = np.bincount(codes, weights=np.isfinite(ops.flops[mask]), minlength=len(key_index)) > 0
+    accessed = np.bincount(codes, weights=np.nan_to_num(ops.bytes_accessed[mask]), minlength=len(key_index))
+    has_bytes = np.bincount(codes, weights=np.isfinite(ops.bytes_accessed[mask]), minlength=len(key_index)) > 0
+    side_self = float(self_total.sum())
+    order = np.lexsort((np.arange(len(key_index)), -self_total))
+    distinct = list(key_index)
+    rows = []
+    cumulative = 0.0
+    for rank, code in enumerate(order.tolist(), start=1):
+        op_type, name = distinct[code]
+        cumulative += self_total[code]
+        seconds = total[code] / 1e12
+        flop_count = flops[code] if has_flops[code] else math.nan
+        byte_count = accessed[code] if has_bytes[code] else math.nan
+        intensity = flop_count / byte_count if byte_count and math.isfinite(byte_count) else math.nan
+        rows.append(
+            {
+                "rank": rank,
+                "host_or_device": side,
+                "type": op_type,
+                "name": name,
+                "occurrences": int(count[code]),
+                "total_time_us": ps_to_us(total[code]),
+                "avg_time_us": ps_to_us(total[code] / count[code]),
+                "total_self_time_us": ps_to_us(self_total[code]),
+                "avg_self_time_us": ps_to_us(self_total[code] / count[code]),
+                "self_time_percent": percent(self_total[code], side_self),
+                "cumulative_self_time_percent": percent(cumulative, side_self),
+                "self_time_percent_with_idle": percent(self_total[code], side_self + idle),
+                "gflops_per_second": _rate(flop_count, seconds, 1e9),
+                "memory_bandwidth_gb_per_second": _rate(byte_count, seconds, 1e9),
+                "operational_intensity": intensity,
+                "bound_by": bound_by(intensity, ridge) if side == DEVICE else None,
+                "total_time_ps": int(total[code]),
+                "total_self_time_ps": int(self_total[code]),
+            }
+        )
+    return rows
+
+
 @tool(TOOL)
 def framework_op_stats(profile: Profile) -> FrameworkOpStatsResult:
     ops = find_ops(profile)
     ridge = ridge_point(profile)
     result = FrameworkOpStatsResult()
     for side_index, side in enumerate(SIDES):
-        mask = ops.side == side_index
-        if not mask.any():
+        if not (ops.side == side_index).any():
             continue
-        keys = list(zip(ops.type[mask].tolist(), ops.name[mask].tolist()))
-        key_index: dict[tuple[str, str], int] = {}
-        codes = np.asarray([key_index.setdefault(k, len(key_index)) for k in keys], dtype=np.int64)
-        count = np.bincount(codes, minlength=len(key_index))
-        total = np.bincount(codes, weights=ops.duration_ps[mask], minlength=len(key_index))
-        self_total = np.bincount(codes, weights=ops.self_ps[mask], minlength=len(key_index))
-        flops = np.bincount(codes, weights=np.nan_to_num(ops.flops[mask]), minlength=len(key_index))
-        has_flops = np.bincount(codes, weights=np.isfinite(ops.flops[mask]), minlength=len(key_index)) > 0
-        accessed = np.bincount(codes, weights=np.nan_to_num(ops.bytes_accessed[mask]), minlength=len(key_index))
-        has_bytes = np.bincount(codes, weights=np.isfinite(ops.bytes_accessed[mask]), minlength=len(key_index)) > 0
-        side_self = float(self_total.sum())
         idle = side_idle_ps(profile, ops, side_index)
-        order = np.lexsort((np.arange(len(key_index)), -self_total))
-        distinct = list(key_index)
-        cumulative = 0.0
-        for rank, code in enumerate(order.tolist(), start=1):
-            op_type, name = distinct[code]
-            cumulative += self_total[code]
-            seconds = total[code] / 1e12
-            flop_count = flops[code] if has_flops[code] else math.nan
-            byte_count = accessed[code] if has_bytes[code] else math.nan
-            intensity = flop_count / byte_count if byte_count and math.isfinite(byte_count) else math.nan
-            result.rows.append(
-                {
-                    "rank": rank,
-                    "host_or_device": side,
-                    "type": op_type,
-                    "name": name,
-                    "occurrences": int(count[code]),
-                    "total_time_us": ps_to_us(total[code]),
-                    "avg_time_us": ps_to_us(total[code] / count[code]),
-                    "total_self_time_us": ps_to_us(self_total[code]),
-                    "avg_self_time_us": ps_to_us(self_total[code] / count[code]),
-                    "self_time_percent": percent(self_total[code], side_self),
-                    "cumulative_self_time_percent": percent(cumulative, side_self),
-                    "self_time_percent_with_idle": percent(self_total[code], side_self + idle),
-                    "gflops_per_second": _rate(flop_count, seconds, 1e9),
-                    "memory_bandwidth_gb_per_second": _rate(byte_count, seconds, 1e9),
-                    "operational_intensity": intensity,
-                    "bound_by": bound_by(intensity, ridge) if side == DEVICE else None,
-                    "total_time_ps": int(total[code]),
-                    "total_self_time_ps": int(self_total[code]),
-                }
-            )
+        result.rows += _side_rows(ops, side_index, ridge, idle)
+        side_self = int(ops.self_ps[ops.side == side_index].sum())
         result.idle_rows.append(
             {
                 "rank": 0,
@@ -180,3 +195,29 @@ def framework_op_stats(profile: Profile) -> FrameworkOpStatsResult:
             }
         )
     return result
+
+
+def top_operations(profile: Profile, limit: int = 10) -> list[dict[str, Any]]:
+    """The overview's top operations: the ``limit`` framework_op_stats rows with the most
+    self time, from one side: the device side wherever the profile has device ops (that is
+    the work the accelerator did, each kernel counted under the op that launched it), else
+    the host side; the same rule for Kineto, XSpace and Chrome traces. Each row:
+    ``self_time_percent`` and ``cumulative_self_time_percent`` (of that side's op self
+    time, as in framework_op_stats), ``type`` (the op's type: its category for PyTorch ops,
+    TensorFlow's op type, XLA's ``hlo_category``), ``name``, ``gflops_per_second`` (NaN where
+    the source records no flops) and ``self_time_us`` (the op's total self time). Empty
+    for a profile without ops."""
+    ops = find_ops(profile)
+    side_index = SIDES.index(DEVICE) if (ops.side == SIDES.index(DEVICE)).any() else SIDES.index(HOST)
+    idle = side_idle_ps(profile, ops, side_index)
+    return [
+        {
+            "self_time_percent": row["self_time_percent"],
+            "cumulative_self_time_percent": row["cumulative_self_time_percent"],
+            "type": row["type"],
+            "name": row["name"],
+            "gflops_per_second": row["gflops_per_second"],
+            "self_time_us": row["total_self_time_us"],
+        }
+        for row in _side_rows(ops, side_index, ridge_point(profile), idle)[:limit]
+    ]

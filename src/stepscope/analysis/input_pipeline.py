@@ -4,8 +4,9 @@ time goes, as XProf's input pipeline analyzer shows it.
 Device side (per step). A step's input time is the overview's ``input`` part of that step
 (``overview.step_breakdown``: the time input events cover in the step's window that no
 device activity claims), so this page and the overview never disagree about a step. Its
-share of the step time is summarised over the steps (mean, population stddev, min, max),
-and the mean gives the verdict with XProf's thresholds: under 5% "not", 5% to under 20%
+share of the step time is summarised over the steps the overview keeps (warm-up and
+one-off steps set aside, ``step_outliers``; mean, population stddev, min, max), and the
+mean gives the verdict (the overview's input finding reads the same mean) with XProf's thresholds: under 5% "not", 5% to under 20%
 "moderately", 20% or more "highly" input-bound.
 
 Host side. The input events are the host events ``classify`` marks as input: the waits
@@ -14,13 +15,24 @@ Host side. The input events are the host events ``classify`` marks as input: the
 ``_MultiProcessingDataLoaderIter``, tf.data's ``IteratorGetNext*``, stepscope's
 ``stepscope.data.wait``) and the input work that may run beside the step
 (``classify.INPUT_WORK``: tf.data's ``Iterator::...`` stages and producers, stepscope's
-``stepscope.data.<stage>`` annotations) and every event nested in one
-on its thread (the ops and annotations a fetch ran). Markers (``[memory]`` instants,
-profiler spans) are left out. Each input op has a total time (its duration) and a self time
-(its duration less its nested input ops, never below 0). Self times do not overlap on a
-thread, so their sum is the host's input time; threads that run at once (tf.data's
-background threads, several DataLoaders) each count. The breakdown sums self time per
-category:
+``stepscope.data.<stage>`` annotations), and every event nested in one on its line (the
+ops and annotations a fetch ran). Markers (``[memory]`` instants, profiler spans) are left
+out.
+
+Each input op has a total time (its duration) and a self time: the time it owns on its OS
+thread. At each instant a thread's time goes to one input op, of those open then the one
+that started last (on equal starts the shorter; on equal spans the later line, then the
+later row). On a properly nested line that is the innermost op, so self time is the
+duration less the nested input ops; it also settles ops that overlap without nesting (on
+one line, or on two lines of one thread): the later start takes the overlap. The lines of
+one OS thread are those with the same id or whose ids differ by ``SAME_THREAD_LINE_ID_STEP``
+(a stepscope capture puts torch's or TSL's events and stepscope's annotations of one thread
+on two such lines; ``line_threads``). So a thread's self times sum to the union of its input
+ops: a ``stepscope.data.wait`` and the DataLoader ``__next__`` it waited on count once. The
+host's input time is the sum over threads; threads that run at once (tf.data's background
+threads, DataLoader workers, several loaders) each count, so it is at most the number of
+threads times the profile's span. The breakdown sums self time per category, so the
+categories sum to the host's input time:
 
 - ``enqueue_to_device``: host-to-device transfers issued for input: the runtime's copy calls
   (``cudaMemcpy*``, ``hipMemcpy*``, ``cuMemcpy*``) and XLA/TPU infeed enqueues found inside
@@ -28,17 +40,20 @@ category:
   host input op; its device copy is the overview's ``host_to_device``;
 - ``demanded_file_read``: reads done when the consumer asks: ``stepscope.data.read``,
   tf.data file readers (``TFRecord``, ``TextLine``, ``FixedLengthRecord``, ``SSTable``,
-  ``RecordIO``) with no prefetch, interleave, parallel map or cache above them in the
-  iterator's name (XProf's rule), annotations named ``open``, ``read``, ``FileRead``,
-  ``ReadFile``, and Python's ``<built-in function open>`` / ``<built-in method read ...>``
-  frames (recorded with ``with_stack=True``);
-- ``advanced_file_read``: reads done ahead: ``stepscope.data.prefetch``, tf.data's
-  ``Prefetch``, ``Interleave``/``ParallelInterleave``, ``Cache``/``MemoryCache``,
-  ``Snapshot`` stages, and file readers below one of those or a parallel map;
-- ``preprocessing``: ``stepscope.data.decode/transform/collate``, every other tf.data stage
-  (``Map``, ``ParallelMapV2``, ``BatchV2``, ``Shuffle``...), and what runs inside a fetch
-  with no rule of its own: framework ops (collate's ``aten::stack``, transforms) and, when
-  Python stacks are recorded (``with_stack=True``), the dataset's Python frames;
+  ``RecordIO``, ``ArrayRecord``) with no read-ahead stage above them in the iterator's name
+  (XProf's rule), annotations named ``open``, ``read``, ``FileRead``, ``ReadFile``, and
+  Python's ``<built-in function open>`` / ``<built-in method read ...>`` frames (recorded
+  with ``with_stack=True``);
+- ``advanced_file_read``: reads done ahead: ``stepscope.data.prefetch`` (the read-ahead
+  work a user marks) and tf.data file readers below a read-ahead stage (``Prefetch``,
+  ``Interleave``/``ParallelInterleave``, ``ParallelMap``, ``Cache``/``MemoryCache``,
+  ``MemoryReader``/``MemoryWriter``, ``Snapshot``). Only readers are file reads (XProf's
+  rule): the read-ahead stages themselves are preprocessing;
+- ``preprocessing``: ``stepscope.data.decode/transform/collate``, every tf.data stage that
+  is not a file reader (``Prefetch``, ``Interleave``, ``Cache``, ``Map``,
+  ``ParallelMapV2``, ``BatchV2``, ``Shuffle``...), and what runs inside a fetch with no rule
+  of its own: framework ops (collate's ``aten::stack``, transforms) and, when Python stacks
+  are recorded (``with_stack=True``), the dataset's Python frames;
 - ``other``: the fetch wrappers' own time (a DataLoader ``__next__`` running the dataset's
   unannotated Python code, or waiting for its workers; ``IteratorGetNext`` waiting for the
   iterator), and ``stepscope.data.*`` stages not named above.
@@ -56,8 +71,10 @@ JSON form (``to_json``)::
       "step_source": str,               # how steps were found (steps.find_steps)
       "steps_inferred": bool,           # no step marker: the whole window is one step
       "steps": [{"step": int, "input_us": float, "step_time_us": float,
-                 "input_percent": float, "input_ps": int, "step_time_ps": int}],
+                 "input_percent": float, "input_ps": int, "step_time_ps": int,
+                 "set_aside": "compile" | "outlier" | None}],   # overview's warm-up rule
       "input_percent": {"mean": float, "stddev": float, "min": float, "max": float},
+                                        # over the steps not set aside
       "verdict": "highly" | "moderately" | "not",   # input-bound, from the mean
       "host_breakdown_us": {"enqueue_to_device": float, "demanded_file_read": float,
                             "advanced_file_read": float, "preprocessing": float,
@@ -78,11 +95,14 @@ from typing import Any
 import numpy as np
 
 from stepscope.analysis.classify import Activity, event_activities
-from stepscope.analysis.overview import INPUT_HIGH_PERCENT, INPUT_MODERATE_PERCENT, activity_unions, step_breakdown
+from stepscope.analysis.overview import activity_unions, step_breakdown
 from stepscope.analysis.registry import tool
+from stepscope.analysis.step_outliers import set_aside, set_aside_note, set_aside_rows
 from stepscope.analysis.steps import find_steps
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
+from stepscope.analysis.verdict import NOT, input_bound_verdict
 from stepscope.trace import names
+from stepscope.trace.merge import SAME_THREAD_LINE_ID_STEP
 from stepscope.trace.model import NO_ID, Plane, Profile
 
 TOOL = "input_pipeline_analyzer"
@@ -95,10 +115,11 @@ PREPROCESSING = "preprocessing"
 OTHER = "other"
 CATEGORIES = (ENQUEUE, DEMANDED_READ, ADVANCED_READ, PREPROCESSING, OTHER)
 
-HIGHLY, MODERATELY, NOT = "highly", "moderately", "not"
-
-_READER = r"(?:TFRecord|TextLine|FixedLengthRecord|SSTable|RecordIO)\w*(?:\[\d+\])?$"
-_AHEAD_STAGE = r"(?:Prefetch|(?:Legacy)?(?:Parallel)?Interleave|Memory(?:Reader|Writer|Cache)|Cache|Snapshot)"
+_READER = r"(?:TFRecord|TextLine|FixedLengthRecord|SSTable|RecordIO|ArrayRecord)\w*(?:\[\d+\])?$"
+# Stages that make the reads below them happen ahead of the consumer (XProf: "::MemoryReader",
+# "::MemoryWriter", "::Interleave", "::Prefetch", "::ParallelMap"; stepscope adds the
+# parallel and legacy interleaves, the cache's newer names and snapshot).
+_AHEAD_STAGE = r"(?:Prefetch|(?:Legacy)?(?:Parallel)?Interleave|Memory(?:Reader|Writer|Cache)|Cache|Snapshot|ParallelMap)"
 _TF_LAST = r"^Iterator::(?:.*::)?"  # tf.data names are the iterator's path: Iterator::Root::Prefetch::Map
 
 # (pattern, the event's own category, the category it hands down to nested events that no
@@ -108,15 +129,16 @@ RULES: tuple[tuple[re.Pattern[str], str, str], ...] = tuple(
     for pattern, own, nested in (
         # stepscope's own input-pipeline annotations: stepscope.data.<stage>
         (r"^stepscope\.data\.read\b", DEMANDED_READ, DEMANDED_READ),
-        (r"^stepscope\.data\.prefetch\b", ADVANCED_READ, ADVANCED_READ),
+        (r"^stepscope\.data\.prefetch\b", ADVANCED_READ, ADVANCED_READ),  # the read-ahead work itself
         (r"^stepscope\.data\.(?:decode|transform|collate)\b", PREPROCESSING, PREPROCESSING),
         (r"^stepscope\.data", OTHER, OTHER),
         # host-to-device transfers issued inside a fetch
         (r"^(?:cuda|hip|cu)Memcpy|^MemcpyHtoD|InfeedEnqueue|^TransferToInfeed|^TransferLiteralToInfeed", ENQUEUE, ENQUEUE),
-        # tf.data (XProf's rules): a file reader with a read-ahead stage above it is advanced
-        (r"^Iterator(?=.*::(?:" + _AHEAD_STAGE + r"|ParallelMap)).*::" + _READER, ADVANCED_READ, ADVANCED_READ),
+        # tf.data (XProf's rules): only file readers are file reads, advanced when a
+        # read-ahead stage is above them in the iterator's path, else demanded; every other
+        # stage (Prefetch, Interleave, Cache and Map included) is preprocessing
+        (r"^Iterator(?=.*::" + _AHEAD_STAGE + r").*::" + _READER, ADVANCED_READ, ADVANCED_READ),
         (_TF_LAST + _READER, DEMANDED_READ, DEMANDED_READ),
-        (_TF_LAST + _AHEAD_STAGE + r"\w*(?:\[\d+\])?$", ADVANCED_READ, ADVANCED_READ),
         (r"^Iterator::", PREPROCESSING, PREPROCESSING),
         # fetch wrappers: their own time is unexplained, what runs inside them prepares the batch
         (r"DataLoader|IteratorGetNext|^MultiDeviceIteratorGetNextFromShard", OTHER, PREPROCESSING),
@@ -213,15 +235,6 @@ class InputPipelineResult:
         return lines
 
 
-def input_bound_verdict(input_percent: float) -> str:
-    """XProf's classification of a mean input share (percent of step time)."""
-    if input_percent >= INPUT_HIGH_PERCENT:
-        return HIGHLY
-    if input_percent >= INPUT_MODERATE_PERCENT:
-        return MODERATELY
-    return NOT
-
-
 def rule_for(name: str) -> tuple[str, str] | None:
     """(own category, category handed down) of the first rule naming ``name``; None if none does."""
     for pattern, category, handed_down in RULES:
@@ -279,6 +292,85 @@ def _sum_by(codes: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return distinct, counts, sums
 
 
+def line_threads(plane: Plane) -> np.ndarray:
+    """Per line of ``plane``: the index of the first line standing for the same OS thread.
+
+    Lines with the same id, and a line whose id is another's plus ``SAME_THREAD_LINE_ID_STEP``
+    (again and again: a thread traced by three tracers), stand for one thread (the ids
+    trace/merge.py gives a thread traced by several tracers). A loop over lines, not events."""
+    first: dict[int, int] = {}
+    for index, line in enumerate(plane.lines):
+        first.setdefault(line.id, index)
+    thread = np.arange(len(plane.lines), dtype=np.int64)
+    for index, line in enumerate(plane.lines):
+        base = line.id
+        while base - SAME_THREAD_LINE_ID_STEP in first:
+            base -= SAME_THREAD_LINE_ID_STEP
+        thread[index] = first[base]
+    return thread
+
+
+def _latest_cover(lo: np.ndarray, hi: np.ndarray, size: int) -> np.ndarray:
+    """For each slot k of ``range(size)``: the largest i with lo[i] <= k < hi[i], or -1.
+
+    Each interval paints two power-of-two blocks that together cover it exactly; blocks are
+    handed down a level at a time (a block of 2w slots is two of w), keeping the larger
+    index, so the work is O((n + size) log size) with two arrays of ``size``."""
+    current = np.full(size, -1, dtype=np.int64)
+    index = np.flatnonzero(hi > lo)
+    if not len(index):
+        return current
+    lo, hi = lo[index], hi[index]
+    level = np.frexp((hi - lo).astype(np.float64))[1].astype(np.int64) - 1  # floor(log2(length))
+    for step in range(int(level.max()), -1, -1):
+        width = 1 << step
+        at = level == step
+        np.maximum.at(current, lo[at], index[at])
+        np.maximum.at(current, hi[at] - width, index[at])
+        if step:
+            half = width >> 1
+            lower = current.copy()  # [x, x + width) -> [x, x + half) and [x + half, x + width)
+            np.maximum(lower[half:], current[:-half], out=lower[half:])
+            current = lower
+    return current
+
+
+def _owned_ps(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """For each event (rows of one plane, in the plane's order): the picoseconds in which it
+    is the input op that owns its thread's time, int64 and exact. At each instant the owner
+    is, of the thread's events open then, the one that started last; on equal starts the
+    shorter; on equal spans the one on the later line, then the later row (a child, on its
+    parent's line). On a properly nested line that is the innermost event: its duration
+    less its children's. Each thread's owned times sum to the measure of its events' union."""
+    count = len(start)
+    owned = np.zeros(count, dtype=np.int64)
+    if not count:
+        return owned
+    # Every distinct (thread, time) of a start or an end, numbered in (thread, time) order;
+    # slot k is the stretch from point k to point k + 1.
+    point_thread = np.concatenate((thread, thread))
+    point_time = np.concatenate((start, end))
+    by_point = np.argsort(point_time, kind="stable")
+    by_point = by_point[np.argsort(point_thread[by_point], kind="stable")]
+    sorted_thread, sorted_time = point_thread[by_point], point_time[by_point]
+    distinct = np.ones(len(by_point), dtype=bool)
+    distinct[1:] = (sorted_time[1:] != sorted_time[:-1]) | (sorted_thread[1:] != sorted_thread[:-1])
+    rank = np.empty(len(by_point), dtype=np.int64)
+    rank[by_point] = np.cumsum(distinct) - 1
+    times = sorted_time[distinct]
+    first, last = rank[:count], rank[count:]
+    # Positions: by thread and start, longest first, then the plane's (line, row) order (a
+    # stable sort); a later position is more specific. Only one thread's events ever cover a
+    # slot, so positions of different threads never compete.
+    order = np.argsort(first * (len(times) + 1) + (len(times) - last), kind="stable")
+    owner = _latest_cover(first[order], last[order], len(times) - 1)
+    slots = np.flatnonzero(owner >= 0)
+    by_position = np.zeros(count, dtype=np.int64)
+    np.add.at(by_position, owner[slots], times[slots + 1] - times[slots])
+    owned[order] = by_position
+    return owned
+
+
 def _host_input(profile: Profile) -> tuple[list[dict[str, Any]], dict[str, int], str]:
     """The input ops table, self ps per category, and the note naming the sources found."""
     host = profile.plane(names.HOST_PLANE)
@@ -289,12 +381,10 @@ def _host_input(profile: Profile) -> tuple[list[dict[str, Any]], dict[str, int],
     category = _input_categories(host, activities)
     is_op = (category >= 0) & (activities != Activity.NONE)
     rows = np.flatnonzero(is_op)
-    # Self time: duration less the nested input ops directly inside (int64, exact).
-    nested_rows = rows[(events.parent[rows] != NO_ID)]
-    nested_rows = nested_rows[is_op[events.parent[nested_rows]]]
-    child_ps = np.zeros(len(events), dtype=np.int64)
-    np.add.at(child_ps, events.parent[nested_rows], events.duration_ps[nested_rows])
-    self_ps = np.maximum(events.duration_ps - child_ps, 0)
+    # Self time: the time each op owns on its OS thread (_owned_ps), so one thread's ops
+    # never count a picosecond twice, on one line or on the lines of one thread.
+    self_ps = np.zeros(len(events), dtype=np.int64)
+    self_ps[rows] = _owned_ps(line_threads(host)[events.line[rows]], events.start_ps[rows], events.end_ps[rows])
 
     codes = events.metadata_id[rows].astype(np.int64) * len(CATEGORIES) + category[rows]
     distinct, counts, totals = _sum_by(codes, events.duration_ps[rows])
@@ -334,8 +424,10 @@ def _host_input(profile: Profile) -> tuple[list[dict[str, Any]], dict[str, int],
 @tool(TOOL)
 def input_pipeline_analyzer(profile: Profile) -> InputPipelineResult:
     steps = find_steps(profile)
-    input_ps = step_breakdown(steps, activity_unions(profile))["input"]
+    parts = step_breakdown(steps, activity_unions(profile))
+    input_ps = parts["input"]
     step_ps = steps.duration_ps
+    aside = set_aside(step_ps, parts["compile"])
     result = InputPipelineResult(step_source=steps.source, steps_inferred=steps.inferred)
     shares = np.asarray([percent(int(i), int(s)) for i, s in zip(input_ps, step_ps)], dtype=np.float64)
     for index in range(len(steps)):
@@ -347,13 +439,17 @@ def input_pipeline_analyzer(profile: Profile) -> InputPipelineResult:
                 "input_percent": float(shares[index]),
                 "input_ps": int(input_ps[index]),
                 "step_time_ps": int(step_ps[index]),
+                "set_aside": str(aside.reason[index]) or None,
             }
         )
+    # Over the steps the overview keeps (warm-up and one-off steps set aside), so the
+    # verdict here and the overview's input finding are the same number.
+    kept = shares[aside.kept]
     result.input_percent = {
-        "mean": float(shares.mean()) if len(shares) else 0.0,
-        "stddev": float(shares.std()) if len(shares) else 0.0,
-        "min": float(shares.min()) if len(shares) else 0.0,
-        "max": float(shares.max()) if len(shares) else 0.0,
+        "mean": float(kept.mean()) if len(kept) else 0.0,
+        "stddev": float(kept.std()) if len(kept) else 0.0,
+        "min": float(kept.min()) if len(kept) else 0.0,
+        "max": float(kept.max()) if len(kept) else 0.0,
     }
     result.verdict = input_bound_verdict(result.input_percent["mean"])
     ops, by_category, note = _host_input(profile)
@@ -366,5 +462,6 @@ def input_pipeline_analyzer(profile: Profile) -> InputPipelineResult:
         )
     if steps.inferred:
         note += " No step marker was found: the whole profiled window is one step."
-    result.note = note
+    aside_note = set_aside_note(set_aside_rows(steps, aside, parts))
+    result.note = f"{note} {aside_note}" if aside_note else note
     return result

@@ -15,8 +15,9 @@ Levels
              Chrome, TensorFlow ops, ops outside any module) one program named after the
              source file (``a100_ddp_cnn_rank0_of_2``), or "PyTorch" when there is none.
     category ``find_ops``'s op type: XLA's ``hlo_category`` (``loop fusion``, ``convolution``)
-             or the name without its numeric suffix; for Kineto device work, the framework
-             op that launched it (``aten::conv2d``); a Kineto host op's own name.
+             or the name without its numeric suffix; for Kineto ops and the device work
+             they launched, the op's category from ``op_categories`` (``GEMM``,
+             ``convolution``, ``memory copy``...).
     op       one node per distinct name within its category: device side, the event's own
              name (HLO op ``fusion.3``, a kernel name, ``Memcpy HtoD (Pageable -> Device)``);
              host side, ``find_ops``'s op name.

@@ -6,10 +6,19 @@ computed once per profile here.
 What counts as a framework op, per source:
 - Kineto (PyTorch): host events of category ``cpu_op`` (2021: ``Operator``); on the device,
   kernels, copies and memsets, each attributed to the host op that launched it through
-  Kineto's External id (so "aten::conv2d" on the device is the time of its kernels);
+  Kineto's External id (so "aten::conv2d" on the device is the time of its kernels). Both
+  are typed by ``op_categories`` (``aten::addmm`` -> GEMM), since Kineto records no type;
 - XSpace (JAX, TensorFlow): host events named ``<op name>:<op type>`` (TensorFlow's
-  executor) or carrying ``hlo_op`` (XLA ops run by the CPU backend) or ``tf_op``; on devices, the ``XLA Ops`` line, typed by their
-  ``hlo_category`` stat or their name without its numeric suffix (``fusion.3`` -> ``fusion``).
+  executor) or carrying ``hlo_op`` (XLA ops run by the CPU backend) or ``tf_op``; on
+  devices, the ``XLA Ops`` line, typed by their ``hlo_category`` stat or their name without
+  its numeric suffix (``fusion.3`` -> ``fusion``); tf.data's iterator stages
+  (``Iterator::...``) are ops of type ``Dataset``, as XProf lists them.
+
+Never ops, whatever their category or stats: step markers (``ProfilerStep#N``, which the
+2021 Kineto schema files as an ``Operator``, and host events carrying ``step_num``) are
+spans around a step's ops; TensorFlow's allocator events (``MemoryAllocation``, carrying the
+``tf_op`` they allocate for) record an allocation at an instant, and counted as ops they
+added to the occurrences of the op they name.
 
 Self time is an op's duration minus its direct children that are ops too, on its line.
 """
@@ -22,14 +31,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stepscope.analysis.classify import DEVICE_ACTIVITIES, event_activities
+from stepscope.analysis.classify import DEVICE_ACTIVITIES, STEP_MARKER, event_activities
+from stepscope.analysis.op_categories import categories, device_categories
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Plane, Profile
 from stepscope.trace.stats import TypedStats
 
 HOST, DEVICE = "Host", "Device"
 KINETO_OP_CATEGORIES = frozenset({"cpu_op", "Operator"})
+ALLOCATOR_EVENTS = frozenset({names.MEMORY_ALLOCATION, names.MEMORY_DEALLOCATION})
 _SUFFIX = re.compile(r"[.:_-]?\d+$")
+TF_DATASET_PREFIX = "Iterator::"
+TF_DATASET_TYPE = "Dataset"
 # "gradient_tape/MatMul/MatMul:_MklMatMul": TensorFlow op name, then type ("::" is C++).
 TF_OP_EVENT = re.compile(r"^([^:\s][^:]*):([A-Za-z_]\w*)$")
 
@@ -133,11 +146,16 @@ def _host_ops(profile: Profile, host: Plane) -> tuple[dict[str, np.ndarray], dic
     events = host.events
     meta = host.metadata
     event_names = meta.name_array[events.metadata_id]
-    is_kineto_op = np.isin(np.asarray(meta.categories, dtype=object), list(KINETO_OP_CATEGORIES))[events.metadata_id] if len(meta) else np.zeros(0, bool)
+    # Per event type: Kineto's op categories; never ops (step markers, allocator events).
+    kineto_type = np.isin(np.asarray(meta.categories, dtype=object), list(KINETO_OP_CATEGORIES))
+    never_type = np.asarray([bool(STEP_MARKER.match(name)) or name in ALLOCATOR_EVENTS for name in meta.names], dtype=bool)
+    never = never_type[events.metadata_id] | (events.step_num != NO_ID) if len(meta) else np.zeros(0, bool)
+    is_kineto_op = kineto_type[events.metadata_id] & ~never if len(meta) else np.zeros(0, bool)
     op_names = event_names.copy()
     types = np.asarray([op_type_of(n) for n in meta.names], dtype=object)[events.metadata_id] if len(meta) else np.zeros(0, object)
     is_op = is_kineto_op.copy()
-    types[is_kineto_op] = event_names[is_kineto_op]  # aten::conv2d is its own type
+    if is_kineto_op.any():
+        types[is_kineto_op] = categories(meta.name_array)[events.metadata_id[is_kineto_op]]
     if profile.format == "xspace":
         # TensorFlow's executor names its op events "<op name>:<op type>".
         tf_ops = [TF_OP_EVENT.match(name) for name in meta.names]
@@ -148,6 +166,13 @@ def _host_ops(profile: Profile, host: Plane) -> tuple[dict[str, np.ndarray], dic
             split = [(m.group(1), m.group(2)) if m else ("", "") for m in tf_ops]
             op_names[tf_rows] = np.asarray([split[i][0] for i in events.metadata_id[tf_rows].tolist()], dtype=object)
             types[tf_rows] = np.asarray([split[i][1] for i in events.metadata_id[tf_rows].tolist()], dtype=object)
+        # tf.data's iterator stages ("Iterator::Root::ParallelMapV2") are ops of type
+        # "Dataset" in XProf's tables; the input pipeline analyzer explains them further.
+        dataset_type = np.asarray([name.startswith(TF_DATASET_PREFIX) for name in meta.names], dtype=bool)
+        dataset_rows = np.flatnonzero(dataset_type[events.metadata_id]) if len(meta) else np.zeros(0, dtype=np.int64)
+        is_op[dataset_rows] = True
+        types[dataset_rows] = TF_DATASET_TYPE
+        op_names[dataset_rows] = event_names[dataset_rows]
     for stat in (names.HLO_OP, names.TF_OP):
         rows, values = stat_column(host, stat)
         if not len(rows):
@@ -160,6 +185,7 @@ def _host_ops(profile: Profile, host: Plane) -> tuple[dict[str, np.ndarray], dic
         else:
             op_names[rows] = texts
             types[rows] = np.asarray([op_type_of(t) for t in texts], dtype=object)
+    is_op &= ~never
     rows = np.flatnonzero(is_op)
     external = {}
     kineto_rows = np.flatnonzero(is_kineto_op & (events.external_id != NO_ID))
@@ -180,7 +206,7 @@ def _device_ops(index: int, plane: Plane, kineto_names: dict[int, str]) -> dict[
     if kineto_names:
         launched = [kineto_names.get(int(e)) for e in events.external_id[rows].tolist()]
         op_names = np.asarray([op or kernel for op, kernel in zip(launched, event_names)], dtype=object)
-        types = op_names.copy()
+        types = device_categories(event_names, op_names)
     else:
         # XLA ops are typed by their hlo_category (on the op's metadata or the event).
         meta_types = np.asarray(

@@ -5,8 +5,13 @@ The step-time breakdown assigns every picosecond of a step's window to exactly o
 category, so the parts sum to the step time exactly. Where activities overlap, the
 higher-priority one claims the time (device compute first, then collectives, copies,
 input, compile, kernel launch, host compute; see ``classify.Activity``); what nothing
-covers is idle. Device busy time is the union of a device's activity intervals over the
-profiled window (overlapping kernels on several streams count once).
+covers is idle. Device busy time is the union of a device's activity intervals
+(overlapping kernels on several streams count once), over the device's active span (the
+headline) and over the profile window.
+
+Warm-up and one-off steps (``step_outliers``) stay in the steps table, flagged, and out of
+the summary statistics, the breakdown percentages and the verdict (``verdict``); the
+``_all`` variants keep every step.
 """
 
 from __future__ import annotations
@@ -19,12 +24,14 @@ from typing import Any
 import numpy as np
 
 from stepscope.analysis.classify import DEVICE_ACTIVITIES, Activity, event_activities
-from stepscope.analysis.framework_op_stats import framework_op_stats
+from stepscope.analysis.framework_op_stats import top_operations
 from stepscope.analysis.intervals import Union
 from stepscope.analysis.ops import find_ops
 from stepscope.analysis.registry import tool
+from stepscope.analysis.step_outliers import set_aside, set_aside_note, set_aside_rows
 from stepscope.analysis.steps import Steps, find_steps, launching_steps
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
+from stepscope.analysis.verdict import Shares, recommendation
 from stepscope.trace import names
 from stepscope.trace.model import Profile
 from stepscope.trace.summary import device_names
@@ -44,14 +51,10 @@ BREAKDOWN = {
     Activity.HOST_COMPUTE: "host_compute",
 }
 IDLE = "idle"
-# XProf's input-bound thresholds: share of step time spent waiting for input.
-INPUT_MODERATE_PERCENT = 5.0
-INPUT_HIGH_PERCENT = 20.0
-KERNEL_LAUNCH_BOUND_PERCENT = 10.0
-HOST_BOUND_PERCENT = 50.0
-
-STEP_COLUMNS = (Column("step", "Step"), Column("step_time_us", "Step time (us)")) + tuple(
-    Column(f"{key}_us", key.replace("_", " ").capitalize() + " (us)") for key in [*BREAKDOWN.values(), IDLE]
+STEP_COLUMNS = (
+    (Column("step", "Step"), Column("step_time_us", "Step time (us)"))
+    + tuple(Column(f"{key}_us", key.replace("_", " ").capitalize() + " (us)") for key in [*BREAKDOWN.values(), IDLE])
+    + (Column("set_aside", "Set aside", "string"),)
 )
 TOP_OP_COLUMNS = (
     Column("self_time_percent", "Self time %"),
@@ -63,9 +66,11 @@ TOP_OP_COLUMNS = (
 DEVICE_COLUMNS = (
     Column("device", "Device", "string"),
     Column("busy_time_us", "Busy (us)"),
-    Column("idle_time_us", "Idle (us)"),
-    Column("span_us", "Window (us)"),
-    Column("busy_percent", "Busy %"),
+    Column("idle_time_us", "Idle in active span (us)"),
+    Column("active_span_us", "Active span (us)"),
+    Column("busy_percent", "Busy % of active span"),
+    Column("window_us", "Profile window (us)"),
+    Column("busy_percent_of_window", "Busy % of window"),
 )
 
 
@@ -76,7 +81,10 @@ class OverviewResult:
     steps_inferred: bool = False
     steps: list[dict[str, Any]] = field(default_factory=list)
     step_time_us: dict[str, float] = field(default_factory=dict)
+    step_time_us_all: dict[str, float] = field(default_factory=dict)
     breakdown_percent: dict[str, float] = field(default_factory=dict)
+    breakdown_percent_all: dict[str, float] = field(default_factory=dict)
+    set_aside: list[dict[str, Any]] = field(default_factory=list)
     devices: list[dict[str, Any]] = field(default_factory=list)
     device: dict[str, Any] = field(default_factory=dict)
     top_ops: list[dict[str, Any]] = field(default_factory=list)
@@ -90,7 +98,10 @@ class OverviewResult:
             "steps_inferred": self.steps_inferred,
             "steps": self.steps,
             "step_time_us": self.step_time_us,
+            "step_time_us_all": self.step_time_us_all,
             "breakdown_percent": self.breakdown_percent,
+            "breakdown_percent_all": self.breakdown_percent_all,
+            "set_aside": self.set_aside,
             "device": self.device,
             "devices": self.devices,
             "top_ops": self.top_ops,
@@ -100,7 +111,10 @@ class OverviewResult:
         }
 
     def tables(self) -> list[Table]:
-        step_rows = [(s["step"], s["step_time_us"], *(s["breakdown"][f"{k}_us"] for k in [*BREAKDOWN.values(), IDLE])) for s in self.steps]
+        step_rows = [
+            (s["step"], s["step_time_us"], *(s["breakdown"][f"{k}_us"] for k in [*BREAKDOWN.values(), IDLE]), s["set_aside"])
+            for s in self.steps
+        ]
         return [
             Table("steps", STEP_COLUMNS, step_rows),
             Table("devices", DEVICE_COLUMNS, [tuple(d[c.key] for c in DEVICE_COLUMNS) for d in self.devices]),
@@ -109,14 +123,20 @@ class OverviewResult:
 
     def summary(self) -> list[str]:
         times = self.step_time_us
+        kept = len(self.steps) - len(self.set_aside)
         lines = [
             f"{len(self.steps)} step(s) from {self.step_source}"
-            + (" (no step marker found: the whole profiled window is one step)" if self.steps_inferred else ""),
-            f"step time: mean {times['mean']:,.1f} us, stddev {times['stddev']:,.1f}, min {times['min']:,.1f}, max {times['max']:,.1f}",
+            + (" (no step marker found: the whole profiled window is one step)" if self.steps_inferred else "")
+            + (f"; {len(self.set_aside)} set aside, statistics over the other {kept}" if self.set_aside else ""),
+            f"step time: mean {times['mean']:,.1f} us, median {times['median']:,.1f}, stddev {times['stddev']:,.1f}, "
+            f"min {times['min']:,.1f}, max {times['max']:,.1f}",
             "breakdown: " + ", ".join(f"{k} {v:.1f}%" for k, v in self.breakdown_percent.items() if v >= 0.05),
         ]
         for device in self.devices:
-            lines.append(f"{device['device']}: busy {device['busy_percent']:.1f}% of the window")
+            lines.append(
+                f"{device['device']}: busy {device['busy_percent']:.1f}% of its active span "
+                f"({device['busy_percent_of_window']:.1f}% of the profile window)"
+            )
         lines.append(f"recommendation: {self.recommendation['summary']}")
         lines.extend(f"  - {step}" for step in self.recommendation["next_steps"])
         return lines
@@ -196,42 +216,6 @@ def _environment(profile: Profile) -> dict[str, Any]:
     }
 
 
-def _recommendation(breakdown_percent: dict[str, float], devices: list[dict[str, Any]]) -> dict[str, Any]:
-    input_share = breakdown_percent.get("input", 0.0)
-    launch_share = breakdown_percent.get("kernel_launch", 0.0)
-    host_share = breakdown_percent.get("host_compute", 0.0) + breakdown_percent.get(IDLE, 0.0)
-    next_steps: list[str] = []
-    if input_share >= INPUT_HIGH_PERCENT:
-        input_bound = "highly"
-    elif input_share >= INPUT_MODERATE_PERCENT:
-        input_bound = "moderately"
-    else:
-        input_bound = "not"
-    if input_bound != "not":
-        summary = f"Your program is {input_bound} input-bound: {input_share:.1f}% of the step time is spent waiting for input."
-        next_steps += [
-            "Look at the input pipeline analyzer for where the input time goes.",
-            "Load data in parallel (PyTorch: DataLoader(num_workers=..., pin_memory=True); tf.data: map(num_parallel_calls=AUTOTUNE)).",
-            "Prefetch the next batches while the current step runs (DataLoader prefetch_factor; dataset.prefetch(AUTOTUNE)).",
-        ]
-    elif launch_share >= KERNEL_LAUNCH_BOUND_PERCENT:
-        summary = f"Your program is kernel-launch bound: {launch_share:.1f}% of the step time is spent launching kernels."
-        next_steps += [
-            "Fuse small ops (torch.compile, XLA jit) or use CUDA graphs to launch fewer kernels.",
-            "Increase the batch size so each kernel does more work.",
-        ]
-    elif devices and host_share >= HOST_BOUND_PERCENT:
-        summary = f"Your program is host-bound: the device waits on the host for {host_share:.1f}% of the step time."
-        next_steps += [
-            "Look at the framework op stats (host side) for the ops that keep the host busy.",
-            "Move work to the device or overlap it with device execution.",
-        ]
-    else:
-        summary = f"Your program is not input-bound ({input_share:.1f}% of the step time is input)."
-        next_steps.append("Look at the framework op stats and kernel stats for the most time-consuming ops.")
-    return {"input_bound": input_bound, "input_percent": input_share, "kernel_launch_percent": launch_share, "summary": summary, "next_steps": next_steps}
-
-
 def _flop_rate(profile: Profile, devices: list[dict[str, Any]]) -> dict[str, Any]:
     """Device FLOP rate over the devices' busy time, and its share of the devices' peak,
     where the profile records op flops (XLA ops) and the device peak (a plane stat)."""
@@ -257,23 +241,98 @@ def _flop_rate(profile: Profile, devices: list[dict[str, Any]]) -> dict[str, Any
 
 
 def _stats(values: np.ndarray) -> dict[str, float]:
-    us = values / 1e6
+    us = np.asarray(values, dtype=np.float64) / 1e6
+    if not len(us):
+        return dict.fromkeys(("mean", "median", "stddev", "min", "max"), 0.0)
+    return {"mean": float(us.mean()), "median": float(np.median(us)), "stddev": float(us.std()), "min": float(us.min()), "max": float(us.max())}
+
+
+def _breakdown_percent(parts: dict[str, np.ndarray], durations: np.ndarray, rows: np.ndarray) -> dict[str, float]:
+    """Each category's share of the total step time of ``rows`` (weighted by step length)."""
+    total = int(durations[rows].sum())
+    return {key: percent(int(parts[key][rows].sum()), total) for key in parts}
+
+
+def _per_step_percent(part: np.ndarray, durations: np.ndarray) -> np.ndarray:
+    return np.asarray([percent(int(p), int(d)) for p, d in zip(part, durations)], dtype=np.float64)
+
+
+def _shares(parts: dict[str, np.ndarray], durations: np.ndarray, kept: np.ndarray, has_device: bool) -> Shares:
+    """The per-step shares the verdict reads (``verdict.Shares``), over the kept steps."""
+    rows = np.flatnonzero(kept)
+    step_ps = durations[rows]
+
+    def median(*keys: str) -> float:
+        share = _per_step_percent(sum(parts[key][rows] for key in keys), step_ps)
+        return float(np.median(share)) if len(share) else 0.0
+
+    input_share = _per_step_percent(parts["input"][rows], step_ps)
+    return Shares(
+        input=float(input_share.mean()) if len(input_share) else 0.0,
+        kernel_launch=median("kernel_launch"),
+        collectives=median("device_collectives"),
+        host=median("host_compute", IDLE),
+        host_compute=median("host_compute"),
+        idle=median(IDLE),
+        device_compute=median("device_compute"),
+        steps=len(rows),
+        has_device=has_device,
+    )
+
+
+def _device_busy(profile: Profile) -> list[dict[str, Any]]:
+    """Per device: busy time (the union of its device work) over its active span (first
+    device work to last; the headline, as HTA and TraceLens report it) and over the whole
+    profile window (which includes the profiler's own time before the first and after the
+    last device event)."""
+    window = profile.span_ps
+    devices = []
+    for plane in profile.device_planes:
+        rows = np.isin(event_activities(plane), [int(a) for a in DEVICE_ACTIVITIES])
+        busy_union = Union.of(plane.events.start_ps[rows], plane.events.end_ps[rows])
+        busy = busy_union.total
+        active = int(busy_union.end[-1] - busy_union.start[0]) if len(busy_union.start) else 0
+        devices.append(
+            {
+                "device": plane.name,
+                "busy_time_us": ps_to_us(busy),
+                "idle_time_us": ps_to_us(active - busy),
+                "active_span_us": ps_to_us(active),
+                "busy_percent": percent(busy, active),
+                "window_us": ps_to_us(window),
+                "busy_percent_of_window": percent(busy, window),
+                "busy_time_ps": busy,
+                "active_span_ps": active,
+            }
+        )
+    return devices
+
+
+def _devices_total(devices: list[dict[str, Any]], window: int) -> dict[str, Any]:
+    busy = sum(d["busy_time_ps"] for d in devices)
+    active = sum(d["active_span_ps"] for d in devices)
+    windows = window * len(devices)
     return {
-        "mean": float(us.mean()) if len(us) else 0.0,
-        "stddev": float(us.std()) if len(us) else 0.0,
-        "min": float(us.min()) if len(us) else 0.0,
-        "max": float(us.max()) if len(us) else 0.0,
+        "busy_time_us": ps_to_us(busy),
+        "idle_time_us": ps_to_us(active - busy),
+        "active_span_us": ps_to_us(active),
+        "busy_percent": percent(busy, active),
+        "window_us": ps_to_us(windows),
+        "busy_percent_of_window": percent(busy, windows),
     }
 
 
 @tool(TOOL)
 def overview_page(profile: Profile) -> OverviewResult:
     steps = find_steps(profile)
-    unions = activity_unions(profile)
-    parts = step_breakdown(steps, unions)
-    keys = [*BREAKDOWN.values(), IDLE]
-    total_step = int(steps.duration_ps.sum())
+    parts = step_breakdown(steps, activity_unions(profile))
+    aside = set_aside(steps.duration_ps, parts["compile"])
+    kept = aside.kept
     result = OverviewResult(step_source=steps.source, steps_inferred=steps.inferred)
+    launched = np.zeros(len(steps), dtype=np.int64)
+    for plane, step_index in launching_steps(profile, steps):
+        is_work = np.isin(event_activities(plane), [int(a) for a in DEVICE_ACTIVITIES]) & (step_index >= 0)
+        np.add.at(launched, step_index[is_work], plane.events.duration_ps[is_work])
     for index in range(len(steps)):
         result.steps.append(
             {
@@ -281,54 +340,23 @@ def overview_page(profile: Profile) -> OverviewResult:
                 "start_us": ps_to_us(int(steps.start_ps[index])),
                 "step_time_us": ps_to_us(int(steps.duration_ps[index])),
                 "step_time_ps": int(steps.duration_ps[index]),
-                "breakdown": {f"{key}_us": ps_to_us(int(parts[key][index])) for key in keys}
-                | {f"{key}_ps": int(parts[key][index]) for key in keys},
+                "breakdown": {f"{key}_us": ps_to_us(int(parts[key][index])) for key in parts}
+                | {f"{key}_ps": int(parts[key][index]) for key in parts},
+                "device_time_launched_us": ps_to_us(int(launched[index])),
+                "set_aside": str(aside.reason[index]) or None,
             }
         )
-    launched = np.zeros(len(steps), dtype=np.int64)
-    for plane, step_index in launching_steps(profile, steps):
-        is_work = np.isin(event_activities(plane), [int(a) for a in DEVICE_ACTIVITIES]) & (step_index >= 0)
-        np.add.at(launched, step_index[is_work], plane.events.duration_ps[is_work])
-    for index, step in enumerate(result.steps):
-        step["device_time_launched_us"] = ps_to_us(int(launched[index]))
-    result.step_time_us = _stats(steps.duration_ps)
-    result.breakdown_percent = {key: percent(int(parts[key].sum()), total_step) for key in keys}
+    result.step_time_us = _stats(steps.duration_ps[kept])
+    result.step_time_us_all = _stats(steps.duration_ps)
+    result.breakdown_percent = _breakdown_percent(parts, steps.duration_ps, np.flatnonzero(kept))
+    result.breakdown_percent_all = _breakdown_percent(parts, steps.duration_ps, np.arange(len(steps)))
+    result.set_aside = set_aside_rows(steps, aside, parts)
 
-    window = profile.span_ps
-    for plane in profile.device_planes:
-        activity = event_activities(plane)
-        rows = np.isin(activity, [int(a) for a in DEVICE_ACTIVITIES])
-        busy = Union.of(plane.events.start_ps[rows], plane.events.end_ps[rows]).total
-        result.devices.append(
-            {
-                "device": plane.name,
-                "busy_time_us": ps_to_us(busy),
-                "idle_time_us": ps_to_us(window - busy),
-                "span_us": ps_to_us(window),
-                "busy_percent": percent(busy, window),
-                "busy_time_ps": busy,
-            }
-        )
-    if result.devices:
-        busy_total = sum(d["busy_time_ps"] for d in result.devices)
-        span_total = window * len(result.devices)
-        result.device = {
-            "busy_time_us": ps_to_us(busy_total),
-            "idle_time_us": ps_to_us(span_total - busy_total),
-            "span_us": ps_to_us(span_total),
-            "busy_percent": percent(busy_total, span_total),
-        }
-    else:
-        result.device = {"busy_time_us": 0.0, "idle_time_us": 0.0, "span_us": 0.0, "busy_percent": 0.0}
-
+    result.devices = _device_busy(profile)
+    result.device = _devices_total(result.devices, profile.span_ps)
     result.flops = _flop_rate(profile, result.devices)
-    ops = framework_op_stats(profile).rows
-    side = "Device" if any(row["host_or_device"] == "Device" for row in ops) else "Host"
-    result.top_ops = [
-        {key: row[key] for key in ("self_time_percent", "cumulative_self_time_percent", "type", "name", "gflops_per_second")}
-        for row in ops
-        if row["host_or_device"] == side
-    ][:10]
+    result.top_ops = top_operations(profile)
     result.environment = _environment(profile)
-    result.recommendation = _recommendation(result.breakdown_percent, result.devices)
+    shares = _shares(parts, steps.duration_ps, kept, has_device=bool(result.devices))
+    result.recommendation = recommendation(shares, set_aside_note(result.set_aside))
     return result

@@ -8,7 +8,9 @@ nestable async spans (b/e, one line per category). Other phases are counted and 
 Processes map to planes and threads to lines. A process named like an XSpace plane
 (``/device:TPU:0``, ``/host:CPU``, as in JAX's trace.json) becomes that plane; otherwise
 every process's threads are lines of ``/host:CPU``. The Kineto reader is this importer
-with a :class:`Dialect` that knows PyTorch's conventions.
+with a :class:`Dialect` that knows PyTorch's conventions. Where a dialect knows which
+categories run on a device, a thread of a device process holding none of them is a host
+thread (Kineto records Python stacks under the GPU's pid) and goes to ``/host:CPU``.
 
 The importer works on the decoded columns (``columns.EventColumns``): codes, floats and
 the packed args. Only begin/end pairing walks events one by one, and only those events.
@@ -82,6 +84,16 @@ def generic_place_thread(plane: str, pid: Any, tid: Any, process: ProcessInfo) -
     return LinePlacement(tid if is_int64(tid) else None, label)
 
 
+def device_host_thread(pid: Any, tid: Any, process: ProcessInfo) -> LinePlacement:
+    """A thread of a device process that ran no device work, as a line of ``/host:CPU``.
+
+    Named after the process (its label, ``GPU 0``, else its name) so the viewer shows where
+    it came from, and numbered by the importer so it never takes a host thread's id.
+    """
+    thread = process.threads.get(tid) or f"thread {as_text(tid)}"
+    return LinePlacement(None, f"{process.labels or process.name or 'process'} ({pid}) / {thread}")
+
+
 @dataclass(frozen=True)
 class Dialect:
     """What differs between producers of Chrome trace JSON."""
@@ -92,7 +104,8 @@ class Dialect:
     place_process: Callable[[Any, ProcessInfo, int | None], str] = generic_place_process
     # (plane name, pid, tid, process info) -> the thread's line
     place_thread: Callable[[str, Any, Any, ProcessInfo], LinePlacement] = generic_place_thread
-    # Categories of events that run on a device; their args name it ("device": N).
+    # Categories of events that run on a device; their args name it ("device": N). A thread
+    # of a device plane holding none of them is a host thread.
     device_categories: frozenset[str] = frozenset()
     # Derives hot id columns (correlation_id...) from the records' raw args.
     id_columns: Callable[[JsonStats], tuple[dict[str, np.ndarray], int]] | None = None
@@ -446,7 +459,12 @@ class _Layout:
         keys, first, record_key = np.unique(combined, return_index=True, return_inverse=True)
         # Lines in the order their threads first appear in the file.
         appearance = np.argsort(source[first], kind="stable")
-        devices = _device_ordinals(events, records, dialect)
+        device_record = events.category.matches(lambda c: as_text(c) in dialect.device_categories)[source]
+        devices = _device_ordinals(events, source[device_record])
+        # Threads holding no device-category record: on a device plane, host threads. A
+        # dialect that knows no device categories leaves every thread where its process is.
+        host_thread = (keys % 3 == _THREAD) & bool(dialect.device_categories)
+        host_thread[record_key[device_record]] = False
 
         plane_names: list[str] = []
         placements: list[list[LinePlacement]] = []
@@ -458,6 +476,9 @@ class _Layout:
             pid = events.pid.values[pid_code]
             process = processes.get(pid, ProcessInfo())
             plane = dialect.place_process(pid, process, devices.get(pid))
+            moved = bool(host_thread[code]) and names.is_device_plane(plane)
+            if moved:
+                plane = names.HOST_PLANE
             if plane not in plane_names:
                 plane_names.append(plane)
                 placements.append([])
@@ -466,6 +487,8 @@ class _Layout:
                 placement = LinePlacement(None, names.COUNTERS_LINE)
             elif key_flag == _ASYNC:
                 placement = LinePlacement(None, f"async {as_text(events.category.values[rest])}")
+            elif moved:
+                placement = device_host_thread(pid, events.tid.values[rest], process)
             else:
                 placement = dialect.place_thread(plane, pid, events.tid.values[rest], process)
             key_plane[code] = plane_index
@@ -503,11 +526,9 @@ def _code(events: EventColumns, phase: str) -> int:
     return events.phase.values.index(phase) if phase in events.phase.values else -1
 
 
-def _device_ordinals(events: EventColumns, records: _Records, dialect: Dialect) -> dict[Any, int]:
-    """For each pid holding device-category events: the device its args name (else the pid)."""
-    if not dialect.device_categories:
-        return {}
-    device_rows = records.source[events.category.matches(lambda c: as_text(c) in dialect.device_categories)[records.source]]
+def _device_ordinals(events: EventColumns, device_rows: np.ndarray) -> dict[Any, int]:
+    """For each pid holding device-category events (document rows ``device_rows``): the
+    device its args name (else the pid)."""
     ordinals: dict[Any, int] = {}
     _, first = np.unique(events.pid.codes[device_rows], return_index=True)
     for row in device_rows[first].tolist():

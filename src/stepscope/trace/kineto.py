@@ -3,6 +3,8 @@
 A Kineto trace is Chrome trace JSON with conventions this dialect knows:
 - processes labelled ``GPU N`` (or holding kernel / memcpy / memset events) are devices:
   ``/device:GPU:N``, one line per stream (``tid`` 7 or, in the 2021 schema, ``"stream 7"``);
+  a thread of one that holds no device event (the Python stacks Kineto records under the
+  GPU's pid) is a host thread, a line of ``/host:CPU`` (see ``chrome.device_host_thread``);
 - the profiler's own spans (string pids such as ``"Spans"``) go to a plane of their own;
 - every other process's threads are lines of ``/host:CPU``;
 - ``args`` keep their keys; the stats view renames the well-known ones (``correlation`` ->

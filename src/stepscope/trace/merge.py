@@ -101,6 +101,12 @@ def merge_profiles(profiles: list[Profile], host: str, source: str) -> Profile:
     return Profile(planes=planes, start_ns=start_ns, host=host, source=source, format="xspace", flows=flows, info=info)
 
 
+# A thread traced by two tracers (torch's or TSL's, and stepscope's own annotations) is two
+# lines of one plane: the second keeps the thread id plus this (plus it again while taken),
+# so analyses can tell the lines of one OS thread (input_pipeline.line_threads).
+SAME_THREAD_LINE_ID_STEP = 1_000_000
+
+
 def _merge_planes(index: int, name: str, parts: list[Plane], shifts: list[int]) -> tuple[Plane, list[np.ndarray]]:
     if len(parts) == 1 and shifts[0] == 0:
         plane = parts[0]
@@ -117,7 +123,7 @@ def _merge_planes(index: int, name: str, parts: list[Plane], shifts: list[int]) 
         for line in plane.lines:
             line_id = line.id
             while line_id in used_ids:  # the same thread traced by two tracers: two lines
-                line_id += 1_000_000
+                line_id += SAME_THREAD_LINE_ID_STEP
             used_ids.add(line_id)
             lines.append(Line(line_id, line.name, line.display_name, line.timestamp_ns, line.duration_ps))
         meta = plane.metadata

@@ -10,6 +10,7 @@ import { stepTimeData } from "../components/chart-data";
 import { stackedBarChart } from "../components/charts";
 import { at, card, metric, metricValue, metrics, note } from "../components/metric";
 import { humanize } from "../format";
+import { buildQuery } from "../state/url";
 import { add, grid, tableCard } from "./common";
 import type { PageContext, ToolPage } from "./types";
 
@@ -22,9 +23,11 @@ function summaryCard(data: OverviewPage): HTMLElement {
     metric("step_time_min_us", at(data.step_time_us, "min"), "Fastest step"),
     metric("step_time_max_us", at(data.step_time_us, "max"), "Slowest step"),
     metric("input_percent", input, "Input (of step time)"),
-    metric("device_busy_percent", at(data.device, "busy_percent"), "Device busy", "Share of the profiled window some device was running work"),
+    metric("device_busy_percent", at(data.device, "busy_percent"), "Device busy", "Share of the devices' active span (first device work to last) they were running work"),
+    metric("device_busy_percent_of_window", at(data.device, "busy_percent_of_window"), "Device busy (window)", "Share of the whole profile window the devices were running work"),
     metric("kernel_launch_percent", rec ? at(rec, "kernel_launch_percent") : null, "Kernel launch"),
     metric("step_count", data.steps.length, "Steps"),
+    metric("step_set_aside_count", (data.set_aside ?? []).length, "Steps set aside", "Warm-up (compile) and one-off steps left out of these statistics"),
     metric("step_source", data.step_source, "Steps from"),
   ];
   const flops = data.flops;
@@ -42,6 +45,7 @@ function summaryCard(data: OverviewPage): HTMLElement {
             { id: "steps-inferred" },
           )
         : null,
+      data.recommendation?.set_aside ? note(data.recommendation.set_aside, "note", { id: "steps-set-aside" }) : null,
     ],
     { id: "summary" },
     true,
@@ -91,12 +95,29 @@ function environmentCard(data: OverviewPage): HTMLElement {
   );
 }
 
-function recommendationCard(data: OverviewPage): HTMLElement {
+/** Each finding's numbers, linked to the tool that shows them. */
+function evidenceList(data: OverviewPage, context: PageContext): HTMLElement | null {
+  const evidence = data.recommendation.evidence ?? [];
+  if (evidence.length === 0) return null;
+  return el(
+    "ul",
+    { class: "evidence" },
+    evidence.map((item) =>
+      el("li", { "data-finding": item.finding }, [
+        `${item.text}: `,
+        el("a", { href: buildQuery({ ...context.selection, tool: item.tool }), "data-tool": item.tool }, humanize(item.tool)),
+      ]),
+    ),
+  );
+}
+
+function recommendationCard(data: OverviewPage, context: PageContext): HTMLElement {
   const rec = data.recommendation;
   return card(
     "Recommendation for next step",
     [
       el("p", { class: "summary-text", "data-metric": "recommendation_summary", "data-value": rec.summary }, rec.summary),
+      evidenceList(data, context),
       el("ul", { class: "next-steps" }, rec.next_steps.map((step) => el("li", {}, step))),
     ],
     { id: "recommendation", "data-input-bound": rec.input_bound },
@@ -106,7 +127,7 @@ function recommendationCard(data: OverviewPage): HTMLElement {
 function render(root: HTMLElement, context: PageContext): void {
   const data = context.data as OverviewPage;
   const layout = grid(root);
-  add(layout, summaryCard(data), recommendationCard(data), environmentCard(data), breakdownCard(data));
+  add(layout, summaryCard(data), recommendationCard(data, context), environmentCard(data), breakdownCard(data));
   add(
     layout,
     card(

@@ -1,0 +1,115 @@
+"""Steps that are not the steady state: warm-up steps that compiled, and one-off outliers.
+
+A profile that starts at the first call of a jitted function holds its compilation: on a
+JAX CPU capture step 0 took 357 ms where the next 18 took 1.8 ms each, so the mean step
+read 19.6 ms and the verdict "compile 52.7%". The user asks about the steady state, so
+summary statistics, the breakdown and the verdict leave such steps out by default; the
+steps stay listed, flagged with the reason, and the verdict says what was left out.
+
+The rule compares each step with the median of the *other* steps (its baseline; with two
+steps, the other one), so one slow step cannot move its own yardstick:
+- ``compile``: the step compiled (its breakdown has compile time) and took more than
+  ``COMPILE_FACTOR`` times its baseline;
+- ``outlier``: it took more than ``OUTLIER_FACTOR`` times its baseline (a one-time code
+  load, a checkpoint, a pause).
+At most half of the steps can be set aside: when the rule would take more than half there
+is no steady state to compare with, and nothing is set aside (with two steps, the one
+more than 3x the other can go). A single step is never set aside.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from stepscope.analysis.steps import Steps
+from stepscope.analysis.tables import ps_to_us
+
+COMPILED = "compile"
+OUTLIER = "outlier"
+KEPT = ""
+COMPILE_FACTOR = 1.5
+OUTLIER_FACTOR = 3.0
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """Per step: why it is left out of the summary (``KEPT`` if it is not) and its baseline."""
+
+    reason: np.ndarray  # object array of str
+    baseline_ps: np.ndarray  # float64: the median of the other steps' durations
+
+    @property
+    def kept(self) -> np.ndarray:
+        return self.reason == KEPT
+
+    def __len__(self) -> int:
+        return len(self.reason)
+
+
+def leave_one_out_median(values: np.ndarray) -> np.ndarray:
+    """For each i, the median of ``values`` without element i (NaN for a single value)."""
+    values = np.asarray(values, dtype=np.float64)
+    count = len(values)
+    if count < 2:
+        return np.full(count, np.nan)
+    order = np.argsort(values, kind="stable")
+    ranked = values[order]
+    rank = np.empty(count, dtype=np.int64)
+    rank[order] = np.arange(count)
+    others = count - 1
+
+    def without(position: int) -> np.ndarray:
+        """The element at ``position`` of the sorted values once each step's own is removed."""
+        shifted = np.where(position < rank, position, position + 1)
+        return ranked[shifted]
+
+    if others % 2:
+        return without(others // 2)
+    return (without(others // 2 - 1) + without(others // 2)) / 2
+
+
+def set_aside(duration_ps: np.ndarray, compile_ps: np.ndarray) -> SetAside:
+    """Which steps to leave out of the summary, and why (see the module docstring)."""
+    duration = np.asarray(duration_ps, dtype=np.float64)
+    baseline = leave_one_out_median(duration)
+    reason = np.full(len(duration), KEPT, dtype=object)
+    if len(duration) < 2:
+        return SetAside(reason, baseline)
+    compiled = (np.asarray(compile_ps) > 0) & (duration > COMPILE_FACTOR * baseline)
+    outlier = ~compiled & (duration > OUTLIER_FACTOR * baseline)
+    reason[compiled] = COMPILED
+    reason[outlier] = OUTLIER
+    if 2 * int((compiled | outlier).sum()) > len(duration):
+        reason[:] = KEPT
+    return SetAside(reason, baseline)
+
+
+def set_aside_rows(steps: Steps, aside: SetAside, parts: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """The JSON rows of the steps set aside (``parts``: the step breakdown, for compile time)."""
+    return [
+        {
+            "step": int(steps.number[index]),
+            "reason": str(aside.reason[index]),
+            "step_time_us": ps_to_us(int(steps.duration_ps[index])),
+            "compile_us": ps_to_us(int(parts["compile"][index])),
+            "baseline_us": ps_to_us(float(aside.baseline_ps[index])),
+        }
+        for index in np.flatnonzero(~aside.kept).tolist()
+    ]
+
+
+def set_aside_note(rows: list[dict[str, Any]]) -> str:
+    """The sentence the verdicts end with: "Set aside from the statistics: step 0 compiled
+    for 357.0 ms; step 9 took 5.2x the other steps' median." ("" when none was)."""
+    if not rows:
+        return ""
+    parts = [
+        f"step {row['step']} compiled for {row['compile_us'] / 1000:,.1f} ms"
+        if row["reason"] == COMPILED
+        else f"step {row['step']} took {row['step_time_us'] / row['baseline_us']:,.1f}x the other steps' median"
+        for row in rows
+    ]
+    return "Set aside from the statistics: " + "; ".join(parts) + "."

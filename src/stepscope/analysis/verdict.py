@@ -1,0 +1,190 @@
+"""The overview's recommendation: what bounds the step, the numbers it rests on, where to look.
+
+Every rule reads per-step shares of the steady-state steps (``step_outliers``: warm-up and
+one-off steps set aside), so one slow first step cannot decide the verdict: a single 6.6 ms
+first ``hipLaunchKernel`` (a code-object load) made a ROCm toy run "kernel-launch bound
+71%" when its steady step launches nothing slow. Input uses the mean of the per-step
+shares, as XProf's input-bound verdict does (and the input pipeline analyzer, so the two
+pages agree); the other shares use the median of the per-step shares, robust to the odd
+step the rule above did not catch.
+
+Rules; every one that holds gives its evidence and advice (a step can be input-bound *and*
+wait for collectives), and the first one is the summary:
+- input >= ``INPUT_MODERATE_PERCENT`` (moderately) / ``INPUT_HIGH_PERCENT`` (highly) comes
+  first when it holds, as in XProf (the input pipeline is the first thing to fix);
+- then, largest share first:
+  - kernel launch >= ``KERNEL_LAUNCH_BOUND_PERCENT``;
+  - collectives >= ``COLLECTIVES_BOUND_PERCENT``: collective time no compute hides (the
+    breakdown gives the overlap to compute first, so this is exposed communication);
+  - host compute + idle >= ``HOST_BOUND_PERCENT`` where the profile has a device (the
+    device waits on the host), or always on a CPU-only profile (the host is all there is);
+- when none holds, the device computes for most of the step: device-bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# XProf's input-bound thresholds: share of step time spent waiting for input.
+INPUT_MODERATE_PERCENT = 5.0
+INPUT_HIGH_PERCENT = 20.0
+KERNEL_LAUNCH_BOUND_PERCENT = 10.0
+COLLECTIVES_BOUND_PERCENT = 10.0
+HOST_BOUND_PERCENT = 50.0
+
+HIGHLY, MODERATELY, NOT = "highly", "moderately", "not"
+INPUT, KERNEL_LAUNCH, COLLECTIVES, HOST, DEVICE = "input", "kernel_launch", "collectives", "host", "device"
+
+# The tools that show each finding's evidence (registry names).
+INPUT_TOOL = "input_pipeline_analyzer"
+OPS_TOOL = "framework_op_stats"
+KERNELS_TOOL = "kernel_stats"
+TRACE_TOOL = "trace_viewer"
+
+
+@dataclass(frozen=True)
+class Shares:
+    """Per-step shares of the step time (percent) the rules read, over the kept steps."""
+
+    input: float  # mean
+    kernel_launch: float  # median
+    collectives: float  # median
+    host: float  # median of host compute + idle
+    host_compute: float  # median
+    idle: float  # median
+    device_compute: float  # median
+    steps: int  # how many steps the shares are over
+    has_device: bool
+
+
+@dataclass(frozen=True)
+class Finding:
+    kind: str
+    share: float  # percent of the step time the finding rests on
+    summary: str
+    evidence: str
+    tool: str
+    advice: tuple[str, ...]
+
+    def to_json(self) -> dict[str, str]:
+        return {"finding": self.kind, "text": self.evidence, "tool": self.tool}
+
+
+def input_bound_verdict(input_percent: float) -> str:
+    """XProf's classification of a mean input share (percent of step time)."""
+    if input_percent >= INPUT_HIGH_PERCENT:
+        return HIGHLY
+    if input_percent >= INPUT_MODERATE_PERCENT:
+        return MODERATELY
+    return NOT
+
+
+def _findings(shares: Shares) -> list[Finding]:
+    over = f"over {shares.steps} step(s)"
+    found: list[Finding] = []
+    input_bound = input_bound_verdict(shares.input)
+    if input_bound != NOT:
+        found.append(
+            Finding(
+                INPUT,
+                shares.input,
+                f"Your program is {input_bound} input-bound: {shares.input:.1f}% of the step time is spent waiting for input.",
+                f"input wait is {shares.input:.1f}% of the step time (mean {over})",
+                INPUT_TOOL,
+                (
+                    "Look at the input pipeline analyzer for where the input time goes.",
+                    "Load data in parallel (PyTorch: DataLoader(num_workers=..., pin_memory=True); tf.data: map(num_parallel_calls=AUTOTUNE)).",
+                    "Prefetch the next batches while the current step runs (DataLoader prefetch_factor; dataset.prefetch(AUTOTUNE)).",
+                ),
+            )
+        )
+    bounds: list[Finding] = []
+    if shares.kernel_launch >= KERNEL_LAUNCH_BOUND_PERCENT:
+        bounds.append(
+            Finding(
+                KERNEL_LAUNCH,
+                shares.kernel_launch,
+                f"Your program is kernel-launch bound: {shares.kernel_launch:.1f}% of the step time is spent launching kernels.",
+                f"kernel launch calls take {shares.kernel_launch:.1f}% of the step time (median {over})",
+                KERNELS_TOOL,
+                (
+                    "Fuse small ops (torch.compile, XLA jit) or use CUDA graphs to launch fewer kernels.",
+                    "Increase the batch size so each kernel does more work.",
+                ),
+            )
+        )
+    if shares.collectives >= COLLECTIVES_BOUND_PERCENT:
+        bounds.append(
+            Finding(
+                COLLECTIVES,
+                shares.collectives,
+                f"Your program waits on communication: {shares.collectives:.1f}% of the step time is collectives that no computation hides.",
+                f"collectives not overlapped with compute take {shares.collectives:.1f}% of the step time (median {over})",
+                TRACE_TOOL,
+                (
+                    "Overlap communication with compute: DDP gradient buckets (bucket_cap_mb), FSDP prefetching, XLA async collectives.",
+                    "Communicate less often or less: gradient accumulation with no_sync(), lower-precision gradients, larger batches per rank.",
+                    "Look in the trace viewer for ranks that arrive late at the collectives (stragglers).",
+                ),
+            )
+        )
+    if shares.has_device and shares.host >= HOST_BOUND_PERCENT:
+        bounds.append(
+            Finding(
+                HOST,
+                shares.host,
+                f"Your program is host-bound: the device waits on the host for {shares.host:.1f}% of the step time.",
+                f"host compute and idle time take {shares.host:.1f}% of the step time with no device work (median {over})",
+                OPS_TOOL,
+                (
+                    "Look at the framework op stats (host side) for the ops that keep the host busy.",
+                    "Move work to the device or overlap it with device execution.",
+                ),
+            )
+        )
+    elif not shares.has_device:
+        bounds.append(
+            Finding(
+                HOST,
+                shares.host,
+                f"Your program is host-bound (no accelerator in this profile): host compute takes {shares.host_compute:.1f}% of the step time.",
+                f"no device in the profile: host compute {shares.host_compute:.1f}%, idle {shares.idle:.1f}% of the step time (medians {over})",
+                OPS_TOOL,
+                (
+                    "Look at the framework op stats for the ops that take the host's time.",
+                    "Look in the trace viewer for gaps where no thread runs (locks, sleeps, I/O outside the input pipeline).",
+                ),
+            )
+        )
+    found += sorted(bounds, key=lambda finding: -finding.share)
+    if not found:
+        found.append(
+            Finding(
+                DEVICE,
+                shares.device_compute,
+                f"Your program is device-bound: the device computes for {shares.device_compute:.1f}% of the step time.",
+                f"device compute takes {shares.device_compute:.1f}% of the step time (median {over})",
+                KERNELS_TOOL,
+                ("Look at the kernel stats and the op profile for the most time-consuming device ops.",),
+            )
+        )
+    return found
+
+
+def recommendation(shares: Shares, set_aside_note: str) -> dict[str, Any]:
+    """The recommendation's JSON form (documented in docs/tools/overview_page.md)."""
+    found = _findings(shares)
+    summary = found[0].summary + (f" {set_aside_note}" if set_aside_note else "")
+    return {
+        "verdict": found[0].kind,
+        "input_bound": input_bound_verdict(shares.input),
+        "input_percent": shares.input,
+        "kernel_launch_percent": shares.kernel_launch,
+        "collectives_percent": shares.collectives,
+        "host_percent": shares.host,
+        "summary": summary,
+        "next_steps": [advice for finding in found for advice in finding.advice],
+        "evidence": [finding.to_json() for finding in found],
+        "set_aside": set_aside_note,
+    }
