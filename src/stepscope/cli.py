@@ -1,17 +1,26 @@
 """The ``stepscope`` command line.
 
-Every failure the user can cause (a missing file, a corrupt profile, an unknown format)
-prints one line, ``stepscope: error: <file>: <problem>``, and exits with status 2.
+Every failure the user can cause (a missing file, a corrupt profile, an unknown format, an
+unwritable output, an out-of-range option) prints one line, ``stepscope: error: <file or
+value>: <problem>``, and exits with status 2; Ctrl-C exits with status 130, quietly.
+
+What counts as the user's failure: a ``StepscopeError``, an ``OSError`` (files, folders,
+sockets: the environment, not stepscope) and a bad argument (argparse). Anything else is a
+bug in stepscope and keeps its traceback. ``STEPSCOPE_DEBUG=1`` shows the traceback of the
+one-line errors too.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import NoReturn
 
 from tqdm import tqdm
 
@@ -25,6 +34,70 @@ from stepscope.trace.writers import save, writer_suffix
 EXIT_USAGE = 2
 # The longest capture window the CLI accepts (the server's own limit is 10 minutes by default).
 MAX_CAPTURE_MS = 24 * 3600 * 1000
+MAX_DEMO_STEPS = 10_000
+MAX_ATTEMPTS = 100
+EXIT_INTERRUPTED = 130
+DEBUG_ENV = "STEPSCOPE_DEBUG"
+# A logdir whose profiles fail to load names this many of them, then counts the rest.
+SHOWN_FAILURES = 5
+# A "choose one with --run/--host" error lists this many names, then counts the rest.
+SHOWN_CHOICES = 10
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line like every other error (and names --help)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"stepscope: error: {message} (see: {self.prog} --help)\n")
+
+
+def _int_in(low: int, high: int, what: str = "", grouped: bool = True) -> Callable[[str], int]:
+    """An argparse ``type=``: a whole number in ``low..high``, else a one-line complaint."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 10)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            spec = "," if grouped else ""
+            raise argparse.ArgumentTypeError(f"{text} is out of range ({low:{spec}}..{high:{spec}}{what})")
+        return value
+
+    return parse
+
+
+_port = _int_in(0, 65535, "; 0 picks a free port", grouped=False)
+
+
+def _check_output(path: Path) -> None:
+    """Fails early, before any work, on an output that can never be written: a folder, or a
+    name under a plain file. (Permissions are found when writing; the write is atomic.)"""
+    if path.is_dir():
+        raise StepscopeError(f"{path}: is a directory; give a file name for the output")
+    blocked = _file_in_the_way(path.parent)
+    if blocked:
+        raise StepscopeError(f"{path}: not written ({blocked})")
+
+
+def _file_in_the_way(folder: Path) -> str | None:
+    """Why ``folder`` can never be created: it, or the nearest existing folder above it, is a file."""
+    for candidate in (folder, *folder.parents):
+        if candidate.exists():
+            return None if candidate.is_dir() else f"{candidate} is a file, not a directory"
+    return None
+
+
+def _cannot_write(path: Path, error: OSError) -> StepscopeError:
+    """The one line for an output that could not be written; the old file, if any, is untouched."""
+    reason = error.strerror or str(error)
+    where = Path(error.filename) if isinstance(error.filename, str) else None
+    if where is not None and where.name.startswith(f".{path.name}.") and where.name.endswith(".tmp"):
+        # atomic_output's temporary file beside the output: the folder is the problem.
+        reason = f"cannot create a file in {path.parent}: {reason}"
+    elif where is not None and where != path:
+        reason = f"{where}: {reason}"
+    return StepscopeError(f"{path}: not written ({reason})")
 
 
 def _progress(total: int, description: str) -> tqdm:
@@ -32,8 +105,34 @@ def _progress(total: int, description: str) -> tqdm:
     return tqdm(total=total, desc=description, unit="ev" if description != "loading" else "file", disable=None, leave=False, file=sys.stderr)
 
 
+def _discover(path: str):
+    """``discover``, but a folder that cannot be listed is said to be so (rather than
+    "contains no profiles")."""
+    folder = Path(path)
+    if folder.is_dir():
+        try:
+            with os.scandir(folder) as entries:
+                next(entries, None)
+        except OSError as error:
+            raise StepscopeError(f"{folder}: cannot be read ({error.strerror or error})") from None
+    return discover(path)
+
+
+def _warn_failures(path: str, errors: list[str], loaded: int) -> None:
+    """The first few load failures of a logdir, a count of the rest, and one summary line:
+    an error (nothing loaded) or a warning (the report covers the profiles that loaded)."""
+    for error in errors[:SHOWN_FAILURES]:
+        print(f"stepscope: warning: {error}", file=sys.stderr)
+    if len(errors) > SHOWN_FAILURES:
+        print(f"stepscope: warning: ... and {len(errors) - SHOWN_FAILURES:,} more", file=sys.stderr)
+    if not loaded:
+        raise StepscopeError(f"no profile in {path} could be read ({len(errors):,} failed; first: {errors[0]})")
+    total = loaded + len(errors)
+    print(f"stepscope: warning: {len(errors):,} of {total:,} profiles in {path} could not be read; showing the other {loaded:,}", file=sys.stderr)
+
+
 def cmd_info(args: argparse.Namespace) -> int:
-    runs = discover(args.path)
+    runs = _discover(args.path)
     summaries: list[RunSummary] = []
     errors: list[str] = []
     hosts = [(run, host) for run in runs for host in run.hosts]
@@ -49,8 +148,8 @@ def cmd_info(args: argparse.Namespace) -> int:
             bar.update(1)
     summaries = [RunSummary(name, found) for name, found in by_run.items() if found]
     report = InfoReport(summaries, errors)
-    for error in errors:
-        print(f"stepscope: warning: {error}", file=sys.stderr)
+    if errors:
+        _warn_failures(args.path, errors, len(hosts) - len(errors))
     if args.format == "json":
         json.dump(report.to_json(), sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -83,11 +182,15 @@ def cmd_convert(args: argparse.Namespace) -> int:
     writer_suffix(target)  # fail on an unknown output format before reading anything
     if target.exists() and source.exists() and target.resolve() == source.resolve():
         raise StepscopeError(f"{target}: the output is the input file; choose another name")
+    _check_output(target)
     profile = load(source)
     for warning in profile.info.get("warnings", []):
         print(f"stepscope: warning: {source}: {warning}", file=sys.stderr)
     with _progress(profile.event_count, "writing") as bar:
-        save(profile, target, bar.update)
+        try:
+            save(profile, target, bar.update)
+        except OSError as error:
+            raise _cannot_write(target, error) from error
     print(f"wrote {target} ({profile.event_count:,} events)")
     return 0
 
@@ -100,6 +203,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.tool != "all" and args.tool not in tool_names():
         raise StepscopeError(f"unknown tool {args.tool!r} (tools: {', '.join(tool_names())}, all)")
     host = _pick_host(args.path, args.run, args.host)
+    if args.output:  # before the analysis: an output that can never be written fails now
+        output_path = Path(args.output)
+        _check_output(output_path)
+        if output_path.exists() and output_path.resolve() == host.path.resolve():
+            raise StepscopeError(f"{output_path}: the output is the profile being reported on; choose another name")
     profile = load(host.path)
     for warning in profile.info.get("warnings", []):
         print(f"stepscope: warning: {host.path}: {warning}", file=sys.stderr)
@@ -108,7 +216,10 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.output:
         from stepscope.trace.files import atomic_write
 
-        atomic_write(Path(args.output), output.encode())
+        try:
+            atomic_write(output_path, output.encode())
+        except OSError as error:
+            raise _cannot_write(output_path, error) from error
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(output)
@@ -117,24 +228,31 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def _pick_host(path: str, run_name: str | None, host_name: str | None):
     """The one profile a report is about: by --run / --host, or the only one there is."""
-    runs = discover(path)
+    all_runs = _discover(path)
+    runs = all_runs
     if run_name is not None:
         runs = [run for run in runs if run.name == run_name]
         if not runs:
-            raise StepscopeError(f"{path}: no run named {run_name!r}")
+            raise StepscopeError(f"{path}: no run named {run_name!r} (runs: {_listed(run.name for run in all_runs)})")
     elif len(runs) > 1:
-        listed = ", ".join(run.name for run in runs)
-        raise StepscopeError(f"{path}: holds {len(runs)} runs; choose one with --run ({listed})")
+        raise StepscopeError(f"{path}: holds {len(runs)} runs; choose one with --run ({_listed(run.name for run in runs)})")
     run = runs[0]
     if host_name is not None:
         host = run.host(host_name)
         if host is None:
-            raise StepscopeError(f"{path}: run {run.name!r} has no host {host_name!r}")
+            raise StepscopeError(f"{path}: run {run.name!r} has no host {host_name!r} (hosts: {_listed(h.name for h in run.hosts)})")
         return host
     if len(run.hosts) > 1:
-        listed = ", ".join(host.name for host in run.hosts)
+        listed = _listed(host.name for host in run.hosts)
         raise StepscopeError(f"{path}: run {run.name!r} has {len(run.hosts)} hosts; choose one with --host ({listed})")
     return run.hosts[0]
+
+
+def _listed(names: Iterable[str]) -> str:
+    """``a, b, c``; past SHOWN_CHOICES names, the rest counted (``stepscope info`` lists all)."""
+    names = list(names)
+    shown = ", ".join(names[:SHOWN_CHOICES])
+    return shown if len(names) <= SHOWN_CHOICES else f"{shown}, ... and {len(names) - SHOWN_CHOICES:,} more"
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
@@ -144,8 +262,7 @@ def cmd_capture(args: argparse.Namespace) -> int:
     addresses = [address.strip() for address in args.addresses.split(",") if address.strip()]
     if not addresses:
         raise StepscopeError("no address given (ADDR[,ADDR...], e.g. localhost:6009)")
-    if args.attempts < 1 or not 1 <= args.duration_ms <= MAX_CAPTURE_MS or not 0 <= args.delay_ms <= MAX_CAPTURE_MS:
-        raise StepscopeError(f"--attempts must be positive, --duration-ms 1..{MAX_CAPTURE_MS}, --delay-ms 0..{MAX_CAPTURE_MS}")
+    # --duration-ms, --delay-ms and --attempts are range-checked by the parser (_int_in).
     options = ProfilerOptions(
         host_tracer_level=args.host_tracer_level,
         python_tracer_level=args.python_tracer_level,
@@ -172,10 +289,32 @@ def cmd_capture(args: argparse.Namespace) -> int:
     return 0 if any(result.ok for result in results) else 1
 
 
+def _check_writable_folder(folder: Path, role: str, hint: str = "") -> None:
+    """``folder`` can be created and written into, or one line saying why not."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        reason = _file_in_the_way(folder) or error.strerror or str(error)
+        raise StepscopeError(f"{folder}: cannot be used as {role} ({reason}){hint}") from None
+
+
+def _check_cache_dir(cache_dir: str | None) -> None:
+    """The dashboard's cache folder is usable (checked before the server starts, for
+    ``serve`` and ``demo``)."""
+    from stepscope.dashboard.analysis_cache import default_cache_dir
+
+    hint = "" if cache_dir else " (the default; choose another with --cache-dir)"
+    _check_writable_folder(Path(cache_dir) if cache_dir else default_cache_dir(), "the cache folder", hint)
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     from stepscope.dashboard.server import serve
 
-    serve(args.logdir, args.host, args.port, args.cache_dir)
+    if Path(args.logdir).is_dir():  # else serve() says so first, and no cache folder is made
+        _check_cache_dir(args.cache_dir)
+    serve(args.logdir, args.host, args.port, args.cache_dir, allow_hosts=args.allow_hosts, token=args.token)
     return 0
 
 
@@ -183,6 +322,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from stepscope.demo import DemoConfig, run_demo
 
     logdir = Path(args.logdir)
+    _check_writable_folder(logdir, "the demo's log folder")  # the profiles are written there
+    if not args.no_serve:
+        _check_cache_dir(args.cache_dir)  # before minutes of training, not after
     run_demo(logdir, DemoConfig(steps=args.steps))
     if not args.no_serve:
         from stepscope.dashboard.server import serve
@@ -193,7 +335,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="stepscope", description="Profiles of ML training jobs: inspect, convert, analyse.")
+    parser = _Parser(prog="stepscope", description="Profiles of ML training jobs: inspect, convert, analyse.")
     parser.add_argument("--version", action="version", version=f"stepscope {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -219,27 +361,29 @@ def build_parser() -> argparse.ArgumentParser:
     capture = commands.add_parser("capture", help="capture running jobs through their profiler servers")
     capture.add_argument("addresses", help="ADDR[,ADDR...]: host:port of each profiler server")
     capture.add_argument("--logdir", required=True, help="where the session folder is written")
-    capture.add_argument("--duration-ms", type=int, default=2000)
-    capture.add_argument("--delay-ms", type=int, default=0, help="start every host this much later, all at the same time")
+    capture.add_argument("--duration-ms", type=_int_in(1, MAX_CAPTURE_MS, ", i.e. at most 24 h"), default=2000, help="how long to trace (default 2000)")
+    capture.add_argument("--delay-ms", type=_int_in(0, MAX_CAPTURE_MS, ", i.e. at most 24 h"), default=0, help="start every host this much later, all at the same time")
     capture.add_argument("--host-tracer-level", type=int, default=2, choices=(0, 1, 2, 3))
     capture.add_argument("--python-tracer-level", type=int, default=0, choices=(0, 1))
     capture.add_argument("--device-tracer-level", type=int, default=1, choices=(0, 1))
-    capture.add_argument("--attempts", type=int, default=3, help="tries per host for transient failures")
+    capture.add_argument("--attempts", type=_int_in(1, MAX_ATTEMPTS), default=3, help="tries per host for transient failures")
     capture.set_defaults(handler=cmd_capture)
 
     serve = commands.add_parser("serve", help="the dashboard: every tool of every run in a local web page")
     serve.add_argument("--logdir", required=True, help="the log directory to serve (runs appear as they are written)")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
-    serve.add_argument("--port", type=int, default=9001, help="port (0 picks a free one; the URL is printed)")
+    serve.add_argument("--port", type=_port, default=9001, help="port (0 picks a free one; the URL is printed)")
     serve.add_argument("--cache-dir", help="where analysed tool data is kept (default $XDG_CACHE_HOME/stepscope or ~/.cache/stepscope)")
+    serve.add_argument("--allow-host", dest="allow_hosts", action="append", default=[], metavar="NAME", help="a Host name browsers may reach the server by (repeatable; loopback names are always allowed on loopback)")
+    serve.add_argument("--token", action=argparse.BooleanOptionalAction, default=None, help="require the random access token printed in the URL (default: only when --host is not loopback; --no-token then needs --allow-host)")
     serve.set_defaults(handler=cmd_serve)
 
     demo = commands.add_parser("demo", help="profile a real (CPU) PyTorch training job, diagnose it, fix it, show the dashboard")
     demo.add_argument("--logdir", default="stepscope-demo-logs", help="where the two runs are written (default: ./stepscope-demo-logs)")
-    demo.add_argument("--steps", type=int, default=12, help="training steps per run (default 12)")
+    demo.add_argument("--steps", type=_int_in(1, MAX_DEMO_STEPS), default=12, help="training steps per run (default 12)")
     demo.add_argument("--no-serve", action="store_true", help="stop after the reports (for scripts and tests)")
     demo.add_argument("--host", default="127.0.0.1")
-    demo.add_argument("--port", type=int, default=9001)
+    demo.add_argument("--port", type=_port, default=9001)
     demo.add_argument("--cache-dir")
     demo.set_defaults(handler=cmd_demo)
     return parser
@@ -248,16 +392,32 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    debug = os.environ.get(DEBUG_ENV, "") not in ("", "0")
     try:
         return args.handler(args)
     except StepscopeError as error:
-        print(f"stepscope: error: {error}", file=sys.stderr)
+        if debug:
+            raise
+        print(f"stepscope: error: {_one_line(str(error))}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # e.g. piped into `head`
         sys.stderr.close()
         return 0
+    except OSError as error:
+        # The environment, not stepscope: a file, folder or socket the commands above do
+        # not name themselves (they turn the expected ones into a StepscopeError). Not a
+        # catch-all: any other exception is a bug and keeps its traceback.
+        if debug:
+            raise
+        where = f"{error.filename}: " if error.filename else ""
+        print(f"stepscope: error: {where}{_one_line(error.strerror or str(error))} (run with {DEBUG_ENV}=1 for the traceback)", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split("\n")).strip()
 
 
 if __name__ == "__main__":

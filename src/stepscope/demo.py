@@ -118,6 +118,8 @@ def train(logdir: Path, run: str, config: DemoConfig, workers: int, prefetch: in
                 loss = torch.nn.functional.cross_entropy(model(images), labels)
                 loss.backward()
                 optimizer.step()
+    if session.path is None:  # the profiler warned and the job went on; the demo cannot
+        raise StepscopeError(f"{logdir / run}: the profile of this run was not written (see the warning above)")
     return session.path
 
 

@@ -25,5 +25,22 @@ class ProfileFormatError(StepscopeError):
         return (type(self), (self.path, self.problem))
 
 
+class ProfileLimitError(ProfileFormatError):
+    """A profile that would cost more to read than a limit allows (see ``trace.limits``).
+
+    The message names the file, what was too large, the limit's environment variable and
+    its value, e.g. ``x.json.gz: decompresses to more than 2.0 GiB (limit
+    STEPSCOPE_MAX_INPUT_BYTES=2147483648); raise it to read larger profiles``.
+    """
+
+    def __init__(self, path: str | PathLike[str], problem: str, setting: str = "", limit: int = 0) -> None:
+        super().__init__(path, problem)
+        self.setting = setting
+        self.limit = limit
+
+    def __reduce__(self):
+        return (type(self), (self.path, self.problem, self.setting, self.limit))
+
+
 class ProfileInvariantError(StepscopeError):
     """A loaded profile breaks one of the model's invariants (see ``Profile.validate``)."""

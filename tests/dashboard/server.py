@@ -26,13 +26,16 @@ class Answer:
 
 
 class DashboardServer:
-    def __init__(self, logdir: Path, cache_dir: Path) -> None:
+    def __init__(self, logdir: Path, cache_dir: Path, env: dict[str, str] | None = None, preexec_fn=None) -> None:
+        """``env`` and ``preexec_fn`` as for ``subprocess.Popen`` (settings, resource limits)."""
         self.cache_dir = cache_dir
         self.process = subprocess.Popen(
             [sys.executable, "-m", "stepscope.cli", "serve", "--logdir", str(logdir), "--port", "0", "--cache-dir", str(cache_dir)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            env=env,
+            preexec_fn=preexec_fn,
         )
         line = self.process.stdout.readline()
         match = URL_LINE.search(line)

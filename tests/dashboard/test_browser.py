@@ -6,7 +6,6 @@ test_api compares with `stepscope report`). Screenshots of every page go to scre
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from urllib.parse import parse_qs, urlparse

@@ -117,3 +117,58 @@ def test_edge_ranges_answer_empty(server, tracks):
     for start, end in ((0, 0), (tracks["span_ps"] * 2, tracks["span_ps"] * 3)):
         decoded = decode(server.get("/api/trace/query", **WHERE, start_ps=str(start), end_ps=str(end), width_px="100").body)
         assert decoded["header"]["counts"]["events"] == 0
+
+
+def export_files(server) -> list:
+    return sorted((server.cache_dir / "exports").glob("*.json.gz"))
+
+
+def test_ranges_covering_the_whole_profile_are_one_export(server, tracks):
+    """100 different ranges, each holding the whole profile: one cache file, not 100."""
+    span = tracks["span_ps"]
+    before = export_files(server)
+    bodies = set()
+    for number in range(100):
+        answer = server.get("/api/trace/export", **WHERE, start_ps="0", end_ps=str(span + 1 + number * 1_000_003))
+        assert answer.status == 200
+        bodies.add(answer.body)
+    assert len(bodies) == 1
+    whole = [path for path in export_files(server) if path.name.endswith(f".0_{span + 1}.json.gz")]
+    assert len(whole) == 1
+    assert len(export_files(server)) <= len(before) + 1
+    assert not [path for path in (server.cache_dir / "exports").iterdir() if path.name.startswith(".")]  # no temporary left
+
+
+def test_an_export_range_past_the_end_is_clamped_to_the_profile(server, tracks):
+    span = tracks["span_ps"]
+    clamped = server.get("/api/trace/export", **WHERE, start_ps=str(span // 2), end_ps=str(2**63 - 1))
+    exact = server.get("/api/trace/export", **WHERE, start_ps=str(span // 2), end_ps=str(span + 1))
+    assert clamped.status == exact.status == 200
+    assert clamped.body == exact.body
+    assert f"_{span // 2}_{span + 1}.json.gz" in clamped.headers["content-disposition"]
+    assert int(clamped.headers["content-length"]) == len(clamped.body)
+
+
+@pytest.mark.parametrize(
+    ("params", "named"),
+    [
+        (dict(start_ps="0", end_ps="9" * 400), "end_ps"),  # was a 500: a file name too long
+        (dict(start_ps="0", end_ps=str(2**63)), "end_ps"),
+        (dict(start_ps="-5", end_ps="10"), "start_ps"),
+        (dict(start_ps="10", end_ps="5"), "end_ps"),
+        (dict(start_ps="10", end_ps="10"), "end_ps"),
+        (dict(start_ps="x", end_ps="5"), "start_ps"),
+        (dict(start_ps="1_0", end_ps="50"), "start_ps"),
+        (dict(start_ps="+5", end_ps="50"), "start_ps"),
+        (dict(start_ps=" 5", end_ps="50"), "start_ps"),
+        (dict(start_ps="0", end_ps="5e9"), "end_ps"),
+        (dict(start_ps=str(10**18), end_ps=str(10**18 + 1)), "start_ps"),  # past the profile's end
+        (dict(end_ps="10"), "start_ps"),
+    ],
+)
+def test_bad_export_parameters_are_400_naming_the_parameter(server, tracks, params, named):
+    answer = server.get("/api/trace/export", **WHERE, **params)
+    assert answer.status == 400
+    message = answer.json()["error"]
+    assert named in message and len(message) < 200
+    assert server.get("/api/runs").status == 200  # and the server goes on

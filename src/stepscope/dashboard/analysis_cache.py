@@ -6,12 +6,16 @@ to the log directory. States a request can find:
 
 - ready: ``<cache>/<key>/`` exists (the worker renames it into place when complete);
 - failed: ``<cache>/<key>.error.json`` holds the one-line reason (a corrupt profile stays
-  failed until the file changes, without being read again on every request);
+  failed until the file changes, without being read again on every request); or, when
+  the worker ran out of memory or died on it twice, the reason is kept in memory only
+  (the file may be fine on a bigger machine, or with a higher ``STEPSCOPE_WORKER_MEMORY``:
+  a restarted server tries again);
 - pending: a worker is on it; ``<cache>/<key>.progress.json`` says how far.
 
 The first request for a profile submits it; later ones only look. Workers are separate
 processes (see ``worker``), at most ``workers`` at a time, so a slow conversion never
-blocks the server's other requests.
+blocks the server's other requests, and a profile that kills its worker fails alone
+(``pools.WorkerPool``): the profiles queued behind it are analysed as usual.
 """
 
 from __future__ import annotations
@@ -20,13 +24,12 @@ import hashlib
 import json
 import os
 import threading
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
 from stepscope import __version__
-from stepscope.dashboard.pools import spawn_pool, stop_pool
+from stepscope.dashboard.pools import WorkerFailed, WorkerPool, default_memory_limit, spawn_pool, stop_pool
 from stepscope.dashboard.worker import (
     ERROR_FILE,
     PROGRESS_FILE,
@@ -35,12 +38,10 @@ from stepscope.dashboard.worker import (
     Progress,
     analyse,
     read_progress,
+    remove_abandoned_staging,
 )
 from stepscope.errors import StepscopeError
 from stepscope.trace.files import atomic_write
-
-# A profile whose worker died this often is reported failed (until the server restarts).
-MAX_CRASHES = 2
 
 
 def default_cache_dir() -> Path:
@@ -73,14 +74,21 @@ Status = Ready | Pending | Failed
 
 
 class AnalysisCache:
-    def __init__(self, cache_dir: Path, workers: int | None = None) -> None:
+    """``workers``: analyses at a time (default: half the CPUs). ``memory_limit``: each
+    worker's cap in bytes (None: ``pools.default_memory_limit()``; 0: no cap).
+    ``analyse``: what a worker runs on a profile, ``worker.analyse``; tests inject a fake
+    here (a module-level function: it is sent to the worker process by name)."""
+
+    def __init__(self, cache_dir: Path, workers: int | None = None, memory_limit: int | None = None, analyse=analyse) -> None:
         self.root = Path(cache_dir) / "analysis"
         self.root.mkdir(parents=True, exist_ok=True)
         self.workers = workers or max(1, (os.cpu_count() or 2) // 2)
+        self.memory_limit = default_memory_limit() if memory_limit is None else memory_limit or None
+        self._analyse = analyse
         self._lock = threading.Lock()
         self._jobs: dict[str, Future] = {}
-        self._pool: ProcessPoolExecutor | None = None
-        self._crashes: dict[str, int] = {}
+        self._pool: WorkerPool | None = None
+        self._failed: dict[str, str] = {}  # key -> why its worker died (not written to disk)
 
     def key(self, path: Path) -> str:
         stat = path.stat()
@@ -99,8 +107,8 @@ class AnalysisCache:
                 return Ready(folder)
             if error_file.exists():
                 return Failed(_read_error(error_file))
-            if self._crashes.get(key, 0) >= MAX_CRASHES:
-                return Failed(f"{path}: the analysis worker died {MAX_CRASHES} times on it (out of memory?)")
+            if key in self._failed:
+                return Failed(self._failed[key])
             job = self._jobs.get(key)
             if job is None:
                 self._submit(key, path)
@@ -110,24 +118,24 @@ class AnalysisCache:
 
     def _submit(self, key: str, path: Path) -> None:
         if self._pool is None:
-            self._pool = spawn_pool(self.workers)
+            self._pool = spawn_pool(self.workers, self.memory_limit)
         progress_file = self.root / f"{key}.{PROGRESS_FILE}"
-        job = self._pool.submit(analyse, str(path), str(self.root / key), str(progress_file))
+        job = self._pool.submit(self._analyse, str(path), str(self.root / key), str(progress_file))
         self._jobs[key] = job
         job.add_done_callback(lambda done: self._finished(key, path, done))
 
     def _finished(self, key: str, path: Path, job: Future) -> None:
-        error = job.exception()
+        error = None if job.cancelled() else job.exception()  # cancelled: the server is closing
         with self._lock:
             self._jobs.pop(key, None)
-            if error is not None:
-                if isinstance(error, BrokenProcessPool):
-                    # The worker died (out of memory, killed): maybe not the file's fault,
-                    # so not remembered on disk; the next request tries again, a few times.
-                    self._pool = None
-                    self._crashes[key] = self._crashes.get(key, 0) + 1
-                else:
-                    atomic_write(self.root / f"{key}.{ERROR_FILE}", json.dumps({"error": _describe(path, error)}).encode())
+            if isinstance(error, WorkerFailed):
+                # Out of memory, or killed twice: maybe not the file's fault (the machine,
+                # the cap), so remembered until the server restarts, not on disk.
+                self._failed[key] = f"analysis of {path} stopped: {error}"
+            elif error is not None:
+                atomic_write(self.root / f"{key}.{ERROR_FILE}", json.dumps({"error": _describe(path, error)}).encode())
+        if isinstance(error, WorkerFailed):
+            remove_abandoned_staging(self.root / key)
         (self.root / f"{key}.{PROGRESS_FILE}").unlink(missing_ok=True)
 
     def close(self) -> None:

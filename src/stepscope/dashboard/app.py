@@ -19,7 +19,6 @@ from pathlib import Path
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
@@ -30,6 +29,7 @@ from stepscope.dashboard import trace_api
 from stepscope.dashboard.analysis_cache import AnalysisCache, Failed, Pending, Ready
 from stepscope.dashboard.captures import CaptureRequest, Captures
 from stepscope.dashboard.profile_jobs import ProfileJobs
+from stepscope.dashboard.security import STATE_CHANGING_METHODS, Access, Guard, state_changing
 from stepscope.dashboard.worker import TRACE_VIEWER, table_from_json
 from stepscope.errors import StepscopeError
 from stepscope.render.formats import table_csv
@@ -39,7 +39,6 @@ STATIC_DIR = Path(__file__).parent / "static"
 # How long a listing of the logdir is reused: a burst of requests walks the folder once,
 # and a new run still shows within a second.
 DISCOVERY_TTL_S = 1.0
-LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
 NOT_BUILT = "stepscope's web page is not built: run `make web` (or `cd web && npm ci && npm run build`) and reload.\n"
 
 
@@ -171,11 +170,8 @@ def api_csv(request: Request) -> Response:
     )
 
 
+@state_changing  # POST of JSON from this server's own page only
 async def api_capture_start(request: Request) -> Response:
-    # JSON only: a cross-site form cannot send it without the browser asking first, so
-    # another web page cannot start captures through the user's browser.
-    if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
-        return error(415, "send the capture request as application/json")
     try:
         body = await request.json()
     except ValueError:
@@ -210,10 +206,10 @@ async def unknown_api(request: Request) -> Response:
     return error(404, f"no API {request.url.path!r} (see docs/dashboard.md)")
 
 
-def create_app(logdir: Path, cache: AnalysisCache, allowed_hosts: list[str] | None = None) -> Starlette:
-    """The application for ``logdir``. ``allowed_hosts`` are the Host headers answered:
-    for a server on loopback only its own names, so a web page that points a DNS name at
-    127.0.0.1 (DNS rebinding) cannot read profiles or start captures."""
+def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None) -> Starlette:
+    """The application for ``logdir``. ``access`` says which Host names are answered and
+    whether a token is needed (default: a server on 127.0.0.1, no token); see
+    ``stepscope.dashboard.security``."""
     dashboard = Dashboard(Path(logdir), cache, Captures(Path(logdir)))
 
     @contextlib.asynccontextmanager
@@ -229,14 +225,14 @@ def create_app(logdir: Path, cache: AnalysisCache, allowed_hosts: list[str] | No
         Route("/api/data", api_data),
         Route("/api/tables", api_tables),
         Route("/api/csv", api_csv),
-        Route("/api/capture", api_capture_start, methods=["POST"]),
+        Route("/api/capture", api_capture_start, methods=STATE_CHANGING_METHODS),
         Route("/api/capture/{id}", api_capture_status),
         *trace_api.ROUTES,
         Route("/api/{rest:path}", unknown_api),
     ]
     if STATIC_DIR.is_dir():  # the built page's assets (without a build, "/" says how to make one)
         routes.append(Mount("/", StaticFiles(directory=STATIC_DIR)))
-    middleware = [Middleware(TrustedHostMiddleware, allowed_hosts=allowed_hosts)] if allowed_hosts else []
+    middleware = [Middleware(Guard, access=access or Access.for_bind("127.0.0.1", 0))]
     # Fast compression: trace answers are megabytes of floats on a local link.
     middleware.append(Middleware(GZipMiddleware, minimum_size=4096, compresslevel=1))
     app = Starlette(
@@ -248,4 +244,5 @@ def create_app(logdir: Path, cache: AnalysisCache, allowed_hosts: list[str] | No
     app.state.dashboard = dashboard
     app.state.indexes = trace_api.Indexes()
     app.state.profile_jobs = ProfileJobs()
+    app.state.exports = trace_api.Exports(cache.root.parent / trace_api.EXPORTS_FOLDER)
     return app

@@ -1,4 +1,17 @@
-"""The dashboard's worker processes: started with spawn, stopped for good.
+"""The dashboard's worker processes: a pool that charges a crash to the job that caused it.
+
+``concurrent.futures.ProcessPoolExecutor`` cannot tell which job killed a worker: when one
+dies (out of memory, a segfault in a reader) it marks the pool broken and fails every job
+it holds, queued ones included. ``WorkerPool`` instead gives each worker process one job at
+a time over its own pipe, and keeps the queue in the server, so when a worker dies the job
+it held is known and is the only one touched: it is retried once on a fresh worker (a
+worker may die for reasons that are not the job's: another process made the kernel's OOM
+killer pick it), and fails with ``WorkerFailed`` if it kills that one too. The other
+workers, and the jobs queued behind it, never notice.
+
+Each worker caps its own address space (``memory_limit``), so one bad file cannot take the
+machine: an allocation past the cap raises MemoryError in the worker, which charges that
+job (``WorkerFailed``, no retry: the same file would hit the same cap) and is replaced.
 
 spawn, not fork: the server has threads (uvicorn, capture jobs) that a fork would copy in
 whatever state they are in.
@@ -6,23 +19,277 @@ whatever state they are in.
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
+import os
+import pickle
+import signal
+import threading
+import traceback
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import Any
+
+from stepscope.errors import StepscopeError
+from stepscope.sizes import size_setting, size_text
+
+# The setting (environment variable) that caps each worker's memory: a size ("8G", "512M",
+# bytes), or "none" for no cap.
+MEMORY_SETTING = "STEPSCOPE_WORKER_MEMORY"
+# Times a job is retried after its worker died under it: once, so a job that kills every
+# worker it lands on fails on its second worker instead of looping.
+RETRIES = 1
+# The status a worker exits with after a MemoryError (it is then replaced: a process that
+# ran out of memory half way through may hold broken state).
+OUT_OF_MEMORY_EXIT = 86
+CGROUP_MEMORY_MAX = Path("/sys/fs/cgroup/memory.max")
 
 
-def spawn_pool(workers: int) -> ProcessPoolExecutor:
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+class WorkerFailed(StepscopeError):
+    """The job's worker ran out of memory, or died under it on every try. ``str()`` reads
+    "the worker ...", for the caller to put after what was being done."""
 
 
-def stop_pool(pool: ProcessPoolExecutor | None) -> None:
-    """Ends a pool's worker processes now, busy or not. ``shutdown(wait=False)`` alone
-    leaves a busy worker running after the server exits (and holding its output open);
-    the executor has no public way to stop one, hence its ``_processes``."""
-    if pool is None:
+def default_memory_limit() -> int | None:
+    """Each worker's cap on its address space: ``STEPSCOPE_WORKER_MEMORY`` when set, else
+    half of the machine's memory (the container's limit when lower).
+
+    Half, because the other half is what the cap protects: the server, the OS and often
+    the very training job that wrote the profile, which a runaway worker must not push into
+    swap or the OOM killer's reach. A fixed number would be wrong on every machine but one:
+    a laptop cannot give 32 GB, and a 1 TB host should not refuse a profile that needs 20.
+    The cap is on address space (``RLIMIT_AS``: the one limit every allocation, malloc,
+    mmap or numpy's, fails against cleanly, on every Linux), which runs a little above
+    resident memory: a worker reserves ~150 MB before it does anything. Several workers can
+    still add up to more than the machine has; then the kernel kills one, and the pool
+    charges that one job and retries it once.
+    """
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        physical = 0
+    with contextlib.suppress(OSError, ValueError):
+        physical = min(physical or 1 << 62, int(CGROUP_MEMORY_MAX.read_text().strip()))  # "max" -> ValueError
+    return size_setting(MEMORY_SETTING, physical // 2 if physical else None)
+
+
+def _limit_memory(limit: int | None) -> None:
+    """In the worker: caps its address space (the soft limit; never above the hard one)."""
+    if limit is None:
         return
-    processes = list((getattr(pool, "_processes", None) or {}).values())
-    pool.shutdown(wait=False, cancel_futures=True)
-    for process in processes:
-        process.terminate()
-    for process in processes:
-        process.join(timeout=5)
+    try:
+        import resource
+    except ImportError:  # no such limit on this platform
+        return
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
+
+
+def _portable(error: BaseException) -> BaseException:
+    """The job's exception, or a RuntimeError with its text when it cannot be sent back."""
+    try:
+        pickle.loads(pickle.dumps(error))
+        return error
+    except Exception:
+        return RuntimeError(f"{type(error).__name__}: {error}")
+
+
+def _worker_main(connection: Connection, memory_limit: int | None) -> None:
+    """A worker process: runs the jobs it is sent, one at a time, until its pipe closes."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's; it stops us
+    _limit_memory(memory_limit)
+    while True:
+        try:
+            message = connection.recv_bytes()
+        except (EOFError, OSError):  # the server is gone
+            return
+        try:
+            function, args = pickle.loads(message)
+            answer = (True, function(*args))
+        except MemoryError:
+            os._exit(OUT_OF_MEMORY_EXIT)
+        except BaseException as error:  # the job's failure is its answer; the worker lives on
+            error.add_note("in the worker process:\n" + "".join(traceback.format_exception(error)))
+            answer = (False, _portable(error))
+        del message
+        try:
+            data = pickle.dumps(answer)
+        except MemoryError:
+            os._exit(OUT_OF_MEMORY_EXIT)
+        except Exception as error:
+            data = pickle.dumps((False, RuntimeError(f"the job's result could not be sent back ({type(error).__name__}: {error})")))
+        del answer
+        try:
+            connection.send_bytes(data)
+        except OSError:  # the server is gone
+            return
+
+
+@dataclass
+class _Job:
+    future: Future
+    function: Any
+    args: tuple
+    deaths: list[str] = field(default_factory=list)
+
+
+class _Worker:
+    """One worker process and the server's end of its pipe."""
+
+    def __init__(self, context, memory_limit: int | None, name: str) -> None:
+        self.connection, child = context.Pipe()
+        self.process = context.Process(target=_worker_main, args=(child, memory_limit), name=name, daemon=True)
+        self.process.start()
+        child.close()
+
+    def run(self, data: bytes) -> tuple[bool, Any] | None:
+        """Sends a job and waits for its answer; None when the process died first."""
+        try:
+            self.connection.send_bytes(data)
+            wait([self.connection, self.process.sentinel])
+            return pickle.loads(self.connection.recv_bytes())
+        except (EOFError, OSError):
+            return None
+        except Exception as error:  # an answer that does not unpickle here
+            return False, RuntimeError(f"the job's answer could not be read ({type(error).__name__}: {error})")
+
+    def death(self, memory_limit: int | None) -> str:
+        """Why the process ended, completing "the worker ..."."""
+        self.process.join(timeout=5)
+        code = self.process.exitcode
+        if code == OUT_OF_MEMORY_EXIT:
+            limit = f" (its limit is {size_text(memory_limit)}; {MEMORY_SETTING} sets it)" if memory_limit else ""
+            return f"ran out of memory{limit}"
+        if code is not None and code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = "unknown"
+            hint = ": out of memory? the kernel's OOM killer sends it" if -code == signal.SIGKILL else ""
+            return f"was killed by signal {-code} ({name}{hint})"
+        return f"exited with status {code}" if code is not None else "stopped answering"
+
+    def stop(self) -> None:
+        if self.process.is_alive():
+            self.process.terminate()
+        self.process.join(timeout=5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(timeout=5)
+        self.connection.close()
+
+
+class WorkerPool:
+    """``workers`` worker processes, started on the first job and replaced when one dies.
+
+    ``submit`` returns a ``concurrent.futures.Future``: the job's result, its exception (the
+    worker lives on), or ``WorkerFailed`` when the worker ran out of memory or died under
+    it on every try. A death never touches another job.
+    """
+
+    def __init__(self, workers: int, memory_limit: int | None = None, name: str = "stepscope-worker") -> None:
+        self.workers, self.memory_limit, self.name = workers, memory_limit, name
+        self._context = multiprocessing.get_context("spawn")
+        self._lock = threading.Condition()
+        self._queue: collections.deque[_Job] = collections.deque()
+        self._threads: list[threading.Thread] = []
+        self._running: dict[int, _Worker] = {}
+        self._closed = False
+
+    def submit(self, function, *args) -> Future:
+        future: Future = Future()
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the worker pool is closed")
+            self._queue.append(_Job(future, function, args))
+            if len(self._threads) < self.workers:
+                number = len(self._threads)
+                thread = threading.Thread(target=self._serve, args=(number,), name=f"{self.name}-{number}", daemon=True)
+                self._threads.append(thread)
+                thread.start()
+            self._lock.notify()
+        return future
+
+    def _next(self) -> _Job | None:
+        with self._lock:
+            while not self._queue and not self._closed:
+                self._lock.wait()
+            return None if self._closed else self._queue.popleft()
+
+    def _serve(self, number: int) -> None:
+        """One slot: takes jobs off the queue and runs each on this slot's worker process."""
+        worker: _Worker | None = None
+        try:
+            while (job := self._next()) is not None:
+                if not job.deaths and not job.future.set_running_or_notify_cancel():
+                    continue  # cancelled while queued (a retried job is running already)
+                try:
+                    data = pickle.dumps((job.function, job.args))
+                except Exception as error:
+                    job.future.set_exception(error)
+                    continue
+                if worker is None:
+                    try:
+                        worker = _Worker(self._context, self.memory_limit, f"{self.name}-{number}")
+                    except Exception as error:  # no process to be had (out of memory, of pids)
+                        job.future.set_exception(WorkerFailed(f"the worker could not be started ({type(error).__name__}: {error})"))
+                        continue
+                with self._lock:
+                    if self._closed:
+                        job.future.set_exception(WorkerFailed("the worker was stopped: the server is closing"))
+                        return
+                    self._running[number] = worker
+                answer = worker.run(data)
+                with self._lock:
+                    self._running.pop(number, None)
+                    closed = self._closed
+                if answer is not None:
+                    ok, value = answer
+                    if ok:
+                        job.future.set_result(value)
+                    else:
+                        job.future.set_exception(value)
+                    continue
+                reason = "was stopped: the server is closing" if closed else worker.death(self.memory_limit)
+                worker.stop()
+                worker = None
+                job.deaths.append(reason)
+                if closed or reason.startswith("ran out of memory") or len(job.deaths) > RETRIES:
+                    job.future.set_exception(WorkerFailed(f"the worker {reason}"))
+                    continue
+                with self._lock:  # first in line again, on a fresh worker
+                    self._queue.appendleft(job)
+                    self._lock.notify()
+        finally:
+            if worker is not None:
+                worker.stop()
+
+    def close(self) -> None:
+        """Ends the worker processes now, busy or not; queued jobs are cancelled and a
+        running one fails with ``WorkerFailed``."""
+        with self._lock:
+            self._closed = True
+            queued, self._queue = list(self._queue), collections.deque()
+            running = list(self._running.values())
+            self._lock.notify_all()
+        for job in queued:
+            if not job.future.cancel():  # a retried job: running, so not cancellable
+                job.future.set_exception(WorkerFailed("the worker was stopped: the server is closing"))
+        for worker in running:
+            if worker.process.is_alive():
+                worker.process.terminate()
+        for thread in self._threads:
+            thread.join(timeout=10)
+
+
+def spawn_pool(workers: int, memory_limit: int | None = None) -> WorkerPool:
+    return WorkerPool(workers, memory_limit)
+
+
+def stop_pool(pool: WorkerPool | None) -> None:
+    """Ends a pool's worker processes now, busy or not."""
+    if pool is not None:
+        pool.close()

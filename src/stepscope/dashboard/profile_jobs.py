@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from stepscope.dashboard.pools import spawn_pool, stop_pool
+from stepscope.dashboard.pools import WorkerFailed, WorkerPool, default_memory_limit, spawn_pool, stop_pool
 from stepscope.errors import StepscopeError
 
 # Profiles kept loaded in the worker process (a 10M-event profile holds a few GB).
@@ -46,6 +45,8 @@ def event_json(profile_path: str, index_folder: str, event_id: int) -> dict[str,
 
 
 def export_range(profile_path: str, start_ps: int, end_ps: int, target: str) -> str:
+    """Writes the range as ``target`` (atomically: ``save`` renames a finished temporary
+    file into place), unless another request already did."""
     from stepscope.trace.crop import crop
     from stepscope.trace.writers import save
 
@@ -54,31 +55,32 @@ def export_range(profile_path: str, start_ps: int, end_ps: int, target: str) -> 
     return target
 
 
-class ProfileJobs:
-    """The server's side: one worker process, created on first use."""
+class JobFailed(StepscopeError):
+    """The worker died under a job, or ran out of memory: the request cannot be answered."""
 
-    def __init__(self) -> None:
+
+class ProfileJobs:
+    """The server's side: one worker process, created on first use and replaced when it
+    dies (``pools.WorkerPool``); ``memory_limit`` as there (None: the default)."""
+
+    def __init__(self, memory_limit: int | None = None) -> None:
         self._lock = threading.Lock()
-        self._pool: ProcessPoolExecutor | None = None
+        self._memory_limit = default_memory_limit() if memory_limit is None else memory_limit or None
+        self._pool: WorkerPool | None = None
 
     def submit(self, function, *args) -> Future:
         with self._lock:
             if self._pool is None:
-                self._pool = spawn_pool(1)
-            try:
-                return self._pool.submit(function, *args)
-            except BrokenProcessPool:
-                self._pool = spawn_pool(1)
-                return self._pool.submit(function, *args)
+                self._pool = spawn_pool(1, self._memory_limit)
+            return self._pool.submit(function, *args)
 
-    def run(self, function, *args) -> Any:
-        """Runs a job and waits for it (call from a worker thread, not the event loop)."""
+    def run(self, what: str, function, *args) -> Any:
+        """Runs a job and waits for it (call from a worker thread, not the event loop).
+        ``what`` names the work in the error when the worker dies: "export of <file>"."""
         try:
             return self.submit(function, *args).result()
-        except BrokenProcessPool:
-            with self._lock:
-                self._pool = None
-            raise StepscopeError("the profile worker died (out of memory?); try again") from None
+        except WorkerFailed as error:
+            raise JobFailed(f"{what} stopped: {error}") from None
 
     def close(self) -> None:
         with self._lock:

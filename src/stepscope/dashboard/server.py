@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
-import ipaddress
 import socket
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import uvicorn
 
 from stepscope.dashboard.analysis_cache import AnalysisCache, default_cache_dir
-from stepscope.dashboard.app import LOOPBACK_NAMES, create_app
+from stepscope.dashboard.app import create_app
+from stepscope.dashboard.security import TOKEN_PARAM, Access, is_loopback, is_wildcard
 from stepscope.errors import StepscopeError
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9001
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return host == "localhost"
 
 
 def url_for(host: str, port: int) -> str:
@@ -29,23 +23,50 @@ def url_for(host: str, port: int) -> str:
     return f"http://{shown}:{port}/"
 
 
-def serve(logdir: str | Path, host: str = DEFAULT_HOST, port: int = DEFAULT_PORT, cache_dir: str | Path | None = None) -> None:
+def startup_line(logdir: Path, host: str, port: int, access: Access, allow_hosts: Sequence[str] = ()) -> str:
+    """What ``serve`` prints first (one line; tests and scripts read the URL from it). A
+    wildcard bind shows a name people can reach: the first --allow-host, else this
+    machine's host name."""
+    shown = (allow_hosts[0] if allow_hosts else socket.gethostname()) if is_wildcard(host) else host
+    url = url_for(shown.strip("[]"), port)
+    notes = []
+    if access.token is not None:
+        url += f"?{TOKEN_PARAM}={access.token}"
+        notes.append("token required: open this address once and the browser keeps it in a cookie")
+    elif not is_loopback(host):
+        notes.append("no token: anyone who reaches the port can read the profiles and start captures")
+    if access.hosts is not None and not is_loopback(host):
+        notes.append(f"answering Host names {', '.join(sorted(access.hosts))}")
+    return f"stepscope: serving {logdir} at {url}" + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def serve(
+    logdir: str | Path,
+    host: str = DEFAULT_HOST,
+    port: int = DEFAULT_PORT,
+    cache_dir: str | Path | None = None,
+    allow_hosts: Sequence[str] = (),
+    token: bool | None = None,
+) -> None:
     """Serves until interrupted. The socket is bound here, before uvicorn starts, so the
     printed URL carries the real port (``--port 0`` picks a free one) and a taken port is
-    one clear error rather than a traceback from inside the server."""
+    one clear error rather than a traceback from inside the server. ``allow_hosts`` and
+    ``token``: see ``Access.for_bind`` (None: a token exactly when beyond loopback)."""
     logdir = Path(logdir)
     if not logdir.is_dir():
         raise StepscopeError(f"{logdir}: not a directory (give the log directory the profiles are written to)")
+    Access.for_bind(host, port, allow_hosts, token)  # a refused combination fails before binding
     try:
         sock = socket.create_server((host.strip("[]"), port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
     except OSError as error:
         raise StepscopeError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
     bound_port = sock.getsockname()[1]
+    access = Access.for_bind(host, bound_port, allow_hosts, token)
     cache = AnalysisCache(Path(cache_dir) if cache_dir else default_cache_dir())
-    allowed = [*LOOPBACK_NAMES] if _is_loopback(host) else None
-    app = create_app(logdir, cache, allowed_hosts=allowed)
-    print(f"stepscope: serving {logdir} at {url_for(host, bound_port)}", flush=True)
-    if not _is_loopback(host):
-        print("stepscope: warning: listening beyond this machine; anyone who reaches the port can read the profiles and start captures", file=sys.stderr, flush=True)
+    app = create_app(logdir, cache, access)
+    print(startup_line(logdir, host, bound_port, access, allow_hosts), flush=True)
+    if not is_loopback(host):
+        who = "whoever has the token" if access.token else "anyone who reaches the port"
+        print(f"stepscope: warning: listening beyond this machine; {who} can read the profiles and start captures", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, log_level="warning", access_log=False, timeout_graceful_shutdown=2)
     uvicorn.Server(config).run(sockets=[sock])

@@ -4,6 +4,8 @@ leave the results as files the server hands out without parsing them again.
 It runs in a separate process (``analysis_cache``) because loading a large profile is
 CPU-bound Python: in a thread it would hold the GIL and stall every other request. The
 worker reports progress through a small JSON file the server reads when the page polls.
+A worker killed half way leaves its staging folder (``.<key>.<pid>.*``) behind;
+``remove_abandoned_staging`` removes those whose process is gone.
 """
 
 from __future__ import annotations
@@ -92,7 +94,8 @@ def analyse(profile_path: str, folder: str, progress_path: str) -> None:
     name = Path(profile_path).name
     write_progress(progress_file, Progress("loading", 0.02, f"reading {name}"))
     profile = load(profile_path)
-    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    remove_abandoned_staging(target)
+    staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", dir=target.parent))
     try:
         tools = tool_names()
         for number, tool in enumerate(tools):
@@ -102,6 +105,8 @@ def analyse(profile_path: str, folder: str, progress_path: str) -> None:
             try:
                 result = run_tool(tool, profile)
                 document, tables = result.to_json(), tables_json(result.tables())
+            except MemoryError:  # the worker's cap, not the tool: the whole analysis stops
+                raise
             except Exception as error:  # a bug in one tool must not hide the others
                 document = tables = {"error": f"{name}: {tool} failed: {type(error).__name__}: {error}"}
             (staging / f"{tool}{TOOL_SUFFIX}").write_bytes(_dump(document))
@@ -120,3 +125,22 @@ def analyse(profile_path: str, folder: str, progress_path: str) -> None:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def remove_abandoned_staging(target: Path) -> None:
+    """Removes the staging folders of ``target`` (``.<name>.<pid>.<random>``) left by
+    workers that were killed: those whose process no longer exists."""
+    for staging in target.parent.glob(f".{target.name}.*"):
+        pid = staging.name.removeprefix(f".{target.name}.").partition(".")[0]
+        if staging.is_dir() and pid.isdigit() and not _running(int(pid)):
+            shutil.rmtree(staging, ignore_errors=True)
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: it exists, as another user's process
+        pass
+    return True

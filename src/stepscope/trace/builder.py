@@ -17,6 +17,8 @@ from stepscope.trace.model import EVENT_COLUMNS, NO_ID, EventMetadata, EventTabl
 from stepscope.trace.stats import Stat, StatStore
 
 _ID_COLUMNS = ("correlation_id", "external_id", "group_id", "step_num")
+# Up to this many nesting levels, parents are found level by level (cheaper than a sort).
+_LEVELS_SEARCHED_ONE_BY_ONE = 16
 
 
 @dataclass
@@ -91,7 +93,7 @@ def nesting(line: np.ndarray, start: np.ndarray, duration: np.ndarray) -> tuple[
     starts, counting an event that ends exactly at that time as closed (back-to-back
     events are siblings) and an instant as open for events at the same time after it.
     Its parent is the nearest earlier event on the line one level up. Computed with one
-    sort of the 2n start/end points and a search per depth level.
+    sort of the 2n start/end points and searches by depth: n log n at any depth.
     """
     count = len(start)
     if count == 0:
@@ -118,11 +120,23 @@ def nesting(line: np.ndarray, start: np.ndarray, duration: np.ndarray) -> tuple[
     first_of_line = np.searchsorted(line, line, "left")
     depth = (rows - first_of_line - closed).astype(np.int32)
 
+    # Parents: the latest earlier row one level up. Depth rises by at most one from a row to
+    # the next and is 0 at a line's first row, so that row is on the child's line. A search
+    # per level while the levels are few; beyond, where a loop per level would be quadratic
+    # (identical events nest n deep), one search of all rows ordered by (depth, row).
     parent = np.full(count, -1, dtype=np.int64)
-    for level in range(1, int(depth.max()) + 1):
-        children = np.flatnonzero(depth == level)
-        candidates = np.flatnonzero(depth == level - 1)
-        parent[children] = candidates[np.searchsorted(candidates, children, "left") - 1]
+    levels = int(depth.max())
+    if levels <= _LEVELS_SEARCHED_ONE_BY_ONE:
+        for level in range(1, levels + 1):
+            children = np.flatnonzero(depth == level)
+            candidates = np.flatnonzero(depth == level - 1)
+            parent[children] = candidates[np.searchsorted(candidates, children, "left") - 1]
+    else:
+        children = np.flatnonzero(depth > 0)
+        key = depth.astype(np.int64) * count + rows  # < count**2: no overflow below 3e9 events
+        by_level = np.sort(key)
+        found = np.searchsorted(by_level, key[children] - count, "left") - 1
+        parent[children] = by_level[found] % count
 
     # Events that start inside another but end after it (rounding in the source, or
     # overlapping async spans) are not its children. Such lines are rare and get the

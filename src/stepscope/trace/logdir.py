@@ -9,6 +9,9 @@ Layouts understood:
   files outside the TensorBoard layout are taken the same way.
 - A single profile file given directly: one run named after the file, one host.
 
+Only regular files are profiles: a FIFO, device or socket named like one is skipped by
+discovery, and one given directly is an error (reading it could block or never end).
+
 ``make_path`` / ``parse_path`` are the only places that know these shapes.
 """
 
@@ -19,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from stepscope.errors import ProfileFormatError
+from stepscope.trace.files import is_regular_file, open_regular
 
 PLUGIN_DIR = ("plugins", "profile")
 XPLANE_SUFFIX = ".xplane.pb"
@@ -102,8 +106,11 @@ def discover(path: str | Path) -> list[Run]:
     path = Path(path)
     if not path.exists():
         raise ProfileFormatError(path, "does not exist")
-    if path.is_file():
+    if is_regular_file(path):
         return [Run(name=path.name, path=path, hosts=[Host(_file_host(path), path)])]
+    if not path.is_dir():  # a FIFO, a device, a socket: reading it could block or never end
+        with open_regular(path):  # raises the error that says what it is
+            pass
     runs: dict[str, Run] = {}
     for file in sorted(_profile_files(path)):
         parsed = parse_path(path, file)
@@ -121,9 +128,11 @@ def discover(path: str | Path) -> list[Run]:
 
 
 def _profile_files(root: Path) -> list[Path]:
+    """Regular files named like profiles: FIFOs, devices and sockets so named are skipped
+    (``stepscope.load`` would refuse them anyway)."""
     found = []
     for candidate in root.rglob("*"):
-        if candidate.is_file() and candidate.name.endswith(PROFILE_SUFFIXES) and not candidate.name.startswith("."):
+        if candidate.name.endswith(PROFILE_SUFFIXES) and not candidate.name.startswith(".") and is_regular_file(candidate):
             found.append(candidate)
     return found
 

@@ -23,14 +23,14 @@ class FileBytes:
     until the reader returns).
     """
 
-    def __init__(self, data: bytes) -> None:
-        self._data: bytes | None = data
+    def __init__(self, data: bytes | bytearray) -> None:
+        self._data: bytes | bytearray | None = data
 
-    def peek(self) -> bytes:
+    def peek(self) -> bytes | bytearray:
         assert self._data is not None, "already taken"
         return self._data
 
-    def take(self) -> bytes:
+    def take(self) -> bytes | bytearray:
         data, self._data = self.peek(), None
         return data
 
@@ -56,7 +56,7 @@ READERS: dict[str, Callable[[Path, FileBytes], Profile]] = {
 }
 
 
-def candidates(path: Path, data: bytes) -> list[str]:
+def candidates(path: Path, data: bytes | bytearray) -> list[str]:
     """Formats the bytes could be, most likely first.
 
     A newline is both JSON whitespace and XSpace's first field tag, so a file may look
@@ -73,14 +73,25 @@ def candidates(path: Path, data: bytes) -> list[str]:
 
 
 def load(path: str | Path) -> Profile:
-    """Loads one profile file (.xplane.pb, Kineto or Chrome JSON, gzipped or not)."""
+    """Loads one profile file (.xplane.pb, Kineto or Chrome JSON, gzipped or not).
+
+    Reads regular files only, within the limits of :mod:`stepscope.trace.limits`; anything
+    else, and anything nested past the decoders' recursion limit, is a ProfileFormatError.
+    """
     path = Path(path)
-    source = FileBytes(tracejson.read_bytes(path))
+    try:
+        return _load(path)
+    except RecursionError:
+        raise ProfileFormatError(path, "is nested too deeply to read (past Python's recursion limit)") from None
+
+
+def _load(path: Path) -> Profile:
+    source = FileBytes(tracejson.read_bytes(path, check_head=lambda head: _check_head(path, head)))
     if not tracejson.first_byte(source.peek()):
         raise ProfileFormatError(path, "is empty")
     kinds = candidates(path, source.peek())
     if not kinds:
-        raise ProfileFormatError(path, "is not a profile (neither XSpace protobuf nor trace JSON)")
+        raise _not_a_profile(path)
     if len(kinds) == 1:
         return READERS[kinds[0]](path, source)
     first_error: ProfileFormatError | None = None
@@ -92,3 +103,13 @@ def load(path: str | Path) -> Profile:
             first_error = first_error or error
     assert first_error is not None
     raise first_error
+
+
+def _check_head(path: Path, head: bytes) -> None:
+    """Stops decompressing a file whose first bytes are no profile's (a bomb of zeros)."""
+    if tracejson.first_byte(head) and not candidates(path, head):
+        raise _not_a_profile(path)
+
+
+def _not_a_profile(path: Path) -> ProfileFormatError:
+    return ProfileFormatError(path, "is not a profile (neither XSpace protobuf nor trace JSON)")

@@ -156,6 +156,11 @@ def plain_translator(args: dict[str, Any], name: str = "", category: str = "") -
 
 
 _ARGS_DECODER = msgspec.json.Decoder()
+# What a row's args become where decoding or translating them runs past Python's recursion
+# limit: args nested just under the reader's limit load (the reader decodes them near the
+# bottom of the stack), but a details pane decodes them deeper in it. One stat of this
+# text, not the args and not an error, so that the event's other details still show.
+ARGS_TOO_DEEP = "args nested too deeply to show"
 
 
 class JsonStats:
@@ -190,17 +195,30 @@ class JsonStats:
             # Stored by the tolerant reader path, which re-encodes what it read, so
             # this only happens for hand-made stores; fall back to the text.
             return {"args": data.decode("utf-8", "replace")}
+        except RecursionError:
+            return {"args": ARGS_TOO_DEEP}
         return value if isinstance(value, dict) else {"args": value}
 
     def stats(self, row: int, name: str = "", category: str = "") -> list[Stat]:
-        return self._translate(self.decoded(row), name, category)
+        return self._translated(self.decoded(row), name, category)
+
+    def _translated(self, args: dict[str, Any], name: str, category: str) -> list[Stat]:
+        """The translator's stats of ``args``; of ARGS_TOO_DEEP where it recurses too deep
+        (the JSON text of a nested value is encoded one level deeper than it was decoded)."""
+        try:
+            return self._translate(args, name, category)
+        except RecursionError:
+            return self._translate({"args": ARGS_TOO_DEEP}, name, category)
 
     def value(self, row: int, stat: str, name: str = "", category: str = "") -> StatValue | None:
         # A translator may know how to get one stat from the raw args cheaply (a typed
         # decode of the few keys it needs) instead of translating every arg.
         single = getattr(self._translate, "value", None)
         if single is not None:
-            return single(self._blob[self._starts[row] : self._ends[row]], stat, name, category)
+            try:
+                return single(self._blob[self._starts[row] : self._ends[row]], stat, name, category)
+            except RecursionError:
+                pass  # what stats() has for args nested too deeply
         return _first(self.stats(row, name, category), stat)
 
     def take(self, rows: np.ndarray) -> JsonStats:
@@ -234,11 +252,16 @@ class JsonStats:
                 continue
             try:
                 args = decode(blob[start:end])
-            except msgspec.DecodeError:
-                args = self.decoded(rows[position])  # its fallback
+            except (msgspec.DecodeError, RecursionError):
+                args = self.decoded(rows[position])  # its fallbacks
             if not isinstance(args, dict):
                 args = {"args": args}
-            builder.add_stats(position, translate(args, types.names[metadata_id], types.categories[metadata_id]), skip)
+            name, category = types.names[metadata_id], types.categories[metadata_id]
+            try:
+                translated = translate(args, name, category)
+            except RecursionError:
+                translated = translate({"args": ARGS_TOO_DEEP}, name, category)
+            builder.add_stats(position, translated, skip)
         return builder.finish()
 
     def translated(self, translate: ArgsTranslator) -> JsonStats:

@@ -8,14 +8,22 @@ in order of cost: raw control characters escaped; invalid UTF-8 replaced; finall
 standard library's lenient parser (NaN literals, lone surrogates...). What was repaired is
 recorded as a warning on the profile, not hidden. A file that is not a trace at all, or is
 truncated, raises ProfileFormatError naming the file and the problem.
+
+Reading is bounded (:mod:`stepscope.trace.limits`): regular files only, at most
+``STEPSCOPE_MAX_INPUT_BYTES`` on disk and decompressed (gzip is inflated in pieces, so a
+bomb stops at the limit), JSON nested past the decoder's recursion limit and traces of more
+events, processes or threads than ``STEPSCOPE_MAX_EVENTS`` / ``STEPSCOPE_MAX_PLANES`` /
+``STEPSCOPE_MAX_LINES`` are errors (the events counted before they are decoded).
 """
 
 from __future__ import annotations
 
-import gzip
+import io
 import json
 import math
+import os
 import re
+import sys
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,7 +34,10 @@ import msgspec
 import numpy as np
 
 from stepscope.errors import ProfileFormatError
+from stepscope.sizes import size_text
+from stepscope.trace import limits
 from stepscope.trace.columns import ChromeEvent, EventColumns, columns_from_events, columns_from_raw, int_ids
+from stepscope.trace.files import open_regular
 from stepscope.trace.stats import JsonStats, is_int64
 
 
@@ -46,20 +57,74 @@ _CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 GZIP_MAGIC = b"\x1f\x8b"
 
 
-def read_bytes(path: Path) -> bytes:
-    """The file's bytes, gunzipped if it is gzip (by content, not by name)."""
-    try:
-        data = path.read_bytes()
-    except IsADirectoryError:
-        raise ProfileFormatError(path, "is a directory, not a profile file") from None
-    except OSError as error:
-        raise ProfileFormatError(path, f"cannot be read ({error.strerror or error})") from None
-    if data[:2] == GZIP_MAGIC:
+# Gzip reading: compressed bytes read at a time, and the most decompressed at a time.
+_READ_CHUNK = 1 << 20
+_INFLATE_CHUNK = 16 << 20
+_GZIP_WBITS = 16 + zlib.MAX_WBITS  # a gzip member: header, deflate data, CRC-32 and size checked by zlib
+
+
+def read_bytes(path: Path, check_head: Callable[[bytes], None] | None = None) -> bytes | bytearray:
+    """The file's bytes, gunzipped if it is gzip (by content, not by name).
+
+    Only regular files are read (``files.open_regular``), and at most
+    ``limits.INPUT_BYTES`` of them, on disk and once decompressed: a bigger file, or a gzip
+    bomb, raises ProfileLimitError after reading no more than the limit. Gzip is
+    decompressed in pieces straight into one growing buffer, so the peak is the
+    decompressed size, not twice it (a ``bytearray``: every reader takes any buffer).
+    ``check_head`` sees the first decompressed piece (up to 16 MiB) and may raise, so that
+    a file that is not a profile fails before it is all decompressed.
+    """
+    limit = limits.INPUT_BYTES.get()
+    with open_regular(path) as stream:
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError, zlib.error) as error:
-            raise ProfileFormatError(path, f"gzip data is truncated or corrupt ({error})") from None
+            size = os.fstat(stream.fileno()).st_size
+            if size > limit:
+                raise limits.INPUT_BYTES.error(path, f"is {size_text(size)} on disk, more than {size_text(limit)}")
+            if stream.peek(2)[:2] == GZIP_MAGIC:
+                return _gunzip(path, stream, limit, check_head)
+            data = stream.read(size + 1)  # one allocation; one byte more: did it grow?
+            if len(data) > size:
+                data += stream.read(limit + 1 - len(data))
+                if len(data) > limit:
+                    raise limits.INPUT_BYTES.error(path, f"grew past {size_text(limit)} while being read")
+        except OSError as error:
+            raise ProfileFormatError(path, f"cannot be read ({error.strerror or error})") from None
     return data
+
+
+def _gunzip(path: Path, stream: io.BufferedReader, limit: int, check_head: Callable[[bytes], None] | None) -> bytearray:
+    """Decompresses the gzip ``stream`` (concatenated members and zero padding between
+    them allowed, as ``gzip.decompress``), at most ``limit`` bytes of it."""
+    out = bytearray()
+    unpacker = zlib.decompressobj(_GZIP_WBITS)
+    data = stream.read(_READ_CHUNK)
+    try:
+        while True:
+            piece = unpacker.decompress(data, min(_INFLATE_CHUNK, limit + 1 - len(out)))
+            out += piece
+            if len(out) > limit:
+                raise limits.INPUT_BYTES.error(path, f"decompresses to more than {size_text(limit)}")
+            if check_head is not None and piece:
+                check_head(piece)
+                check_head = None
+            if unpacker.eof:  # a member ended: another may follow, after zero padding
+                data = unpacker.unused_data.lstrip(b"\0")
+                while not data:
+                    more = stream.read(_READ_CHUNK)
+                    if not more:
+                        return out
+                    data = more.lstrip(b"\0")
+                unpacker = zlib.decompressobj(_GZIP_WBITS)
+                continue
+            data = unpacker.unconsumed_tail
+            if not data and len(piece) < _INFLATE_CHUNK:  # (a full piece may leave output pending)
+                data = stream.read(_READ_CHUNK)
+                if not data:
+                    raise ProfileFormatError(
+                        path, "gzip data is truncated or corrupt (Compressed file ended before the end-of-stream marker was reached)"
+                    )
+    except zlib.error as error:
+        raise ProfileFormatError(path, f"gzip data is truncated or corrupt ({error})") from None
 
 
 _FIRST = re.compile(rb"\s*(\S)")
@@ -72,7 +137,40 @@ def first_byte(data: bytes) -> bytes:
 
 
 def decode_document(path: Path, data: bytes) -> TraceDocument:
-    """Decodes a trace in the JSON Object Format or the JSON Array Format."""
+    """Decodes a trace in the JSON Object Format or the JSON Array Format.
+
+    JSON nested deeper than the decoders' recursion limit (Python's, ~1,000 levels) is a
+    ProfileFormatError, as are more processes or threads than ``limits.PLANES`` /
+    ``limits.LINES`` (each can be a plane or a line)."""
+    try:
+        document = _decode_document(path, data)
+    except RecursionError:
+        raise nested_too_deeply(path) from None
+    check_counts(path, document.events)
+    return document
+
+
+def nested_too_deeply(path: Path) -> ProfileFormatError:
+    return ProfileFormatError(
+        path, f"is not a trace: JSON nested too deeply (past the decoder's limit of about {sys.getrecursionlimit():,} levels)"
+    )
+
+
+def check_counts(path: Path, events: EventColumns) -> None:
+    """Raises ProfileLimitError when the trace has more processes than ``limits.PLANES``
+    or more threads (distinct pid and tid pairs) than ``limits.LINES``: the importer's
+    cost grows with each (a plane or a line) whatever it holds."""
+    planes, lines = limits.PLANES.get(), limits.LINES.get()
+    processes = len(events.pid.values)
+    if processes > planes:
+        raise limits.PLANES.error(path, f"has {processes:,} processes, more than {planes:,}")
+    if len(events.tid.values) > lines or processes * len(events.tid.values) > lines:
+        pairs = np.unique(events.pid.codes.astype(np.int64) * len(events.tid.values) + events.tid.codes)
+        if len(pairs) > lines:
+            raise limits.LINES.error(path, f"has {len(pairs):,} threads, more than {lines:,}")
+
+
+def _decode_document(path: Path, data: bytes) -> TraceDocument:
     head = first_byte(data)
     if not head:
         raise ProfileFormatError(path, "is empty")
@@ -132,14 +230,23 @@ _REPAIRS: tuple[_Repair, ...] = (
 def _decode_fast(path: Path, data: bytes) -> TraceDocument:
     if first_byte(data) == b"[":
         texts, closed = _decode_event_array(data)
+        check_events(path, len(texts))
         warnings = ["the JSON array of events had no closing ']' (a trace cut off at its end)"] if closed else []
         return TraceDocument(columns_from_raw(texts), {}, warnings)
     top = _RAW_TOP.decode(data)
     events_raw = top.pop("traceEvents", None)
     texts = _EVENT_TEXTS.decode(events_raw) if events_raw is not None else []
+    check_events(path, len(texts))
     header = {key: _ANY.decode(value) for key, value in top.items()}
     del top, events_raw
     return TraceDocument(columns_from_raw(texts), header)
+
+
+def check_events(path: Path, count: int) -> None:
+    """Raises ProfileLimitError past ``limits.EVENTS`` events, before they are decoded."""
+    allowed = limits.EVENTS.get()
+    if count > allowed:
+        raise limits.EVENTS.error(path, f"has {count:,} events, more than {allowed:,}", allowed)
 
 
 def _decode_event_array(data: bytes) -> tuple[list[msgspec.Raw], bool]:
@@ -168,8 +275,6 @@ def _decode_lenient(path: Path, data: bytes) -> TraceDocument:
                 raise _not_json(path, error) from None
         else:
             raise _not_json(path, error) from None
-    except RecursionError:
-        raise ProfileFormatError(path, "is not a trace: JSON nested too deeply") from None
     warnings = ["parsed with the lenient JSON parser (non-standard literals or encoding)"]
     if isinstance(top, list):
         raw_events, header = top, {}
@@ -180,6 +285,7 @@ def _decode_lenient(path: Path, data: bytes) -> TraceDocument:
         raise ProfileFormatError(path, f"is not a trace: top-level JSON is a {type(top).__name__}")
     if not isinstance(raw_events, list):
         raise ProfileFormatError(path, "is not a trace: 'traceEvents' is not a list")
+    check_events(path, len(raw_events))
     events: list[ChromeEvent] = []
     skipped = 0
     for raw in raw_events:

@@ -7,6 +7,10 @@ name and timestamp. The bulk, every XEvent and XStat of every line, is decoded b
 rules, so a file decodes as ``XSpace.ParseFromString`` would decode it, and is rejected
 where it would reject it (with a ProfileFormatError saying where).
 
+Counts are bounded (:mod:`stepscope.trace.limits`: planes, lines, events, metadata entries),
+checked from the wire structure before the work each container costs, so reading costs
+time in proportion to events, not to empty containers (200,000 empty planes took 60 s).
+
 A small file in a process that has not loaded the compiled decoder yet is decoded with
 protobuf's message API instead, into the same columns: importing numba and loading the
 compiled code (about half a second) would cost more than decoding a few thousand events
@@ -26,11 +30,14 @@ from google.protobuf.message import DecodeError
 
 from stepscope.errors import ProfileFormatError
 from stepscope.protos import xplane_pb2
+from stepscope.trace import limits
 from stepscope.trace.stats import TextValues
 
 _WIRE_LEN = 2
 _SPACE_PLANES = 1  # XSpace.planes
 _PLANE_LINES = 3  # XPlane.lines
+_PLANE_EVENT_METADATA = 4  # XPlane.event_metadata (a map)
+_PLANE_STAT_METADATA = 5  # XPlane.stat_metadata (a map)
 
 # Files smaller than this are decoded with protobuf's message API unless the compiled
 # decoder is already loaded.
@@ -84,27 +91,80 @@ def corrupt(path: Path, detail: Any) -> ProfileFormatError:
     return ProfileFormatError(path, f"is not a valid XSpace protobuf (truncated or corrupt: {detail})")
 
 
+class _Budget:
+    """The counts of :mod:`stepscope.trace.limits` a file may reach, checked as it is
+    decoded, before the work each container costs (a plane, a line, a metadata entry
+    costs time and memory whatever it holds)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lines = limits.LINES.get()
+        self.events = limits.EVENTS.get()
+        self.metadata = limits.METADATA.get()
+
+    def planes(self, count: int) -> None:
+        allowed = limits.PLANES.get()
+        if count > allowed:
+            raise limits.PLANES.error(self.path, f"has {count:,} planes, more than {allowed:,}", allowed)
+
+    def take_lines(self, count: int) -> None:
+        self.lines -= count
+        if self.lines < 0:
+            allowed = limits.LINES.get()
+            raise limits.LINES.error(self.path, f"has more than {allowed:,} lines", allowed)
+
+    def take_events(self, count: int) -> None:
+        self.events -= count
+        if self.events < 0:
+            allowed = limits.EVENTS.get()
+            raise limits.EVENTS.error(self.path, f"has more than {allowed:,} events", allowed)
+
+    def check_metadata(self, plane: int, entries: int, events: int, stats: int) -> None:
+        """At most one entry per event and per stat of the plane, plus the limit."""
+        if entries > self.metadata + events + stats:
+            raise limits.METADATA.error(
+                self.path,
+                f"plane {plane} has {entries:,} event and stat metadata entries for {events:,} events and "
+                f"{stats:,} stats, more than {self.metadata:,} beyond one per event and stat",
+                self.metadata,
+            )
+
+
 def decode_space(path: Path, data: bytes, bulk: bool | None = None) -> DecodedSpace:
     """The file's planes as columns; ``bulk`` chooses the decoder (None: by size, above)."""
     if bulk is None:
         bulk = len(data) >= BULK_MIN_BYTES or "stepscope.trace.wire" in sys.modules
+    budget = _Budget(path)
     if not bulk:
-        return _decode_messages(path, data)
+        return _decode_messages(path, data, budget)
     from stepscope.trace import wire  # imports numba: only when an XSpace is read
 
     buf = np.frombuffer(data, dtype=np.uint8)
+    buf.flags.writeable = False  # (a bytearray's too: one compiled signature for all)
     fields = _fields(path, wire, buf, 0, len(buf), wire.DEPTH_LIMIT)
     is_plane = (fields[:, 0] == _SPACE_PLANES) & (fields[:, 1] == _WIRE_LEN)
+    budget.planes(int(is_plane.sum()))
     space = xplane_pb2.XSpace()
     _parse(path, space, _joined(data, fields[~is_plane]))
-    planes = [_decode_plane(path, wire, buf, data, start, end) for start, end in fields[is_plane][:, 3:5].tolist()]
+    planes = [
+        _decode_plane(path, wire, buf, data, start, end, budget, index)
+        for index, (start, end) in enumerate(fields[is_plane][:, 3:5].tolist())
+    ]
     return DecodedSpace(space, planes, bulk=True)
 
 
-def _decode_messages(path: Path, data: bytes) -> DecodedSpace:
+def _decode_messages(path: Path, data: bytes, budget: _Budget) -> DecodedSpace:
     space = xplane_pb2.XSpace()
     _parse(path, space, data)
-    return DecodedSpace(space, [DecodedPlane(plane, list(plane.lines), _message_columns(plane)) for plane in space.planes], bulk=False)
+    budget.planes(len(space.planes))
+    planes = []
+    for index, plane in enumerate(space.planes):
+        budget.take_lines(len(plane.lines))
+        budget.take_events(sum(len(line.events) for line in plane.lines))
+        columns = _message_columns(plane)
+        budget.check_metadata(index, len(plane.event_metadata) + len(plane.stat_metadata), len(columns.event_offset), len(columns.stat_event))
+        planes.append(DecodedPlane(plane, list(plane.lines), columns))
+    return DecodedSpace(space, planes, bulk=False)
 
 
 def _message_columns(plane: xplane_pb2.XPlane) -> DecodedLines:
@@ -205,18 +265,24 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-def _decode_plane(path: Path, wire: Any, buf: np.ndarray, data: bytes, start: int, end: int) -> DecodedPlane:
+def _decode_plane(path: Path, wire: Any, buf: np.ndarray, data: bytes, start: int, end: int, budget: _Budget, index: int) -> DecodedPlane:
     fields = _fields(path, wire, buf, start, end, wire.PLANE_DEPTH)
     is_line = (fields[:, 0] == _PLANE_LINES) & (fields[:, 1] == _WIRE_LEN)
+    line_start = np.ascontiguousarray(fields[is_line, 3])
+    line_end = np.ascontiguousarray(fields[is_line, 4])
+    budget.take_lines(len(line_start))
+    if len(line_start):
+        columns, heads = _decode_lines(path, wire, buf, line_start, line_end, budget)
+    else:  # (most of the cost of a plane without lines)
+        columns, heads = _no_lines(), np.empty((3, 0), dtype=np.int64)
+    is_metadata = ((fields[:, 0] == _PLANE_EVENT_METADATA) | (fields[:, 0] == _PLANE_STAT_METADATA)) & (fields[:, 1] == _WIRE_LEN)
+    budget.check_metadata(index, int(is_metadata.sum()), len(columns.event_offset), len(columns.stat_event))
     # The plane without its lines, parsed inside an XSpace so that protobuf's nesting
     # limit counts as it does for the whole file.
     rest = _joined(data, fields[~is_line])
     wrapper = xplane_pb2.XSpace()
     _parse(path, wrapper, b"\x0a" + _varint(len(rest)) + rest)
     proto = wrapper.planes[0]
-    line_start = np.ascontiguousarray(fields[is_line, 3])
-    line_end = np.ascontiguousarray(fields[is_line, 4])
-    columns, heads = _decode_lines(path, wire, buf, line_start, line_end)
     lines = [xplane_pb2.XLine() for _ in range(len(line_start))]
     chunks: list[list[bytes]] = [[] for _ in lines]
     for line, head_start, head_end in heads.T.tolist():
@@ -225,6 +291,23 @@ def _decode_plane(path: Path, wire: Any, buf: np.ndarray, data: bytes, start: in
         if parts:
             _parse(path, line, b"".join(parts))
     return DecodedPlane(proto, lines, columns)
+
+
+def _no_lines() -> DecodedLines:
+    empty = np.zeros(0, dtype=np.int64)
+    return DecodedLines(
+        event_metadata=empty,
+        event_offset=empty.copy(),
+        event_duration=empty.copy(),
+        event_line=np.zeros(0, dtype=np.int32),
+        stat_event=empty.copy(),
+        stat_metadata=empty.copy(),
+        stat_kind=np.zeros(0, dtype=np.int8),
+        stat_bits=empty.copy(),
+        texts=TextValues(b"", np.zeros(1, dtype=np.int64)),
+        text_count=0,
+        line_events=empty.copy(),
+    )
 
 
 def _columns(events: int, stats: int, text_size: int, texts: int, heads: int, lines: int) -> tuple[np.ndarray, ...]:
@@ -245,11 +328,14 @@ def _columns(events: int, stats: int, text_size: int, texts: int, heads: int, li
     )
 
 
-def _decode_lines(path: Path, wire: Any, buf: np.ndarray, line_start: np.ndarray, line_end: np.ndarray) -> tuple[DecodedLines, np.ndarray]:
+def _decode_lines(
+    path: Path, wire: Any, buf: np.ndarray, line_start: np.ndarray, line_end: np.ndarray, budget: _Budget
+) -> tuple[DecodedLines, np.ndarray]:
     counts = wire.decode_lines(buf, line_start, line_end, False, *_columns(0, 0, 0, 0, 0, 0))
     event_count, stat_count, text_size, text_count, head_count, error, at = counts
     if error:
         raise corrupt(path, f"{wire.ERRORS[error]}, at byte {at}")
+    budget.take_events(event_count)  # before the columns are allocated
     columns = _columns(event_count, stat_count, text_size, text_count, head_count, len(line_start))
     filled = wire.decode_lines(buf, line_start, line_end, True, *columns)
     assert filled[:5] == counts[:5], (filled, counts)

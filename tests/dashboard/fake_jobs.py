@@ -1,0 +1,104 @@
+"""Fake jobs for the dashboard's worker pool, in a module of their own so a spawned worker
+imports them without importing a test module (and pytest with it).
+
+Each one records that it started in ``<folder>/<name>.<attempt>`` when given a folder, so a
+test can count the workers a job landed on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+from stepscope.analysis import tool_names
+from stepscope.dashboard.worker import TABLES_SUFFIX, TOOL_SUFFIX, TRACE_VIEWER
+
+KILLED_BY = signal.SIGKILL
+
+
+def _attempt(folder: str | None, name: str) -> int:
+    """Records a start of job ``name``; returns how many there were before this one."""
+    if folder is None:
+        return 0
+    done = len(list(Path(folder).glob(f"{name}.*")))
+    Path(folder, f"{name}.{done}").write_text(str(os.getpid()))
+    return done
+
+
+def healthy(value: int, folder: str | None = None, seconds: float = 0.0) -> tuple[int, int]:
+    _attempt(folder, f"healthy{value}")
+    time.sleep(seconds)
+    return value, os.getpid()
+
+
+def kill_worker(folder: str | None = None) -> None:
+    """Kills the process it runs in, every time (what the kernel's OOM killer does)."""
+    _attempt(folder, "kill")
+    time.sleep(0.2)  # let the jobs behind it queue up, and the other workers get busy
+    os.kill(os.getpid(), KILLED_BY)
+
+
+def exit_worker(status: int, folder: str | None = None) -> None:
+    """A hard exit, no cleanup, as a crash in native code leaves the process."""
+    _attempt(folder, "exit")
+    os._exit(status)
+
+
+def kill_first_worker(folder: str) -> str:
+    """Kills its first worker only: a worker lost to bad luck, not to the job."""
+    if _attempt(folder, "unlucky") == 0:
+        os.kill(os.getpid(), KILLED_BY)
+    return "second time lucky"
+
+
+def allocate(size: int) -> int:
+    """Holds ``size`` bytes at once (past the worker's cap: MemoryError)."""
+    block = bytearray(size)
+    return len(block)
+
+
+def address_space() -> int:
+    """The worker's address space now, in bytes (what RLIMIT_AS caps)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmSize:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmSize in /proc/self/status")
+
+
+def memory_cap() -> int | None:
+    """The worker's soft RLIMIT_AS (None: unlimited)."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return None if soft == resource.RLIM_INFINITY else soft
+
+
+def past_the_cap() -> None:
+    """Allocates more than the worker's cap (64 GiB when it has none)."""
+    allocate(memory_cap() or 64 << 30)
+
+
+def fail(message: str) -> None:
+    raise ValueError(message)
+
+
+def analyse_or_crash(profile_path: str, folder: str, progress_path: str) -> None:
+    """``worker.analyse``'s stand-in: a profile whose file name says "crash" kills the
+    worker, "hog" allocates past the worker's cap; any other profile gets
+    ``{"fake": <file name>}`` as every tool's JSON, without being read."""
+    name = Path(profile_path).name
+    time.sleep(0.2)
+    if "crash" in name:
+        os.kill(os.getpid(), KILLED_BY)
+    if "hog" in name:
+        past_the_cap()
+    target = Path(folder)
+    staging = target.with_name(f".{target.name}.fake")
+    staging.mkdir()
+    for tool in [*tool_names(), TRACE_VIEWER]:
+        (staging / f"{tool}{TOOL_SUFFIX}").write_text(json.dumps({"fake": name}))
+        (staging / f"{tool}{TABLES_SUFFIX}").write_text(json.dumps({"tables": []}))
+    os.replace(staging, target)

@@ -1,0 +1,211 @@
+"""The dashboard's worker pool (``stepscope.dashboard.pools``): a job that kills its worker,
+or runs it out of memory, fails alone; the jobs queued behind it and beside it succeed.
+
+Real worker processes run fake jobs (``fake_jobs``: a module of plain functions, sent to the
+workers by name), on their own and through the HTTP API with the fake injected as the
+analysis function (``AnalysisCache(analyse=...)``) or as the profile jobs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+
+from stepscope.dashboard import pools
+from stepscope.dashboard.analysis_cache import AnalysisCache
+from stepscope.dashboard.pools import MEMORY_SETTING, WorkerFailed, WorkerPool, default_memory_limit
+from stepscope.sizes import parse_size, size_text
+from stepscope.dashboard.profile_jobs import JobFailed, ProfileJobs
+from stepscope.errors import StepscopeError
+from tests.dashboard import fake_jobs
+from tests.dashboard.inprocess import InProcessServer
+
+KILLED = f"the worker was killed by signal {int(signal.SIGKILL)} (SIGKILL"
+WAIT_S = 120  # a job's longest wait: spawning a worker is ~1 s, on a busy CI machine more
+
+
+@pytest.fixture
+def pool():
+    made: list[WorkerPool] = []
+
+    def make(workers: int, memory_limit: int | None = None) -> WorkerPool:
+        made.append(WorkerPool(workers, memory_limit))
+        return made[-1]
+
+    yield make
+    for each in made:
+        each.close()
+
+
+def attempts(folder: Path, name: str) -> int:
+    return len(list(folder.glob(f"{name}.*")))
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_job_that_kills_its_worker_fails_alone(pool, tmp_path, workers):
+    jobs = pool(workers)
+    culprit = jobs.submit(fake_jobs.kill_worker, str(tmp_path))
+    # Queued behind it (one worker), or also running beside it on the other worker (two).
+    healthy = [jobs.submit(fake_jobs.healthy, number, str(tmp_path), 0.3) for number in range(5)]
+    with pytest.raises(WorkerFailed, match=re.escape(KILLED)):
+        culprit.result(WAIT_S)
+    assert [future.result(WAIT_S)[0] for future in healthy] == list(range(5))
+    # The culprit ran twice (its one retry, on a fresh worker); every other job once: none
+    # was interrupted or run again because of it.
+    assert attempts(tmp_path, "kill") == 2
+    assert all(attempts(tmp_path, f"healthy{number}") == 1 for number in range(5))
+
+
+def test_a_job_that_kills_every_worker_fails_after_one_retry(pool, tmp_path):
+    jobs = pool(1)
+    with pytest.raises(WorkerFailed) as failed:
+        jobs.submit(fake_jobs.exit_worker, 3, str(tmp_path)).result(WAIT_S)
+    assert str(failed.value) == "the worker exited with status 3"
+    assert attempts(tmp_path, "exit") == 1 + pools.RETRIES == 2
+    assert jobs.submit(fake_jobs.healthy, 7).result(WAIT_S)[0] == 7  # the pool goes on
+
+
+def test_a_worker_lost_once_is_retried_and_the_job_succeeds(pool, tmp_path):
+    jobs = pool(1)
+    assert jobs.submit(fake_jobs.kill_first_worker, str(tmp_path)).result(WAIT_S) == "second time lucky"
+    assert attempts(tmp_path, "unlucky") == 2
+
+
+def test_a_job_past_the_memory_cap_gets_a_memory_error_and_the_next_job_works(pool):
+    # The cap is set above what a worker holds after its imports (measured, as it depends on
+    # the machine: numpy's threads reserve address space per core), so only the job's own
+    # allocation crosses it; without a cap the same allocation succeeds.
+    baseline = pool(1).submit(fake_jobs.address_space).result(WAIT_S)
+    cap = baseline + (512 << 20)
+    jobs = pool(1, memory_limit=cap)
+    assert jobs.submit(fake_jobs.memory_cap).result(WAIT_S) == cap
+    with pytest.raises(WorkerFailed) as failed:
+        jobs.submit(fake_jobs.allocate, cap).result(WAIT_S)
+    assert str(failed.value).startswith(f"the worker ran out of memory (its limit is {size_text(cap)}; {MEMORY_SETTING}")
+    assert jobs.submit(fake_jobs.healthy, 1).result(WAIT_S)[0] == 1
+    assert jobs.submit(fake_jobs.allocate, 64 << 20).result(WAIT_S) == 64 << 20
+
+
+def test_a_job_that_raises_fails_alone_and_its_worker_lives_on(pool):
+    jobs = pool(1)
+    _, pid = jobs.submit(fake_jobs.healthy, 1).result(WAIT_S)
+    with pytest.raises(ValueError, match="boom"):
+        jobs.submit(fake_jobs.fail, "boom").result(WAIT_S)
+    assert jobs.submit(fake_jobs.healthy, 2).result(WAIT_S) == (2, pid)
+
+
+def test_close_stops_busy_workers_and_cancels_queued_jobs(pool):
+    jobs = pool(1)
+    running = jobs.submit(fake_jobs.healthy, 1, None, 60)
+    queued = jobs.submit(fake_jobs.healthy, 2)
+    time.sleep(0.5)
+    started = time.monotonic()
+    jobs.close()
+    assert time.monotonic() - started < 15
+    assert queued.cancelled()
+    with pytest.raises(WorkerFailed, match="closing"):
+        running.result(WAIT_S)
+
+
+@pytest.mark.parametrize(
+    ("setting", "expected"),
+    [("2G", 2 << 30), ("512M", 512 << 20), ("1.5GiB", 3 << 29), ("1048576", 1 << 20), ("none", None), ("0", None)],
+)
+def test_the_memory_setting(monkeypatch, setting, expected):
+    monkeypatch.setenv(MEMORY_SETTING, setting)
+    assert default_memory_limit() == expected
+
+
+def test_the_default_cap_is_half_the_machine(monkeypatch):
+    monkeypatch.delenv(MEMORY_SETTING, raising=False)
+    physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        physical = min(physical, int(pools.CGROUP_MEMORY_MAX.read_text()))
+    except (OSError, ValueError):
+        pass
+    assert default_memory_limit() == physical // 2
+
+
+def test_a_bad_memory_setting_is_one_clear_error(monkeypatch):
+    monkeypatch.setenv(MEMORY_SETTING, "lots")
+    with pytest.raises(StepscopeError, match=f"{MEMORY_SETTING}: 'lots' is not a size"):
+        default_memory_limit()
+    with pytest.raises(ValueError):
+        parse_size("5Q")
+
+
+# Through the HTTP API: four profiles analysed by one worker, the crashing one first.
+PROFILES = ["crash", "ok1", "ok2", "hog", "ok3"]
+
+
+@pytest.fixture
+def crashing_server(tmp_path):
+    logdir = tmp_path / "logs" / "jobs"
+    logdir.mkdir(parents=True)
+    for name in PROFILES:
+        (logdir / f"{name}.pt.trace.json").write_text("{}")  # never read: the fake analysis does not
+    baseline = WorkerPool(1)
+    try:
+        cap = baseline.submit(fake_jobs.address_space).result(WAIT_S) + (512 << 20)
+    finally:
+        baseline.close()
+    cache = AnalysisCache(tmp_path / "cache", workers=1, memory_limit=cap, analyse=fake_jobs.analyse_or_crash)
+    server = InProcessServer(tmp_path / "logs", cache)
+    yield server
+    server.stop()
+
+
+def data(server, host: str):
+    return server.get("/api/data", run="jobs", host=host, tool="overview_page")
+
+
+def test_a_profile_that_crashes_its_worker_fails_alone_through_the_api(crashing_server, tmp_path):
+    first = [data(crashing_server, name) for name in PROFILES]  # all submitted: queued behind "crash"
+    assert [answer.status for answer in first] == [202] * len(PROFILES)
+    answers = {name: crashing_server.ready("/api/data", WAIT_S, run="jobs", host=name, tool="overview_page") for name in PROFILES}
+    for name in ("ok1", "ok2", "ok3"):
+        assert answers[name].status == 200
+        assert answers[name].json() == {"fake": f"{name}.pt.trace.json"}
+    crash = tmp_path / "logs" / "jobs" / "crash.pt.trace.json"
+    assert answers["crash"].status == 422
+    assert answers["crash"].json()["error"].startswith(f"analysis of {crash} stopped: {KILLED}")
+    assert answers["hog"].status == 422
+    assert "stopped: the worker ran out of memory (its limit is" in answers["hog"].json()["error"]
+    # Failed for good (until a restart): asked again, the answer is the same, at once.
+    assert data(crashing_server, "crash").status == 422
+    assert crashing_server.get("/api/runs").status == 200
+    assert not list((tmp_path / "cache" / "analysis").glob(".*"))  # no staging folder left
+
+
+class CrashingJobs(ProfileJobs):
+    """Profile jobs whose every job kills its worker, whatever the endpoint asked for."""
+
+    def run(self, what, function, *args):
+        return super().run(what, fake_jobs.kill_worker)
+
+
+def test_a_profile_job_that_kills_its_worker_is_a_422_and_the_server_goes_on(crashing_server, tmp_path):
+    assert crashing_server.ready("/api/data", WAIT_S, run="jobs", host="ok1", tool="overview_page").status == 200
+    crashing_server.app.state.profile_jobs.close()
+    crashing_server.app.state.profile_jobs = CrashingJobs()
+    answer = crashing_server.get("/api/trace/event", run="jobs", host="ok1", id="0")
+    assert answer.status == 422
+    profile = tmp_path / "logs" / "jobs" / "ok1.pt.trace.json"
+    assert answer.json()["error"].startswith(f"event 0 of {profile} stopped: {KILLED}")
+    assert crashing_server.get("/api/runs").status == 200
+    assert data(crashing_server, "ok1").status == 200
+
+
+def test_profile_jobs_say_what_stopped_and_why_then_go_on():
+    jobs = ProfileJobs(memory_limit=0)
+    try:
+        with pytest.raises(JobFailed, match=r"^export of x stopped: the worker exited with status 3$"):
+            jobs.run("export of x", fake_jobs.exit_worker, 3)
+        assert jobs.run("healthy", fake_jobs.healthy, 4)[0] == 4
+    finally:
+        jobs.close()
