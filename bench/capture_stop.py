@@ -109,7 +109,7 @@ def main() -> None:
     from stepscope.trace import names
     from stepscope.trace.files import atomic_write
     from stepscope.trace.merge import merge_profiles
-    from stepscope.trace.xspace import write_xspace
+    from stepscope.trace.formats.xspace.write import write_xspace
     from tests.trace.events_plane_reference import reference_events_plane
     from tests.trace.xspace_write_reference import reference_to_xspace
 

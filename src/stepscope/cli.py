@@ -197,6 +197,7 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from stepscope.analysis import run_tool, tool_names
+    from stepscope.analysis.opstats import OpStats
     from stepscope.render import render
 
     names = tool_names() if args.tool == "all" else [args.tool]
@@ -211,7 +212,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     profile = load(host.path)
     for warning in profile.info.get("warnings", []):
         print(f"stepscope: warning: {host.path}: {warning}", file=sys.stderr)
-    results = [run_tool(name, profile) for name in names]
+    stats = OpStats(profile)  # what the tools share, built once for all of them
+    results = [run_tool(name, stats) for name in names]
     output = render(results, args.format)
     if args.output:
         from stepscope.trace.files import atomic_write

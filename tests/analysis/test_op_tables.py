@@ -42,7 +42,8 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.analysis.framework_op_stats import top_operations
+from stepscope.analysis.overview import top_operations
+from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.op_categories import (
     ATTENTION,
     COMMUNICATION,
@@ -171,7 +172,7 @@ def test_device_rows_take_the_launching_ops_category(profile):
 
 
 def test_top_operations_are_the_device_side_by_self_time(profile):
-    top = top_operations(profile, limit=3)
+    top = top_operations(OpStats(profile), limit=3)
     # Device self time 2 + 40 + 6 + 50 + 10 + 12 + 20 = 140 us. Ranked: aten::mm 50
     # (35.7%), aten::cudnn_convolution 40 (cumulative 90 -> 64.3%), the all-reduce 20
     # (cumulative 110 -> 78.6%). No source records flops: NaN.
@@ -185,12 +186,12 @@ def test_top_operations_are_the_device_side_by_self_time(profile):
     assert all(r["gflops_per_second"] != r["gflops_per_second"] for r in top)
     assert set(top[0]) == {"self_time_percent", "cumulative_self_time_percent", "type", "name", "gflops_per_second", "self_time_us"}
     # All seven device rows fit under the default limit of 10; the last one closes at 100%.
-    everything = top_operations(profile)
+    everything = top_operations(OpStats(profile))
     assert len(everything) == 7 and everything[-1]["cumulative_self_time_percent"] == pytest.approx(100.0)
 
 
 def test_top_operations_without_device_ops_are_the_host_side(tmp_path):
-    top = top_operations(_load(tmp_path, kineto_events("today", device=False)), limit=3)
+    top = top_operations(OpStats(_load(tmp_path, kineto_events("today", device=False))), limit=3)
     # Host self time 4 + 4 + 32 + 20 + 50 + 9 + 21 + 22 = 162 us. Ranked: aten::mm 50,
     # aten::cudnn_convolution 32, aten::copy_ 22.
     assert [(r["type"], r["name"], r["self_time_us"]) for r in top] == [

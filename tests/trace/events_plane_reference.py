@@ -13,7 +13,8 @@ from stepscope.capture.tracers.host import EpochClock
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane, finish_plane
 from stepscope.trace.model import EventMetadata, Line, Plane
-from stepscope.trace.stats import TypedStats, stat_from_python
+from stepscope.trace.stat_types import stat_from_python
+from stepscope.trace.stats import TypedStats
 
 
 def reference_events_plane(

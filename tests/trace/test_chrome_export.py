@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import stepscope
-from stepscope.trace import chrome_export
-from stepscope.trace.chrome_export import iter_chunks
+from stepscope.trace.formats.chrome import export as chrome_export
+from stepscope.trace.formats.chrome.export import iter_chunks
 from tests.conftest import shared
 
 ALEXNET = "kineto/alexnet_small.pt.trace.json.gz"

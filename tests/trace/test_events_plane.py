@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from stepscope.capture.tracers.host import EpochClock, _worker_key, events_plane
 from stepscope.trace import names
 from stepscope.trace.model import Plane, Profile
-from stepscope.trace.stats import StatKind
+from stepscope.trace.stat_types import StatKind
 from tests.trace.events_plane_reference import reference_events_plane
 from tests.trace.xspace_reference import assert_same_profile
 

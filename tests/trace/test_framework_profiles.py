@@ -23,7 +23,7 @@ import pytest
 
 import stepscope
 from stepscope.trace import names
-from stepscope.trace.xspace import read_xspace
+from stepscope.trace.formats.xspace.read import read_xspace
 from tests.frameworks_util import (
     exact_ns,
     find_files,

@@ -59,7 +59,7 @@ _CHILD = textwrap.dedent(
     resource.setrlimit(resource.RLIMIT_AS, ({limit}, {limit}))
     import stepscope
     from stepscope.errors import ProfileFormatError
-    from stepscope.trace import wire  # numba, loaded before the baseline
+    from stepscope.trace.formats.xspace import wire  # numba, loaded before the baseline
     results = []
     for path in sys.argv[1:]:
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

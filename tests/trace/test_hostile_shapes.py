@@ -25,10 +25,11 @@ from hypothesis import strategies as st
 import stepscope
 from stepscope.errors import ProfileFormatError
 from stepscope.trace import builder
-from stepscope.trace.kineto import translate_args
+from stepscope.trace.formats.chrome.kineto import translate_args
 from stepscope.trace.presorted import nesting as compiled_nesting
 from stepscope.trace.stat_entries import EventTypes, stat_entries
-from stepscope.trace.stats import ARGS_TOO_DEEP, JsonStats, Stat, StatKind
+from stepscope.trace.stat_types import Stat, StatKind
+from stepscope.trace.stats import ARGS_TOO_DEEP, JsonStats
 from stepscope.viewer.details import details
 from tests import hostile
 

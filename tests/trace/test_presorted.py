@@ -11,7 +11,8 @@ from stepscope.trace.builder import RawPlane, finish_plane, nesting
 from stepscope.trace.model import EVENT_COLUMNS, EventMetadata, Line
 from stepscope.trace.presorted import finish_presorted, is_sorted
 from stepscope.trace.presorted import nesting as fast_nesting
-from stepscope.trace.stats import StatKind, TypedStats
+from stepscope.trace.stat_types import StatKind
+from stepscope.trace.stats import TypedStats
 
 INT64_MAX = 2**63 - 1
 

@@ -12,15 +12,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stepscope.trace.stats import (
-    INT64_MAX,
-    Stat,
-    StatKind,
-    TextValues,
-    TypedStats,
-    _first,
-    _jsonable,
-)
+from stepscope.trace.stat_types import INT64_MAX, Stat, StatKind
+from stepscope.trace.stats import TextValues, TypedStats, _first, _jsonable
 
 KEYS = ["correlation_id", "flops", "tf_op", "kernel_details", "bytes", "ratio"]
 

@@ -12,7 +12,7 @@ import pytest
 import stepscope
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
-from stepscope.trace.stats import StatKind
+from stepscope.trace.stat_types import StatKind
 from tests.conftest import KINETO_TRACES, shared
 
 TPU = "xplane/tpu_v_inference_4chips.xplane.pb"

@@ -1,8 +1,8 @@
-"""The XSpace reader, which decodes events and stats in bulk (trace/wire.py), gives exactly
-the Profile of a plain protobuf decode (tests/trace/xspace_reference.py), and rejects what
-protobuf rejects: on the shared XSpace profile, on XSpace files written from every shared
-Kineto trace, on generated spaces full of edge cases and on damaged bytes. Real framework
-captures are compared in test_framework_profiles.py.
+"""The XSpace reader, which decodes events and stats in bulk (trace/formats/xspace/wire.py),
+gives exactly the Profile of a plain protobuf decode (tests/trace/xspace_reference.py), and
+rejects what protobuf rejects: on the shared XSpace profile, on XSpace files written from
+every shared Kineto trace, on generated spaces full of edge cases and on damaged bytes.
+Real framework captures are compared in test_framework_profiles.py.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import stepscope
 from stepscope import ProfileFormatError
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
-from stepscope.trace.xspace import read_xspace
+from stepscope.trace.formats.xspace.read import read_xspace
 from tests.conftest import KINETO_TRACES, XPLANE_TRACES, shared
 from tests.trace.test_fuzz_readers import BYTE_OPS, mutate_bytes, source_bytes
 from tests.trace.xspace_reference import assert_same_profile, reference_load

@@ -1,5 +1,5 @@
-"""The XSpace writer, which encodes events in bulk (trace/xspace_encode.py), writes the same
-XSpace as the per-event writer it replaced (tests/trace/xspace_write_reference.py).
+"""The XSpace writer, which encodes events in bulk (trace/formats/xspace/encode.py), writes
+the same XSpace as the per-event writer it replaced (tests/trace/xspace_write_reference.py).
 
 "The same": both files parsed by protobuf are equal messages (compared through their
 deterministic serialisation, so maps in any order and NaNs bit for bit) — every plane,
@@ -35,11 +35,13 @@ from stepscope import ProfileFormatError
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane, finish_plane
-from stepscope.trace.kineto import translate_args
+from stepscope.trace.formats.chrome.kineto import translate_args
+from stepscope.trace.formats.xspace.schema import TASK_ENVIRONMENT_INFO
+from stepscope.trace.formats.xspace.write import to_xspace, write_xspace, xspace_chunks
 from stepscope.trace.merge import merge_profiles
 from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Profile
-from stepscope.trace.stats import EmptyStats, JsonStats, Stat, StatKind, TypedStats, plain_translator
-from stepscope.trace.xspace import TASK_ENVIRONMENT_INFO, to_xspace, write_xspace, xspace_chunks
+from stepscope.trace.stat_types import Stat, StatKind
+from stepscope.trace.stats import EmptyStats, JsonStats, TypedStats, plain_translator
 from tests.conftest import ALL_SHARED_TRACES
 from tests.trace.test_xspace import _handmade_space
 from tests.trace.test_xspace_fast import SETTINGS, xspace

@@ -35,7 +35,8 @@ from stepscope.protos import xplane_pb2
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane, earliest_start, finish_plane
 from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Profile
-from stepscope.trace.stats import Stat, StatKind, TypedStats, is_int64
+from stepscope.trace.stat_types import Stat, StatKind, is_int64
+from stepscope.trace.stats import TypedStats
 
 HOT = {"correlation_id": "correlation_id", "group_id": "group_id", "step_num": "step_num", "external_id": "external_id"}
 KINDS = {

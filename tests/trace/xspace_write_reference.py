@@ -12,19 +12,18 @@ from typing import Any
 
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
-from stepscope.trace.model import NO_ID, Line, Plane, Profile
-from stepscope.trace.stats import Stat, StatKind, is_int64, stat_from_python
-from stepscope.trace.xspace import (
-    _HOT_STATS,
-    _MAX_SESSION_LEAD_NS,
+from stepscope.trace.formats.xspace.schema import (
     EPOCH_NS_THRESHOLD,
     FLOW_IN,
     FLOW_OUT,
-    INT64_MAX,
+    HOT_STATS,
     PROFILE_STOP_TIME,
     TASK_ENVIRONMENT_INFO,
     encode_flow,
 )
+from stepscope.trace.formats.xspace.write import _MAX_SESSION_LEAD_NS
+from stepscope.trace.model import NO_ID, Line, Plane, Profile
+from stepscope.trace.stat_types import INT64_MAX, Stat, StatKind, is_int64, stat_from_python
 
 
 def reference_to_xspace(profile: Profile) -> xplane_pb2.XSpace:
@@ -150,7 +149,7 @@ def _write_plane(proto: xplane_pb2.XPlane, plane: Plane, start_ns: int, flow_sta
     starts = events.start_ps.tolist()
     durations = events.duration_ps.tolist()
     meta_ids = events.metadata_id.tolist()
-    hot = {name: getattr(events, column).tolist() for name, column in _HOT_STATS.items()}
+    hot = {name: getattr(events, column).tolist() for name, column in HOT_STATS.items()}
     for line_index, line in enumerate(plane.lines):
         line_proto = proto.lines.add()
         line_proto.id = line.id

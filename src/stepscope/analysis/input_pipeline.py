@@ -2,7 +2,7 @@
 time goes, as XProf's input pipeline analyzer shows it.
 
 Device side (per step). A step's input time is the overview's ``input`` part of that step
-(``overview.step_breakdown``: the time input events cover in the step's window that no
+(``breakdown.step_breakdown``: the time input events cover in the step's window that no
 device activity claims), so this page and the overview never disagree about a step. Its
 share of the step time is summarised over the steps the overview keeps (warm-up and
 one-off steps set aside, ``step_outliers``; mean, population stddev, min, max), and the
@@ -95,10 +95,9 @@ from typing import Any
 import numpy as np
 
 from stepscope.analysis.classify import Activity, event_activities
-from stepscope.analysis.overview import activity_unions, step_breakdown
+from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import tool
-from stepscope.analysis.step_outliers import set_aside, set_aside_note, set_aside_rows
-from stepscope.analysis.steps import find_steps
+from stepscope.analysis.step_outliers import set_aside_note, set_aside_rows
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
 from stepscope.analysis.verdict import NOT, input_bound_verdict
 from stepscope.trace import names
@@ -422,12 +421,10 @@ def _host_input(profile: Profile) -> tuple[list[dict[str, Any]], dict[str, int],
 
 
 @tool(TOOL)
-def input_pipeline_analyzer(profile: Profile) -> InputPipelineResult:
-    steps = find_steps(profile)
-    parts = step_breakdown(steps, activity_unions(profile))
+def input_pipeline_analyzer(stats: OpStats) -> InputPipelineResult:
+    profile, steps, parts, aside = stats.profile, stats.steps, stats.breakdown, stats.set_aside
     input_ps = parts["input"]
     step_ps = steps.duration_ps
-    aside = set_aside(step_ps, parts["compile"])
     result = InputPipelineResult(step_source=steps.source, steps_inferred=steps.inferred)
     shares = np.asarray([percent(int(i), int(s)) for i, s in zip(input_ps, step_ps)], dtype=np.float64)
     for index in range(len(steps)):

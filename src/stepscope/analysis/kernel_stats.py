@@ -21,11 +21,10 @@ from typing import Any
 import numpy as np
 
 from stepscope.analysis.classify import Activity, event_activities
-from stepscope.analysis.ops import find_ops
+from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import tool
 from stepscope.analysis.tables import Column, Table, ps_to_us
 from stepscope.trace import names
-from stepscope.trace.model import Profile
 
 TOOL = "kernel_stats"
 _DETAIL = re.compile(r"(\w+):([^\s]+)")
@@ -106,8 +105,8 @@ class KernelStatsResult:
 
 
 @tool(TOOL)
-def kernel_stats(profile: Profile) -> KernelStatsResult:
-    ops = find_ops(profile)
+def kernel_stats(stats: OpStats) -> KernelStatsResult:
+    profile, ops = stats.profile, stats.ops
     op_of: dict[tuple[int, int], str] = {
         (int(plane), int(row)): str(name) for plane, row, name, side in zip(ops.plane, ops.row, ops.name, ops.side) if side == 1
     }

@@ -81,7 +81,8 @@ import msgspec
 import numpy as np
 
 from stepscope.analysis.registry import tool
-from stepscope.analysis.steps import Steps, find_steps
+from stepscope.analysis.opstats import OpStats
+from stepscope.analysis.steps import Steps
 from stepscope.analysis.tables import Column, Table, ps_to_us
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Plane, Profile
@@ -199,11 +200,11 @@ class _DeviceEvents:
 
 
 @tool(TOOL)
-def memory_profile(profile: Profile) -> MemoryProfileResult:
-    devices = _collect(profile)
+def memory_profile(stats: OpStats) -> MemoryProfileResult:
+    devices = _collect(stats.profile)
     if not devices:
         return MemoryProfileResult(note=NO_EVENTS_NOTE)
-    steps = find_steps(profile)
+    steps = stats.steps
     results = [_analyse(name, events, steps) for name, events in sorted(devices.items(), key=lambda kv: _device_order(kv[0]))]
     return MemoryProfileResult(devices=results, note=_note(results))
 

@@ -74,7 +74,8 @@ from typing import Any
 import numpy as np
 
 from stepscope.analysis.intervals import Union
-from stepscope.analysis.ops import DEVICE, HOST, Ops, find_ops, stat_column
+from stepscope.analysis.ops import DEVICE, HOST, Ops, stat_column
+from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import tool
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
 from stepscope.errors import StepscopeError
@@ -241,10 +242,10 @@ class OpProfileResult:
 
 
 @tool(TOOL)
-def op_profile(profile: Profile, device: str | None = None, top_n: int = DEFAULT_TOP_N) -> OpProfileResult:
+def op_profile(stats: OpStats, device: str | None = None, top_n: int = DEFAULT_TOP_N) -> OpProfileResult:
     if not isinstance(top_n, int) or top_n < 1:
         raise StepscopeError(f"op_profile: top_n must be a positive integer, not {top_n!r}")
-    ops = find_ops(profile)
+    profile, ops = stats.profile, stats.ops
     devices = _device_names(profile, ops)
     label, side, mask = _select(profile, ops, devices, device)
     result = OpProfileResult(device=label, devices=devices, side=side, top_n=top_n)

@@ -1,7 +1,7 @@
 """Framework ops of a profile, host and device side, with their self times.
 
-The same op list feeds framework_op_stats, the overview's top-10 and op_profile, so it is
-computed once per profile here.
+The same op list feeds framework_op_stats, the overview's top-10 and op_profile; each
+reads it from the profile's ``OpStats``, which builds it once.
 
 What counts as a framework op, per source:
 - Kineto (PyTorch): host events of category ``cpu_op`` (2021: ``Operator``); on the device,
@@ -26,7 +26,6 @@ Self time is an op's duration minus its direct children that are ops too, on its
 from __future__ import annotations
 
 import re
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -70,18 +69,8 @@ def op_type_of(name: str) -> str:
     return _SUFFIX.sub("", name) or name
 
 
-_FOUND: weakref.WeakKeyDictionary[Profile, Ops] = weakref.WeakKeyDictionary()
-
-
 def find_ops(profile: Profile) -> Ops:
-    """The profile's ops; computed once per profile (several tools start from them)."""
-    found = _FOUND.get(profile)
-    if found is None:
-        found = _FOUND[profile] = _find_ops(profile)
-    return found
-
-
-def _find_ops(profile: Profile) -> Ops:
+    """The profile's ops (tools read them once, from ``OpStats.ops``)."""
     parts: list[dict[str, np.ndarray]] = []
     host = profile.plane(names.HOST_PLANE)
     kineto_names: dict[int, str] = {}

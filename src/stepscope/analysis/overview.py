@@ -23,13 +23,15 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.analysis.classify import DEVICE_ACTIVITIES, Activity, event_activities
-from stepscope.analysis.framework_op_stats import top_operations
+from stepscope.analysis.classify import DEVICE_ACTIVITIES, event_activities
+from stepscope.analysis.breakdown import BREAKDOWN, IDLE
 from stepscope.analysis.intervals import Union
-from stepscope.analysis.ops import find_ops
+from stepscope.analysis.op_table import SIDES
+from stepscope.analysis.ops import DEVICE, HOST
+from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import tool
-from stepscope.analysis.step_outliers import set_aside, set_aside_note, set_aside_rows
-from stepscope.analysis.steps import Steps, find_steps, launching_steps
+from stepscope.analysis.step_outliers import set_aside_note, set_aside_rows
+from stepscope.analysis.steps import launching_steps
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
 from stepscope.analysis.verdict import Shares, recommendation
 from stepscope.trace import names
@@ -38,19 +40,6 @@ from stepscope.trace.summary import device_names
 
 TOOL = "overview_page"
 
-# Breakdown keys in priority order (the Activity order), then idle.
-BREAKDOWN = {
-    Activity.DEVICE_COMPUTE: "device_compute",
-    Activity.DEVICE_COLLECTIVES: "device_collectives",
-    Activity.DEVICE_TO_DEVICE: "device_to_device",
-    Activity.HOST_TO_DEVICE: "host_to_device",
-    Activity.DEVICE_TO_HOST: "device_to_host",
-    Activity.INPUT: "input",
-    Activity.COMPILE: "compile",
-    Activity.KERNEL_LAUNCH: "kernel_launch",
-    Activity.HOST_COMPUTE: "host_compute",
-}
-IDLE = "idle"
 STEP_COLUMNS = (
     (Column("step", "Step"), Column("step_time_us", "Step time (us)"))
     + tuple(Column(f"{key}_us", key.replace("_", " ").capitalize() + " (us)") for key in [*BREAKDOWN.values(), IDLE])
@@ -142,40 +131,6 @@ class OverviewResult:
         return lines
 
 
-def activity_unions(profile: Profile) -> dict[Activity, Union]:
-    """The union of each activity's intervals across all planes."""
-    starts: dict[Activity, list[np.ndarray]] = {activity: [] for activity in BREAKDOWN}
-    ends: dict[Activity, list[np.ndarray]] = {activity: [] for activity in BREAKDOWN}
-    for plane in profile.planes:
-        activity = event_activities(plane)
-        # Input work beside the step is host work as far as the step is concerned.
-        activity = np.where(activity == Activity.INPUT_PIPELINE, Activity.HOST_COMPUTE, activity)
-        events = plane.events
-        for kind in BREAKDOWN:
-            rows = activity == kind
-            if rows.any():
-                starts[kind].append(events.start_ps[rows])
-                ends[kind].append(events.end_ps[rows])
-    return {
-        kind: Union.of(np.concatenate(starts[kind]), np.concatenate(ends[kind])) if starts[kind] else Union.empty()
-        for kind in BREAKDOWN
-    }
-
-
-def step_breakdown(steps: Steps, unions: dict[Activity, Union]) -> dict[str, np.ndarray]:
-    """Per step, ps of each category; the categories of a step sum to its duration."""
-    result: dict[str, np.ndarray] = {}
-    claimed = Union.empty()
-    previous = np.zeros(len(steps), dtype=np.int64)
-    for kind, key in BREAKDOWN.items():
-        claimed = claimed | unions[kind]
-        covered = claimed.covered(steps.start_ps, steps.end_ps)
-        result[key] = covered - previous
-        previous = covered
-    result[IDLE] = steps.duration_ps - previous
-    return result
-
-
 # A framework is named when an event type of the profile shows its hand (a capture may
 # hold several: a stepscope capture of a PyTorch job is XSpace with torch's ops in it).
 FRAMEWORK_MARKERS = {
@@ -216,10 +171,10 @@ def _environment(profile: Profile) -> dict[str, Any]:
     }
 
 
-def _flop_rate(profile: Profile, devices: list[dict[str, Any]]) -> dict[str, Any]:
+def _flop_rate(stats: OpStats, devices: list[dict[str, Any]]) -> dict[str, Any]:
     """Device FLOP rate over the devices' busy time, and its share of the devices' peak,
     where the profile records op flops (XLA ops) and the device peak (a plane stat)."""
-    ops = find_ops(profile)
+    profile, ops = stats.profile, stats.ops
     device_flops = ops.flops[(ops.side == 1) & np.isfinite(ops.flops)]
     busy_s = sum(d["busy_time_ps"] for d in devices) / 1e12
     if not len(device_flops) or busy_s <= 0:
@@ -238,6 +193,30 @@ def _flop_rate(profile: Profile, devices: list[dict[str, Any]]) -> dict[str, Any
         "peak_tflops_per_second": peak,
         "utilization_percent": percent(rate, peak * 1e12) if peak else None,
     }
+
+
+def top_operations(stats: OpStats, limit: int = 10) -> list[dict[str, Any]]:
+    """The overview's top operations: the ``limit`` framework_op_stats rows with the most
+    self time, from one side: the device side wherever the profile has device ops (that is
+    the work the accelerator did, each kernel counted under the op that launched it), else
+    the host side; the same rule for Kineto, XSpace and Chrome traces. Each row:
+    ``self_time_percent`` and ``cumulative_self_time_percent`` (of that side's op self
+    time, as in framework_op_stats), ``type`` (the op's type: its category for PyTorch ops,
+    TensorFlow's op type, XLA's ``hlo_category``), ``name``, ``gflops_per_second`` (NaN where
+    the source records no flops) and ``self_time_us`` (the op's total self time). Empty
+    for a profile without ops."""
+    side_index = SIDES.index(DEVICE) if (stats.ops.side == SIDES.index(DEVICE)).any() else SIDES.index(HOST)
+    return [
+        {
+            "self_time_percent": row["self_time_percent"],
+            "cumulative_self_time_percent": row["cumulative_self_time_percent"],
+            "type": row["type"],
+            "name": row["name"],
+            "gflops_per_second": row["gflops_per_second"],
+            "self_time_us": row["total_self_time_us"],
+        }
+        for row in stats.op_rows(side_index)[:limit]
+    ]
 
 
 def _stats(values: np.ndarray) -> dict[str, float]:
@@ -323,10 +302,8 @@ def _devices_total(devices: list[dict[str, Any]], window: int) -> dict[str, Any]
 
 
 @tool(TOOL)
-def overview_page(profile: Profile) -> OverviewResult:
-    steps = find_steps(profile)
-    parts = step_breakdown(steps, activity_unions(profile))
-    aside = set_aside(steps.duration_ps, parts["compile"])
+def overview_page(stats: OpStats) -> OverviewResult:
+    profile, steps, parts, aside = stats.profile, stats.steps, stats.breakdown, stats.set_aside
     kept = aside.kept
     result = OverviewResult(step_source=steps.source, steps_inferred=steps.inferred)
     launched = np.zeros(len(steps), dtype=np.int64)
@@ -354,8 +331,8 @@ def overview_page(profile: Profile) -> OverviewResult:
 
     result.devices = _device_busy(profile)
     result.device = _devices_total(result.devices, profile.span_ps)
-    result.flops = _flop_rate(profile, result.devices)
-    result.top_ops = top_operations(profile)
+    result.flops = _flop_rate(stats, result.devices)
+    result.top_ops = top_operations(stats)
     result.environment = _environment(profile)
     shares = _shares(parts, steps.duration_ps, kept, has_device=bool(result.devices))
     result.recommendation = recommendation(shares, set_aside_note(result.set_aside))

@@ -54,8 +54,8 @@ from stepscope.errors import StepscopeError
 from stepscope.protos import capture_status_pb2, profiler_options_pb2, profiler_service_pb2
 from stepscope.trace import names
 from stepscope.trace.files import atomic_write
+from stepscope.trace.formats.xspace.write import xspace_chunks
 from stepscope.trace.logdir import XPLANE_SUFFIX, safe_host
-from stepscope.trace.xspace import xspace_chunks
 
 DEFAULT_MAX_DURATION_MS = 10 * 60 * 1000
 # How far ahead a synchronised start may be asked for.

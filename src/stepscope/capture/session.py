@@ -39,10 +39,10 @@ from stepscope.capture.tracers.base import Tracer
 from stepscope.capture.tracers.host import HostTracer
 from stepscope.capture.tracers.python import PythonTracer
 from stepscope.errors import StepscopeError
+from stepscope.trace.formats.xspace.write import write_xspace
 from stepscope.trace.logdir import make_path
 from stepscope.trace.merge import merge_profiles
 from stepscope.trace.model import Profile
-from stepscope.trace.xspace import write_xspace
 
 SESSION_FORMAT = "%Y_%m_%d_%H_%M_%S"
 

@@ -10,10 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
-import time
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -24,94 +21,18 @@ from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, R
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from stepscope.analysis import tool_names
 from stepscope.dashboard import trace_api
-from stepscope.dashboard.analysis_cache import AnalysisCache, Failed, Pending, Ready
+from stepscope.dashboard.analysis_cache import AnalysisCache, Ready
 from stepscope.dashboard.captures import CaptureRequest, Captures
 from stepscope.dashboard.profile_jobs import ProfileJobs
 from stepscope.dashboard.security import STATE_CHANGING_METHODS, Access, Guard, state_changing
-from stepscope.dashboard.worker import TRACE_VIEWER, table_from_json
+from stepscope.dashboard.state import Dashboard, NotFound, analysis_status, dashboard_tools, error
+from stepscope.dashboard.worker import table_from_json
 from stepscope.errors import StepscopeError
 from stepscope.render.formats import table_csv
-from stepscope.trace.logdir import Host, Run, discover
 
 STATIC_DIR = Path(__file__).parent / "static"
-# How long a listing of the logdir is reused: a burst of requests walks the folder once,
-# and a new run still shows within a second.
-DISCOVERY_TTL_S = 1.0
 NOT_BUILT = "stepscope's web page is not built: run `make web` (or `cd web && npm ci && npm run build`) and reload.\n"
-
-
-def error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
-
-
-class NotFound(StepscopeError):
-    """An unknown run, host, tool or table: 404."""
-
-
-@dataclass
-class Dashboard:
-    logdir: Path
-    cache: AnalysisCache
-    captures: Captures
-
-    def __post_init__(self) -> None:
-        self._root = self.logdir.resolve()
-        self._lock = threading.Lock()
-        self._listing: tuple[float, list[Run]] = (0.0, [])
-
-    def runs(self) -> list[Run]:
-        with self._lock:
-            taken, runs = self._listing
-            if time.monotonic() - taken > DISCOVERY_TTL_S:
-                try:
-                    found = discover(self.logdir)
-                except StepscopeError:  # an empty logdir is fine: runs appear later
-                    found = []
-                runs = [run for run in (self._inside(run) for run in found) if run.hosts]
-                self._listing = (time.monotonic(), runs)
-            return runs
-
-    def _inside(self, run: Run) -> Run:
-        """The run without hosts whose file (through symlinks) lies outside the logdir."""
-        inside = [host for host in run.hosts if host.path.resolve().is_relative_to(self._root)]
-        return Run(run.name, run.path, inside)
-
-    def host(self, request: Request) -> Host:
-        run_name, host_name = request.query_params.get("run"), request.query_params.get("host")
-        if not run_name or not host_name:
-            raise NotFound("give run and host")
-        run = next((run for run in self.runs() if run.name == run_name), None)
-        if run is None:
-            raise NotFound(f"no run named {run_name!r}")
-        host = run.host(host_name)
-        if host is None:
-            raise NotFound(f"run {run_name!r} has no host {host_name!r}")
-        return host
-
-    def tool(self, request: Request) -> str:
-        name = request.query_params.get("tool", "")
-        if name not in dashboard_tools():
-            raise NotFound(f"unknown tool {name!r} (tools: {', '.join(dashboard_tools())})")
-        return name
-
-
-def dashboard_tools() -> list[str]:
-    """The analysis tools, then the trace viewer (its data: the index's tracks)."""
-    return [*tool_names(), TRACE_VIEWER]
-
-
-def analysis_status(request: Request) -> Ready | Response:
-    """The finished analysis of the requested run/host, or the answer to give instead:
-    202 with progress while it runs, 422 when the profile cannot be read."""
-    dashboard: Dashboard = request.app.state.dashboard
-    status = dashboard.cache.status(dashboard.host(request).path)
-    if isinstance(status, Pending):
-        return JSONResponse(status.progress.to_json(), status_code=202)
-    if isinstance(status, Failed):
-        return error(422, status.message)
-    return status
 
 
 def _ready(dashboard: Dashboard, request: Request) -> tuple[Ready, str] | Response:

@@ -30,6 +30,7 @@ from starlette.routing import Route
 from stepscope.dashboard.analysis_cache import Ready
 from stepscope.sizes import size_setting, size_text
 from stepscope.dashboard.profile_jobs import JobFailed, event_json, export_range
+from stepscope.dashboard.state import analysis_status
 from stepscope.dashboard.worker import INDEX_FOLDER
 from stepscope.errors import StepscopeError
 from stepscope.viewer import TraceIndex, find, query, summarize
@@ -201,8 +202,6 @@ def _tracks(request: Request) -> list[int] | None:
 
 def _ready(request: Request) -> tuple[Ready, Path] | Response:
     """The finished analysis of the requested profile, or the answer to give instead."""
-    from stepscope.dashboard.app import analysis_status
-
     status = analysis_status(request)
     if isinstance(status, Response):
         return status

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stepscope.analysis import run_tool, tool_names
+from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.tables import Column, Table
 from stepscope.render.formats import json_safe
 from stepscope.trace.files import atomic_write
@@ -98,12 +99,13 @@ def analyse(profile_path: str, folder: str, progress_path: str) -> None:
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", dir=target.parent))
     try:
         tools = tool_names()
+        stats = OpStats(profile)  # what the tools share, built once for all of them
         for number, tool in enumerate(tools):
             fraction = LOAD_SHARE + (0.95 - LOAD_SHARE) * number / len(tools)
             elapsed = time.monotonic() - started
             write_progress(progress_file, Progress("analysing", fraction, f"{tool} ({number + 1}/{len(tools)}, {elapsed:.0f} s)"))
             try:
-                result = run_tool(tool, profile)
+                result = run_tool(tool, stats)
                 document, tables = result.to_json(), tables_json(result.tables())
             except MemoryError:  # the worker's cap, not the tool: the whole analysis stops
                 raise

@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from stepscope.trace.model import EVENT_COLUMNS, NO_ID, EventMetadata, EventTable, Line, Plane
-from stepscope.trace.stats import Stat, StatStore
+from stepscope.trace.stat_types import Stat
+from stepscope.trace.stats import StatStore
 
 _ID_COLUMNS = ("correlation_id", "external_id", "group_id", "step_num")
 # Up to this many nesting levels, parents are found level by level (cheaper than a sort).

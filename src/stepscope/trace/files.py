@@ -1,5 +1,6 @@
-"""Files done safely: profiles are read from regular files only, and written atomically
-(a reader never sees a half-written profile or export)."""
+"""Files done safely: profiles are read from regular files only, within the input limit
+(gzip inflated in bounded pieces), and written atomically (a reader never sees a
+half-written profile or export)."""
 
 from __future__ import annotations
 
@@ -8,11 +9,14 @@ import io
 import os
 import stat
 import tempfile
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
 from stepscope.errors import ProfileFormatError
+from stepscope.sizes import size_text
+from stepscope.trace import limits
 
 # Opening never blocks (a FIFO opened for reading waits for a writer without O_NONBLOCK)
 # and never makes a terminal the controlling one; ignored for regular files.
@@ -60,6 +64,77 @@ def _check_regular(path: Path, mode: int) -> None:
         if test(mode):
             raise ProfileFormatError(path, problem)
     raise ProfileFormatError(path, "is not a regular file; profiles are read from regular files only")
+
+
+# Gzip reading: compressed bytes read at a time, and the most decompressed at a time.
+_READ_CHUNK = 1 << 20
+_INFLATE_CHUNK = 16 << 20
+_GZIP_WBITS = 16 + zlib.MAX_WBITS  # a gzip member: header, deflate data, CRC-32 and size checked by zlib
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def read_bytes(path: Path, check_head: Callable[[bytes], None] | None = None) -> bytes | bytearray:
+    """The file's bytes, gunzipped if it is gzip (by content, not by name).
+
+    Only regular files are read (:func:`open_regular`), and at most
+    ``limits.INPUT_BYTES`` of them, on disk and once decompressed: a bigger file, or a gzip
+    bomb, raises ProfileLimitError after reading no more than the limit. Gzip is
+    decompressed in pieces straight into one growing buffer, so the peak is the
+    decompressed size, not twice it (a ``bytearray``: every reader takes any buffer).
+    ``check_head`` sees the first decompressed piece (up to 16 MiB) and may raise, so that
+    a file that is not a profile fails before it is all decompressed.
+    """
+    limit = limits.INPUT_BYTES.get()
+    with open_regular(path) as stream:
+        try:
+            size = os.fstat(stream.fileno()).st_size
+            if size > limit:
+                raise limits.INPUT_BYTES.error(path, f"is {size_text(size)} on disk, more than {size_text(limit)}")
+            if stream.peek(2)[:2] == GZIP_MAGIC:
+                return _gunzip(path, stream, limit, check_head)
+            data = stream.read(size + 1)  # one allocation; one byte more: did it grow?
+            if len(data) > size:
+                data += stream.read(limit + 1 - len(data))
+                if len(data) > limit:
+                    raise limits.INPUT_BYTES.error(path, f"grew past {size_text(limit)} while being read")
+        except OSError as error:
+            raise ProfileFormatError(path, f"cannot be read ({error.strerror or error})") from None
+    return data
+
+
+def _gunzip(path: Path, stream: io.BufferedReader, limit: int, check_head: Callable[[bytes], None] | None) -> bytearray:
+    """Decompresses the gzip ``stream`` (concatenated members and zero padding between
+    them allowed, as ``gzip.decompress``), at most ``limit`` bytes of it."""
+    out = bytearray()
+    unpacker = zlib.decompressobj(_GZIP_WBITS)
+    data = stream.read(_READ_CHUNK)
+    try:
+        while True:
+            piece = unpacker.decompress(data, min(_INFLATE_CHUNK, limit + 1 - len(out)))
+            out += piece
+            if len(out) > limit:
+                raise limits.INPUT_BYTES.error(path, f"decompresses to more than {size_text(limit)}")
+            if check_head is not None and piece:
+                check_head(piece)
+                check_head = None
+            if unpacker.eof:  # a member ended: another may follow, after zero padding
+                data = unpacker.unused_data.lstrip(b"\0")
+                while not data:
+                    more = stream.read(_READ_CHUNK)
+                    if not more:
+                        return out
+                    data = more.lstrip(b"\0")
+                unpacker = zlib.decompressobj(_GZIP_WBITS)
+                continue
+            data = unpacker.unconsumed_tail
+            if not data and len(piece) < _INFLATE_CHUNK:  # (a full piece may leave output pending)
+                data = stream.read(_READ_CHUNK)
+                if not data:
+                    raise ProfileFormatError(
+                        path, "gzip data is truncated or corrupt (Compressed file ended before the end-of-stream marker was reached)"
+                    )
+    except zlib.error as error:
+        raise ProfileFormatError(path, f"gzip data is truncated or corrupt ({error})") from None
 
 
 @contextlib.contextmanager

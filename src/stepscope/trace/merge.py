@@ -9,16 +9,14 @@ traced by two tracers shows as two lines, each properly nested.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from stepscope.trace.builder import RawPlane, finish_plane
 from stepscope.trace.model import EVENT_COLUMNS, EventMetadata, FlowTable, Line, Plane, Profile
-from stepscope.trace.stats import Stat, StatStore, StatValue
-
-if TYPE_CHECKING:
-    from stepscope.trace.stat_entries import EventTypes, StatEntries
+from stepscope.trace.stat_entries import EventTypes, StatEntries, stat_entries
+from stepscope.trace.stat_types import Stat, StatValue
+from stepscope.trace.stats import StatStore
 
 
 class ConcatStats:
@@ -59,8 +57,6 @@ class ConcatStats:
 
     def entries(self, rows: np.ndarray, types: EventTypes, skip: frozenset[str] = frozenset()) -> StatEntries:
         """Each store's rows asked of it at once, the answers interleaved back."""
-        from stepscope.trace.stat_entries import StatEntries, stat_entries
-
         store_of, local = self._store[rows], self._local[rows]
         parts = []
         for index, store in enumerate(self._stores):

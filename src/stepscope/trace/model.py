@@ -25,7 +25,8 @@ import numpy as np
 
 from stepscope.errors import ProfileInvariantError
 from stepscope.trace import names
-from stepscope.trace.stats import Stat, StatStore
+from stepscope.trace.stat_types import Stat
+from stepscope.trace.stats import StatStore
 
 NO_ID = -1
 

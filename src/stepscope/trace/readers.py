@@ -11,7 +11,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from stepscope.errors import ProfileFormatError
-from stepscope.trace import chrome, kineto, tracejson, xspace
+from stepscope.trace.files import read_bytes
+from stepscope.trace.formats.chrome import document, kineto
+from stepscope.trace.formats.chrome import read as chrome
+from stepscope.trace.formats.xspace import read as xspace
 from stepscope.trace.model import Profile
 
 
@@ -36,13 +39,13 @@ class FileBytes:
 
 
 def _read_json(path: Path, source: FileBytes) -> Profile:
-    document = tracejson.decode_document(path, source.take())
-    dialect = kineto.KINETO_DIALECT if _is_kineto(path, document) else chrome.CHROME_DIALECT
-    return chrome.import_document(path, document, dialect)
+    decoded = document.decode_document(path, source.take())
+    dialect = kineto.KINETO_DIALECT if _is_kineto(path, decoded) else chrome.CHROME_DIALECT
+    return chrome.import_document(path, decoded, dialect)
 
 
-def _is_kineto(path: Path, document: tracejson.TraceDocument) -> bool:
-    return ".pt.trace.json" in path.name or kineto.looks_like_kineto(document.header)
+def _is_kineto(path: Path, decoded: document.TraceDocument) -> bool:
+    return ".pt.trace.json" in path.name or kineto.looks_like_kineto(decoded.header)
 
 
 def _read_xspace(path: Path, source: FileBytes) -> Profile:
@@ -63,7 +66,7 @@ def candidates(path: Path, data: bytes | bytearray) -> list[str]:
     like both; the name breaks the tie, and the loader tries the other if the first fails.
     """
     found = []
-    if tracejson.first_byte(data) in (b"{", b"["):
+    if document.first_byte(data) in (b"{", b"["):
         found.append("json")
     if xspace.looks_like_xspace(data):
         found.append("xspace")
@@ -86,8 +89,8 @@ def load(path: str | Path) -> Profile:
 
 
 def _load(path: Path) -> Profile:
-    source = FileBytes(tracejson.read_bytes(path, check_head=lambda head: _check_head(path, head)))
-    if not tracejson.first_byte(source.peek()):
+    source = FileBytes(read_bytes(path, check_head=lambda head: _check_head(path, head)))
+    if not document.first_byte(source.peek()):
         raise ProfileFormatError(path, "is empty")
     kinds = candidates(path, source.peek())
     if not kinds:
@@ -107,7 +110,7 @@ def _load(path: Path) -> Profile:
 
 def _check_head(path: Path, head: bytes) -> None:
     """Stops decompressing a file whose first bytes are no profile's (a bomb of zeros)."""
-    if tracejson.first_byte(head) and not candidates(path, head):
+    if document.first_byte(head) and not candidates(path, head):
         raise _not_a_profile(path)
 
 

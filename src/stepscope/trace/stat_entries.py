@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.trace.stats import INT64_MAX, INT64_MIN, UINT64_MAX, Stat, StatKind, StatValue
+from stepscope.trace.stat_types import INT64_MAX, INT64_MIN, UINT64_MAX, Stat, StatKind, StatValue
 
 _INT64 = struct.Struct("<q")
 _DOUBLE = struct.Struct("<d")

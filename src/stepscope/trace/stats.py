@@ -20,76 +20,16 @@ their payload, and give many events' stats at once as columns with ``entries`` (
 
 from __future__ import annotations
 
-import enum
 import math
 import struct
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import msgspec
 import numpy as np
 
-if TYPE_CHECKING:
-    from stepscope.trace.stat_entries import EventTypes, StatEntries
-
-StatValue = int | float | str | bytes
-
-
-class StatKind(enum.IntEnum):
-    """The XStat value types (ref_value is resolved to STR when read)."""
-
-    INT64 = 0
-    UINT64 = 1
-    DOUBLE = 2
-    STR = 3
-    BYTES = 4
-
-
-INT64_MAX = 2**63 - 1
-INT64_MIN = -(2**63)
-UINT64_MAX = 2**64 - 1
-
-
-def is_int64(value: Any) -> bool:
-    """An int (not a bool) that fits a signed 64-bit id or time."""
-    return isinstance(value, int) and not isinstance(value, bool) and INT64_MIN <= value <= INT64_MAX
-
-
-@dataclass(frozen=True, slots=True)
-class Stat:
-    name: str
-    kind: StatKind
-    value: StatValue
-
-
-def stat_from_python(name: str, value: Any) -> Stat:
-    """Types a decoded JSON value as XSpace would store it.
-
-    Integers past uint64 and containers have no XStat type and become their JSON text.
-    """
-    if isinstance(value, bool):
-        return Stat(name, StatKind.INT64, int(value))
-    if isinstance(value, int):
-        if INT64_MIN <= value <= INT64_MAX:
-            return Stat(name, StatKind.INT64, value)
-        if 0 <= value <= UINT64_MAX:
-            return Stat(name, StatKind.UINT64, value)
-        return Stat(name, StatKind.STR, str(value))
-    if isinstance(value, float):
-        return Stat(name, StatKind.DOUBLE, value)
-    if isinstance(value, str):
-        return Stat(name, StatKind.STR, value)
-    if isinstance(value, bytes):
-        return Stat(name, StatKind.BYTES, value)
-    return Stat(name, StatKind.STR, _json_text(value))
-
-
-def _json_text(value: Any) -> str:
-    try:
-        return msgspec.json.encode(value).decode()
-    except (TypeError, ValueError, OverflowError):
-        return str(value)
+from stepscope.trace.stat_entries import EntryBuilder, EventTypes, StatEntries, text_table, xstat_value
+from stepscope.trace.stat_types import INT64_MAX, INT64_MIN, UINT64_MAX, Stat, StatKind, StatValue, stat_from_python
 
 
 class StatStore(Protocol):
@@ -140,8 +80,6 @@ class EmptyStats:
         return EmptyStats(len(rows))
 
     def entries(self, rows: np.ndarray, types: EventTypes, skip: frozenset[str] = frozenset()) -> StatEntries:
-        from stepscope.trace.stat_entries import StatEntries
-
         return StatEntries.empty()
 
 
@@ -227,8 +165,6 @@ class JsonStats:
     def entries(self, rows: np.ndarray, types: EventTypes, skip: frozenset[str] = frozenset()) -> StatEntries:
         """Rows with args are translated one by one; a row without args gets what its type
         translates to from no args (Kineto's memcpy_details), worked out once per type."""
-        from stepscope.trace.stat_entries import EntryBuilder
-
         starts, ends = self._starts[rows], self._ends[rows]
         todo = ends > starts
         from_type: dict[int, list[Stat]] = {}
@@ -460,8 +396,6 @@ class TypedStats:
     def entries(self, rows: np.ndarray, types: EventTypes, skip: frozenset[str] = frozenset()) -> StatEntries:
         """Sliced from the typed columns; texts read from a file are passed on as they are
         (the reader checked them), others encoded once each."""
-        from stepscope.trace.stat_entries import StatEntries, text_table, xstat_value
-
         source = rows if self._rows is None else self._rows[rows]
         lo = np.searchsorted(self._event, source, "left")
         counts = np.searchsorted(self._event, source, "right") - lo

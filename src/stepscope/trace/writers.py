@@ -6,9 +6,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from stepscope.errors import StepscopeError
-from stepscope.trace.chrome_export import write_chrome_trace
+from stepscope.trace.formats.chrome.export import write_chrome_trace
+from stepscope.trace.formats.xspace.write import write_xspace
 from stepscope.trace.model import Profile
-from stepscope.trace.xspace import write_xspace
 
 Progress = Callable[[int], None]
 

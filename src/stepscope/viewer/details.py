@@ -16,6 +16,7 @@ from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Profile
 from stepscope.viewer.index import STEPS_PLANE
 from stepscope.viewer.lod import gather, range_slices
+from stepscope.viewer.selection import events_view, window
 
 if TYPE_CHECKING:
     from stepscope.viewer.index import TraceIndex
@@ -193,8 +194,6 @@ def summarize(
     """Aggregates of a selection: the events overlapping ``[start_ps, end_ps)`` in the
     given tracks, grouped by name: count, total and longest duration, and the time they
     spend inside the selection. Sorted by total duration, ``limit`` names at most."""
-    from stepscope.viewer.query import events_view, window
-
     frame = window(start_ps, end_ps, 1)
     view = events_view(index, name_filter)
     lanes, first, stop = range_slices(view, index.track_lanes(tracks), frame.start_ps, frame.end_ps)

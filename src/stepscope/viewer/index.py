@@ -41,6 +41,7 @@ from stepscope.viewer.layout import (
     lane_order,
     plane_order,
 )
+from stepscope.viewer.storage import load_index, save_index
 
 STEPS_PLANE = -1  # ref_plane of the synthetic Steps track's events; ref_row is the step index
 STEPS_SECTION = "Steps"
@@ -83,25 +84,6 @@ class Track:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Track:
         return cls(**{name: data[name] for name in cls.__dataclass_fields__})
-
-
-# Array name -> dtype; storage saves and loads exactly these.
-ARRAYS: dict[str, type] = {
-    "lane_track": np.int32,
-    "lane_depth": np.int32,
-    "lane_offset": np.int64,
-    "lane_shift": np.int64,
-    "lane_min": np.int64,
-    "lane_max": np.int64,
-    "key": np.int64,
-    "duration_ps": np.int64,
-    "busy_before": np.int64,
-    "name_id": np.int32,
-    "ref_plane": np.int32,
-    "ref_row": np.int64,
-    "plane_offset": np.int64,
-    "position": np.int64,
-}
 
 
 @dataclass(eq=False)
@@ -257,15 +239,35 @@ class TraceIndex:
         }
 
     def save(self, folder) -> None:
-        from stepscope.viewer.storage import save_index
-
-        save_index(self, folder)
+        manifest = {
+            "keyed": self.keyed,
+            "start_ns": self.start_ns,
+            "span_ps": self.span_ps,
+            "source": self.source,
+            "host": self.host,
+            "plane_names": self.plane_names,
+            "sections": self.sections,
+            "tracks": [track.to_json() for track in self.tracks],
+            "event_count": self.event_count,
+            "lane_count": self.lane_count,
+        }
+        save_index(folder, manifest, self.arrays, self.names)
 
     @classmethod
     def load(cls, folder) -> TraceIndex:
-        from stepscope.viewer.storage import load_index
-
-        return load_index(folder)
+        manifest, arrays, names = load_index(folder)
+        return cls(
+            sections=manifest["sections"],
+            tracks=[Track.from_json(track) for track in manifest["tracks"]],
+            names=names,
+            arrays=arrays,
+            keyed=manifest["keyed"],
+            start_ns=manifest["start_ns"],
+            span_ps=manifest["span_ps"],
+            source=manifest["source"],
+            host=manifest["host"],
+            plane_names=manifest["plane_names"],
+        )
 
 
 # --- building ------------------------------------------------------------------------------

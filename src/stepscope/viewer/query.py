@@ -18,80 +18,9 @@ from stepscope.viewer.details import details, flows_for, summarize
 from stepscope.viewer.encoding import decode, encode
 from stepscope.viewer.index import TraceIndex
 from stepscope.viewer.lod import LaneEvents, Lod, Window, level_of_detail
+from stepscope.viewer.selection import FILTER_CACHE_SIZE, MAX_WIDTH_PX, as_integer, events_view, window
 
 __all__ = ["MAX_WIDTH_PX", "Match", "decode", "details", "events_view", "find", "flows_for", "query", "query_lod", "summarize", "window"]
-
-MAX_WIDTH_PX = 16384
-# Times past this (53 days in ps) are refused: no profile is that long, and the pixel
-# arithmetic stays far from int64 overflow.
-MAX_TIME_PS = 2**62
-# Name-filtered views kept per index (each is a copy of the matching events' columns).
-FILTER_CACHE_SIZE = 4
-
-
-def _integer(name: str, value: Any) -> int:
-    if isinstance(value, bool):
-        raise ValueError(f"{name} must be an integer, not {value!r}")
-    if isinstance(value, (int, np.integer)):
-        return int(value)
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    raise ValueError(f"{name} must be an integer, not {value!r}")
-
-
-def window(start_ps: Any, end_ps: Any, width_px: Any) -> Window:
-    """A validated query window; ValueError says what is wrong with the request."""
-    start, end, width = _integer("start_ps", start_ps), _integer("end_ps", end_ps), _integer("width_px", width_px)
-    if start < 0 or end < 0:
-        raise ValueError(f"times must not be negative (start_ps={start}, end_ps={end})")
-    if end < start:
-        raise ValueError(f"end_ps ({end}) is before start_ps ({start})")
-    if end > MAX_TIME_PS:
-        raise ValueError(f"end_ps ({end}) is past the largest time a profile can have ({MAX_TIME_PS} ps)")
-    if width < 1:
-        raise ValueError(f"width_px must be at least 1 (got {width})")
-    return Window(start, end, min(width, MAX_WIDTH_PX))
-
-
-def events_view(index: TraceIndex, name_filter: str | None = None) -> LaneEvents:
-    """The index's events, or those whose name contains ``name_filter`` (case-insensitive)."""
-    base = index.cache.get("view")
-    if base is None:
-        # Plain ndarray views of the memory maps: indexing a np.memmap goes through its
-        # Python-level __getitem__, which costs more than the gather itself.
-        base = index.cache["view"] = LaneEvents(
-            key=np.asarray(index.key),
-            duration=np.asarray(index.duration_ps),
-            busy_before=np.asarray(index.busy_before),
-            lane_offset=np.asarray(index.lane_offset),
-            lane_shift=np.asarray(index.lane_shift),
-            lane_min=np.asarray(index.lane_min),
-            lane_max=np.asarray(index.lane_max),
-            keyed=index.keyed,
-        )
-    if not name_filter:
-        return base
-    text = name_filter.casefold()
-    filters: dict[str, LaneEvents] = index.cache.setdefault("filters", {})
-    view = filters.pop(text, None)
-    if view is None:
-        matching = matching_names(index, text)
-        if matching.all():
-            view = base
-        else:
-            view = base.subset(np.flatnonzero(matching[index.name_id]))
-    filters[text] = view  # most recently used last
-    while len(filters) > FILTER_CACHE_SIZE:
-        filters.pop(next(iter(filters)))
-    return view
-
-
-def matching_names(index: TraceIndex, folded_text: str) -> np.ndarray:
-    """Which names of the index contain the (case-folded) text."""
-    folded = index.cache.get("folded_names")
-    if folded is None:
-        folded = index.cache["folded_names"] = [name.casefold() for name in index.names]
-    return np.fromiter((folded_text in name for name in folded), dtype=bool, count=len(folded))
 
 
 def query_lod(
@@ -249,7 +178,7 @@ def find(
     order = _time_order(index, text.casefold())
     total = len(order.start)
     if after_id is not None:
-        after_id = _integer("after_id", after_id)
+        after_id = as_integer("after_id", after_id)
         if not 0 <= after_id < index.event_count:
             raise ValueError(f"no event {after_id} in this index")
         start = int(index.starts(np.asarray([after_id]))[0])
@@ -258,7 +187,7 @@ def find(
         hit = at < hi and int(order.ids[at]) == after_id
         ordinal = at - 1 if before else (at + 1 if hit else at)
     elif after_ps is not None:
-        after_ps = _integer("after_ps", after_ps)
+        after_ps = as_integer("after_ps", after_ps)
         side = "left" if before else "right"
         at = int(np.searchsorted(order.start, after_ps, side))
         ordinal = at - 1 if before else at

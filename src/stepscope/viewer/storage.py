@@ -1,4 +1,5 @@
-"""Saving a TraceIndex as a folder and opening it again, memory-mapped.
+"""A TraceIndex's folder: saving its arrays, names and manifest, and opening them again,
+memory-mapped (``TraceIndex.save`` / ``TraceIndex.load`` call these).
 
 The folder holds one ``<array>.npy`` per index array, ``names.json`` (the string table)
 and ``manifest.json`` (format version, tracks, sections, profile facts). It is written
@@ -15,45 +16,50 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
 
 from stepscope.errors import StepscopeError
-from stepscope.viewer.index import ARRAYS, TraceIndex, Track
 
 FORMAT_VERSION = 1
 MANIFEST = "manifest.json"
 NAMES = "names.json"
+# Array name -> dtype: the index's arrays, which a folder holds exactly.
+ARRAYS: dict[str, type] = {
+    "lane_track": np.int32,
+    "lane_depth": np.int32,
+    "lane_offset": np.int64,
+    "lane_shift": np.int64,
+    "lane_min": np.int64,
+    "lane_max": np.int64,
+    "key": np.int64,
+    "duration_ps": np.int64,
+    "busy_before": np.int64,
+    "name_id": np.int32,
+    "ref_plane": np.int32,
+    "ref_row": np.int64,
+    "plane_offset": np.int64,
+    "position": np.int64,
+}
 
 
 class IndexFormatError(StepscopeError):
     """A folder that is not a complete trace index of this version (rebuild it)."""
 
 
-def save_index(index: TraceIndex, folder: str | os.PathLike[str]) -> None:
+def save_index(folder: str | os.PathLike[str], manifest: dict[str, Any], arrays: dict[str, np.ndarray], names: list[str]) -> None:
+    """Writes the folder; ``manifest`` (JSON) must give ``event_count`` and ``lane_count``."""
     folder = Path(folder)
     folder.parent.mkdir(parents=True, exist_ok=True)
     temporary = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
     try:
         for name in ARRAYS:
-            np.save(temporary / f"{name}.npy", np.ascontiguousarray(index.arrays[name]), allow_pickle=False)
-        (temporary / NAMES).write_bytes(msgspec.json.encode(index.names))
-        manifest = {
-            "version": FORMAT_VERSION,
-            "keyed": index.keyed,
-            "start_ns": index.start_ns,
-            "span_ps": index.span_ps,
-            "source": index.source,
-            "host": index.host,
-            "plane_names": index.plane_names,
-            "sections": index.sections,
-            "tracks": [track.to_json() for track in index.tracks],
-            "event_count": index.event_count,
-            "lane_count": index.lane_count,
-        }
+            np.save(temporary / f"{name}.npy", np.ascontiguousarray(arrays[name]), allow_pickle=False)
+        (temporary / NAMES).write_bytes(msgspec.json.encode(names))
         # The manifest goes last: its presence marks a complete folder.
-        (temporary / MANIFEST).write_text(json.dumps(manifest))
+        (temporary / MANIFEST).write_text(json.dumps({"version": FORMAT_VERSION, **manifest}))
         os.chmod(temporary, 0o755)
         _replace_folder(temporary, folder)
     except BaseException:
@@ -73,7 +79,9 @@ def _replace_folder(source: Path, target: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def load_index(folder: str | os.PathLike[str]) -> TraceIndex:
+def load_index(folder: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str, np.ndarray], list[str]]:
+    """The folder's manifest, arrays (memory-mapped) and names, checked against each other;
+    IndexFormatError names what is missing or wrong."""
     folder = Path(folder)
     try:
         manifest = json.loads((folder / MANIFEST).read_text())
@@ -101,15 +109,4 @@ def load_index(folder: str | os.PathLike[str]) -> TraceIndex:
         names = msgspec.json.decode((folder / NAMES).read_bytes())
     except (OSError, msgspec.DecodeError) as error:
         raise IndexFormatError(f"{folder}: the index's names are missing or damaged ({error})") from None
-    return TraceIndex(
-        sections=manifest["sections"],
-        tracks=[Track.from_json(track) for track in manifest["tracks"]],
-        names=names,
-        arrays=arrays,
-        keyed=manifest["keyed"],
-        start_ns=manifest["start_ns"],
-        span_ps=manifest["span_ps"],
-        source=manifest["source"],
-        host=manifest["host"],
-        plane_names=manifest["plane_names"],
-    )
+    return manifest, arrays, names

@@ -52,7 +52,7 @@ type AnyChart = Chart<any, any, any>;
 
 export interface StepscopeGlobal {
   charts: Record<string, AnyChart>;
-  /** The trace viewer's test and benchmark hooks while it is shown (trace/viewer.ts). */
+  /** The trace viewer's test and benchmark hooks while it is shown (trace/hooks.ts). */
   trace?: unknown;
 }
 

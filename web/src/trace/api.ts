@@ -179,4 +179,10 @@ export function exportUrl(selection: Selection, start_ps: number, end_ps: number
   return apiUrl("/api/trace/export", { ...base(selection), start_ps: String(Math.round(start_ps)), end_ps: String(Math.round(end_ps)) });
 }
 
+/** An error as one line for the page. */
+export function errorText(error: unknown): string {
+  if (error instanceof ApiError) return error.message;
+  return error instanceof Error ? error.message : String(error);
+}
+
 export { ApiError, Cancelled };

@@ -20,7 +20,8 @@ from stepscope.capture.options import ProfilerOptions
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane
 from stepscope.trace.model import EventMetadata, Line, Plane, Profile
-from stepscope.trace.stats import INT64_MAX, StatKind, TextValues, TypedStats, stat_from_python
+from stepscope.trace.stat_types import INT64_MAX, StatKind, stat_from_python
+from stepscope.trace.stats import TextValues, TypedStats
 
 
 _CLOCK_SAMPLES = 9
@@ -201,7 +202,7 @@ def warm_up() -> None:
     shapes a capture has (a plane with args, one without, merged), so that the stop finds
     every specialisation it needs loaded."""
     from stepscope.trace.merge import merge_profiles
-    from stepscope.trace.xspace import xspace_chunks
+    from stepscope.trace.formats.xspace.write import xspace_chunks
 
     clock = EpochClock()
     records = {names.HOST_PLANE: [("warm-up", 0, 2, 0, {names.STEP_NUM: 0}), ("inner", 0, 1, 0, {"text": "x"})], names.PYTHON_TRACER_PLANE: [("call", 0, 1, 0, None)]}

@@ -28,8 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from stepscope.trace.jit import jit as _jit
-from stepscope.trace.xspace_decode import (
+from stepscope.trace.formats.xspace.schema import (
     KIND_BYTES,
     KIND_DOUBLE,
     KIND_INT64,
@@ -38,6 +37,7 @@ from stepscope.trace.xspace_decode import (
     KIND_STR,
     KIND_UINT64,
 )
+from stepscope.trace.jit import jit as _jit
 
 # Error codes (returned negated in place of a position).
 TRUNCATED = 1

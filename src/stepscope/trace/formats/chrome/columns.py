@@ -18,7 +18,8 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from stepscope.trace.stats import JsonStats, is_int64
+from stepscope.trace.stat_types import is_int64
+from stepscope.trace.stats import JsonStats
 
 BATCH_EVENTS = 65_536
 # Epoch-microsecond timestamps at or past 2**43 us are spaced >= 1 ns apart as doubles,

@@ -9,22 +9,19 @@ standard library's lenient parser (NaN literals, lone surrogates...). What was r
 recorded as a warning on the profile, not hidden. A file that is not a trace at all, or is
 truncated, raises ProfileFormatError naming the file and the problem.
 
-Reading is bounded (:mod:`stepscope.trace.limits`): regular files only, at most
-``STEPSCOPE_MAX_INPUT_BYTES`` on disk and decompressed (gzip is inflated in pieces, so a
-bomb stops at the limit), JSON nested past the decoder's recursion limit and traces of more
-events, processes or threads than ``STEPSCOPE_MAX_EVENTS`` / ``STEPSCOPE_MAX_PLANES`` /
-``STEPSCOPE_MAX_LINES`` are errors (the events counted before they are decoded).
+Decoding is bounded (:mod:`stepscope.trace.limits`; the file itself was read within its
+limits by :func:`stepscope.trace.files.read_bytes`): JSON nested past the decoder's
+recursion limit and traces of more events, processes or threads than
+``STEPSCOPE_MAX_EVENTS`` / ``STEPSCOPE_MAX_PLANES`` / ``STEPSCOPE_MAX_LINES`` are errors
+(the events counted before they are decoded).
 """
 
 from __future__ import annotations
 
-import io
 import json
 import math
-import os
 import re
 import sys
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,11 +31,10 @@ import msgspec
 import numpy as np
 
 from stepscope.errors import ProfileFormatError
-from stepscope.sizes import size_text
 from stepscope.trace import limits
-from stepscope.trace.columns import ChromeEvent, EventColumns, columns_from_events, columns_from_raw, int_ids
-from stepscope.trace.files import open_regular
-from stepscope.trace.stats import JsonStats, is_int64
+from stepscope.trace.formats.chrome.columns import ChromeEvent, EventColumns, columns_from_events, columns_from_raw, int_ids
+from stepscope.trace.stat_types import is_int64
+from stepscope.trace.stats import JsonStats
 
 
 @dataclass
@@ -54,77 +50,6 @@ _RAW_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _EVENT_TEXTS = msgspec.json.Decoder(list[msgspec.Raw])
 _ANY = msgspec.json.Decoder()
 _CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
-GZIP_MAGIC = b"\x1f\x8b"
-
-
-# Gzip reading: compressed bytes read at a time, and the most decompressed at a time.
-_READ_CHUNK = 1 << 20
-_INFLATE_CHUNK = 16 << 20
-_GZIP_WBITS = 16 + zlib.MAX_WBITS  # a gzip member: header, deflate data, CRC-32 and size checked by zlib
-
-
-def read_bytes(path: Path, check_head: Callable[[bytes], None] | None = None) -> bytes | bytearray:
-    """The file's bytes, gunzipped if it is gzip (by content, not by name).
-
-    Only regular files are read (``files.open_regular``), and at most
-    ``limits.INPUT_BYTES`` of them, on disk and once decompressed: a bigger file, or a gzip
-    bomb, raises ProfileLimitError after reading no more than the limit. Gzip is
-    decompressed in pieces straight into one growing buffer, so the peak is the
-    decompressed size, not twice it (a ``bytearray``: every reader takes any buffer).
-    ``check_head`` sees the first decompressed piece (up to 16 MiB) and may raise, so that
-    a file that is not a profile fails before it is all decompressed.
-    """
-    limit = limits.INPUT_BYTES.get()
-    with open_regular(path) as stream:
-        try:
-            size = os.fstat(stream.fileno()).st_size
-            if size > limit:
-                raise limits.INPUT_BYTES.error(path, f"is {size_text(size)} on disk, more than {size_text(limit)}")
-            if stream.peek(2)[:2] == GZIP_MAGIC:
-                return _gunzip(path, stream, limit, check_head)
-            data = stream.read(size + 1)  # one allocation; one byte more: did it grow?
-            if len(data) > size:
-                data += stream.read(limit + 1 - len(data))
-                if len(data) > limit:
-                    raise limits.INPUT_BYTES.error(path, f"grew past {size_text(limit)} while being read")
-        except OSError as error:
-            raise ProfileFormatError(path, f"cannot be read ({error.strerror or error})") from None
-    return data
-
-
-def _gunzip(path: Path, stream: io.BufferedReader, limit: int, check_head: Callable[[bytes], None] | None) -> bytearray:
-    """Decompresses the gzip ``stream`` (concatenated members and zero padding between
-    them allowed, as ``gzip.decompress``), at most ``limit`` bytes of it."""
-    out = bytearray()
-    unpacker = zlib.decompressobj(_GZIP_WBITS)
-    data = stream.read(_READ_CHUNK)
-    try:
-        while True:
-            piece = unpacker.decompress(data, min(_INFLATE_CHUNK, limit + 1 - len(out)))
-            out += piece
-            if len(out) > limit:
-                raise limits.INPUT_BYTES.error(path, f"decompresses to more than {size_text(limit)}")
-            if check_head is not None and piece:
-                check_head(piece)
-                check_head = None
-            if unpacker.eof:  # a member ended: another may follow, after zero padding
-                data = unpacker.unused_data.lstrip(b"\0")
-                while not data:
-                    more = stream.read(_READ_CHUNK)
-                    if not more:
-                        return out
-                    data = more.lstrip(b"\0")
-                unpacker = zlib.decompressobj(_GZIP_WBITS)
-                continue
-            data = unpacker.unconsumed_tail
-            if not data and len(piece) < _INFLATE_CHUNK:  # (a full piece may leave output pending)
-                data = stream.read(_READ_CHUNK)
-                if not data:
-                    raise ProfileFormatError(
-                        path, "gzip data is truncated or corrupt (Compressed file ended before the end-of-stream marker was reached)"
-                    )
-    except zlib.error as error:
-        raise ProfileFormatError(path, f"gzip data is truncated or corrupt ({error})") from None
 
 
 _FIRST = re.compile(rb"\s*(\S)")

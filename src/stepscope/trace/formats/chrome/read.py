@@ -31,11 +31,12 @@ import numpy as np
 from stepscope.errors import ProfileFormatError
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane, finish_plane
-from stepscope.trace.columns import EventColumns, as_text
-from stepscope.trace.flows import FlowPoints, build_flows
+from stepscope.trace.formats.chrome.columns import EventColumns, as_text
+from stepscope.trace.formats.chrome.document import TraceDocument, id_columns_reader
+from stepscope.trace.formats.chrome.flows import FlowPoints, build_flows
 from stepscope.trace.model import EventMetadata, Line, Plane, Profile
-from stepscope.trace.stats import INT64_MAX, ArgsTranslator, JsonStats, Stat, is_int64, plain_translator
-from stepscope.trace.tracejson import TraceDocument, id_columns_reader
+from stepscope.trace.stat_types import INT64_MAX, Stat, is_int64
+from stepscope.trace.stats import ArgsTranslator, JsonStats, plain_translator
 
 INSTANT_PHASES = ("i", "I", "n", "R")
 FLOW_PHASES = ("s", "t", "f")

@@ -3,9 +3,9 @@
 Protobuf (``xplane_pb2``) parses what is small and varied: the space's hostnames and
 errors, each plane's id, name, event and stat metadata and plane stats, each line's id,
 name and timestamp. The bulk, every XEvent and XStat of every line, is decoded by
-:mod:`stepscope.trace.wire` into numpy columns. Both read the same bytes with the same
-rules, so a file decodes as ``XSpace.ParseFromString`` would decode it, and is rejected
-where it would reject it (with a ProfileFormatError saying where).
+:mod:`stepscope.trace.formats.xspace.wire` into numpy columns. Both read the same bytes
+with the same rules, so a file decodes as ``XSpace.ParseFromString`` would decode it, and
+is rejected where it would reject it (with a ProfileFormatError saying where).
 
 Counts are bounded (:mod:`stepscope.trace.limits`: planes, lines, events, metadata entries),
 checked from the wire structure before the work each container costs, so reading costs
@@ -31,6 +31,7 @@ from google.protobuf.message import DecodeError
 from stepscope.errors import ProfileFormatError
 from stepscope.protos import xplane_pb2
 from stepscope.trace import limits
+from stepscope.trace.formats.xspace.schema import KIND_BYTES, KIND_DOUBLE, KIND_INT64, KIND_NONE, KIND_REF, KIND_STR, KIND_UINT64
 from stepscope.trace.stats import TextValues
 
 _WIRE_LEN = 2
@@ -42,15 +43,8 @@ _PLANE_STAT_METADATA = 5  # XPlane.stat_metadata (a map)
 # Files smaller than this are decoded with protobuf's message API unless the compiled
 # decoder is already loaded.
 BULK_MIN_BYTES = 1 << 20
+_WIRE_MODULE = f"{__package__}.wire"  # the compiled decoder, once something imported it
 
-# XStat value kinds as decoded: stepscope.trace.stats.StatKind, and two the reader resolves.
-KIND_INT64 = 0
-KIND_UINT64 = 1
-KIND_DOUBLE = 2
-KIND_STR = 3
-KIND_BYTES = 4
-KIND_REF = 5  # ref_value: the name of the stat metadata with this id
-KIND_NONE = 6  # no value field: reads as int64 0
 _INT64_MAX = 2**63 - 1
 _INT64 = struct.Struct("<q")
 _DOUBLE = struct.Struct("<d")
@@ -66,7 +60,7 @@ class DecodedLines:
     event_line: np.ndarray  # int32 index of the line
     stat_event: np.ndarray  # int64 row of the event, ascending
     stat_metadata: np.ndarray  # int64, raw XStatMetadata ids
-    stat_kind: np.ndarray  # int8, KIND_* (below)
+    stat_kind: np.ndarray  # int8, schema.KIND_*
     stat_bits: np.ndarray  # int64 value bits
     texts: TextValues  # the str/bytes values the stats' bits number
     text_count: int
@@ -133,11 +127,11 @@ class _Budget:
 def decode_space(path: Path, data: bytes, bulk: bool | None = None) -> DecodedSpace:
     """The file's planes as columns; ``bulk`` chooses the decoder (None: by size, above)."""
     if bulk is None:
-        bulk = len(data) >= BULK_MIN_BYTES or "stepscope.trace.wire" in sys.modules
+        bulk = len(data) >= BULK_MIN_BYTES or _WIRE_MODULE in sys.modules
     budget = _Budget(path)
     if not bulk:
         return _decode_messages(path, data, budget)
-    from stepscope.trace import wire  # imports numba: only when an XSpace is read
+    from stepscope.trace.formats.xspace import wire  # imports numba: only when an XSpace is read
 
     buf = np.frombuffer(data, dtype=np.uint8)
     buf.flags.writeable = False  # (a bytearray's too: one compiled signature for all)

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.trace.formats.chrome.columns import factorize
 from stepscope.trace.model import FlowTable, Plane
-from stepscope.trace.stats import is_int64
-from stepscope.trace.columns import factorize
+from stepscope.trace.stat_types import is_int64
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """XSpace's events encoded in bulk: a plane's XEvents as protobuf wire bytes, line by line.
 
-The writer (:mod:`stepscope.trace.xspace`) builds the small part of a file with protobuf's
-message API (planes, metadata, line headers); the events, millions of them, are written
+The writer (:mod:`stepscope.trace.formats.xspace.write`) builds the small part of a file
+with protobuf's message API (planes, metadata, line headers); the events, millions of them, are written
 here straight into one buffer by a compiled loop, from the event table, the stat stores'
 columns (:mod:`stepscope.trace.stat_entries`) and the flow table. Protobuf merges the
 fields of concatenated serialisations, so a line header followed by ``0x22, length,
@@ -25,12 +25,12 @@ from collections.abc import Callable
 import numpy as np
 
 from stepscope.trace import names
+from stepscope.trace.formats.xspace.schema import FLOW_ID_MASK, FLOW_IN, FLOW_OUT
+from stepscope.trace.formats.xspace.schema import HOT_STATS  # written in this order
 from stepscope.trace.jit import jit as _jit
 from stepscope.trace.model import NO_ID, EventTable, FlowTable, Plane
 from stepscope.trace.stat_entries import EventTypes, StatEntries, stat_entries
-from stepscope.trace.stats import StatKind
-from stepscope.trace.xspace import _FLOW_ID_MASK, FLOW_IN, FLOW_OUT
-from stepscope.trace.xspace import _HOT_STATS as HOT_STATS  # written in this order
+from stepscope.trace.stat_types import StatKind
 
 # Wire tags: XLine.events / XEvent.stats (field 4, length-delimited), XEvent.metadata_id,
 # offset_ps, duration_ps and XStat.metadata_id (fields 1-3, varint), XStat's values.
@@ -151,7 +151,7 @@ def _fill(
 
 
 def encode_flow_bits(flow_id: np.ndarray, direction: int) -> np.ndarray:
-    return ((flow_id & _FLOW_ID_MASK) << 2) | direction
+    return ((flow_id & FLOW_ID_MASK) << 2) | direction
 
 
 def plane_flows(flows: FlowTable, plane: int, count: int) -> tuple[np.ndarray, np.ndarray]:

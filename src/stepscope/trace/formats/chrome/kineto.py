@@ -4,7 +4,7 @@ A Kineto trace is Chrome trace JSON with conventions this dialect knows:
 - processes labelled ``GPU N`` (or holding kernel / memcpy / memset events) are devices:
   ``/device:GPU:N``, one line per stream (``tid`` 7 or, in the 2021 schema, ``"stream 7"``);
   a thread of one that holds no device event (the Python stacks Kineto records under the
-  GPU's pid) is a host thread, a line of ``/host:CPU`` (see ``chrome.device_host_thread``);
+  GPU's pid) is a host thread, a line of ``/host:CPU`` (see ``read.device_host_thread``);
 - the profiler's own spans (string pids such as ``"Spans"``) go to a plane of their own;
 - every other process's threads are lines of ``/host:CPU``;
 - ``args`` keep their keys; the stats view renames the well-known ones (``correlation`` ->
@@ -22,11 +22,11 @@ from typing import Any
 import msgspec
 
 from stepscope.trace import names
-from stepscope.trace.chrome import Dialect, LinePlacement, ProcessInfo, generic_place_thread, plane_named
+from stepscope.trace.formats.chrome.columns import as_text
+from stepscope.trace.formats.chrome.document import id_columns_reader
+from stepscope.trace.formats.chrome.read import Dialect, LinePlacement, ProcessInfo, generic_place_thread, plane_named
 from stepscope.trace.model import NO_ID
-from stepscope.trace.stats import Stat, StatKind, is_int64, stat_from_python
-from stepscope.trace.columns import as_text
-from stepscope.trace.tracejson import id_columns_reader
+from stepscope.trace.stat_types import Stat, StatKind, is_int64, stat_from_python
 
 _GPU_LABEL = re.compile(r"^\s*GPU\s+(\d+)\s*$")
 _STREAM = re.compile(r"(\d+)")

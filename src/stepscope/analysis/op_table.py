@@ -1,0 +1,116 @@
+"""The framework op table: one row per (type, name) of one side (host or device), ranked by
+self time, with FLOP rate, bandwidth and roofline bound where the profile records them.
+
+framework_op_stats shows every row; the overview's top operations are the first rows of
+one side (``overview.top_operations``). Both read the rows from the profile's ``OpStats``,
+which builds each side's rows once.
+
+FLOP rate, memory bandwidth and operational intensity are given where the source records
+flops and bytes accessed (XLA ops in XSpace); NaN otherwise, never a made-up number. A
+device op is "Compute" or "Memory" bound by where its operational intensity falls against
+the device's ridge point (peak FLOP/s over peak HBM bandwidth, from the device plane's
+capability stats), as on a roofline; unknown without both.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from stepscope.analysis.intervals import Union
+from stepscope.analysis.ops import DEVICE, HOST, Ops
+from stepscope.analysis.tables import percent, ps_to_us
+from stepscope.trace import names
+from stepscope.trace.model import Profile
+
+SIDES = (HOST, DEVICE)
+
+
+def side_idle_ps(profile: Profile, ops: Ops, side: int) -> int:
+    """Per plane on this side, the window minus the union of its op intervals, summed."""
+    idle = 0
+    window = profile.span_ps
+    for plane_index in np.unique(ops.plane[ops.side == side]).tolist():
+        mask = (ops.side == side) & (ops.plane == plane_index)
+        events = profile.planes[plane_index].events
+        starts = events.start_ps[ops.row[mask]]
+        busy = Union.of(starts, starts + ops.duration_ps[mask]).total
+        idle += max(window - busy, 0)
+    return idle
+
+
+def ridge_point(profile: Profile) -> float | None:
+    """FLOP/byte where the device's roofline turns from memory- to compute-bound: peak
+    FLOP/s over peak memory bandwidth, from the device planes' capability stats."""
+    for plane in profile.device_planes:
+        stats = {stat.name: stat.value for stat in plane.plane_stats}
+        flops, bandwidth = stats.get(names.PEAK_TERAFLOPS), stats.get(names.PEAK_HBM_BANDWIDTH)
+        if isinstance(flops, (int, float)) and isinstance(bandwidth, (int, float)) and flops > 0 and bandwidth > 0:
+            return flops * 1e12 / (bandwidth * 1e9)
+    return None
+
+
+def bound_by(intensity: float, ridge: float | None) -> str | None:
+    if ridge is None or not math.isfinite(intensity):
+        return None
+    return "Compute" if intensity >= ridge else "Memory"
+
+
+def _rate(amount: float, seconds: float, scale: float) -> float:
+    if seconds <= 0 or not math.isfinite(amount):
+        return math.nan
+    return amount / seconds / scale
+
+
+def side_rows(ops: Ops, side_index: int, ridge: float | None, idle: int) -> list[dict[str, Any]]:
+    """One row per (type, name) of one side, ranked by total self time (first seen first
+    among equals)."""
+    side = SIDES[side_index]
+    mask = ops.side == side_index
+    keys = list(zip(ops.type[mask].tolist(), ops.name[mask].tolist()))
+    key_index: dict[tuple[str, str], int] = {}
+    codes = np.asarray([key_index.setdefault(k, len(key_index)) for k in keys], dtype=np.int64)
+    count = np.bincount(codes, minlength=len(key_index))
+    total = np.bincount(codes, weights=ops.duration_ps[mask], minlength=len(key_index))
+    self_total = np.bincount(codes, weights=ops.self_ps[mask], minlength=len(key_index))
+    flops = np.bincount(codes, weights=np.nan_to_num(ops.flops[mask]), minlength=len(key_index))
+    has_flops = np.bincount(codes, weights=np.isfinite(ops.flops[mask]), minlength=len(key_index)) > 0
+    accessed = np.bincount(codes, weights=np.nan_to_num(ops.bytes_accessed[mask]), minlength=len(key_index))
+    has_bytes = np.bincount(codes, weights=np.isfinite(ops.bytes_accessed[mask]), minlength=len(key_index)) > 0
+    side_self = float(self_total.sum())
+    order = np.lexsort((np.arange(len(key_index)), -self_total))
+    distinct = list(key_index)
+    rows = []
+    cumulative = 0.0
+    for rank, code in enumerate(order.tolist(), start=1):
+        op_type, name = distinct[code]
+        cumulative += self_total[code]
+        seconds = total[code] / 1e12
+        flop_count = flops[code] if has_flops[code] else math.nan
+        byte_count = accessed[code] if has_bytes[code] else math.nan
+        intensity = flop_count / byte_count if byte_count and math.isfinite(byte_count) else math.nan
+        rows.append(
+            {
+                "rank": rank,
+                "host_or_device": side,
+                "type": op_type,
+                "name": name,
+                "occurrences": int(count[code]),
+                "total_time_us": ps_to_us(total[code]),
+                "avg_time_us": ps_to_us(total[code] / count[code]),
+                "total_self_time_us": ps_to_us(self_total[code]),
+                "avg_self_time_us": ps_to_us(self_total[code] / count[code]),
+                "self_time_percent": percent(self_total[code], side_self),
+                "cumulative_self_time_percent": percent(cumulative, side_self),
+                "self_time_percent_with_idle": percent(self_total[code], side_self + idle),
+                "gflops_per_second": _rate(flop_count, seconds, 1e9),
+                "memory_bandwidth_gb_per_second": _rate(byte_count, seconds, 1e9),
+                "operational_intensity": intensity,
+                "bound_by": bound_by(intensity, ridge) if side == DEVICE else None,
+                "total_time_ps": int(total[code]),
+                "total_self_time_ps": int(self_total[code]),
+            }
+        )
+    return rows

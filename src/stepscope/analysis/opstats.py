@@ -1,0 +1,75 @@
+"""What every tool starts from, built once per profile: XProf's OpStats, for stepscope.
+
+A profile's steps, the step-time breakdown (activity unions claimed in priority order),
+the steps set aside as warm-up or outliers, the framework ops and each side's op table
+rows are needed by several tools: the overview reads all of them, the input pipeline
+analyzer the steps and breakdown, framework_op_stats and op_profile the ops. Each is a
+lazily built attribute of one ``OpStats``, so tools never run each other to get them and
+nothing is computed twice within one analysis (``run_tool`` takes a profile or an
+``OpStats``; the CLI's ``report --tool all`` and the dashboard's workers build one per
+profile and hand it to every tool).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+import numpy as np
+
+from stepscope.analysis.breakdown import activity_unions, step_breakdown
+from stepscope.analysis.classify import Activity
+from stepscope.analysis.intervals import Union
+from stepscope.analysis.op_table import ridge_point, side_idle_ps, side_rows
+from stepscope.analysis.ops import Ops, find_ops
+from stepscope.analysis.step_outliers import SetAside, set_aside
+from stepscope.analysis.steps import Steps, find_steps
+from stepscope.trace.model import Profile
+
+
+class OpStats:
+    """The per-profile intermediate; each attribute is computed when first read."""
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self._op_rows: dict[int, list[dict[str, Any]]] = {}
+
+    @classmethod
+    def of(cls, source: Profile | OpStats) -> OpStats:
+        """``source`` itself when it is one, else a new one for the profile."""
+        return source if isinstance(source, OpStats) else cls(source)
+
+    @cached_property
+    def steps(self) -> Steps:
+        return find_steps(self.profile)
+
+    @cached_property
+    def unions(self) -> dict[Activity, Union]:
+        return activity_unions(self.profile)
+
+    @cached_property
+    def breakdown(self) -> dict[str, np.ndarray]:
+        """Per step, ps of each breakdown category and idle (``breakdown.step_breakdown``)."""
+        return step_breakdown(self.steps, self.unions)
+
+    @cached_property
+    def set_aside(self) -> SetAside:
+        """Warm-up and outlier steps (``step_outliers``)."""
+        return set_aside(self.steps.duration_ps, self.breakdown["compile"])
+
+    @cached_property
+    def ops(self) -> Ops:
+        return find_ops(self.profile)
+
+    @cached_property
+    def ridge(self) -> float | None:
+        return ridge_point(self.profile)
+
+    def side_idle_ps(self, side: int) -> int:
+        return side_idle_ps(self.profile, self.ops, side)
+
+    def op_rows(self, side: int) -> list[dict[str, Any]]:
+        """framework_op_stats' rows of one side (0 host, 1 device), ranked by self time."""
+        if side not in self._op_rows:
+            self._op_rows[side] = side_rows(self.ops, side, self.ridge, self.side_idle_ps(side))
+        return self._op_rows[side]

@@ -1,0 +1,98 @@
+"""The dashboard's state (``app.state.dashboard``: the logdir's runs, the analysis cache,
+the captures) and the lookups every route makes with it: a request's run and host, its
+tool, the finished analysis of its profile. Shared by the app's routes
+(:mod:`stepscope.dashboard.app`) and the trace viewer's (:mod:`stepscope.dashboard.trace_api`).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from stepscope.analysis import tool_names
+from stepscope.dashboard.analysis_cache import AnalysisCache, Failed, Pending, Ready
+from stepscope.dashboard.captures import Captures
+from stepscope.dashboard.worker import TRACE_VIEWER
+from stepscope.errors import StepscopeError
+from stepscope.trace.logdir import Host, Run, discover
+
+# How long a listing of the logdir is reused: a burst of requests walks the folder once,
+# and a new run still shows within a second.
+DISCOVERY_TTL_S = 1.0
+
+
+def error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+class NotFound(StepscopeError):
+    """An unknown run, host, tool or table: 404."""
+
+
+@dataclass
+class Dashboard:
+    logdir: Path
+    cache: AnalysisCache
+    captures: Captures
+
+    def __post_init__(self) -> None:
+        self._root = self.logdir.resolve()
+        self._lock = threading.Lock()
+        self._listing: tuple[float, list[Run]] = (0.0, [])
+
+    def runs(self) -> list[Run]:
+        with self._lock:
+            taken, runs = self._listing
+            if time.monotonic() - taken > DISCOVERY_TTL_S:
+                try:
+                    found = discover(self.logdir)
+                except StepscopeError:  # an empty logdir is fine: runs appear later
+                    found = []
+                runs = [run for run in (self._inside(run) for run in found) if run.hosts]
+                self._listing = (time.monotonic(), runs)
+            return runs
+
+    def _inside(self, run: Run) -> Run:
+        """The run without hosts whose file (through symlinks) lies outside the logdir."""
+        inside = [host for host in run.hosts if host.path.resolve().is_relative_to(self._root)]
+        return Run(run.name, run.path, inside)
+
+    def host(self, request: Request) -> Host:
+        run_name, host_name = request.query_params.get("run"), request.query_params.get("host")
+        if not run_name or not host_name:
+            raise NotFound("give run and host")
+        run = next((run for run in self.runs() if run.name == run_name), None)
+        if run is None:
+            raise NotFound(f"no run named {run_name!r}")
+        host = run.host(host_name)
+        if host is None:
+            raise NotFound(f"run {run_name!r} has no host {host_name!r}")
+        return host
+
+    def tool(self, request: Request) -> str:
+        name = request.query_params.get("tool", "")
+        if name not in dashboard_tools():
+            raise NotFound(f"unknown tool {name!r} (tools: {', '.join(dashboard_tools())})")
+        return name
+
+
+def dashboard_tools() -> list[str]:
+    """The analysis tools, then the trace viewer (its data: the index's tracks)."""
+    return [*tool_names(), TRACE_VIEWER]
+
+
+def analysis_status(request: Request) -> Ready | Response:
+    """The finished analysis of the requested run/host, or the answer to give instead:
+    202 with progress while it runs, 422 when the profile cannot be read."""
+    dashboard: Dashboard = request.app.state.dashboard
+    status = dashboard.cache.status(dashboard.host(request).path)
+    if isinstance(status, Pending):
+        return JSONResponse(status.progress.to_json(), status_code=202)
+    if isinstance(status, Failed):
+        return error(422, status.message)
+    return status

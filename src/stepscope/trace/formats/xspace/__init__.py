@@ -1,0 +1,14 @@
+"""XSpace (``*.xplane.pb``), the protobuf TensorFlow, JAX and XProf write, and stepscope's
+format on disk.
+
+- :mod:`.read`: a file into a Profile (:func:`~.read.read_xspace`), from the columns of
+- :mod:`.decode`: the file's bytes as per-plane columns, by protobuf's messages (small
+  files) or by
+- :mod:`.wire`: the compiled (numba) decoder of protobuf's wire format, every XEvent and
+  XStat in one pass;
+- :mod:`.write`: a Profile into a file as TSL writes one (:func:`~.write.write_xspace`,
+  :func:`~.write.xspace_chunks`), its events encoded in bulk by
+- :mod:`.encode`: the compiled encoder of a plane's XEvents;
+- :mod:`.schema`: what the values mean, shared by all of them (stat kinds, the ``flow``
+  stat's packing, the id stats, the session clock).
+"""

@@ -1,0 +1,251 @@
+"""The package's import graph has no cycles, and its layers only point down.
+
+The graph is read from the source with ``ast``: every ``import`` and ``from ... import`` at
+module level, inside functions (the lazy imports that keep numba, grpc or a framework out
+of ``import stepscope``) and under ``if TYPE_CHECKING:``, plus every string that names one
+of the package's submodules (what ``importlib.import_module`` and the tracer registry load).
+
+- Cycles: among the imports that run (not those under ``TYPE_CHECKING``, which never do).
+- Layers, as DESIGN.md draws the data flow ("each stage consumes one type and produces the
+  next; nothing downstream reaches back"), for every import, type-only ones included:
+
+      layer                        may import (and itself, and the base)
+      cli, demo                    anything
+      dashboard                    viewer, render, analysis, capture, api, trace, its registries
+      viewer                       analysis, trace
+      render                       analysis, trace
+      analysis                     trace (the model, not its codecs or registries)
+      capture                      trace, its codecs and registries
+      api (stepscope/__init__, data, keras: the public names and capture's integrations)
+                                   capture, trace, its registries
+      trace.readers, trace.writers trace.formats, trace
+      trace.formats.<format>       trace (the model); never another format
+      trace                        nothing above it
+      errors, sizes, protos        the base
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+SOURCE = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = SOURCE / "stepscope"
+
+BASE = "base"
+# Layer -> the layers it may import besides itself and the base.
+ALLOWED: dict[str, frozenset[str]] = {
+    BASE: frozenset(),
+    "trace": frozenset(),
+    "trace.formats": frozenset({"trace"}),
+    "trace.registries": frozenset({"trace", "trace.formats"}),
+    "capture": frozenset({"trace", "trace.formats", "trace.registries"}),
+    "analysis": frozenset({"trace"}),
+    "render": frozenset({"analysis", "trace"}),
+    "viewer": frozenset({"analysis", "trace"}),
+    "api": frozenset({"capture", "trace", "trace.registries"}),
+    "dashboard": frozenset({"viewer", "render", "analysis", "capture", "api", "trace", "trace.registries"}),
+    "top": frozenset({"dashboard", "viewer", "render", "analysis", "capture", "api", "trace", "trace.registries", "trace.formats"}),
+}
+
+# Imports that close a cycle and are kept on purpose, each with its reason. An entry that
+# no longer matches an import fails the test: delete it.
+def layer(module: str) -> str:
+    parts = module.split(".")
+    if module in ("stepscope", "stepscope.data", "stepscope.keras"):
+        return "api"
+    if module in ("stepscope.cli", "stepscope.demo"):
+        return "top"
+    if module in ("stepscope.errors", "stepscope.sizes") or parts[1] == "protos":
+        return BASE
+    if parts[1] == "trace":
+        if len(parts) > 2 and parts[2] == "formats":
+            return "trace.formats"
+        if module in ("stepscope.trace.readers", "stepscope.trace.writers"):
+            return "trace.registries"
+        return "trace"
+    if parts[1] in ALLOWED:
+        return parts[1]
+    raise AssertionError(f"{module} belongs to no layer: place it in tests/test_layers.py")
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str
+    target: str
+    line: int
+    kind: str  # "module", "function", "typing" (under TYPE_CHECKING) or "string"
+
+    def __str__(self) -> str:
+        return f"{self.source} -> {self.target} (line {self.line}, {self.kind})"
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SOURCE).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+MODULES: dict[str, Path] = {
+    module_name(path): path for path in sorted(PACKAGE.rglob("*.py")) if "__pycache__" not in path.parts
+}
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+class _Imports(ast.NodeVisitor):
+    def __init__(self, module: str, is_package: bool) -> None:
+        self.module = module
+        self.package = module if is_package else module.rpartition(".")[0]
+        self.found: list[Import] = []
+        self._functions = 0
+        self._typing = 0
+
+    def _kind(self) -> str:
+        return "typing" if self._typing else ("function" if self._functions else "module")
+
+    def _add(self, target: str | None, line: int, kind: str | None = None) -> None:
+        edge = Import(self.module, target, line, kind or self._kind()) if target not in (None, self.module) else None
+        if edge is not None and edge not in self.found:  # (one per statement, not per name)
+            self.found.append(edge)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self._functions += 1
+        self.generic_visit(node)
+        self._functions -= 1
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_If(self, node: ast.If) -> None:
+        if not _is_type_checking(node.test):
+            self.generic_visit(node)
+            return
+        self._typing += 1
+        for child in node.body:
+            self.visit(child)
+        self._typing -= 1
+        for child in node.orelse:
+            self.visit(child)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._add(_known(alias.name), node.lineno)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        base = node.module or ""
+        if node.level:
+            package = self.package.split(".")
+            package = package[: len(package) - (node.level - 1)]
+            base = ".".join(package + ([base] if base else []))
+        for alias in node.names:
+            self._add(_known(f"{base}.{alias.name}") or _known(base), node.lineno)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and "." in node.value and node.value in MODULES:  # not "stepscope" itself
+            self._add(node.value, node.lineno, "string")
+
+
+def _known(name: str) -> str | None:
+    return name if name in MODULES else None
+
+
+def imports() -> list[Import]:
+    found = []
+    for module, path in MODULES.items():
+        visitor = _Imports(module, path.name == "__init__.py")
+        visitor.visit(ast.parse(path.read_text(), str(path)))
+        found += visitor.found
+    return found
+
+
+IMPORTS = imports()
+
+
+def _cycles(edges: list[Import]) -> Iterator[list[Import]]:
+    """The imports within each strongly connected component of more than one module."""
+    graph: dict[str, set[str]] = {module: set() for module in MODULES}
+    for edge in edges:
+        graph[edge.source].add(edge.target)
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[set[str]] = []
+    for root in graph:  # Tarjan's algorithm, iteratively (no recursion limit to meet)
+        if root in order:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        order[root] = low[root] = len(order)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, successors = work[-1]
+            for successor in successors:
+                if successor not in order:
+                    order[successor] = low[successor] = len(order)
+                    stack.append(successor)
+                    on_stack.add(successor)
+                    work.append((successor, iter(sorted(graph[successor]))))
+                    break
+                if successor in on_stack:
+                    low[node] = min(low[node], order[successor])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == order[node]:
+                    component = set()
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.add(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        components.append(component)
+    for component in components:
+        yield [edge for edge in edges if edge.source in component and edge.target in component]
+
+
+def test_the_graph_is_read():
+    """The walker sees the imports of every kind (a broken walker would pass the rest)."""
+    found = {(edge.source, edge.target, edge.kind) for edge in IMPORTS}
+    assert ("stepscope.trace.readers", "stepscope.trace.formats.xspace.read", "module") in found
+    assert ("stepscope.trace.formats.xspace.decode", "stepscope.trace.formats.xspace.wire", "function") in found
+    assert ("stepscope", "stepscope.capture.client", "string") in found
+    assert any(edge.kind == "typing" for edge in IMPORTS)
+
+
+def test_no_import_cycles():
+    running = [edge for edge in IMPORTS if edge.kind != "typing"]
+    cycles = ["\n".join(f"  {edge}" for edge in edges) for edges in _cycles(running)]
+    assert not cycles, "import cycles (move the shared names into a lower module):\n" + "\n\n".join(cycles)
+
+
+def test_layers_only_point_down():
+    wrong = []
+    for edge in IMPORTS:
+        source, target = layer(edge.source), layer(edge.target)
+        if source != target and target != BASE and target not in ALLOWED[source]:
+            wrong.append(f"  {edge}: {source} may not import {target}")
+    assert not wrong, "imports against the layers:\n" + "\n".join(wrong)
+
+
+def test_a_format_imports_no_other_format():
+    def format_of(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[3] if parts[:3] == ["stepscope", "trace", "formats"] and len(parts) > 3 else None
+
+    wrong = [
+        f"  {edge}"
+        for edge in IMPORTS
+        if format_of(edge.source) and format_of(edge.target) and format_of(edge.source) != format_of(edge.target)
+    ]
+    assert not wrong, "a codec imports another codec:\n" + "\n".join(wrong)
