@@ -11,7 +11,7 @@ Two profiles:
 Every measurement is one fresh subprocess of this interpreter, so that peak memory is that
 run's own and no cache carries over. Inside the child, after the imports:
 
-  stepscope  load = ``stepscope.load(path)``; per tool = ``run_tool(name, profile)`` plus
+  stepscope  load = ``stepscope.load(path)``; per tool = ``run_tool(name, stats)`` (one ``OpStats`` for all) plus
              rendering its JSON (``stepscope.render.render([result], "json")``), since XProf
              returns serialized JSON too; total = load + every tool (one perf_counter span).
   XProf      per tool = one ``raw_to_tool_data.xspace_to_tool_data([path], name,
@@ -76,6 +76,7 @@ QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "GLOG_minloglevel": "3", "JAX_PLATFORM
 def child_stepscope(path: str, tools_wanted: list[str]) -> dict:
     import stepscope
     from stepscope.analysis import run_tool, tool_names
+    from stepscope.analysis.opstats import OpStats
     from stepscope.render import render
 
     tool_names()  # imports (and so registers) every tool module: part of the imports
@@ -85,10 +86,11 @@ def child_stepscope(path: str, tools_wanted: list[str]) -> dict:
     t0 = time.perf_counter()
     profile = stepscope.load(path)
     load_s = time.perf_counter() - t0
+    stats = OpStats(profile)  # shared by the tools, as `report --tool all` and the dashboard do
     for name in tools_wanted:
         t1 = time.perf_counter()
         try:
-            result = run_tool(name, profile)
+            result = run_tool(name, stats)
             t2 = time.perf_counter()
             text = render([result], "json")
         except Exception as error:  # noqa: BLE001 - reported per tool, the others still run
@@ -409,7 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
         "versions": versions(),
         "method": {
-            "stepscope": "load = stepscope.load(path); per tool = run_tool(name, profile) + "
+            "stepscope": "load = stepscope.load(path); per tool = run_tool(name, stats) (one OpStats) + "
                          "render([result], 'json'); total = load + all tools",
             "xprof": "per tool = raw_to_tool_data.xspace_to_tool_data([copy], name, "
                      "{'use_saved_result': False}) on a private copy; total = all calls",
