@@ -43,6 +43,7 @@ demo: $(DEMO_STAMP) $(WEB_BUILT)
 	$(VENV)/bin/stepscope demo
 
 test: $(STAMP) $(WEB_BUILT) $(CHROMIUM)
+	$(PY) -m ruff check src tests bench
 	cd web && npm test --silent
 	$(PY) -m pytest -q
 

@@ -48,7 +48,7 @@ from stepscope.capture.session import CaptureSession, ProfilerWarning
 from stepscope.errors import StepscopeError
 from stepscope.trace import names
 
-__all__ = ["ProfilerCallback"]
+__all__ = ["ProfilerCallback"]  # noqa: F822 - made on first use (module __getattr__), so Keras loads lazily
 
 ProfileBatch = int | str | tuple[int, int] | list[int]
 
