@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
-URL_LINE = re.compile(r"at (http://127\.0\.0\.1:(\d+)/)")
+# The startup line: "stepscope: serving LOGDIR at http://HOST:PORT/[?token=T][ (notes)]".
+STARTUP_LINE = re.compile(r"^stepscope: serving (?P<logdir>\S+) at (?P<url>http://(?P<host>[^:/]+):(?P<port>\d+)/)(?:\?token=(?P<token>[0-9a-f]+))?(?P<notes>.*)$")
 
 
 @dataclass
@@ -26,29 +27,38 @@ class Answer:
 
 
 class DashboardServer:
-    def __init__(self, logdir: Path, cache_dir: Path, env: dict[str, str] | None = None, preexec_fn=None) -> None:
-        """``env`` and ``preexec_fn`` as for ``subprocess.Popen`` (settings, resource limits)."""
+    def __init__(
+        self, logdir: Path, cache_dir: Path, *args: str, host: str = "127.0.0.1", env: dict[str, str] | None = None, preexec_fn=None
+    ) -> None:
+        """``args``: more ``serve`` options; ``env`` and ``preexec_fn`` as for
+        ``subprocess.Popen`` (settings, resource limits)."""
         self.cache_dir = cache_dir
+        self.host = host
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "stepscope.cli", "serve", "--logdir", str(logdir), "--port", "0", "--cache-dir", str(cache_dir)],
+            [sys.executable, "-m", "stepscope.cli", "serve", "--logdir", str(logdir), "--host", host, "--port", "0", "--cache-dir", str(cache_dir), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=env,
             preexec_fn=preexec_fn,
         )
-        line = self.process.stdout.readline()
-        match = URL_LINE.search(line)
+        self.line = self.process.stdout.readline().rstrip("\n")
+        match = STARTUP_LINE.match(self.line)
         if match is None:
             self.process.kill()
-            raise RuntimeError(f"serve printed {line!r}; stderr: {self.process.stderr.read()}")
-        self.url, self.port = match.group(1), int(match.group(2))
+            raise RuntimeError(f"serve printed {self.line!r}; stderr: {self.process.stderr.read()}")
+        self.url, self.port, self.token = match["url"], int(match["port"]), match["token"]
 
     def request(self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None) -> Answer:
-        """One request on a fresh connection; the path is sent exactly as given."""
-        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        """One request on a fresh connection; the path is sent exactly as given, and a
+        ``Host`` in ``headers`` replaces the real one."""
+        connection = http.client.HTTPConnection(self.host, self.port, timeout=60)
         try:
-            connection.request(method, path, body=body, headers=headers or {})
+            headers = dict(headers or {})
+            connection.putrequest(method, path, skip_host="Host" in headers, skip_accept_encoding=True)
+            for name, value in {**headers, **({"Content-Length": str(len(body))} if body is not None else {})}.items():
+                connection.putheader(name, value)
+            connection.endheaders(body)
             response = connection.getresponse()
             return Answer(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
         finally:

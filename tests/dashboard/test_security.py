@@ -9,7 +9,6 @@ exists; a driver script started there runs the servers and the requests and repo
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
 import shutil
@@ -17,7 +16,6 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -26,10 +24,9 @@ from starlette.requests import Request
 from stepscope.dashboard.app import STATIC_DIR
 from stepscope.dashboard.security import CONTENT_SECURITY_POLICY, Access, origin_problem
 from stepscope.errors import StepscopeError
-from tests.dashboard.server import Answer
+from tests.dashboard.server import DashboardServer
 
 ADDRESS = "127.0.0.2"
-LINE = re.compile(r"^stepscope: serving (?P<logdir>\S+) at http://(?P<host>[^:/]+):(?P<port>\d+)/(?:\?token=(?P<token>[0-9a-f]+))?(?P<notes>.*)$")
 TOKEN_NOTE = " (token required: open this address once and the browser keeps it in a cookie)"
 HEADERS = {
     "x-frame-options": "DENY",
@@ -42,48 +39,8 @@ JSON = {"Content-Type": "application/json"}
 NO_JOB = json.dumps({"addresses": ["127.0.0.1:1"], "duration_ms": 100, "attempts": 1}).encode()
 
 
-@dataclass
-class Served:
-    process: subprocess.Popen
-    line: str
-    port: int
-    token: str | None
-
-    def request(self, method: str, path: str, body: bytes | None = None, headers: dict[str, str] | None = None) -> Answer:
-        """One request to 127.0.0.2; a ``Host`` in ``headers`` replaces the real one."""
-        connection = http.client.HTTPConnection(ADDRESS, self.port, timeout=60)
-        try:
-            headers = dict(headers or {})
-            connection.putrequest(method, path, skip_host="Host" in headers, skip_accept_encoding=True)
-            for name, value in {**headers, **({"Content-Length": str(len(body))} if body is not None else {})}.items():
-                connection.putheader(name, value)
-            connection.endheaders(body)
-            response = connection.getresponse()
-            return Answer(response.status, {k.lower(): v for k, v in response.getheaders()}, response.read())
-        finally:
-            connection.close()
-
-    def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-
-
-def serve(logdir: Path, cache: Path, *args: str) -> Served:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "stepscope.cli", "serve", "--logdir", str(logdir), "--host", ADDRESS, "--port", "0", "--cache-dir", str(cache), *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    line = process.stdout.readline().rstrip("\n")
-    match = LINE.match(line)
-    if match is None:
-        process.kill()
-        raise RuntimeError(f"serve printed {line!r}; stderr: {process.stderr.read()}")
-    return Served(process, line, int(match["port"]), match["token"])
+def serve(logdir: Path, cache: Path, *args: str) -> DashboardServer:
+    return DashboardServer(logdir, cache, *args, host=ADDRESS)
 
 
 @pytest.fixture(scope="module")
