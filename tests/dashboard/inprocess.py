@@ -19,6 +19,7 @@ from tests.dashboard.server import DashboardServer
 class InProcessServer(DashboardServer):
     def __init__(self, logdir: Path, cache: AnalysisCache) -> None:  # not super().__init__: that starts a process
         self.cache_dir = cache.root.parent
+        self.host = "127.0.0.1"
         self.app = create_app(logdir, cache)
         sock = socket.create_server(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
