@@ -196,13 +196,16 @@ def cmd_convert(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from stepscope.analysis import run_tool, tool_names
+    from stepscope.analysis import Output, spec, tool_names
     from stepscope.analysis.opstats import OpStats
     from stepscope.render import render
 
-    names = tool_names() if args.tool == "all" else [args.tool]
-    if args.tool != "all" and args.tool not in tool_names():
+    if args.tool != "all" and args.tool not in tool_names(None):
         raise StepscopeError(f"unknown tool {args.tool!r} (tools: {', '.join(tool_names())}, all)")
+    if args.tool != "all" and spec(args.tool).output is not Output.TABLES:
+        raise StepscopeError(f"{args.tool} is shown by the dashboard only (stepscope serve), not by report")
+    tools = [spec(name) for name in (tool_names() if args.tool == "all" else [args.tool])]
+    options = _tool_options(tools, args.options)
     host = _pick_host(args.path, args.run, args.host)
     if args.output:  # before the analysis: an output that can never be written fails now
         output_path = Path(args.output)
@@ -213,7 +216,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     for warning in profile.info.get("warnings", []):
         print(f"stepscope: warning: {host.path}: {warning}", file=sys.stderr)
     stats = OpStats(profile)  # what the tools share, built once for all of them
-    results = [run_tool(name, stats) for name in names]
+    results = [tool.run(stats, **options[tool.name]) for tool in tools]
     output = render(results, args.format)
     if args.output:
         from stepscope.trace.files import atomic_write
@@ -225,6 +228,38 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"wrote {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(output)
+    return 0
+
+
+def _tool_options(tools: list, given: list[str]) -> dict[str, dict]:
+    """``--option NAME=VALUE``s, typed by the registry, per tool: each applies to the chosen
+    tools that have it, and one that none of them has is an error."""
+    values: dict[str, str] = {}
+    for text in given:
+        name, equals, value = text.partition("=")
+        if not equals or not name:
+            raise StepscopeError(f"--option {text!r}: give NAME=VALUE (see stepscope tools)")
+        values[name] = value
+    chosen = ", ".join(tool.name for tool in tools)
+    for name in values:
+        if not any(option.name == name for tool in tools for option in tool.options):
+            raise StepscopeError(f"--option {name}: no option of that name in {chosen} (see stepscope tools)")
+    return {tool.name: tool.parse_options({k: v for k, v in values.items() if any(o.name == k for o in tool.options)}) for tool in tools}
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    from stepscope.analysis import specs
+
+    if args.format == "json":
+        print(json.dumps({"tools": [entry.to_json() for entry in specs()]}, indent=2))
+        return 0
+    for entry in specs():
+        where = "report and dashboard" if entry.output.value == "tables" else "dashboard only"
+        print(f"{entry.name}  ({entry.title}; {where})\n  {entry.description}")
+        for option in entry.options:
+            described = option.to_json()
+            bound = f", at least {option.minimum}" if option.minimum is not None else ""
+            print(f"  --option {option.name}=VALUE  ({described['type']}, default {option.default!r}{bound}): {option.help}")
     return 0
 
 
@@ -355,10 +390,17 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("path", help="a profile file, a run folder or a log directory")
     report.add_argument("--run", help="the run, when PATH holds several")
     report.add_argument("--host", help="the host, when the run has several")
-    report.add_argument("--tool", default="overview_page", help="a tool name, or all (default: overview_page)")
+    report.add_argument("--tool", default="overview_page", help="a tool name, or all (default: overview_page; stepscope tools lists them)")
+    report.add_argument(
+        "--option", dest="options", action="append", default=[], metavar="NAME=VALUE", help="a tool option, e.g. top_n=5 (repeatable; stepscope tools lists them)"
+    )
     report.add_argument("--format", choices=("text", "json", "csv"), default="text")
     report.add_argument("--output", help="write to this file instead of standard output")
     report.set_defaults(handler=cmd_report)
+
+    tools = commands.add_parser("tools", help="the analysis tools, what each answers, and their options")
+    tools.add_argument("--format", choices=("text", "json"), default="text")
+    tools.set_defaults(handler=cmd_tools)
 
     capture = commands.add_parser("capture", help="capture running jobs through their profiler servers")
     capture.add_argument("addresses", help="ADDR[,ADDR...]: host:port of each profiler server")

@@ -160,7 +160,7 @@ def test_golden_synthetic_trace(tmp_path: Path):
 def test_registered_and_run_through_the_registry(tmp_path: Path):
     from stepscope.analysis.registry import TOOLS
 
-    assert TOOLS[TOOL] is input_pipeline_analyzer  # registered by importing the module
+    assert TOOLS[TOOL].function is input_pipeline_analyzer.__wrapped__  # registered by importing the module
     profile = load_trace(tmp_path, golden_events())
     assert run_tool(TOOL, profile).to_json() == input_pipeline_analyzer(profile).to_json()
 

@@ -197,7 +197,7 @@ def test_tables_summary_and_renderers(legacy):
     assert legacy.summary()[1].startswith("GPU:0: peak 2.1 KiB allocated at 112.000 us (step 2); held by aten::conv2d 1,000 B")
     assert json.loads(render_json([legacy]))["memory_profile"]["devices"][1]["peak_allocated_bytes"] == 2200
     assert "aten::conv2d" in render_text([legacy]) and "# memory_profile.peak_holders" in render_csv([legacy])
-    assert TOOLS["memory_profile"] is memory_profile
+    assert TOOLS["memory_profile"].function is memory_profile.__wrapped__
 
 
 # --- today's schema: Addr, Total Allocated, Total Reserved ----------------------------------------

@@ -144,7 +144,7 @@ def test_synthetic_tree_times_and_percentages(synthetic):
     assert result.device == "/device:TPU:0" and result.devices == ["/device:TPU:0"] and result.side == "Device"
     root = result.root
     assert (root.kind, root.name, root.time_ps, root.occurrences) == ("root", "/device:TPU:0", 12_000, 8)
-    assert result.idle_ps == 8_000
+    assert result.idle_time_ps == 8_000
     assert root.time_percent == 100.0
     assert root.time_percent_with_idle == pytest.approx(60.0)  # 12_000 / 20_000
     # Programs by time, ties by name: jit_allreduce(3) (500) before synthetic (500).

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from stepscope.analysis import tool_names
-from stepscope.dashboard.worker import TABLES_SUFFIX, TOOL_SUFFIX, TRACE_VIEWER
+from stepscope.dashboard.worker import TABLES_SUFFIX, TOOL_SUFFIX
 
 KILLED_BY = signal.SIGKILL
 
@@ -98,7 +98,7 @@ def analyse_or_crash(profile_path: str, folder: str, progress_path: str) -> None
     target = Path(folder)
     staging = target.with_name(f".{target.name}.fake")
     staging.mkdir()
-    for tool in [*tool_names(), TRACE_VIEWER]:
+    for tool in tool_names(None):
         (staging / f"{tool}{TOOL_SUFFIX}").write_text(json.dumps({"fake": name}))
         (staging / f"{tool}{TABLES_SUFFIX}").write_text(json.dumps({"tables": []}))
     os.replace(staging, target)

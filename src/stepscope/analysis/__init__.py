@@ -1,6 +1,18 @@
-"""The analysis tools: ``run_tool(name, profile)``; names as XProf's (see ``tool_names()``)."""
+"""The analysis tools: ``run_tool(name, profile)``; names as XProf's (see ``tool_names()``).
 
-from stepscope.analysis.registry import TOOLS, run_tool, tool_names
-from stepscope.analysis import tools  # noqa: F401  registers every tool (after the registry exists)
+The modules imported below are the tools: each registers its entry in ``registry`` where
+it is defined, so adding a tool is a module and its line here.
+"""
 
-__all__ = ["TOOLS", "run_tool", "tool_names"]
+from stepscope.analysis.registry import TOOLS, Option, Output, ToolResult, ToolSpec, run_tool, spec, specs, tool_names
+from stepscope.analysis import (  # noqa: F401  (each registers its tool)
+    framework_op_stats,
+    input_pipeline,
+    kernel_stats,
+    memory_profile,
+    op_profile,
+    overview,
+    trace_viewer,
+)
+
+__all__ = ["TOOLS", "Option", "Output", "ToolResult", "ToolSpec", "run_tool", "spec", "specs", "tool_names"]

@@ -18,11 +18,11 @@ FLOP rate, memory bandwidth, operational intensity and the roofline bound: see
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
-from stepscope.analysis.op_table import SIDES
+from stepscope.analysis.op_table import SIDES, OpRow
 from stepscope.analysis.opstats import OpStats
-from stepscope.analysis.registry import tool
+from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
 
 TOOL = "framework_op_stats"
@@ -48,18 +48,28 @@ COLUMNS = (
 )
 
 
-@dataclass
-class FrameworkOpStatsResult:
-    tool: str = TOOL
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    idle_rows: list[dict[str, Any]] = field(default_factory=list)
+class IdleRow(TypedDict):
+    """A side's IDLE row: the time no op of that side ran (the "include idle" toggle)."""
 
-    def to_json(self) -> dict[str, Any]:
-        return {"rows": self.rows, "idle_rows": self.idle_rows}
+    rank: int
+    host_or_device: str
+    type: str
+    name: str
+    occurrences: int
+    total_time_us: float
+    total_self_time_us: float
+    self_time_percent_with_idle: float
+    total_time_ps: int
+    total_self_time_ps: int
+
+
+@dataclass
+class FrameworkOpStatsResult(ToolResult):
+    rows: list[OpRow] = field(default_factory=list)
+    idle_rows: list[IdleRow] = field(default_factory=list)
 
     def tables(self) -> list[Table]:
-        ordered = [tuple(row.get(c.key) for c in COLUMNS) for row in self.rows]
-        return [Table("framework_ops", COLUMNS, ordered), Table("idle", COLUMNS, [tuple(r.get(c.key) for c in COLUMNS) for r in self.idle_rows])]
+        return [Table.of("framework_ops", COLUMNS, self.rows), Table.of("idle", COLUMNS, self.idle_rows)]
 
     def summary(self) -> list[str]:
         lines = []
@@ -73,7 +83,12 @@ class FrameworkOpStatsResult:
         return lines or ["No framework ops in this profile."]
 
 
-@tool(TOOL)
+@tool(
+    TOOL,
+    title="Framework op stats",
+    order=30,
+    description="Which framework ops (aten::, TF ops, XLA ops) take the time, on host and device?",
+)
 def framework_op_stats(stats: OpStats) -> FrameworkOpStatsResult:
     ops = stats.ops
     result = FrameworkOpStatsResult()

@@ -65,38 +65,20 @@ fetch wrapper hands down ``preprocessing``.
 The input-ops table has one row per (name, category): count, total and self time in ms,
 and both as a share of all input-op self time (XProf's denominator), sorted by self time.
 
-JSON form (``to_json``)::
-
-    {
-      "step_source": str,               # how steps were found (steps.find_steps)
-      "steps_inferred": bool,           # no step marker: the whole window is one step
-      "steps": [{"step": int, "input_us": float, "step_time_us": float,
-                 "input_percent": float, "input_ps": int, "step_time_ps": int,
-                 "set_aside": "compile" | "outlier" | None}],   # overview's warm-up rule
-      "input_percent": {"mean": float, "stddev": float, "min": float, "max": float},
-                                        # over the steps not set aside
-      "verdict": "highly" | "moderately" | "not",   # input-bound, from the mean
-      "host_breakdown_us": {"enqueue_to_device": float, "demanded_file_read": float,
-                            "advanced_file_read": float, "preprocessing": float,
-                            "other": float},
-      "input_ops": [{"name": str, "count": int, "total_ms": float, "total_percent": float,
-                     "self_ms": float, "self_percent": float, "category": str,
-                     "total_ps": int, "self_ps": int}],
-      "note": str                        # which input sources were found, or that none were
-    }
+The JSON form is ``InputPipelineResult``'s fields (their types are its schema).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
 from stepscope.analysis.classify import Activity, event_activities
 from stepscope.analysis.opstats import OpStats
-from stepscope.analysis.registry import tool
+from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.step_outliers import set_aside_note, set_aside_rows
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
 from stepscope.analysis.verdict import NOT, input_bound_verdict
@@ -177,40 +159,58 @@ OP_COLUMNS = (
 )
 
 
+class InputStep(TypedDict):
+    step: int
+    input_us: float
+    step_time_us: float
+    input_percent: float
+    input_ps: int
+    step_time_ps: int
+    set_aside: str | None  # "compile" | "outlier" (the overview's warm-up rule), else null
+
+
+class InputShare(TypedDict):
+    """The input share of step time (percent), over the steps not set aside."""
+
+    mean: float
+    stddev: float
+    min: float
+    max: float
+
+
+class InputOp(TypedDict):
+    name: str
+    count: int
+    total_ms: float
+    total_percent: float
+    self_ms: float
+    self_percent: float
+    category: str
+    total_ps: int
+    self_ps: int
+
+
 @dataclass
-class InputPipelineResult:
-    tool: str = TOOL
+class InputPipelineResult(ToolResult):
     step_source: str = ""
     steps_inferred: bool = False
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    input_percent: dict[str, float] = field(default_factory=dict)
-    verdict: str = NOT
+    steps: list[InputStep] = field(default_factory=list)
+    input_percent: InputShare = field(default_factory=lambda: InputShare(mean=0.0, stddev=0.0, min=0.0, max=0.0))
+    verdict: str = NOT  # "highly" | "moderately" | "not" input-bound
     host_breakdown_us: dict[str, float] = field(default_factory=dict)
-    input_ops: list[dict[str, Any]] = field(default_factory=list)
+    input_ops: list[InputOp] = field(default_factory=list)
     note: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "step_source": self.step_source,
-            "steps_inferred": self.steps_inferred,
-            "steps": self.steps,
-            "input_percent": self.input_percent,
-            "verdict": self.verdict,
-            "host_breakdown_us": self.host_breakdown_us,
-            "input_ops": self.input_ops,
-            "note": self.note,
-        }
 
     def tables(self) -> list[Table]:
         host_total = sum(self.host_breakdown_us.values())
         return [
-            Table("steps", STEP_COLUMNS, [tuple(step[c.key] for c in STEP_COLUMNS) for step in self.steps]),
+            Table.of("steps", STEP_COLUMNS, self.steps),
             Table(
                 "host_breakdown",
                 BREAKDOWN_COLUMNS,
                 [(category, us, percent(us, host_total)) for category, us in self.host_breakdown_us.items()],
             ),
-            Table("input_ops", OP_COLUMNS, [tuple(op[c.key] for c in OP_COLUMNS) for op in self.input_ops]),
+            Table.of("input_ops", OP_COLUMNS, self.input_ops),
         ]
 
     def summary(self) -> list[str]:
@@ -370,7 +370,7 @@ def _owned_ps(thread: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
     return owned
 
 
-def _host_input(profile: Profile) -> tuple[list[dict[str, Any]], dict[str, int], str]:
+def _host_input(profile: Profile) -> tuple[list[InputOp], dict[str, int], str]:
     """The input ops table, self ps per category, and the note naming the sources found."""
     host = profile.plane(names.HOST_PLANE)
     if host is None or not len(host.events):
@@ -390,7 +390,7 @@ def _host_input(profile: Profile) -> tuple[list[dict[str, Any]], dict[str, int],
     _, _, selves = _sum_by(codes, self_ps[rows])
     all_self = int(selves.sum())
     by_category = dict.fromkeys(CATEGORIES, 0)
-    ops = []
+    ops: list[InputOp] = []
     for code, count, total, own in zip(distinct.tolist(), counts.tolist(), totals.tolist(), selves.tolist()):
         type_id, category_index = divmod(code, len(CATEGORIES))
         by_category[CATEGORIES[category_index]] += own
@@ -420,7 +420,12 @@ def _host_input(profile: Profile) -> tuple[list[dict[str, Any]], dict[str, int],
     return ops, by_category, note
 
 
-@tool(TOOL)
+@tool(
+    TOOL,
+    title="Input pipeline analyzer",
+    order=20,
+    description="Is the job waiting for data, in which steps, and which input work (read, decode, transform) costs most?",
+)
 def input_pipeline_analyzer(stats: OpStats) -> InputPipelineResult:
     profile, steps, parts, aside = stats.profile, stats.steps, stats.breakdown, stats.set_aside
     input_ps = parts["input"]
@@ -442,12 +447,12 @@ def input_pipeline_analyzer(stats: OpStats) -> InputPipelineResult:
     # Over the steps the overview keeps (warm-up and one-off steps set aside), so the
     # verdict here and the overview's input finding are the same number.
     kept = shares[aside.kept]
-    result.input_percent = {
-        "mean": float(kept.mean()) if len(kept) else 0.0,
-        "stddev": float(kept.std()) if len(kept) else 0.0,
-        "min": float(kept.min()) if len(kept) else 0.0,
-        "max": float(kept.max()) if len(kept) else 0.0,
-    }
+    result.input_percent = InputShare(
+        mean=float(kept.mean()) if len(kept) else 0.0,
+        stddev=float(kept.std()) if len(kept) else 0.0,
+        min=float(kept.min()) if len(kept) else 0.0,
+        max=float(kept.max()) if len(kept) else 0.0,
+    )
     result.verdict = input_bound_verdict(result.input_percent["mean"])
     ops, by_category, note = _host_input(profile)
     result.input_ops = ops

@@ -16,13 +16,13 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
 from stepscope.analysis.classify import Activity, event_activities
 from stepscope.analysis.opstats import OpStats
-from stepscope.analysis.registry import tool
+from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.tables import Column, Table, ps_to_us
 from stepscope.trace import names
 
@@ -84,18 +84,35 @@ def parse_kernel_details(text: str) -> LaunchConfig:
     )
 
 
+class KernelRow(TypedDict):
+    """One kernel, launch configuration and framework op: the ``kernels`` table's row."""
+
+    kernel_name: str
+    op_name: str
+    registers_per_thread: int
+    shared_memory_bytes: int
+    block_dim: str
+    grid_dim: str
+    occupancy_pct: float | None
+    is_op_tensor_core_eligible: bool
+    is_kernel_using_tensor_core: bool
+    occurrences: int
+    total_duration_us: float
+    avg_duration_us: float
+    min_duration_us: float
+    max_duration_us: float
+    total_duration_ps: int
+
+
 @dataclass
-class KernelStatsResult:
-    tool: str = TOOL
-    rows: list[dict[str, Any]] = field(default_factory=list)
+class KernelStatsResult(ToolResult):
+    rows: list[KernelRow] = field(default_factory=list)
+    total_kernel_time_us: float = 0.0
     total_kernel_time_ps: int = 0
     devices: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"rows": self.rows, "total_kernel_time_us": ps_to_us(self.total_kernel_time_ps), "total_kernel_time_ps": self.total_kernel_time_ps, "devices": self.devices}
-
     def tables(self) -> list[Table]:
-        return [Table("kernels", COLUMNS, [tuple(row[c.key] for c in COLUMNS) for row in self.rows])]
+        return [Table.of("kernels", COLUMNS, self.rows)]
 
     def summary(self) -> list[str]:
         if not self.rows:
@@ -104,7 +121,12 @@ class KernelStatsResult:
         return [f"{kernels:,} kernel launches on {', '.join(self.devices)}: {ps_to_us(self.total_kernel_time_ps):,.3f} us of kernel time"]
 
 
-@tool(TOOL)
+@tool(
+    TOOL,
+    title="Kernel stats",
+    order=40,
+    description="Which GPU kernels run, how often, how long, with what launch shape and occupancy?",
+)
 def kernel_stats(stats: OpStats) -> KernelStatsResult:
     profile, ops = stats.profile, stats.ops
     op_of: dict[tuple[int, int], str] = {
@@ -131,7 +153,7 @@ def kernel_stats(stats: OpStats) -> KernelStatsResult:
             op_name = "" if op_name == name else op_name
             key = (name, op_name, config)
             groups.setdefault(key, []).append(int(plane.events.duration_ps[row]))
-    rows_out = []
+    rows_out: list[KernelRow] = []
     for (name, op_name, config), durations in groups.items():
         total = sum(durations)
         rows_out.append(
@@ -154,4 +176,5 @@ def kernel_stats(stats: OpStats) -> KernelStatsResult:
             }
         )
     rows_out.sort(key=lambda row: (-row["total_duration_ps"], row["kernel_name"]))
-    return KernelStatsResult(rows=rows_out, total_kernel_time_ps=sum(r["total_duration_ps"] for r in rows_out), devices=devices)
+    total_ps = sum(row["total_duration_ps"] for row in rows_out)
+    return KernelStatsResult(rows=rows_out, total_kernel_time_us=ps_to_us(total_ps), total_kernel_time_ps=total_ps, devices=devices)

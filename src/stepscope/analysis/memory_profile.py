@@ -45,27 +45,7 @@ Definitions
   the first, last and peak points are always kept), so the chart keeps its shape and the
   exact peak.
 
-JSON form
----------
-::
-
-    {"devices": [{
-        "device": "GPU:0",                 # or "CPU", or an allocator name
-        "allocated_from": "Total Allocated" | "running sum of Bytes" | "bytes_allocated"
-                          | "running sum of allocation_bytes",
-        "events": int,                     # memory events of the device
-        "frees_matched_by": "address" | "size",  # how peak holders were found (see above)
-        "peak_allocated_bytes": int,
-        "peak_reserved_bytes": int | null, # largest reserved figure, where the source has one
-        "lifetime_peak_bytes": int | null, # the allocator's own peak_bytes_in_use (XSpace)
-        "peak_time_us": float,             # from the profile start
-        "peak_time_ps": int,               # the same, exact
-        "peak_step": int | null,
-        "timeline": [{"time_us": float, "allocated_bytes": int, "reserved_bytes": int | null}],
-        "step_peaks": [{"step": int, "peak_allocated_bytes": int}],
-        "peak_holders": [{"op": str, "bytes": int, "allocations": int}],  # bytes descending
-     }],
-     "note": str}                          # how the figures were made, or why there are none
+The JSON form is ``MemoryProfileResult``'s fields (their types are its schema).
 
 Tables: ``memory_peaks`` (one row per device) and ``peak_holders`` (device, op, bytes).
 """
@@ -75,12 +55,12 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 import numpy as np
 
-from stepscope.analysis.registry import tool
+from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.steps import Steps
 from stepscope.analysis.tables import Column, Table, ps_to_us
@@ -145,23 +125,50 @@ HOLDER_COLUMNS = (
 )
 
 
+class MemoryPoint(TypedDict):
+    time_us: float
+    allocated_bytes: int
+    reserved_bytes: int | None
+
+
+class StepPeak(TypedDict):
+    step: int
+    peak_allocated_bytes: int
+
+
+class PeakHolder(TypedDict):
+    op: str
+    bytes: int
+    allocations: int
+
+
+class MemoryDevice(TypedDict):
+    """One device or allocator."""
+
+    device: str  # "GPU:0", "CPU", or an allocator name
+    # "Total Allocated" | "running sum of Bytes" | "bytes_allocated" | "running sum of allocation_bytes"
+    allocated_from: str
+    events: int  # memory events of the device
+    frees_matched_by: str  # "address" | "size": how peak holders were found (see above)
+    peak_allocated_bytes: int
+    peak_reserved_bytes: int | None  # the largest reserved figure, where the source has one
+    lifetime_peak_bytes: int | None  # the allocator's own peak_bytes_in_use (XSpace)
+    peak_time_us: float  # from the profile start
+    peak_time_ps: int  # the same, exact
+    peak_step: int | None
+    timeline: list[MemoryPoint]
+    step_peaks: list[StepPeak]
+    peak_holders: list[PeakHolder]  # bytes descending
+
+
 @dataclass
-class MemoryProfileResult:
-    tool: str = TOOL
-    devices: list[dict[str, Any]] = field(default_factory=list)
+class MemoryProfileResult(ToolResult):
+    devices: list[MemoryDevice] = field(default_factory=list)
     note: str = ""
 
-    def to_json(self) -> dict[str, Any]:
-        return {"devices": self.devices, "note": self.note}
-
     def tables(self) -> list[Table]:
-        peaks = [tuple(device[c.key] for c in PEAK_COLUMNS) for device in self.devices]
-        holders = [
-            (device["device"], holder["op"], holder["bytes"], holder["allocations"])
-            for device in self.devices
-            for holder in device["peak_holders"]
-        ]
-        return [Table("memory_peaks", PEAK_COLUMNS, peaks), Table("peak_holders", HOLDER_COLUMNS, holders)]
+        holders = [(device["device"], holder["op"], holder["bytes"], holder["allocations"]) for device in self.devices for holder in device["peak_holders"]]
+        return [Table.of("memory_peaks", PEAK_COLUMNS, self.devices), Table("peak_holders", HOLDER_COLUMNS, holders)]
 
     def summary(self) -> list[str]:
         if not self.devices:
@@ -199,7 +206,12 @@ class _DeviceEvents:
     kind: str = ""  # "kineto" or "xspace"
 
 
-@tool(TOOL)
+@tool(
+    TOOL,
+    title="Memory profile",
+    order=60,
+    description="How does allocated memory evolve, where is the peak, and which ops hold memory there?",
+)
 def memory_profile(stats: OpStats) -> MemoryProfileResult:
     devices = _collect(stats.profile)
     if not devices:
@@ -209,7 +221,7 @@ def memory_profile(stats: OpStats) -> MemoryProfileResult:
     return MemoryProfileResult(devices=results, note=_note(results))
 
 
-def _note(results: list[dict[str, Any]]) -> str:
+def _note(results: list[MemoryDevice]) -> str:
     parts = []
     for device in results:
         source = device["allocated_from"]
@@ -381,7 +393,7 @@ def _enclosing_ops(plane: Plane, rows: np.ndarray, is_memory: np.ndarray) -> lis
 # --- analysing ----------------------------------------------------------------------------------
 
 
-def _analyse(name: str, raw: _DeviceEvents, steps: Steps) -> dict[str, Any]:
+def _analyse(name: str, raw: _DeviceEvents, steps: Steps) -> MemoryDevice:
     order = np.argsort(np.asarray(raw.time_ps, dtype=np.int64), kind="stable")
     positions = order.tolist()
 
@@ -456,12 +468,12 @@ def _step_at(steps: Steps, time_ps: int) -> int | None:
     return int(steps.number[inside[0]]) if len(inside) else None
 
 
-def _step_peaks(steps: Steps, time_ps: np.ndarray, allocated: np.ndarray, initial: int) -> list[dict[str, int]]:
+def _step_peaks(steps: Steps, time_ps: np.ndarray, allocated: np.ndarray, initial: int) -> list[StepPeak]:
     """Per step, the highest level during [start, end), counting the level it started with."""
     first = np.searchsorted(time_ps, steps.start_ps, "left")
     last = np.searchsorted(time_ps, steps.end_ps, "left")
     before = np.where(first > 0, allocated[np.maximum(first - 1, 0)], initial)
-    peaks = []
+    peaks: list[StepPeak] = []
     for index in range(len(steps)):
         lo, hi = int(first[index]), int(last[index])
         peak = int(before[index])
@@ -471,7 +483,7 @@ def _step_peaks(steps: Steps, time_ps: np.ndarray, allocated: np.ndarray, initia
     return peaks
 
 
-def _peak_holders(size: np.ndarray, free: np.ndarray, address: list[int | None], op: list[str]) -> list[dict[str, Any]]:
+def _peak_holders(size: np.ndarray, free: np.ndarray, address: list[int | None], op: list[str]) -> list[PeakHolder]:
     """Allocations live after the last event given, grouped by op (unsorted)."""
     by_address = all(a is not None for a in address)
     live_at: dict[int | None, int] = {}  # address -> event index
@@ -496,7 +508,7 @@ def _peak_holders(size: np.ndarray, free: np.ndarray, address: list[int | None],
     return [{"op": name, "bytes": total, "allocations": count} for name, (total, count) in grouped.items()]
 
 
-def _timeline(time_ps: np.ndarray, allocated: np.ndarray, reserved: np.ndarray | None, peak_index: int) -> list[dict[str, Any]]:
+def _timeline(time_ps: np.ndarray, allocated: np.ndarray, reserved: np.ndarray | None, peak_index: int) -> list[MemoryPoint]:
     count = len(time_ps)
     if count <= MAX_TIMELINE_POINTS:
         keep = np.arange(count)

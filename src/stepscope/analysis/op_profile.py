@@ -48,17 +48,8 @@ Numbers (every node)
                    one node of the same kind named "(K more)" with ``folded`` = K, their summed
                    numbers and no children.
 
-JSON form::
-
-    {"device": str, "devices": [str], "side": "Device" | "Host" | "",
-     "top_n": int, "exclude_idle": true,
-     "idle_time_ps": int, "idle_time_us": float, "peak_teraflops_per_second": float | null,
-     "root": node}
-    node = {"name", "kind": "root" | "program" | "category" | "op",
-            "time_ps", "time_us", "time_percent", "time_percent_with_idle", "occurrences",
-            "flops", "bytes_accessed", "gflops_per_second", "flops_utilization",
-            "memory_bandwidth_gb_per_second", "color_hint", "expression", "shape",
-            "folded", "children": [node, ...]}
+The JSON form is ``OpProfileResult``'s fields, ``root`` an ``OpProfileNode`` (their types
+are its schema).
 
 ``exclude_idle`` is the view the UI opens with; it changes no number. A profile without
 ops gives a root of time 0 with no children.
@@ -76,7 +67,7 @@ import numpy as np
 from stepscope.analysis.intervals import Union
 from stepscope.analysis.ops import DEVICE, HOST, Ops, stat_column
 from stepscope.analysis.opstats import OpStats
-from stepscope.analysis.registry import tool
+from stepscope.analysis.registry import Option, ToolResult, tool
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
 from stepscope.errors import StepscopeError
 from stepscope.trace import names
@@ -111,11 +102,15 @@ COLUMNS = (
 )
 
 
-@dataclass(slots=True)
+@dataclass
 class OpProfileNode:
+    """A node of the tree (root, program, category, op, or a "(K more)" fold); its fields
+    are its JSON form."""
+
     name: str
-    kind: str
+    kind: str  # "root" | "program" | "category" | "op"
     time_ps: int = 0
+    time_us: float = 0.0  # time_ps in microseconds (set when the tree is finished)
     occurrences: int = 0
     flops: float | None = None
     bytes_accessed: float | None = None
@@ -124,22 +119,11 @@ class OpProfileNode:
     gflops_per_second: float | None = None
     flops_utilization: float | None = None
     memory_bandwidth_gb_per_second: float | None = None
+    color_hint: float | None = None  # flops_utilization clamped to [0, 1], for the colour scale
     expression: str | None = None
     shape: str | None = None
-    folded: int = 0
+    folded: int = 0  # how many nodes a "(K more)" node stands for
     children: list[OpProfileNode] = field(default_factory=list)
-    # (plane index, event row) of the occurrence an op node's details are read from.
-    representative: tuple[int, int] | None = field(default=None, repr=False)
-
-    @property
-    def time_us(self) -> float:
-        return ps_to_us(self.time_ps)
-
-    @property
-    def color_hint(self) -> float | None:
-        if self.flops_utilization is None:
-            return None
-        return min(1.0, max(0.0, self.flops_utilization))
 
     def walk(self) -> list[OpProfileNode]:
         """This node and every node under it, depth first."""
@@ -150,56 +134,25 @@ class OpProfileNode:
             stack.extend(reversed(node.children))
         return nodes
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "time_ps": self.time_ps,
-            "time_us": self.time_us,
-            "time_percent": self.time_percent,
-            "time_percent_with_idle": self.time_percent_with_idle,
-            "occurrences": self.occurrences,
-            "flops": self.flops,
-            "bytes_accessed": self.bytes_accessed,
-            "gflops_per_second": self.gflops_per_second,
-            "flops_utilization": self.flops_utilization,
-            "memory_bandwidth_gb_per_second": self.memory_bandwidth_gb_per_second,
-            "color_hint": self.color_hint,
-            "expression": self.expression,
-            "shape": self.shape,
-            "folded": self.folded,
-            "children": [child.to_json() for child in self.children],
-        }
-
 
 @dataclass
-class OpProfileResult:
-    tool: str = TOOL
+class OpProfileResult(ToolResult):
     device: str = ""
     devices: list[str] = field(default_factory=list)
     side: str = ""
     top_n: int = DEFAULT_TOP_N
-    idle_ps: int = 0
+    exclude_idle: bool = True
+    idle_time_ps: int = 0
+    idle_time_us: float = 0.0
     peak_teraflops_per_second: float | None = None
     root: OpProfileNode = field(default_factory=lambda: OpProfileNode("", ROOT))
-    # Every op node before folding, most time first: the flat table.
-    ops: list[OpProfileNode] = field(default_factory=list)
-    # ops[i] belongs to program op_program[i], category op_category[i].
-    op_program: list[str] = field(default_factory=list)
-    op_category: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "device": self.device,
-            "devices": self.devices,
-            "side": self.side,
-            "top_n": self.top_n,
-            "exclude_idle": True,
-            "idle_time_ps": self.idle_ps,
-            "idle_time_us": ps_to_us(self.idle_ps),
-            "peak_teraflops_per_second": self.peak_teraflops_per_second,
-            "root": self.root.to_json(),
-        }
+    def __post_init__(self) -> None:
+        # The flat table, not part of the JSON form: every op node before folding, most
+        # time first; ops[i] belongs to program op_program[i], category op_category[i].
+        self.ops: list[OpProfileNode] = []
+        self.op_program: list[str] = []
+        self.op_category: list[str] = []
 
     def tables(self) -> list[Table]:
         rows = [
@@ -227,7 +180,7 @@ class OpProfileResult:
         lines = [
             f"{self.device}: {root.time_us:,.1f} us of op time in {root.occurrences:,} op runs of "
             f"{len(self.ops):,} distinct ops in {len(set(self.op_program)):,} program(s); "
-            f"idle {ps_to_us(self.idle_ps):,.1f} us (ops are {root.time_percent_with_idle:.1f}% of op time + idle)"
+            f"idle {self.idle_time_us:,.1f} us (ops are {root.time_percent_with_idle:.1f}% of op time + idle)"
         ]
         categories: dict[str, int] = {}
         for category, node in zip(self.op_category, self.ops):
@@ -241,8 +194,23 @@ class OpProfileResult:
         return lines
 
 
-@tool(TOOL)
-def op_profile(stats: OpStats, device: str | None = None, top_n: int = DEFAULT_TOP_N) -> OpProfileResult:
+@tool(
+    TOOL,
+    title="Op profile",
+    order=50,
+    description="Where does the device's time go by program, category and op, and how well does each use the device's FLOPS?",
+    options=(
+        Option(
+            "device",
+            str,
+            "",
+            f"the device plane to show (default: the first that ran ops), {ALL_DEVICES!r} for every device, or {names.HOST_PLANE!r}",
+            choices_from="devices",
+        ),
+        Option("top_n", int, DEFAULT_TOP_N, "children shown per node; the rest are folded into one \"(K more)\" node", minimum=1),
+    ),
+)
+def op_profile(stats: OpStats, device: str = "", top_n: int = DEFAULT_TOP_N) -> OpProfileResult:
     if not isinstance(top_n, int) or top_n < 1:
         raise StepscopeError(f"op_profile: top_n must be a positive integer, not {top_n!r}")
     profile, ops = stats.profile, stats.ops
@@ -254,7 +222,8 @@ def op_profile(stats: OpStats, device: str | None = None, top_n: int = DEFAULT_T
         return result
     plane_indices = sorted(set(ops.plane[mask].tolist()))
     result.peak_teraflops_per_second = _peak(profile, plane_indices) if side == DEVICE else None
-    result.idle_ps = _idle_ps(profile, ops, mask)
+    result.idle_time_ps = _idle_ps(profile, ops, mask)
+    result.idle_time_us = ps_to_us(result.idle_time_ps)
 
     selected = np.flatnonzero(mask)
     programs, categories, op_names = _Names(), _Names(), _Names()
@@ -274,14 +243,18 @@ def op_profile(stats: OpStats, device: str | None = None, top_n: int = DEFAULT_T
     keys = _Keys(program_codes, programs.names, category_codes, categories.names, name_codes, op_names.names)
 
     root_ps = int(ops.self_ps[selected].sum())
-    totals = (root_ps, root_ps + result.idle_ps, result.peak_teraflops_per_second)
-    leaves, leaf_program, leaf_category = _op_nodes(ops, selected, keys, totals)
+    totals = (root_ps, root_ps + result.idle_time_ps, result.peak_teraflops_per_second)
+    leaves, leaf_program, leaf_category, representatives = _op_nodes(ops, selected, keys, totals)
     root = _tree(label, leaves, leaf_program, leaf_category)
     for node in root.walk():
         if node.kind != OP:
             _finish(node, *totals)
     _fold(root, top_n, *totals)
-    _describe(profile, ops, [node for node in root.walk() if node.kind == OP and not node.folded])
+    shown = {id(node) for node in root.walk() if node.kind == OP and not node.folded}
+    _describe(profile, ops, [(node, at) for node, at in zip(leaves, representatives) if id(node) in shown])
+    for node in root.walk():
+        node.time_us = ps_to_us(node.time_ps)
+        node.color_hint = None if node.flops_utilization is None else min(1.0, max(0.0, node.flops_utilization))
 
     order = sorted(range(len(leaves)), key=lambda i: (-leaves[i].time_ps, leaf_program[i], leaf_category[i], leaves[i].name))
     result.ops = [leaves[i] for i in order]
@@ -304,10 +277,10 @@ def _device_names(profile: Profile, ops: Ops) -> list[str]:
     return sorted((profile.planes[i].name for i in planes), key=_natural)
 
 
-def _select(profile: Profile, ops: Ops, devices: list[str], device: str | None) -> tuple[str, str, np.ndarray]:
-    """(root label, side, mask over ops) for the requested device."""
+def _select(profile: Profile, ops: Ops, devices: list[str], device: str) -> tuple[str, str, np.ndarray]:
+    """(root label, side, mask over ops) for the requested device ("": the first)."""
     on_device = ops.side == 1
-    if device is None:
+    if not device:
         device = devices[0] if devices else names.HOST_PLANE
     if device == ALL_DEVICES:
         if devices:
@@ -433,9 +406,10 @@ class _Keys:
 
 def _op_nodes(
     ops: Ops, selected: np.ndarray, keys: _Keys, totals: tuple[int, int, float | None]
-) -> tuple[list[OpProfileNode], list[str], list[str]]:
+) -> tuple[list[OpProfileNode], list[str], list[str], list[tuple[int, int]]]:
     """One op node per (program, category, op name), with its summed numbers, percentages
-    and rates (vectorised: there can be many)."""
+    and rates (vectorised: there can be many); beside each, its program, category and the
+    (plane index, event row) of its first occurrence."""
     program_codes, program_names = keys.program, keys.program_names
     category_codes, category_names = keys.category, keys.category_names
     name_codes, distinct_names = keys.name, keys.names
@@ -477,18 +451,18 @@ def _op_nodes(
             gflops_per_second=None if g != g else g,
             flops_utilization=None if u != u else u,
             memory_bandwidth_gb_per_second=None if bw != bw else bw,
-            representative=(plane, row),
         )
-        for at, t, n, f, hf, b, hb, share, share_idle, g, u, bw, plane, row in zip(
+        for at, t, n, f, hf, b, hb, share, share_idle, g, u, bw in zip(
             starts.tolist(), time.tolist(), occurrences.tolist(), flops.tolist(), has_flops.tolist(),
             accessed.tolist(), has_bytes.tolist(), shares.tolist(), shares_with_idle.tolist(), gflops.tolist(),
-            utilization.tolist(), bandwidth.tolist(), ops.plane[first].tolist(), ops.row[first].tolist(),
+            utilization.tolist(), bandwidth.tolist(),
         )
     ]  # fmt: skip
     return (
         nodes,
         [str(program_names[code]) for code in first_program[starts].tolist()],
         [str(category_names[code]) for code in first_category[starts].tolist()],
+        list(zip(ops.plane[first].tolist(), ops.row[first].tolist())),
     )
 
 
@@ -563,12 +537,11 @@ def _fold(node: OpProfileNode, top_n: int, root_ps: int, with_idle_ps: int, peak
 # --- op details (read for the shown ops only) -------------------------------------------------
 
 
-def _describe(profile: Profile, ops: Ops, nodes: list[OpProfileNode]) -> None:
+def _describe(profile: Profile, ops: Ops, nodes: list[tuple[OpProfileNode, tuple[int, int]]]) -> None:
+    """Each node's expression and shape, read from its representative occurrence
+    (plane index, event row)."""
     launcher = _Launchers(profile, ops)
-    for node in nodes:
-        if node.representative is None:
-            continue
-        plane_index, row = node.representative
+    for node, (plane_index, row) in nodes:
         plane = profile.planes[plane_index]
         stats = {s.name: s.value for s in plane.event_stats(row)}
         metadata_id = int(plane.events.metadata_id[row])

@@ -15,7 +15,7 @@ capability stats), as on a roofline; unknown without both.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -64,7 +64,30 @@ def _rate(amount: float, seconds: float, scale: float) -> float:
     return amount / seconds / scale
 
 
-def side_rows(ops: Ops, side_index: int, ridge: float | None, idle: int) -> list[dict[str, Any]]:
+class OpRow(TypedDict):
+    """One framework op (type, name) of one side: framework_op_stats' row."""
+
+    rank: int
+    host_or_device: str
+    type: str
+    name: str
+    occurrences: int
+    total_time_us: float
+    avg_time_us: float
+    total_self_time_us: float
+    avg_self_time_us: float
+    self_time_percent: float
+    cumulative_self_time_percent: float
+    self_time_percent_with_idle: float
+    gflops_per_second: float | None  # null (NaN in Python) where the source records no flops
+    memory_bandwidth_gb_per_second: float | None
+    operational_intensity: float | None
+    bound_by: str | None  # "Compute" | "Memory" on the device side, else null
+    total_time_ps: int
+    total_self_time_ps: int
+
+
+def side_rows(ops: Ops, side_index: int, ridge: float | None, idle: int) -> list[OpRow]:
     """One row per (type, name) of one side, ranked by total self time (first seen first
     among equals)."""
     side = SIDES[side_index]
@@ -82,7 +105,7 @@ def side_rows(ops: Ops, side_index: int, ridge: float | None, idle: int) -> list
     side_self = float(self_total.sum())
     order = np.lexsort((np.arange(len(key_index)), -self_total))
     distinct = list(key_index)
-    rows = []
+    rows: list[OpRow] = []
     cumulative = 0.0
     for rank, code in enumerate(order.tolist(), start=1):
         op_type, name = distinct[code]

@@ -13,14 +13,13 @@ profile and hand it to every tool).
 from __future__ import annotations
 
 from functools import cached_property
-from typing import Any
 
 import numpy as np
 
 from stepscope.analysis.breakdown import activity_unions, step_breakdown
 from stepscope.analysis.classify import Activity
 from stepscope.analysis.intervals import Union
-from stepscope.analysis.op_table import ridge_point, side_idle_ps, side_rows
+from stepscope.analysis.op_table import OpRow, ridge_point, side_idle_ps, side_rows
 from stepscope.analysis.ops import Ops, find_ops
 from stepscope.analysis.step_outliers import SetAside, set_aside
 from stepscope.analysis.steps import Steps, find_steps
@@ -32,7 +31,7 @@ class OpStats:
 
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
-        self._op_rows: dict[int, list[dict[str, Any]]] = {}
+        self._op_rows: dict[int, list[OpRow]] = {}
 
     @classmethod
     def of(cls, source: Profile | OpStats) -> OpStats:
@@ -68,7 +67,7 @@ class OpStats:
     def side_idle_ps(self, side: int) -> int:
         return side_idle_ps(self.profile, self.ops, side)
 
-    def op_rows(self, side: int) -> list[dict[str, Any]]:
+    def op_rows(self, side: int) -> list[OpRow]:
         """framework_op_stats' rows of one side (0 host, 1 device), ranked by self time."""
         if side not in self._op_rows:
             self._op_rows[side] = side_rows(self.ops, side, self.ridge, self.side_idle_ps(side))

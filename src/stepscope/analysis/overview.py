@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -29,11 +29,11 @@ from stepscope.analysis.intervals import Union
 from stepscope.analysis.op_table import SIDES
 from stepscope.analysis.ops import DEVICE, HOST
 from stepscope.analysis.opstats import OpStats
-from stepscope.analysis.registry import tool
-from stepscope.analysis.step_outliers import set_aside_note, set_aside_rows
+from stepscope.analysis.registry import ToolResult, tool
+from stepscope.analysis.step_outliers import SetAsideStep, set_aside_note, set_aside_rows
 from stepscope.analysis.steps import launching_steps
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
-from stepscope.analysis.verdict import Shares, recommendation
+from stepscope.analysis.verdict import Recommendation, Shares, recommendation
 from stepscope.trace import names
 from stepscope.trace.model import Profile
 from stepscope.trace.summary import device_names
@@ -63,41 +63,84 @@ DEVICE_COLUMNS = (
 )
 
 
-@dataclass
-class OverviewResult:
-    tool: str = TOOL
-    step_source: str = ""
-    steps_inferred: bool = False
-    steps: list[dict[str, Any]] = field(default_factory=list)
-    step_time_us: dict[str, float] = field(default_factory=dict)
-    step_time_us_all: dict[str, float] = field(default_factory=dict)
-    breakdown_percent: dict[str, float] = field(default_factory=dict)
-    breakdown_percent_all: dict[str, float] = field(default_factory=dict)
-    set_aside: list[dict[str, Any]] = field(default_factory=list)
-    devices: list[dict[str, Any]] = field(default_factory=list)
-    device: dict[str, Any] = field(default_factory=dict)
-    top_ops: list[dict[str, Any]] = field(default_factory=list)
-    environment: dict[str, Any] = field(default_factory=dict)
-    recommendation: dict[str, Any] = field(default_factory=dict)
-    flops: dict[str, Any] = field(default_factory=dict)
+class OverviewStep(TypedDict):
+    step: int
+    start_us: float
+    step_time_us: float
+    step_time_ps: int
+    breakdown: dict[str, float]  # "<category>_us" and "<category>_ps" (exact) per category and idle
+    device_time_launched_us: float  # device work the step's host ops launched, wherever it ran
+    set_aside: str | None  # "compile" | "outlier" when left out of the statistics, else null
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "step_source": self.step_source,
-            "steps_inferred": self.steps_inferred,
-            "steps": self.steps,
-            "step_time_us": self.step_time_us,
-            "step_time_us_all": self.step_time_us_all,
-            "breakdown_percent": self.breakdown_percent,
-            "breakdown_percent_all": self.breakdown_percent_all,
-            "set_aside": self.set_aside,
-            "device": self.device,
-            "devices": self.devices,
-            "top_ops": self.top_ops,
-            "environment": self.environment,
-            "recommendation": self.recommendation,
-            "flops": self.flops,
-        }
+
+class StepStats(TypedDict):
+    """Step time in microseconds over a set of steps (0 for none)."""
+
+    mean: float
+    median: float
+    stddev: float
+    min: float
+    max: float
+
+
+class DeviceTotals(TypedDict):
+    busy_time_us: float
+    idle_time_us: float  # in the active span
+    active_span_us: float  # first device work to last
+    busy_percent: float  # of the active span (the headline)
+    window_us: float  # the profile window
+    busy_percent_of_window: float
+
+
+class DeviceBusy(DeviceTotals):
+    device: str
+    busy_time_ps: int
+    active_span_ps: int
+
+
+class TopOp(TypedDict):
+    self_time_percent: float
+    cumulative_self_time_percent: float
+    type: str
+    name: str
+    gflops_per_second: float | None
+    self_time_us: float
+
+
+class Environment(TypedDict):
+    host: str
+    hosts: int
+    device_type: str
+    device_count: int
+    devices: list[str]
+    framework: str
+    versions: dict[str, str | int | float]
+    source_format: str
+
+
+class Flops(TypedDict):
+    device_flops: float | None
+    gflops_per_second: float | None
+    peak_tflops_per_second: float | None
+    utilization_percent: float | None
+
+
+@dataclass
+class OverviewResult(ToolResult):
+    step_source: str
+    steps_inferred: bool
+    steps: list[OverviewStep]
+    step_time_us: StepStats  # over the steps kept (not set aside)
+    step_time_us_all: StepStats  # over every step
+    breakdown_percent: dict[str, float]  # per category and idle, share of the kept steps' time
+    breakdown_percent_all: dict[str, float]
+    set_aside: list[SetAsideStep]
+    device: DeviceTotals  # the devices together
+    devices: list[DeviceBusy]
+    top_ops: list[TopOp]
+    environment: Environment
+    recommendation: Recommendation
+    flops: Flops
 
     def tables(self) -> list[Table]:
         step_rows = [
@@ -106,8 +149,8 @@ class OverviewResult:
         ]
         return [
             Table("steps", STEP_COLUMNS, step_rows),
-            Table("devices", DEVICE_COLUMNS, [tuple(d[c.key] for c in DEVICE_COLUMNS) for d in self.devices]),
-            Table("top_ops", TOP_OP_COLUMNS, [tuple(op[c.key] for c in TOP_OP_COLUMNS) for op in self.top_ops]),
+            Table.of("devices", DEVICE_COLUMNS, self.devices),
+            Table.of("top_ops", TOP_OP_COLUMNS, self.top_ops),
         ]
 
     def summary(self) -> list[str]:
@@ -154,7 +197,7 @@ def frameworks(profile: Profile) -> str:
     return "Python" if captured else ""
 
 
-def _environment(profile: Profile) -> dict[str, Any]:
+def _environment(profile: Profile) -> Environment:
     info = profile.info
     framework = frameworks(profile) or {"kineto": "PyTorch"}.get(profile.format, "")
     versions = {key: info[key] for key in ("cuda_runtime_version", "cuda_driver_version", "cupti_version", "hip_runtime_version") if key in info}
@@ -171,7 +214,7 @@ def _environment(profile: Profile) -> dict[str, Any]:
     }
 
 
-def _flop_rate(stats: OpStats, devices: list[dict[str, Any]]) -> dict[str, Any]:
+def _flop_rate(stats: OpStats, devices: list[DeviceBusy]) -> Flops:
     """Device FLOP rate over the devices' busy time, and its share of the devices' peak,
     where the profile records op flops (XLA ops) and the device peak (a plane stat)."""
     profile, ops = stats.profile, stats.ops
@@ -195,7 +238,7 @@ def _flop_rate(stats: OpStats, devices: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def top_operations(stats: OpStats, limit: int = 10) -> list[dict[str, Any]]:
+def top_operations(stats: OpStats, limit: int = 10) -> list[TopOp]:
     """The overview's top operations: the ``limit`` framework_op_stats rows with the most
     self time, from one side: the device side wherever the profile has device ops (that is
     the work the accelerator did, each kernel counted under the op that launched it), else
@@ -219,11 +262,11 @@ def top_operations(stats: OpStats, limit: int = 10) -> list[dict[str, Any]]:
     ]
 
 
-def _stats(values: np.ndarray) -> dict[str, float]:
+def _stats(values: np.ndarray) -> StepStats:
     us = np.asarray(values, dtype=np.float64) / 1e6
     if not len(us):
-        return dict.fromkeys(("mean", "median", "stddev", "min", "max"), 0.0)
-    return {"mean": float(us.mean()), "median": float(np.median(us)), "stddev": float(us.std()), "min": float(us.min()), "max": float(us.max())}
+        return StepStats(mean=0.0, median=0.0, stddev=0.0, min=0.0, max=0.0)
+    return StepStats(mean=float(us.mean()), median=float(np.median(us)), stddev=float(us.std()), min=float(us.min()), max=float(us.max()))
 
 
 def _breakdown_percent(parts: dict[str, np.ndarray], durations: np.ndarray, rows: np.ndarray) -> dict[str, float]:
@@ -259,13 +302,13 @@ def _shares(parts: dict[str, np.ndarray], durations: np.ndarray, kept: np.ndarra
     )
 
 
-def _device_busy(profile: Profile) -> list[dict[str, Any]]:
+def _device_busy(profile: Profile) -> list[DeviceBusy]:
     """Per device: busy time (the union of its device work) over its active span (first
     device work to last; the headline, as HTA and TraceLens report it) and over the whole
     profile window (which includes the profiler's own time before the first and after the
     last device event)."""
     window = profile.span_ps
-    devices = []
+    devices: list[DeviceBusy] = []
     for plane in profile.device_planes:
         rows = np.isin(event_activities(plane), [int(a) for a in DEVICE_ACTIVITIES])
         busy_union = Union.of(plane.events.start_ps[rows], plane.events.end_ps[rows])
@@ -287,7 +330,7 @@ def _device_busy(profile: Profile) -> list[dict[str, Any]]:
     return devices
 
 
-def _devices_total(devices: list[dict[str, Any]], window: int) -> dict[str, Any]:
+def _devices_total(devices: list[DeviceBusy], window: int) -> DeviceTotals:
     busy = sum(d["busy_time_ps"] for d in devices)
     active = sum(d["active_span_ps"] for d in devices)
     windows = window * len(devices)
@@ -301,39 +344,47 @@ def _devices_total(devices: list[dict[str, Any]], window: int) -> dict[str, Any]
     }
 
 
-@tool(TOOL)
+@tool(
+    TOOL,
+    title="Overview page",
+    order=10,
+    description="How long is a step, where does its time go, and what should I do first?",
+)
 def overview_page(stats: OpStats) -> OverviewResult:
     profile, steps, parts, aside = stats.profile, stats.steps, stats.breakdown, stats.set_aside
     kept = aside.kept
-    result = OverviewResult(step_source=steps.source, steps_inferred=steps.inferred)
     launched = np.zeros(len(steps), dtype=np.int64)
     for plane, step_index in launching_steps(profile, steps):
         is_work = np.isin(event_activities(plane), [int(a) for a in DEVICE_ACTIVITIES]) & (step_index >= 0)
         np.add.at(launched, step_index[is_work], plane.events.duration_ps[is_work])
-    for index in range(len(steps)):
-        result.steps.append(
-            {
-                "step": int(steps.number[index]),
-                "start_us": ps_to_us(int(steps.start_ps[index])),
-                "step_time_us": ps_to_us(int(steps.duration_ps[index])),
-                "step_time_ps": int(steps.duration_ps[index]),
-                "breakdown": {f"{key}_us": ps_to_us(int(parts[key][index])) for key in parts}
-                | {f"{key}_ps": int(parts[key][index]) for key in parts},
-                "device_time_launched_us": ps_to_us(int(launched[index])),
-                "set_aside": str(aside.reason[index]) or None,
-            }
+    step_rows = [
+        OverviewStep(
+            step=int(steps.number[index]),
+            start_us=ps_to_us(int(steps.start_ps[index])),
+            step_time_us=ps_to_us(int(steps.duration_ps[index])),
+            step_time_ps=int(steps.duration_ps[index]),
+            breakdown={f"{key}_us": ps_to_us(int(parts[key][index])) for key in parts} | {f"{key}_ps": int(parts[key][index]) for key in parts},
+            device_time_launched_us=ps_to_us(int(launched[index])),
+            set_aside=str(aside.reason[index]) or None,
         )
-    result.step_time_us = _stats(steps.duration_ps[kept])
-    result.step_time_us_all = _stats(steps.duration_ps)
-    result.breakdown_percent = _breakdown_percent(parts, steps.duration_ps, np.flatnonzero(kept))
-    result.breakdown_percent_all = _breakdown_percent(parts, steps.duration_ps, np.arange(len(steps)))
-    result.set_aside = set_aside_rows(steps, aside, parts)
-
-    result.devices = _device_busy(profile)
-    result.device = _devices_total(result.devices, profile.span_ps)
-    result.flops = _flop_rate(stats, result.devices)
-    result.top_ops = top_operations(stats)
-    result.environment = _environment(profile)
-    shares = _shares(parts, steps.duration_ps, kept, has_device=bool(result.devices))
-    result.recommendation = recommendation(shares, set_aside_note(result.set_aside))
-    return result
+        for index in range(len(steps))
+    ]
+    set_aside = set_aside_rows(steps, aside, parts)
+    devices = _device_busy(profile)
+    shares = _shares(parts, steps.duration_ps, kept, has_device=bool(devices))
+    return OverviewResult(
+        step_source=steps.source,
+        steps_inferred=steps.inferred,
+        steps=step_rows,
+        step_time_us=_stats(steps.duration_ps[kept]),
+        step_time_us_all=_stats(steps.duration_ps),
+        breakdown_percent=_breakdown_percent(parts, steps.duration_ps, np.flatnonzero(kept)),
+        breakdown_percent_all=_breakdown_percent(parts, steps.duration_ps, np.arange(len(steps))),
+        set_aside=set_aside,
+        device=_devices_total(devices, profile.span_ps),
+        devices=devices,
+        top_ops=top_operations(stats),
+        environment=_environment(profile),
+        recommendation=recommendation(shares, set_aside_note(set_aside)),
+        flops=_flop_rate(stats, devices),
+    )

@@ -1,70 +1,220 @@
-"""The tools registry: tool name -> function ``OpStats -> ToolResult``.
+"""The tools registry: one entry per tool, from which the CLI, the API, the page and the
+TypeScript types all take what they know of it.
 
-The server and the CLI both go through ``run_tool``; a tool registers itself with the
-``@tool(NAME)`` decorator where it is defined. Names follow XProf's so users recognise them.
-A tool reads what it shares with the others (steps, breakdown, ops) from the profile's
-``OpStats`` (``analysis.opstats``); called with a ``Profile``, it gets a fresh one.
+An entry (``ToolSpec``) carries the tool's name (XProf's, so users recognise them), its
+place in the menu, its title, its options (typed, with defaults and ranges), its output
+kind, and the type of its result, whose JSON Schema (``schema``) is the documented JSON
+form. A tool registers itself where it is defined, with ``@tool(...)`` over a function
+``function(stats: OpStats, **options) -> Result``; the result type is read from the
+function's return annotation.
+
+Output kinds: ``TABLES`` tools return a ``ToolResult`` (JSON, tables, summary lines), which
+the CLI renders and the dashboard caches; the ``INDEX`` tool (the trace viewer) has no
+function here: what it produces is an index built by the viewer layer, which the dashboard
+builds for it (``dashboard.worker.PRODUCERS``, keyed by output kind). Both are one entry.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import functools
-from collections.abc import Callable
-from typing import Any, Protocol, Union
+import typing
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar, Union
+
+import msgspec
 
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.tables import Table
+from stepscope import jsonform
 from stepscope.errors import StepscopeError
 from stepscope.trace.model import Profile
 
 
-class ToolResult(Protocol):
-    """What every tool returns: typed data with a JSON form and its tables."""
+class ToolResult:
+    """What a ``TABLES`` tool returns: a dataclass whose fields are its JSON form.
 
-    tool: str
+    ``to_json`` and the tool's JSON Schema are both derived from the fields' types, so the
+    JSON, the schema and the TypeScript types generated from it cannot drift apart. State a
+    result needs only for its tables is kept in attributes that are not fields.
+    """
 
-    def to_json(self) -> dict[str, Any]: ...
+    tool: ClassVar[str]
 
-    def tables(self) -> list[Table]: ...
+    def to_json(self) -> dict[str, Any]:
+        return typing.cast(dict[str, Any], jsonform.builtins(self))
+
+    def tables(self) -> list[Table]:
+        raise NotImplementedError
 
     def summary(self) -> list[str]:
         """A few lines a person reads first (the text renderer prints them above the tables)."""
-        ...
+        raise NotImplementedError
 
 
+class Output(str, enum.Enum):
+    TABLES = "tables"  # a ToolResult: JSON, tables, summary (CLI and dashboard)
+    INDEX = "index"  # an index the dashboard builds and queries (the trace viewer)
+
+
+@dataclass(frozen=True)
+class Option:
+    """A tool option, as ``report --option NAME=VALUE``, an API query parameter and a page
+    control all take it. ``choices_from`` names the result field that lists the values the
+    option takes on a given profile (op_profile's ``devices``): the page offers those."""
+
+    name: str
+    type: type[int] | type[str] | type[bool]
+    default: Any
+    help: str
+    minimum: int | None = None
+    choices_from: str | None = None
+
+    def parse(self, tool_name: str, text: str) -> Any:
+        """The option's value from text (a query parameter, a CLI ``NAME=VALUE``)."""
+        if self.type is bool:
+            if text.lower() in ("1", "true", "yes"):
+                return True
+            if text.lower() in ("0", "false", "no"):
+                return False
+            raise OptionError(f"{tool_name}: option {self.name} must be true or false, not {text!r}")
+        if self.type is int:
+            try:
+                value = int(text, 10)
+            except ValueError:
+                raise OptionError(f"{tool_name}: option {self.name} must be an integer, not {text[:40]!r}") from None
+            if self.minimum is not None and value < self.minimum:
+                raise OptionError(f"{tool_name}: option {self.name} must be at least {self.minimum}, not {value}")
+            return value
+        return text
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "type": {int: "integer", str: "string", bool: "boolean"}[self.type],
+            "default": self.default,
+            "help": self.help,
+            "minimum": self.minimum,
+            "choices_from": self.choices_from,
+        }
+
+
+class OptionError(StepscopeError):
+    """An unknown option, or a value it cannot take."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    title: str
+    order: int
+    output: Output
+    description: str
+    options: tuple[Option, ...] = ()
+    function: Callable[..., ToolResult] | None = None
+    result: type[ToolResult] | None = None
+
+    def option(self, name: str) -> Option:
+        for option in self.options:
+            if option.name == name:
+                return option
+        known = ", ".join(option.name for option in self.options) or "none"
+        raise OptionError(f"{self.name} has no option {name!r} (its options: {known})")
+
+    def parse_options(self, values: Mapping[str, str]) -> dict[str, Any]:
+        """Typed options from text values; only those that differ from their defaults."""
+        parsed = {name: self.option(name).parse(self.name, text) for name, text in values.items()}
+        return {name: value for name, value in parsed.items() if value != self.option(name).default}
+
+    def run(self, source: Profile | OpStats, **options: Any) -> ToolResult:
+        if self.function is None:
+            raise StepscopeError(f"{self.name} makes an index for the dashboard, not a report (open it with stepscope serve)")
+        for name in options:
+            self.option(name)
+        return self.function(OpStats.of(source), **options)
+
+    def schema(self) -> dict[str, Any]:
+        """The JSON Schema of the tool's JSON form (``to_json``), from the result type.
+
+        ``to_json`` writes every field of every object, and nothing else: every property
+        is required (a field's default is how the tool starts a result, not something a
+        reader sees) and no other is allowed.
+        """
+        if self.result is None:
+            raise StepscopeError(f"{self.name} has no JSON result")
+        schema = typing.cast(dict[str, Any], msgspec.json.schema(self.result))
+        for definition in schema["$defs"].values():
+            properties = definition.get("properties", {})
+            for value in properties.values():
+                value.pop("default", None)
+            definition["required"] = list(properties)
+            definition["additionalProperties"] = False
+        return {"$schema": SCHEMA_DIALECT, "title": self.name, "description": self.description, **schema}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "title": self.title,
+            "output": self.output.value,
+            "description": self.description,
+            "options": [option.to_json() for option in self.options],
+        }
+
+
+SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
+TOOLS: dict[str, ToolSpec] = {}
 Source = Union[Profile, OpStats]
-Tool = Callable[..., ToolResult]
-TOOLS: dict[str, Tool] = {}
-# The order users see the tools in, as in XProf's tools menu.
-ORDER = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "op_profile", "memory_profile")
+Function = Callable[..., ToolResult]
 
 
-def tool(name: str) -> Callable[[Tool], Tool]:
-    """Registers ``function(stats: OpStats, **options)``; the registered (and returned)
-    callable also takes a ``Profile`` in place of the ``OpStats``."""
+def register(spec: ToolSpec) -> ToolSpec:
+    if spec.name in TOOLS:
+        raise ValueError(f"tool {spec.name!r} registered twice")
+    TOOLS[spec.name] = spec
+    return spec
 
-    def register(function: Tool) -> Tool:
-        if name in TOOLS:
-            raise ValueError(f"tool {name!r} registered twice")
+
+def tool(name: str, *, title: str, order: int, description: str, options: tuple[Option, ...] = ()) -> Callable[[Function], Function]:
+    """Registers ``function(stats: OpStats, **options) -> Result`` as a ``TABLES`` tool;
+    the registered (and returned) callable also takes a ``Profile`` in place of the
+    ``OpStats``. ``Result`` (the return annotation) must be a ``ToolResult`` dataclass."""
+
+    def decorate(function: Function) -> Function:
+        result = typing.get_type_hints(function)["return"]
+        if not (dataclasses.is_dataclass(result) and issubclass(result, ToolResult)):
+            raise TypeError(f"tool {name!r}: the return annotation must be a ToolResult dataclass, not {result!r}")
+        result.tool = name
+        spec = register(ToolSpec(name, title, order, Output.TABLES, description, options, function, result))
 
         @functools.wraps(function)
-        def run(source: Source, **options: Any) -> ToolResult:
-            return function(OpStats.of(source), **options)
+        def run(source: Source, **values: Any) -> ToolResult:
+            return spec.run(source, **values)
 
-        TOOLS[name] = run
         return run
 
-    return register
+    return decorate
 
 
-def run_tool(name: str, source: Source) -> ToolResult:
-    """Runs tool ``name`` on a profile, or on an ``OpStats`` shared by several tools."""
+def spec(name: str) -> ToolSpec:
     try:
-        function = TOOLS[name]
+        return TOOLS[name]
     except KeyError:
         raise StepscopeError(f"unknown tool {name!r} (tools: {', '.join(tool_names())})") from None
-    return function(source)
 
 
-def tool_names() -> list[str]:
-    return sorted(TOOLS, key=lambda name: (ORDER.index(name) if name in ORDER else len(ORDER), name))
+def run_tool(name: str, source: Source, **options: Any) -> ToolResult:
+    """Runs tool ``name`` on a profile, or on an ``OpStats`` shared by several tools."""
+    return spec(name).run(source, **options)
+
+
+def specs(output: Output | None = None) -> list[ToolSpec]:
+    """The entries in menu order (of one output kind, or all)."""
+    chosen = [entry for entry in TOOLS.values() if output is None or entry.output is output]
+    return sorted(chosen, key=lambda entry: (entry.order, entry.name))
+
+
+def tool_names(output: Output | None = Output.TABLES) -> list[str]:
+    """The names in menu order; by default the tools with a report (``TABLES``)."""
+    return [entry.name for entry in specs(output)]

@@ -20,7 +20,7 @@ more than 3x the other can go). A single step is never set aside.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -87,21 +87,29 @@ def set_aside(duration_ps: np.ndarray, compile_ps: np.ndarray) -> SetAside:
     return SetAside(reason, baseline)
 
 
-def set_aside_rows(steps: Steps, aside: SetAside, parts: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+class SetAsideStep(TypedDict):
+    step: int
+    reason: str  # "compile" | "outlier"
+    step_time_us: float
+    compile_us: float
+    baseline_us: float  # the median of the other steps
+
+
+def set_aside_rows(steps: Steps, aside: SetAside, parts: dict[str, np.ndarray]) -> list[SetAsideStep]:
     """The JSON rows of the steps set aside (``parts``: the step breakdown, for compile time)."""
     return [
-        {
-            "step": int(steps.number[index]),
-            "reason": str(aside.reason[index]),
-            "step_time_us": ps_to_us(int(steps.duration_ps[index])),
-            "compile_us": ps_to_us(int(parts["compile"][index])),
-            "baseline_us": ps_to_us(float(aside.baseline_ps[index])),
-        }
+        SetAsideStep(
+            step=int(steps.number[index]),
+            reason=str(aside.reason[index]),
+            step_time_us=ps_to_us(int(steps.duration_ps[index])),
+            compile_us=ps_to_us(int(parts["compile"][index])),
+            baseline_us=ps_to_us(float(aside.baseline_ps[index])),
+        )
         for index in np.flatnonzero(~aside.kept).tolist()
     ]
 
 
-def set_aside_note(rows: list[dict[str, Any]]) -> str:
+def set_aside_note(rows: list[SetAsideStep]) -> str:
     """The sentence the verdicts end with: "Set aside from the statistics: step 0 compiled
     for 357.0 ms; step 9 took 5.2x the other steps' median." ("" when none was)."""
     if not rows:

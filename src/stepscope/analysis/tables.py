@@ -7,6 +7,7 @@ dashboard, need no per-tool code.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +24,12 @@ class Table:
     name: str
     columns: tuple[Column, ...]
     rows: list[tuple[Any, ...]]
+
+    @classmethod
+    def of(cls, name: str, columns: tuple[Column, ...], records: Iterable[Mapping[str, Any]]) -> Table:
+        """A table of ``records`` (a result's row dicts), one column per key; a key a record
+        lacks is a missing value."""
+        return cls(name, columns, [tuple(record.get(column.key) for column in columns) for record in records])
 
     def records(self) -> list[dict[str, Any]]:
         keys = [column.key for column in self.columns]

@@ -24,7 +24,7 @@ wait for collectives), and the first one is the summary:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 # XProf's input-bound thresholds: share of step time spent waiting for input.
 INPUT_MODERATE_PERCENT = 5.0
@@ -58,6 +58,27 @@ class Shares:
     has_device: bool
 
 
+class Evidence(TypedDict):
+    finding: str  # the finding's kind ("input", "kernel_launch", ...)
+    text: str  # its number and how it was taken
+    tool: str  # the tool that shows it (a registry name)
+
+
+class Recommendation(TypedDict):
+    """The overview's verdict (documented in docs/tools/overview_page.md)."""
+
+    verdict: str
+    input_bound: str  # "highly" | "moderately" | "not"
+    input_percent: float
+    kernel_launch_percent: float
+    collectives_percent: float
+    host_percent: float
+    summary: str
+    next_steps: list[str]
+    evidence: list[Evidence]
+    set_aside: str
+
+
 @dataclass(frozen=True)
 class Finding:
     kind: str
@@ -67,8 +88,8 @@ class Finding:
     tool: str
     advice: tuple[str, ...]
 
-    def to_json(self) -> dict[str, str]:
-        return {"finding": self.kind, "text": self.evidence, "tool": self.tool}
+    def to_json(self) -> Evidence:
+        return Evidence(finding=self.kind, text=self.evidence, tool=self.tool)
 
 
 def input_bound_verdict(input_percent: float) -> str:
@@ -172,19 +193,18 @@ def _findings(shares: Shares) -> list[Finding]:
     return found
 
 
-def recommendation(shares: Shares, set_aside_note: str) -> dict[str, Any]:
-    """The recommendation's JSON form (documented in docs/tools/overview_page.md)."""
+def recommendation(shares: Shares, set_aside_note: str) -> Recommendation:
     found = _findings(shares)
     summary = found[0].summary + (f" {set_aside_note}" if set_aside_note else "")
-    return {
-        "verdict": found[0].kind,
-        "input_bound": input_bound_verdict(shares.input),
-        "input_percent": shares.input,
-        "kernel_launch_percent": shares.kernel_launch,
-        "collectives_percent": shares.collectives,
-        "host_percent": shares.host,
-        "summary": summary,
-        "next_steps": [advice for finding in found for advice in finding.advice],
-        "evidence": [finding.to_json() for finding in found],
-        "set_aside": set_aside_note,
-    }
+    return Recommendation(
+        verdict=found[0].kind,
+        input_bound=input_bound_verdict(shares.input),
+        input_percent=shares.input,
+        kernel_launch_percent=shares.kernel_launch,
+        collectives_percent=shares.collectives,
+        host_percent=shares.host,
+        summary=summary,
+        next_steps=[advice for finding in found for advice in finding.advice],
+        evidence=[finding.to_json() for finding in found],
+        set_aside=set_aside_note,
+    )

@@ -33,7 +33,6 @@ def _profile(path: str) -> Any:
 
 
 def event_json(profile_path: str, index_folder: str, event_id: int) -> dict[str, Any]:
-    from stepscope.render.formats import json_safe
     from stepscope.viewer import TraceIndex, details, flows_for
 
     index = TraceIndex.load(index_folder)
@@ -41,7 +40,7 @@ def event_json(profile_path: str, index_folder: str, event_id: int) -> dict[str,
         raise ValueError(f"no event {event_id} (the profile has {index.event_count})")
     profile = _profile(profile_path)
     ref = index.ref(event_id)
-    return json_safe({"id": event_id, "details": details(profile, ref, index), "flows": flows_for(profile, ref, index)})
+    return {"id": event_id, "details": details(profile, ref, index), "flows": flows_for(profile, ref, index)}
 
 
 def export_range(profile_path: str, start_ps: int, end_ps: int, target: str) -> str:

@@ -17,7 +17,6 @@ from starlette.responses import JSONResponse, Response
 from stepscope.analysis import tool_names
 from stepscope.dashboard.analysis_cache import AnalysisCache, Failed, Pending, Ready
 from stepscope.dashboard.captures import Captures
-from stepscope.dashboard.worker import TRACE_VIEWER
 from stepscope.errors import StepscopeError
 from stepscope.trace.logdir import Host, Run, discover
 
@@ -82,8 +81,8 @@ class Dashboard:
 
 
 def dashboard_tools() -> list[str]:
-    """The analysis tools, then the trace viewer (its data: the index's tracks)."""
-    return [*tool_names(), TRACE_VIEWER]
+    """Every tool of the registry, of every output kind, in menu order."""
+    return tool_names(None)
 
 
 def analysis_status(request: Request) -> Ready | Response:

@@ -1,5 +1,8 @@
-"""What the analysis worker process does with one profile: load it, run every tool, and
-leave the results as files the server hands out without parsing them again.
+"""What the analysis worker process does with one profile: load it, produce every tool of
+the registry, and leave the results as files the server hands out without parsing them
+again. What a tool leaves depends on its output kind (``PRODUCERS``): a ``TABLES`` tool its
+JSON and tables, the ``INDEX`` tool (the trace viewer) its index folder and, as its JSON,
+the index's tracks.
 
 It runs in a separate process (``analysis_cache``) because loading a large profile is
 CPU-bound Python: in a thread it would hold the GIL and stall every other request. The
@@ -15,20 +18,21 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from stepscope.analysis import run_tool, tool_names
+from stepscope import jsonform
+from stepscope.analysis import Output, ToolSpec, specs
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.tables import Column, Table
-from stepscope.render.formats import json_safe
 from stepscope.trace.files import atomic_write
 from stepscope.trace.readers import load
 from stepscope.viewer import build_index
 
-# Result files in a profile's cache folder (the trace viewer's: an index folder, and its
+# Result files in a profile's cache folder (the INDEX tool's: an index folder, and its
 # tracks as the tool's JSON).
-TRACE_VIEWER = "trace_viewer"
 INDEX_FOLDER = "trace_index"
 TOOL_SUFFIX = ".json"
 TABLES_SUFFIX = ".tables.json"
@@ -50,7 +54,7 @@ class Progress:
 
 
 def write_progress(path: Path, progress: Progress) -> None:
-    atomic_write(path, json.dumps(progress.to_json()).encode())
+    atomic_write(path, _dump(progress.to_json()))
 
 
 def read_progress(path: Path) -> Progress | None:
@@ -80,45 +84,62 @@ def table_from_json(document: dict) -> Table:
 
 
 def _dump(value: object) -> bytes:
-    return json.dumps(json_safe(value), separators=(",", ":")).encode()
+    return jsonform.encode(value)
+
+
+def tool_documents(spec: ToolSpec, stats: OpStats, **options: Any) -> tuple[bytes, bytes]:
+    """A ``TABLES`` tool's JSON and tables documents, encoded."""
+    result = spec.run(stats, **options)
+    return _dump(result.to_json()), _dump(tables_json(result.tables()))
+
+
+def _produce_tables(spec: ToolSpec, stats: OpStats, staging: Path) -> None:
+    try:
+        document, tables = tool_documents(spec, stats)
+    except MemoryError:  # the worker's cap, not the tool: the whole analysis stops
+        raise
+    except Exception as error:  # a bug in one tool must not hide the others
+        document = tables = _dump({"error": f"{Path(stats.profile.source).name}: {spec.name} failed: {type(error).__name__}: {error}"})
+    (staging / f"{spec.name}{TOOL_SUFFIX}").write_bytes(document)
+    (staging / f"{spec.name}{TABLES_SUFFIX}").write_bytes(tables)
+
+
+def _produce_index(spec: ToolSpec, stats: OpStats, staging: Path) -> None:
+    index = build_index(stats.profile)
+    index.save(staging / INDEX_FOLDER)
+    (staging / f"{spec.name}{TOOL_SUFFIX}").write_bytes(_dump(index.tracks_json()))
+    (staging / f"{spec.name}{TABLES_SUFFIX}").write_bytes(_dump({"tables": []}))
+
+
+# What the worker leaves for a tool, by its output kind.
+PRODUCERS: dict[Output, Callable[[ToolSpec, OpStats, Path], None]] = {
+    Output.TABLES: _produce_tables,
+    Output.INDEX: _produce_index,
+}
 
 
 def analyse(profile_path: str, folder: str, progress_path: str) -> None:
-    """Writes ``<tool>.json`` and ``<tool>.tables.json`` for every tool into ``folder``.
+    """Writes ``<tool>.json`` and ``<tool>.tables.json`` for every tool into ``folder``
+    (and the index folder of the ``INDEX`` tool).
 
     The files are written into a temporary folder renamed to ``folder`` at the end, so a
-    folder that exists is complete. A tool that fails leaves ``{"error": ...}`` as its JSON
-    (the other tools still work); a profile that cannot be read raises (the caller keeps
-    the message).
+    folder that exists is complete. A ``TABLES`` tool that fails leaves ``{"error": ...}``
+    as its JSON (the other tools still work); a profile that cannot be read raises (the
+    caller keeps the message).
     """
     target, progress_file, started = Path(folder), Path(progress_path), time.monotonic()
-    name = Path(profile_path).name
-    write_progress(progress_file, Progress("loading", 0.02, f"reading {name}"))
+    write_progress(progress_file, Progress("loading", 0.02, f"reading {Path(profile_path).name}"))
     profile = load(profile_path)
     remove_abandoned_staging(target)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", dir=target.parent))
     try:
-        tools = tool_names()
+        tools = specs()
         stats = OpStats(profile)  # what the tools share, built once for all of them
-        for number, tool in enumerate(tools):
-            fraction = LOAD_SHARE + (0.95 - LOAD_SHARE) * number / len(tools)
+        for number, spec in enumerate(tools):
+            fraction = LOAD_SHARE + (0.97 - LOAD_SHARE) * number / len(tools)
             elapsed = time.monotonic() - started
-            write_progress(progress_file, Progress("analysing", fraction, f"{tool} ({number + 1}/{len(tools)}, {elapsed:.0f} s)"))
-            try:
-                result = run_tool(tool, stats)
-                document, tables = result.to_json(), tables_json(result.tables())
-            except MemoryError:  # the worker's cap, not the tool: the whole analysis stops
-                raise
-            except Exception as error:  # a bug in one tool must not hide the others
-                document = tables = {"error": f"{name}: {tool} failed: {type(error).__name__}: {error}"}
-            (staging / f"{tool}{TOOL_SUFFIX}").write_bytes(_dump(document))
-            (staging / f"{tool}{TABLES_SUFFIX}").write_bytes(_dump(tables))
-        elapsed = time.monotonic() - started
-        write_progress(progress_file, Progress("analysing", 0.97, f"trace viewer index ({elapsed:.0f} s)"))
-        index = build_index(profile)
-        index.save(staging / INDEX_FOLDER)
-        (staging / f"{TRACE_VIEWER}{TOOL_SUFFIX}").write_bytes(_dump(index.tracks_json()))
-        (staging / f"{TRACE_VIEWER}{TABLES_SUFFIX}").write_bytes(_dump({"tables": []}))
+            write_progress(progress_file, Progress("analysing", fraction, f"{spec.name} ({number + 1}/{len(tools)}, {elapsed:.0f} s)"))
+            PRODUCERS[spec.output](spec, stats, staging)
         os.chmod(staging, 0o755)
         try:
             os.replace(staging, target)

@@ -1,6 +1,7 @@
 """Turning tool results into JSON, terminal text and CSV; one registry, no per-tool code.
 
-JSON is the result's documented ``to_json()`` form (NaN, which JSON lacks, becomes null).
+JSON is the result's ``to_json()`` form, encoded by ``jsonform`` (NaN, which JSON lacks,
+becomes null).
 Text prints the result's summary lines and its tables, aligned. CSV writes its tables one
 after another, each under a ``# <table>`` line (a single table for the common case of one).
 """
@@ -9,30 +10,20 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from stepscope import jsonform
 from stepscope.analysis.registry import ToolResult
 from stepscope.analysis.tables import Table
 
 TEXT_ROWS = 25  # rows per table on the terminal; JSON and CSV have them all
 
 
-def json_safe(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
-
-
 def render_json(results: Sequence[ToolResult]) -> str:
-    document = {result.tool: json_safe(result.to_json()) for result in results}
-    return json.dumps(document, indent=2) + "\n"
+    document = {result.tool: result.to_json() for result in results}
+    return jsonform.encode(document, indent=2).decode() + "\n"
 
 
 def _cell(value: Any) -> str:

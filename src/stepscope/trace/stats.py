@@ -20,7 +20,6 @@ their payload, and give many events' stats at once as columns with ``entries`` (
 
 from __future__ import annotations
 
-import math
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
@@ -28,6 +27,7 @@ from typing import Any, Protocol
 import msgspec
 import numpy as np
 
+from stepscope import jsonform
 from stepscope.trace.stat_entries import EntryBuilder, EventTypes, StatEntries, text_table, xstat_value
 from stepscope.trace.stat_types import INT64_MAX, INT64_MIN, UINT64_MAX, Stat, StatKind, StatValue, stat_from_python
 
@@ -370,7 +370,7 @@ class TypedStats:
         ]
 
     def raw(self, row: int) -> bytes:
-        return msgspec.json.encode({s.name: _jsonable(s.value) for s in self.stats(row)})
+        return jsonform.encode({s.name: jsonform.trace_value(s.value) for s in self.stats(row)})
 
     def value(self, row: int, stat: str, name: str = "", category: str = "") -> StatValue | None:
         return _first(self.stats(row), stat)
@@ -496,9 +496,3 @@ def _first(stats: list[Stat], name: str) -> StatValue | None:
     return next((stat.value for stat in stats if stat.name == name), None)
 
 
-def _jsonable(value: StatValue) -> Any:
-    if isinstance(value, bytes):
-        return f"<{len(value)} bytes>"
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value

@@ -7,11 +7,11 @@ asked); an index, when given, adds where each event is drawn (its id, track and 
 
 from __future__ import annotations
 
-import math
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from stepscope.jsonform import trace_value
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Profile
 from stepscope.viewer.index import STEPS_PLANE
@@ -40,14 +40,6 @@ def _ref(profile: Profile, ref: Any) -> tuple[int, int]:
     if not 0 <= row < len(profile.planes[plane].events):
         raise ValueError(f"no event {row} on plane {plane} ({profile.planes[plane].name})")
     return plane, row
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, bytes):
-        return f"<{len(value)} bytes>"
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    return value
 
 
 def _placed(record: dict[str, Any], plane: int, row: int, index: TraceIndex | None) -> dict[str, Any]:
@@ -121,7 +113,7 @@ def details(profile: Profile, ref: Any, index: TraceIndex | None = None) -> dict
             for column in _ID_COLUMNS
             if int(getattr(events, column)[row]) != NO_ID
         },
-        stats=[{"name": stat.name, "value": _jsonable(stat.value)} for stat in source.event_stats(row)],
+        stats=[{"name": stat.name, "value": trace_value(stat.value)} for stat in source.event_stats(row)],
         parent=[plane, parent] if parent != NO_ID else None,
     )
     return record

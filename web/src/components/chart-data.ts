@@ -5,7 +5,7 @@
  * bytes); only the axes format them, except the memory timeline's x axis, which is in ms.
  */
 
-import type { FrameworkOpRow, InputPipeline, MemoryDevice, OverviewPage } from "../api";
+import type { FrameworkOpRow, IdleRow, InputPipeline, MemoryDevice, OverviewPage } from "../api";
 import { humanize } from "../format";
 
 /** A dataset as the page builds it; `key` is the JSON key the numbers came from. */
@@ -153,7 +153,7 @@ export interface Slice {
  * the top `top` types, then the rest as one "other" slice (only if there is a rest).
  * IDLE rows are not op types and are left out.
  */
-export function opTypeSlices(rows: FrameworkOpRow[], side: string, top = 10): Slice[] {
+export function opTypeSlices(rows: (FrameworkOpRow | IdleRow)[], side: string, top = 10): Slice[] {
   const byType = new Map<string, number>();
   for (const row of rows) {
     if (row.host_or_device !== side || row.type === "IDLE") continue;

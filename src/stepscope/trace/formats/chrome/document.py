@@ -19,7 +19,6 @@ recursion limit and traces of more events, processes or threads than
 from __future__ import annotations
 
 import json
-import math
 import re
 import sys
 from collections.abc import Callable
@@ -30,6 +29,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from stepscope import jsonform
 from stepscope.errors import ProfileFormatError
 from stepscope.trace import limits
 from stepscope.trace.formats.chrome.columns import ChromeEvent, EventColumns, columns_from_events, columns_from_raw, int_ids
@@ -238,18 +238,8 @@ def _decode_lenient(path: Path, data: bytes) -> TraceDocument:
 
 
 def _encode_lenient(value: Any) -> bytes:
-    return msgspec.json.encode(_finite(value))
-
-
-def _finite(value: Any) -> Any:
-    """JSON has no NaN/Infinity; keep them as strings so the args stay valid JSON."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return str(value)
-    if isinstance(value, dict):
-        return {str(k): _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
+    """JSON has no NaN/Infinity: args keep them as text, so they stay valid JSON."""
+    return jsonform.encode(jsonform.trace_value(value))
 
 
 def _not_json(path: Path, error: json.JSONDecodeError) -> ProfileFormatError:

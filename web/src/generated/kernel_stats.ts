@@ -1,0 +1,32 @@
+/* Generated from schemas/kernel_stats.schema.json by web/scripts/generate-types.mjs: do not edit. */
+/* The JSON form of the tool's result (stepscope.analysis); regenerate with `make schemas`. */
+
+/**
+ * Which GPU kernels run, how often, how long, with what launch shape and occupancy?
+ */
+export interface KernelStats {
+  rows: KernelRow[];
+  total_kernel_time_us: number;
+  total_kernel_time_ps: number;
+  devices: string[];
+}
+/**
+ * One kernel, launch configuration and framework op: the ``kernels`` table's row.
+ */
+export interface KernelRow {
+  avg_duration_us: number;
+  block_dim: string;
+  grid_dim: string;
+  is_kernel_using_tensor_core: boolean;
+  is_op_tensor_core_eligible: boolean;
+  kernel_name: string;
+  max_duration_us: number;
+  min_duration_us: number;
+  occupancy_pct: number | null;
+  occurrences: number;
+  op_name: string;
+  registers_per_thread: number;
+  shared_memory_bytes: number;
+  total_duration_ps: number;
+  total_duration_us: number;
+}

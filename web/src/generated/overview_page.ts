@@ -1,0 +1,119 @@
+/* Generated from schemas/overview_page.schema.json by web/scripts/generate-types.mjs: do not edit. */
+/* The JSON form of the tool's result (stepscope.analysis); regenerate with `make schemas`. */
+
+/**
+ * How long is a step, where does its time go, and what should I do first?
+ */
+export interface OverviewPage {
+  step_source: string;
+  steps_inferred: boolean;
+  steps: OverviewStep[];
+  step_time_us: StepStats;
+  step_time_us_all: StepStats;
+  breakdown_percent: {
+    [k: string]: number;
+  };
+  breakdown_percent_all: {
+    [k: string]: number;
+  };
+  set_aside: SetAsideStep[];
+  device: DeviceTotals;
+  devices: DeviceBusy[];
+  top_ops: TopOp[];
+  environment: Environment;
+  recommendation: Recommendation;
+  flops: Flops;
+}
+export interface OverviewStep {
+  breakdown: {
+    [k: string]: number;
+  };
+  device_time_launched_us: number;
+  set_aside: string | null;
+  start_us: number;
+  step: number;
+  step_time_ps: number;
+  step_time_us: number;
+}
+/**
+ * Step time in microseconds over a set of steps (0 for none).
+ */
+export interface StepStats {
+  max: number;
+  mean: number;
+  median: number;
+  min: number;
+  stddev: number;
+}
+export interface SetAsideStep {
+  baseline_us: number;
+  compile_us: number;
+  reason: string;
+  step: number;
+  step_time_us: number;
+}
+export interface DeviceTotals {
+  active_span_us: number;
+  busy_percent: number;
+  busy_percent_of_window: number;
+  busy_time_us: number;
+  idle_time_us: number;
+  window_us: number;
+}
+export interface DeviceBusy {
+  active_span_ps: number;
+  active_span_us: number;
+  busy_percent: number;
+  busy_percent_of_window: number;
+  busy_time_ps: number;
+  busy_time_us: number;
+  device: string;
+  idle_time_us: number;
+  window_us: number;
+}
+export interface TopOp {
+  cumulative_self_time_percent: number;
+  gflops_per_second: number | null;
+  name: string;
+  self_time_percent: number;
+  self_time_us: number;
+  type: string;
+}
+export interface Environment {
+  device_count: number;
+  device_type: string;
+  devices: string[];
+  framework: string;
+  host: string;
+  hosts: number;
+  source_format: string;
+  versions: {
+    [k: string]: string | number;
+  };
+}
+/**
+ * The overview's verdict (documented in docs/tools/overview_page.md).
+ */
+export interface Recommendation {
+  collectives_percent: number;
+  evidence: Evidence[];
+  host_percent: number;
+  input_bound: string;
+  input_percent: number;
+  kernel_launch_percent: number;
+  next_steps: string[];
+  set_aside: string;
+  summary: string;
+  verdict: string;
+}
+export interface Evidence {
+  finding: string;
+  text: string;
+  tool: string;
+}
+export interface Flops {
+  device_flops: number | null;
+  gflops_per_second: number | null;
+  peak_tflops_per_second: number | null;
+  utilization_percent: number | null;
+}
