@@ -23,9 +23,12 @@ export interface ToolsResponse {
   tools: string[];
 }
 
-/** 202 body: the profile is still being analysed. */
+/**
+ * 202 body: the profile is still being analysed. `"a" | "b" | (string & {})`, here and below:
+ * the values known today, open to new ones (a plain `| string` would swallow the literals).
+ */
 export interface Pending {
-  state: "queued" | "loading" | "analysing" | string;
+  state: "queued" | "loading" | "analysing" | (string & {});
   progress: number;
   message: string;
 }
@@ -35,7 +38,7 @@ export type CellValue = number | string | boolean | null;
 export interface ApiColumn {
   key: string;
   label: string;
-  kind: "number" | "string" | "bool" | string;
+  kind: "number" | "string" | "bool" | (string & {});
 }
 
 export interface ApiTable {

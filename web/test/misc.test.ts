@@ -75,7 +75,7 @@ describe("polling the tool data", () => {
   it("asks again on 202 until the data is ready, reporting progress", async () => {
     vi.useFakeTimers();
     const answers = [respond(202, { state: "analysing", progress: 0.25, message: "x" }), respond(202, { state: "analysing", progress: 0.5, message: "x" }), respond(200, { ok: 1 })];
-    const fetch = vi.fn(async (_url: string) => answers.shift()!);
+    const fetch = vi.fn<(url: string) => Promise<Response>>(() => Promise.resolve(answers.shift()!));
     vi.stubGlobal("fetch", fetch);
     const seen: Pending[] = [];
     const result = getToolJson("data", selection, (pending) => seen.push(pending), new AbortController().signal);
@@ -87,7 +87,7 @@ describe("polling the tool data", () => {
   });
 
   it("turns 4xx answers into errors carrying the server's message", async () => {
-    vi.stubGlobal("fetch", vi.fn(async () => respond(422, { error: "x.pb: not an XSpace" })));
+    vi.stubGlobal("fetch", vi.fn(() => Promise.resolve(respond(422, { error: "x.pb: not an XSpace" }))));
     const result = getToolJson("tables", selection, () => {}, new AbortController().signal);
     await expect(result).rejects.toBeInstanceOf(ApiError);
     await expect(getToolJson("tables", selection, () => {}, new AbortController().signal)).rejects.toThrow("x.pb: not an XSpace");
@@ -95,7 +95,7 @@ describe("polling the tool data", () => {
 
   it("stops polling when the selection is abandoned", async () => {
     vi.useFakeTimers();
-    const fetch = vi.fn(async () => respond(202, { state: "queued", progress: 0, message: "" }));
+    const fetch = vi.fn(() => Promise.resolve(respond(202, { state: "queued", progress: 0, message: "" })));
     vi.stubGlobal("fetch", fetch);
     const controller = new AbortController();
     const result = getToolJson("data", selection, () => controller.abort(), controller.signal);

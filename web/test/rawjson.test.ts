@@ -38,6 +38,6 @@ describe("numbers' JSON text", () => {
       },
       ["rank"],
     );
-    expect(rawAttr(view.rows[0]![1]!, view.rows[0], 1)).toBe("35000.0");
+    expect(rawAttr(view.rows[0]![1], view.rows[0], 1)).toBe("35000.0");
   });
 });

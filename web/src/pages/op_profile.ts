@@ -168,7 +168,7 @@ function render(root: HTMLElement, context: PageContext): void {
     select(names);
     draw();
     // Redrawing replaces the rows; keep keyboard focus where it was.
-    (tree.querySelector(`[data-node="${CSS.escape(path)}"]`) as HTMLElement | null)?.focus();
+    tree.querySelector<HTMLElement>(`[data-node="${CSS.escape(path)}"]`)?.focus();
   }
 
   function draw(): void {

@@ -12,26 +12,29 @@ export interface PageContext {
   selection: Selection;
 }
 
-/** What a page that loads its own data (`mount`) gets from the shell. */
+/**
+ * What a page that loads its own data (`mount`) gets from the shell. The members here and in
+ * ToolPage are plain functions (none uses `this`), so they may be passed on detached.
+ */
 export interface MountContext {
   selection: Selection;
   /** Aborted when the page is left: the page stops its requests and removes its listeners. */
   signal: AbortSignal;
   /** Shows the server's progress (202 answers) in the tool area. */
-  onPending(pending: Pending): void;
+  onPending: (pending: Pending) => void;
   /** The page is drawn: `#tool[data-state]` becomes "ready". */
-  ready(): void;
+  ready: () => void;
   /** The page cannot be shown: the tool area shows the error. */
-  fail(message: string): void;
+  fail: (message: string) => void;
 }
 
 export interface ToolPage {
   /** Whether the page shows tables from /api/tables (fetched after /api/data). */
   tables: boolean;
-  render(root: HTMLElement, context: PageContext): void;
+  render: (root: HTMLElement, context: PageContext) => void;
   /**
    * A page with its own endpoints (the trace viewer): the shell skips /api/data, calls this
    * with the (empty) content area, and waits for `ready` or `fail`.
    */
-  mount?(root: HTMLElement, context: MountContext): void;
+  mount?: (root: HTMLElement, context: MountContext) => void;
 }

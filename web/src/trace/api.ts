@@ -29,9 +29,12 @@ export interface Match {
   total: number;
 }
 
+/** A value as JSON.parse gives it. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
 export interface Stat {
   name: string;
-  value: unknown;
+  value: JsonValue;
 }
 
 export interface EventDetails {

@@ -6,7 +6,7 @@
 
 import { el, replaceChildren, type Child } from "../dom";
 import { groupThousands } from "../format";
-import type { EventAnswer, FlowEnd, SummaryAnswer } from "./api";
+import type { EventAnswer, FlowEnd, JsonValue, SummaryAnswer } from "./api";
 import type { RunHit } from "./model";
 import { formatDuration, formatStartMs } from "./timeline";
 
@@ -33,7 +33,7 @@ function setKind(pane: HTMLElement, kind: Kind): void {
   pane.setAttribute("data-kind", kind);
 }
 
-function statValue(value: unknown): string {
+function statValue(value: JsonValue | undefined): string {
   if (value === null || value === undefined) return "";
   if (typeof value === "object") return JSON.stringify(value);
   return String(value);
