@@ -8,7 +8,7 @@ WEB_SOURCES := $(shell find web/src web/scripts web/index.html web/package.json 
 CHROMIUM := /usr/bin/chromium
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: demo test venv web protos bench clean
+.PHONY: demo test venv web protos schemas bench clean
 
 DEMO_STAMP := $(VENV)/.demo-installed
 
@@ -44,8 +44,14 @@ demo: $(DEMO_STAMP) $(WEB_BUILT)
 
 test: $(STAMP) $(WEB_BUILT) $(CHROMIUM)
 	$(PY) -m ruff check src tests bench
-	cd web && npm test --silent
+	cd web && node scripts/generate-types.mjs --check && npm test --silent
 	$(PY) -m pytest -q
+
+# Regenerate each tool's JSON Schema from the registry and the page's TypeScript types from
+# them (web/src/generated/, committed; make test fails when they are out of date).
+schemas: $(STAMP)
+	$(PY) -m stepscope.analysis.schemas web/src/generated/schemas
+	cd web && npm ci --no-audit --no-fund --loglevel=error && node scripts/generate-types.mjs
 
 # Regenerate src/stepscope/protos/*_pb2.py from the .proto sources.
 protos: $(STAMP)

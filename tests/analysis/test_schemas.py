@@ -141,6 +141,16 @@ def test_options_are_typed_checked_and_listed():
         spec("kernel_stats").parse_options({"top_n": "3"})
     listed = op_profile.to_json()["options"]
     assert listed[1] == {
-        "name": "top_n", "type": "integer", "default": 10, "minimum": 1, "choices_from": None, "help": op_profile.options[1].help,
+        "name": "top_n", "type": "integer", "default": 10, "minimum": 1, "choices": [], "choices_from": None,
+        "help": op_profile.options[1].help,
     }  # fmt: skip
-    assert listed[0]["choices_from"] == "devices"
+    assert listed[0]["choices_from"] == "devices" and listed[0]["choices"] == ["all", "/host:CPU"]
+
+
+def test_the_tools_listing_matches_its_schema():
+    from stepscope.analysis.registry import ToolsAnswer  # noqa: F401  (the type the schema is made from)
+
+    schema = json.loads((SCHEMAS / f"tools{SUFFIX}").read_text())
+    answer = {"tools": [entry.to_json() for entry in specs()]}
+    jsonschema.Draft202012Validator(schema).validate(answer)
+    assert [tool["name"] for tool in answer["tools"]] == [entry.name for entry in specs()]

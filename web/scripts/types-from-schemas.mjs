@@ -12,7 +12,7 @@ export async function generate(schemas) {
     const tool = name.slice(0, -SUFFIX.length);
     const banner =
       `/* Generated from schemas/${name} by web/scripts/generate-types.mjs: do not edit. */\n` +
-      "/* The JSON form of the tool's result (stepscope.analysis); regenerate with `make schemas`. */";
+      "/* A JSON form of stepscope.analysis (its registry and its tools); regenerate with `make schemas`. */";
     const text = await compileFromFile(path.join(schemas, name), {
       bannerComment: banner,
       additionalProperties: false,

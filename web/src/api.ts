@@ -6,6 +6,7 @@
  */
 
 import { parseJson } from "./rawjson";
+import type { ToolsAnswer as ToolsResponse } from "./generated/tools";
 
 // ---------------------------------------------------------------- API envelopes
 
@@ -19,9 +20,8 @@ export interface RunsResponse {
   runs: RunInfo[];
 }
 
-export interface ToolsResponse {
-  tools: string[];
-}
+// GET /api/tools: the registry's entries (generated from its schema, like the tools' JSON).
+export type { ToolsAnswer as ToolsResponse, ToolInfo, OptionInfo } from "./generated/tools";
 
 /**
  * 202 body: the profile is still being analysed. `"a" | "b" | (string & {})`, here and below:
@@ -83,6 +83,13 @@ export interface Selection {
   run: string;
   host: string;
   tool: string;
+  /** The tool's options that differ from their defaults, sent as query parameters. */
+  options?: Record<string, string>;
+}
+
+/** run, host, tool, then the tool's options: the query of a tool's data, tables and CSV. */
+export function toolParams(selection: Selection, extra: Record<string, string> = {}): Record<string, string> {
+  return { run: selection.run, host: selection.host, tool: selection.tool, ...selection.options, ...extra };
 }
 
 // ---------------------------------------------------------------- tool JSON forms
@@ -124,7 +131,7 @@ export function apiUrl(path: string, params: Record<string, string>): string {
 
 /** The CSV export address of one table (the server sends it as an attachment). */
 export function csvUrl(selection: Selection, table: string): string {
-  return apiUrl("/api/csv", { run: selection.run, host: selection.host, tool: selection.tool, table });
+  return apiUrl("/api/csv", toolParams(selection, { table }));
 }
 
 export async function errorOf(response: Response): Promise<ApiError> {
@@ -180,7 +187,7 @@ export async function getToolJson<T>(
   onPending: (pending: Pending) => void,
   signal: AbortSignal,
 ): Promise<T> {
-  const url = apiUrl(`/api/${endpoint}`, { run: selection.run, host: selection.host, tool: selection.tool });
+  const url = apiUrl(`/api/${endpoint}`, toolParams(selection));
   for (;;) {
     let response: Response;
     try {

@@ -9,12 +9,14 @@
  */
 
 import "./style.css";
-import { ApiError, Cancelled, getRuns, getToolJson, getTools, sleep, type Pending, type RunInfo, type Selection, type TablesResponse } from "./api";
+import { ApiError, Cancelled, getRuns, getToolJson, getTools, sleep, type Pending, type RunInfo, type Selection, type TablesResponse, type ToolInfo } from "./api";
 import { setupCapture } from "./capture";
 import { destroyCharts, chartRegistry } from "./components/charts";
+import { renderOptions } from "./components/options";
 import { renderProgress } from "./components/progress";
 import { el, replaceChildren } from "./dom";
 import { pageFor } from "./pages";
+import { optionsFromParams, sameOptions } from "./state/options";
 import { buildQuery, keptParams, parseQuery, pickHost, pickTool, resolveRunHost, sameSelection, type Wanted } from "./state/url";
 
 const RUNS_REFRESH_MS = 5000;
@@ -40,11 +42,22 @@ let current: Selection | null = null;
 /** Bumped by every selection change; an older one finding it changed gives up. */
 let intent = 0;
 let loading: AbortController | null = null;
-const toolsCache = new Map<string, string[]>();
+const toolsCache = new Map<string, ToolInfo[]>();
 
 chartRegistry();
 
-async function toolsFor(run: string, host: string): Promise<string[]> {
+/** What the page asks for, with the address's other parameters (a tool's options among them). */
+interface WantedHere extends Wanted {
+  /** The tool's options as they are to be; when absent, read from `params`. */
+  options?: Record<string, string>;
+  params?: URLSearchParams;
+}
+
+function fromAddress(): WantedHere {
+  return { ...parseQuery(location.search), params: new URLSearchParams(location.search) };
+}
+
+async function toolsFor(run: string, host: string): Promise<ToolInfo[]> {
   const key = `${run}\u0000${host}`;
   const known = toolsCache.get(key);
   if (known) return known;
@@ -54,16 +67,16 @@ async function toolsFor(run: string, host: string): Promise<string[]> {
 }
 
 /** Rebuilds a select's options only when they changed (rebuilding closes an open dropdown). */
-function fillSelect(select: HTMLSelectElement, values: string[], selected: string): void {
+function fillSelect(select: HTMLSelectElement, values: string[], selected: string, labels: string[] = values): void {
   const existing = Array.from(select.options, (option) => option.value);
   if (existing.length !== values.length || existing.some((value, index) => value !== values[index])) {
-    select.replaceChildren(...values.map((value) => el("option", { value }, value)));
+    select.replaceChildren(...values.map((value, index) => el("option", { value }, labels[index] ?? value)));
   }
   select.value = selected;
   select.disabled = values.length === 0;
 }
 
-function showSelection(selection: Selection, tools: string[]): void {
+function showSelection(selection: Selection, tools: ToolInfo[]): void {
   const run = runs.find((candidate) => candidate.name === selection.run);
   fillSelect(
     runSelect,
@@ -71,11 +84,25 @@ function showSelection(selection: Selection, tools: string[]): void {
     selection.run,
   );
   fillSelect(hostSelect, run?.hosts ?? [selection.host], selection.host);
-  fillSelect(toolSelect, tools, selection.tool);
+  fillSelect(
+    toolSelect,
+    tools.map((tool) => tool.name),
+    selection.tool,
+    tools.map((tool) => tool.title),
+  );
+}
+
+/** The registry entry of the selected tool (its options), once the tools are known. */
+function toolInfo(selection: Selection): ToolInfo | undefined {
+  return toolsCache.get(`${selection.run}\u0000${selection.host}`)?.find((tool) => tool.name === selection.tool);
 }
 
 function writeHistory(selection: Selection, mode: "push" | "replace"): void {
-  const url = `${location.pathname}${buildQuery(selection, keptParams(location.search, selection))}`;
+  // The address's other state stays (a deep link's), but the tool's options are the selection's.
+  const extra = keptParams(location.search, selection) ?? new URLSearchParams();
+  for (const option of toolInfo(selection)?.options ?? []) extra.delete(option.name);
+  for (const [name, value] of Object.entries(selection.options ?? {})) extra.set(name, value);
+  const url = `${location.pathname}${buildQuery(selection, extra)}`;
   if (url === `${location.pathname}${location.search}`) return;
   if (mode === "push") history.pushState(selection, "", url);
   else history.replaceState(selection, "", url);
@@ -110,7 +137,7 @@ function showPending(pending: Pending): void {
  * back to the first run / host / tool, then loads it. `mode` says how the address bar
  * follows: a user's choice is a new history entry, a correction or back/forward is not.
  */
-async function applyWanted(wanted: Wanted, mode: "push" | "replace", force = false): Promise<void> {
+async function applyWanted(wanted: WantedHere, mode: "push" | "replace", force = false): Promise<void> {
   const mine = ++intent;
   const runHost = resolveRunHost(runs, wanted);
   if (!runHost) {
@@ -125,9 +152,14 @@ async function applyWanted(wanted: Wanted, mode: "push" | "replace", force = fal
   // waits for "ready" must not take the previous view's "ready" for the new one.
   const stateBefore = toolArea.getAttribute("data-state") ?? "loading";
   const changing =
-    force || !current || runHost.run !== current.run || runHost.host !== current.host || (wanted.tool !== undefined && wanted.tool !== current.tool);
+    force ||
+    !current ||
+    runHost.run !== current.run ||
+    runHost.host !== current.host ||
+    (wanted.tool !== undefined && wanted.tool !== current.tool) ||
+    (wanted.options !== undefined && !sameOptions(wanted.options, current.options));
   if (changing) setState("loading");
-  let tools: string[];
+  let tools: ToolInfo[];
   try {
     tools = await toolsFor(runHost.run, runHost.host);
   } catch (error) {
@@ -136,7 +168,13 @@ async function applyWanted(wanted: Wanted, mode: "push" | "replace", force = fal
     return;
   }
   if (mine !== intent) return;
-  const selection: Selection = { ...runHost, tool: pickTool(tools, wanted.tool) };
+  const tool = pickTool(
+    tools.map((candidate) => candidate.name),
+    wanted.tool,
+  );
+  const info = tools.find((candidate) => candidate.name === tool);
+  const options = wanted.options ?? (wanted.params && tool === wanted.tool ? optionsFromParams(info, wanted.params) : {});
+  const selection: Selection = { ...runHost, tool, ...(Object.keys(options).length > 0 ? { options } : {}) };
   showSelection(selection, tools);
   writeHistory(selection, mode);
   if (force || !sameSelection(selection, current) || stateBefore === "error") {
@@ -185,7 +223,11 @@ async function load(selection: Selection): Promise<void> {
     const tables = page.tables ? (await getToolJson<TablesResponse>("tables", selection, onPending, controller.signal)).tables : [];
     if (loading !== controller) return;
     statusSlot.replaceChildren();
-    page.render(content, { data, tables, selection });
+    const info = toolInfo(selection);
+    const bar = info && renderOptions(info, selection.options ?? {}, data, (options) => void applyWanted({ ...selection, options }, "push"));
+    const root = el("div", { id: "tool-page" });
+    content.replaceChildren(...(bar ? [bar, root] : [root]));
+    page.render(root, { data, tables, selection });
     setState("ready");
   } catch (error) {
     if (error instanceof Cancelled || loading !== controller) return;
@@ -214,7 +256,7 @@ async function refreshRuns(): Promise<void> {
     );
     if (run) fillSelect(hostSelect, run.hosts, current.host);
   } else if (runs.length > 0) {
-    await applyWanted(parseQuery(location.search), "replace");
+    await applyWanted(fromAddress(), "replace");
   }
 }
 
@@ -259,7 +301,7 @@ toolSelect.addEventListener("change", () => {
   void applyWanted({ run: current?.run ?? runSelect.value, host: current?.host ?? hostSelect.value, tool: toolSelect.value }, "push");
 });
 window.addEventListener("popstate", () => {
-  void applyWanted(parseQuery(location.search), "replace");
+  void applyWanted(fromAddress(), "replace");
 });
 
 // A finished capture closes its dialog onto the run it wrote, selected as the runs selector does.
@@ -281,7 +323,7 @@ async function start(): Promise<void> {
     scheduleRefresh();
     return;
   }
-  await applyWanted(parseQuery(location.search), "replace");
+  await applyWanted(fromAddress(), "replace");
   scheduleRefresh();
 }
 

@@ -205,6 +205,7 @@ class OpProfileResult(ToolResult):
             str,
             "",
             f"the device plane to show (default: the first that ran ops), {ALL_DEVICES!r} for every device, or {names.HOST_PLANE!r}",
+            choices=(ALL_DEVICES, names.HOST_PLANE),
             choices_from="devices",
         ),
         Option("top_n", int, DEFAULT_TOP_N, "children shown per node; the rest are folded into one \"(K more)\" node", minimum=1),

@@ -22,7 +22,7 @@ import functools
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar, TypedDict, Union
 
 import msgspec
 
@@ -59,17 +59,47 @@ class Output(str, enum.Enum):
     INDEX = "index"  # an index the dashboard builds and queries (the trace viewer)
 
 
+class OptionInfo(TypedDict):
+    """An option as ``/api/tools`` and ``stepscope tools --format json`` list it."""
+
+    name: str
+    type: str  # "integer" | "string" | "boolean"
+    default: int | str | bool
+    help: str
+    minimum: int | None
+    choices: list[str]
+    choices_from: str | None
+
+
+class ToolInfo(TypedDict):
+    """A registry entry as ``/api/tools`` lists it (``ToolSpec.to_json``)."""
+
+    name: str
+    title: str
+    output: str  # "tables" | "index"
+    description: str
+    options: list[OptionInfo]
+
+
+class ToolsAnswer(TypedDict):
+    """``GET /api/tools``: every tool, in menu order."""
+
+    tools: list[ToolInfo]
+
+
 @dataclass(frozen=True)
 class Option:
     """A tool option, as ``report --option NAME=VALUE``, an API query parameter and a page
-    control all take it. ``choices_from`` names the result field that lists the values the
-    option takes on a given profile (op_profile's ``devices``): the page offers those."""
+    control all take it. The values a page offers: ``choices`` (fixed ones) and the values
+    of the result field ``choices_from`` names (op_profile's ``devices``: they depend on the
+    profile)."""
 
     name: str
     type: type[int] | type[str] | type[bool]
-    default: Any
+    default: int | str | bool
     help: str
     minimum: int | None = None
+    choices: tuple[str, ...] = ()
     choices_from: str | None = None
 
     def parse(self, tool_name: str, text: str) -> Any:
@@ -90,15 +120,16 @@ class Option:
             return value
         return text
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "type": {int: "integer", str: "string", bool: "boolean"}[self.type],
-            "default": self.default,
-            "help": self.help,
-            "minimum": self.minimum,
-            "choices_from": self.choices_from,
-        }
+    def to_json(self) -> OptionInfo:
+        return OptionInfo(
+            name=self.name,
+            type={int: "integer", str: "string", bool: "boolean"}[self.type],
+            default=self.default,
+            help=self.help,
+            minimum=self.minimum,
+            choices=list(self.choices),
+            choices_from=self.choices_from,
+        )
 
 
 class OptionError(StepscopeError):
@@ -144,27 +175,35 @@ class ToolSpec:
         """
         if self.result is None:
             raise StepscopeError(f"{self.name} has no JSON result")
-        schema = typing.cast(dict[str, Any], msgspec.json.schema(self.result))
-        for definition in schema["$defs"].values():
-            properties = definition.get("properties", {})
-            for value in properties.values():
-                value.pop("default", None)
-            definition["required"] = list(properties)
-            definition["additionalProperties"] = False
-        return {"$schema": SCHEMA_DIALECT, "title": self.name, "description": self.description, **schema}
+        return json_schema(self.result, self.name, self.description)
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "title": self.title,
-            "output": self.output.value,
-            "description": self.description,
-            "options": [option.to_json() for option in self.options],
-        }
+    def to_json(self) -> ToolInfo:
+        return ToolInfo(
+            name=self.name,
+            title=self.title,
+            output=self.output.value,
+            description=self.description,
+            options=[option.to_json() for option in self.options],
+        )
 
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 TOOLS: dict[str, ToolSpec] = {}
+
+
+def json_schema(kind: type, title: str, description: str) -> dict[str, Any]:
+    """The JSON Schema of a typed JSON form (dataclasses and TypedDicts, via msgspec), with
+    every property required and no other allowed (see ``ToolSpec.schema``)."""
+    schema = typing.cast(dict[str, Any], msgspec.json.schema(kind))
+    for definition in schema["$defs"].values():
+        properties = definition.get("properties", {})
+        for value in properties.values():
+            value.pop("default", None)
+        definition["required"] = list(properties)
+        definition["additionalProperties"] = False
+    return {"$schema": SCHEMA_DIALECT, "title": title, "description": description, **schema}
+
+
 Source = Union[Profile, OpStats]
 Function = Callable[..., ToolResult]
 

@@ -15,14 +15,19 @@ import sys
 from pathlib import Path
 
 from stepscope.analysis import Output, specs
+from stepscope.analysis.registry import ToolsAnswer, json_schema
 from stepscope.trace.files import atomic_write
 
 SUFFIX = ".schema.json"
+# The registry's own answer (GET /api/tools), beside the tools' results.
+TOOLS_ANSWER = "tools"
 
 
 def schema_texts() -> dict[str, str]:
-    """File name -> text, for every tool with a JSON result."""
-    return {f"{spec.name}{SUFFIX}": json.dumps(spec.schema(), indent=2) + "\n" for spec in specs(Output.TABLES)}
+    """File name -> text, for every tool with a JSON result and for the tools listing."""
+    schemas = {spec.name: spec.schema() for spec in specs(Output.TABLES)}
+    schemas[TOOLS_ANSWER] = json_schema(ToolsAnswer, "tools_answer", "GET /api/tools: every tool of the registry, in menu order.")
+    return {f"{name}{SUFFIX}": json.dumps(schema, indent=2) + "\n" for name, schema in schemas.items()}
 
 
 def write(folder: Path) -> list[Path]:

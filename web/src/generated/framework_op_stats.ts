@@ -1,5 +1,5 @@
 /* Generated from schemas/framework_op_stats.schema.json by web/scripts/generate-types.mjs: do not edit. */
-/* The JSON form of the tool's result (stepscope.analysis); regenerate with `make schemas`. */
+/* A JSON form of stepscope.analysis (its registry and its tools); regenerate with `make schemas`. */
 
 /**
  * Which framework ops (aten::, TF ops, XLA ops) take the time, on host and device?

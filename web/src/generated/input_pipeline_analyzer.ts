@@ -1,5 +1,5 @@
 /* Generated from schemas/input_pipeline_analyzer.schema.json by web/scripts/generate-types.mjs: do not edit. */
-/* The JSON form of the tool's result (stepscope.analysis); regenerate with `make schemas`. */
+/* A JSON form of stepscope.analysis (its registry and its tools); regenerate with `make schemas`. */
 
 /**
  * Is the job waiting for data, in which steps, and which input work (read, decode, transform) costs most?

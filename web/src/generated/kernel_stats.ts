@@ -1,5 +1,5 @@
 /* Generated from schemas/kernel_stats.schema.json by web/scripts/generate-types.mjs: do not edit. */
-/* The JSON form of the tool's result (stepscope.analysis); regenerate with `make schemas`. */
+/* A JSON form of stepscope.analysis (its registry and its tools); regenerate with `make schemas`. */
 
 /**
  * Which GPU kernels run, how often, how long, with what launch shape and occupancy?

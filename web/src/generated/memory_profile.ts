@@ -1,5 +1,5 @@
 /* Generated from schemas/memory_profile.schema.json by web/scripts/generate-types.mjs: do not edit. */
-/* The JSON form of the tool's result (stepscope.analysis); regenerate with `make schemas`. */
+/* A JSON form of stepscope.analysis (its registry and its tools); regenerate with `make schemas`. */
 
 /**
  * How does allocated memory evolve, where is the peak, and which ops hold memory there?

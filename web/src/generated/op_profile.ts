@@ -1,5 +1,5 @@
 /* Generated from schemas/op_profile.schema.json by web/scripts/generate-types.mjs: do not edit. */
-/* The JSON form of the tool's result (stepscope.analysis); regenerate with `make schemas`. */
+/* A JSON form of stepscope.analysis (its registry and its tools); regenerate with `make schemas`. */
 
 /**
  * Where does the device's time go by program, category and op, and how well does each use the device's FLOPS?

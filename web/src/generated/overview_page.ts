@@ -1,5 +1,5 @@
 /* Generated from schemas/overview_page.schema.json by web/scripts/generate-types.mjs: do not edit. */
-/* The JSON form of the tool's result (stepscope.analysis); regenerate with `make schemas`. */
+/* A JSON form of stepscope.analysis (its registry and its tools); regenerate with `make schemas`. */
 
 /**
  * How long is a step, where does its time go, and what should I do first?

@@ -5,6 +5,7 @@
  */
 
 import type { RunInfo, Selection } from "../api";
+import { sameOptions } from "./options";
 
 /** What the address asks for; any part may be missing. */
 export interface Wanted {
@@ -81,5 +82,5 @@ export function resolveRunHost(runs: RunInfo[], wanted: Wanted): { run: string; 
 }
 
 export function sameSelection(a: Partial<Selection> | null, b: Partial<Selection> | null): boolean {
-  return !!a && !!b && a.run === b.run && a.host === b.host && a.tool === b.tool;
+  return !!a && !!b && a.run === b.run && a.host === b.host && a.tool === b.tool && sameOptions(a.options, b.options);
 }

@@ -1,0 +1,42 @@
+/**
+ * A tool's options in the page: read from the address (`?tool=op_profile&top_n=5`), the
+ * values a control offers, and what changed. The registry (/api/tools) says which options
+ * a tool has; the page knows no tool's options by name.
+ */
+
+import type { OptionInfo, ToolInfo } from "../api";
+
+/** The tool's options the address sets to something other than their defaults. */
+export function optionsFromParams(tool: ToolInfo | undefined, params: URLSearchParams): Record<string, string> {
+  const values: Record<string, string> = {};
+  for (const option of tool?.options ?? []) {
+    const value = params.get(option.name);
+    if (value !== null && value !== String(option.default)) values[option.name] = value;
+  }
+  return values;
+}
+
+/**
+ * The values a control for `option` offers, besides its default: the result field it
+ * names (`choices_from`, e.g. op_profile's `devices`), then its fixed `choices`; none for
+ * free values (numbers). Unique, in that order.
+ */
+export function optionChoices(option: OptionInfo, data: unknown): string[] {
+  const listed = option.choices_from !== null && typeof data === "object" && data !== null ? (data as Record<string, unknown>)[option.choices_from] : undefined;
+  const fromData = Array.isArray(listed) ? listed.filter((value): value is string => typeof value === "string") : [];
+  return [...new Set([...fromData, ...option.choices])];
+}
+
+/** `values` with `name` set to `value`, or removed when that is the option's default. */
+export function withOption(values: Record<string, string>, option: OptionInfo, value: string): Record<string, string> {
+  const next = { ...values };
+  if (value === String(option.default) || value === "") delete next[option.name];
+  else next[option.name] = value;
+  return next;
+}
+
+/** Whether two option sets are the same (order does not matter). */
+export function sameOptions(a: Record<string, string> = {}, b: Record<string, string> = {}): boolean {
+  const keys = Object.keys(a);
+  return keys.length === Object.keys(b).length && keys.every((key) => a[key] === b[key]);
+}
