@@ -44,6 +44,7 @@ demo: $(DEMO_STAMP) $(WEB_BUILT)
 
 test: $(STAMP) $(WEB_BUILT) $(CHROMIUM)
 	$(PY) -m ruff check src tests bench
+	$(PY) -m mypy
 	cd web && node scripts/generate-types.mjs --check && npm test --silent
 	$(PY) -m pytest -q
 

@@ -11,14 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 
 @dataclass(frozen=True)
 class Union:
     """Disjoint, sorted intervals [start, end)."""
 
-    start: np.ndarray
-    end: np.ndarray
+    start: npt.NDArray[np.int64]
+    end: npt.NDArray[np.int64]
 
     @classmethod
     def of(cls, start: np.ndarray, end: np.ndarray) -> Union:
@@ -49,11 +50,11 @@ class Union:
     def total(self) -> int:
         return int((self.end - self.start).sum())
 
-    def covered(self, lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    def covered(self, lo: npt.ArrayLike, hi: npt.ArrayLike) -> npt.NDArray[np.int64]:
         """For each window [lo[i], hi[i]), how much of it the union covers (int64 ps)."""
         return self._cumulative(np.asarray(hi, dtype=np.int64)) - self._cumulative(np.asarray(lo, dtype=np.int64))
 
-    def _cumulative(self, t: np.ndarray) -> np.ndarray:
+    def _cumulative(self, t: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
         """Covered length in (-inf, t)."""
         if not len(self.start):
             return np.zeros(len(t), dtype=np.int64)

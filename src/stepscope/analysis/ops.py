@@ -34,6 +34,7 @@ from stepscope.analysis.classify import DEVICE_ACTIVITIES, STEP_MARKER, event_ac
 from stepscope.analysis.op_categories import categories, device_categories
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Plane, Profile
+from stepscope.trace.stat_types import StatValue
 from stepscope.trace.stats import TypedStats
 
 HOST, DEVICE = "Host", "Device"
@@ -96,7 +97,7 @@ def _self_times(plane: Plane, is_op: np.ndarray) -> np.ndarray:
     return events.duration_ps - child_time.astype(np.int64)
 
 
-def stat_column(plane: Plane, stat: str) -> tuple[np.ndarray, list]:
+def stat_column(plane: Plane, stat: str) -> tuple[np.ndarray, list[StatValue]]:
     """Rows carrying ``stat`` and its values, for stores that index stats (XSpace); JSON
     sources keep their args undecoded and are classified by category instead."""
     if isinstance(plane.stats, TypedStats):

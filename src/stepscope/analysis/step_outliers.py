@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.analysis.steps import Steps
 from stepscope.analysis.tables import ps_to_us
@@ -38,18 +39,19 @@ OUTLIER_FACTOR = 3.0
 class SetAside:
     """Per step: why it is left out of the summary (``KEPT`` if it is not) and its baseline."""
 
-    reason: np.ndarray  # object array of str
-    baseline_ps: np.ndarray  # float64: the median of the other steps' durations
+    reason: npt.NDArray[np.object_]  # of str
+    baseline_ps: npt.NDArray[np.float64]  # the median of the other steps' durations
 
     @property
-    def kept(self) -> np.ndarray:
-        return self.reason == KEPT
+    def kept(self) -> npt.NDArray[np.bool_]:
+        kept: npt.NDArray[np.bool_] = self.reason == KEPT  # (== of an object array is untyped)
+        return kept
 
     def __len__(self) -> int:
         return len(self.reason)
 
 
-def leave_one_out_median(values: np.ndarray) -> np.ndarray:
+def leave_one_out_median(values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     """For each i, the median of ``values`` without element i (NaN for a single value)."""
     values = np.asarray(values, dtype=np.float64)
     count = len(values)
@@ -61,7 +63,7 @@ def leave_one_out_median(values: np.ndarray) -> np.ndarray:
     rank[order] = np.arange(count)
     others = count - 1
 
-    def without(position: int) -> np.ndarray:
+    def without(position: int) -> npt.NDArray[np.float64]:
         """The element at ``position`` of the sorted values once each step's own is removed."""
         shifted = np.where(position < rank, position, position + 1)
         return ranked[shifted]

@@ -22,6 +22,7 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Plane, Profile
@@ -34,9 +35,9 @@ _NUMBER = re.compile(r"(\d+)")
 class Steps:
     """Step windows in profile time (ps), sorted by start."""
 
-    number: np.ndarray
-    start_ps: np.ndarray
-    end_ps: np.ndarray
+    number: npt.NDArray[np.int64]
+    start_ps: npt.NDArray[np.int64]
+    end_ps: npt.NDArray[np.int64]
     source: str  # how they were found: "ProfilerStep", "step_num", "Steps line", "profiled window"
 
     @property
@@ -45,7 +46,7 @@ class Steps:
         return self.source == WHOLE_WINDOW
 
     @property
-    def duration_ps(self) -> np.ndarray:
+    def duration_ps(self) -> npt.NDArray[np.int64]:
         return self.end_ps - self.start_ps
 
     def __len__(self) -> int:

@@ -10,15 +10,27 @@ plain Python (right, but slow).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from types import ModuleType
+from typing import Any, TypeVar
 
-try:
-    import numba
-except ImportError:  # pragma: no cover - numba is a dependency
-    numba = None
+_Function = TypeVar("_Function", bound=Callable[..., Any])
 
 
-def jit(function: Callable[..., Any]) -> Callable[..., Any]:
+def _numba() -> ModuleType | None:
+    try:
+        import numba
+    except ImportError:  # pragma: no cover - numba is a dependency
+        return None
+    return numba
+
+
+numba = _numba()
+
+
+def jit(function: _Function) -> _Function:
+    """``function`` compiled; typed as ``function`` itself, which is how it is called (numba's
+    dispatcher takes the same arguments and returns what the Python function would)."""
     if numba is None:  # pragma: no cover
         return function
-    return numba.njit(cache=True, nogil=True)(function)
+    compiled: _Function = numba.njit(cache=True, nogil=True)(function)
+    return compiled

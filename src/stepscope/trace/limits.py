@@ -106,8 +106,8 @@ def limited(values: dict[Limit, int]) -> Iterator[None]:
             set_limit(limit, value)
         yield
     finally:
-        for limit, value in previous.items():
-            set_limit(limit, value)
+        for limit, earlier in previous.items():
+            set_limit(limit, earlier)
 
 
 def parse(env: str, text: str) -> int:

@@ -9,6 +9,7 @@ traced by two tracers shows as two lines, each properly nested.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -86,7 +87,7 @@ def merge_profiles(profiles: list[Profile], host: str, source: str) -> Profile:
         for (profile_index, plane_index, _), row_map in zip(parts, row_maps):
             placement[(profile_index, plane_index)] = (merged_index, row_map)
     flows = _merge_flows(profiles, placement)
-    info: dict = {}
+    info: dict[str, Any] = {}
     for profile in profiles:
         for key, value in profile.info.items():
             if key == "warnings":
@@ -111,7 +112,11 @@ def _merge_planes(index: int, name: str, parts: list[Plane], shifts: list[int]) 
         ]
     lines: list[Line] = []
     used_ids: set[int] = set()
-    names, display, categories, meta_stats, serialized = [], [], [], [], []
+    names: list[str] = []
+    display: list[str] = []
+    categories: list[str] = []
+    meta_stats: list[list[Stat]] = []
+    serialized: list[bytes] = []
     columns: dict[str, list[np.ndarray]] = {column: [] for column in EVENT_COLUMNS}
     plane_stats: list[Stat] = []
     for plane, shift in zip(parts, shifts):
@@ -163,7 +168,7 @@ def _merge_flows(profiles: list[Profile], placement: dict[tuple[int, int], tuple
         flows = profile.flows
         if not len(flows):
             continue
-        columns = {"src": ([], []), "dst": ([], [])}
+        columns: dict[str, tuple[list[int], list[int]]] = {"src": ([], []), "dst": ([], [])}  # plane, row
         for side, planes_column, events_column in (("src", flows.src_plane, flows.src_event), ("dst", flows.dst_plane, flows.dst_event)):
             for plane_index, row in zip(planes_column.tolist(), events_column.tolist()):
                 merged, row_map = placement[(profile_index, plane_index)]

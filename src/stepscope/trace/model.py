@@ -22,6 +22,7 @@ from functools import cached_property
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.errors import ProfileInvariantError
 from stepscope.trace import names
@@ -49,22 +50,22 @@ EVENT_COLUMNS: dict[str, type] = {
 class EventTable:
     """One plane's events, column-wise; row ``i`` of every column is event ``i``."""
 
-    start_ps: np.ndarray
-    duration_ps: np.ndarray
-    metadata_id: np.ndarray  # index into the plane's EventMetadata
-    line: np.ndarray  # index into Plane.lines
-    depth: np.ndarray  # 0 for a top-level event of its line
-    parent: np.ndarray  # row of the enclosing event on the same line, or NO_ID
-    correlation_id: np.ndarray  # runtime call <-> device activity (CUPTI correlation)
-    external_id: np.ndarray  # Kineto's "External id": framework op <-> its launches
-    group_id: np.ndarray  # XSpace's group_id: events of one step / one request
-    step_num: np.ndarray  # a step number carried by the event itself (step markers)
+    start_ps: npt.NDArray[np.int64]
+    duration_ps: npt.NDArray[np.int64]
+    metadata_id: npt.NDArray[np.int32]  # index into the plane's EventMetadata
+    line: npt.NDArray[np.int32]  # index into Plane.lines
+    depth: npt.NDArray[np.int32]  # 0 for a top-level event of its line
+    parent: npt.NDArray[np.int64]  # row of the enclosing event on the same line, or NO_ID
+    correlation_id: npt.NDArray[np.int64]  # runtime call <-> device activity (CUPTI correlation)
+    external_id: npt.NDArray[np.int64]  # Kineto's "External id": framework op <-> its launches
+    group_id: npt.NDArray[np.int64]  # XSpace's group_id: events of one step / one request
+    step_num: npt.NDArray[np.int64]  # a step number carried by the event itself (step markers)
 
     def __len__(self) -> int:
         return len(self.start_ps)
 
     @property
-    def end_ps(self) -> np.ndarray:
+    def end_ps(self) -> npt.NDArray[np.int64]:
         return self.start_ps + self.duration_ps
 
     @property
@@ -91,7 +92,7 @@ class EventMetadata:
         return len(self.names)
 
     @cached_property
-    def name_array(self) -> np.ndarray:
+    def name_array(self) -> npt.NDArray[np.object_]:
         """Names as an object array, to map a metadata_id column to names in one step."""
         return np.asarray(self.names, dtype=object)
 
@@ -130,7 +131,7 @@ class Plane:
         return names.is_device_plane(self.name)
 
     @cached_property
-    def line_offsets(self) -> np.ndarray:
+    def line_offsets(self) -> npt.NDArray[np.intp]:
         """``events[line_offsets[i]:line_offsets[i+1]]`` are line ``i``'s events."""
         return np.searchsorted(self.events.line, np.arange(len(self.lines) + 1), "left")
 
@@ -138,7 +139,7 @@ class Plane:
         offsets = self.line_offsets
         return slice(int(offsets[line]), int(offsets[line + 1]))
 
-    def line_event_counts(self) -> np.ndarray:
+    def line_event_counts(self) -> npt.NDArray[np.intp]:
         return np.diff(self.line_offsets)
 
     def line_index(self, name: str) -> int | None:
@@ -165,12 +166,12 @@ class FlowTable:
     ``dst_event[i]`` of plane ``dst_plane[i]``; ``category[i]`` indexes ``categories``.
     """
 
-    flow_id: np.ndarray
-    category: np.ndarray
-    src_plane: np.ndarray
-    src_event: np.ndarray
-    dst_plane: np.ndarray
-    dst_event: np.ndarray
+    flow_id: npt.NDArray[np.int64]
+    category: npt.NDArray[np.int32]
+    src_plane: npt.NDArray[np.int32]
+    src_event: npt.NDArray[np.int64]
+    dst_plane: npt.NDArray[np.int32]
+    dst_event: npt.NDArray[np.int64]
     categories: list[str]
 
     def __len__(self) -> int:

@@ -11,7 +11,10 @@ Both give the same Plane (tests/trace/test_presorted.py compares them).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.trace.builder import _ID_COLUMNS, RawPlane, finish_plane
 from stepscope.trace.jit import jit
@@ -32,7 +35,7 @@ def finish_presorted(raw: RawPlane, zero_ps: int) -> tuple[Plane, np.ndarray | N
     count = len(start)
     start = start - np.int64(zero_ps)
     depth, parent = nesting(line, start, duration)
-    columns = {
+    columns: dict[str, npt.NDArray[np.integer[Any]]] = {
         "start_ps": start,
         "duration_ps": duration,
         "metadata_id": np.asarray(raw.metadata_id, dtype=np.int32),
@@ -85,7 +88,13 @@ def nesting(line: np.ndarray, start: np.ndarray, duration: np.ndarray) -> tuple[
 
 
 @jit
-def _nest(line, start, duration, depth, parent):
+def _nest(
+    line: npt.NDArray[np.int32],
+    start: npt.NDArray[np.int64],
+    duration: npt.NDArray[np.int64],
+    depth: npt.NDArray[np.int32],
+    parent: npt.NDArray[np.int64],
+) -> None:
     """Fills ``depth`` (zeros) and ``parent`` (-1) as ``builder.nesting`` defines them.
 
     An event's depth is the number of earlier events on its line still open when it

@@ -146,15 +146,14 @@ class EntryBuilder:
 
     def add(self, row: int, name: str, kind: int, value: StatValue) -> None:
         if kind is _INT and type(value) is int and INT64_MIN <= value <= INT64_MAX:
-            bits: int | bytes = value  # the common cases first, without a call
+            bits: int = value  # the common cases first, without a call
         elif kind is _STR and type(value) is str:
             bits = self._strings.get(value, -1)
             if bits < 0:
                 bits = self._strings[value] = self._texts.setdefault(utf8(value), len(self._texts))
         else:
-            kind, bits = xstat_value(kind, value)
-            if isinstance(bits, bytes):
-                bits = self._texts.setdefault(bits, len(self._texts))
+            kind, written = xstat_value(kind, value)
+            bits = self._texts.setdefault(written, len(self._texts)) if isinstance(written, bytes) else written
         self._rows.append(row)
         names = self._names
         key = names.get(name)
@@ -197,7 +196,8 @@ def stat_entries(store: Any, rows: np.ndarray, types: EventTypes, skip: frozense
     named in ``skip`` (not even converted); ``types`` are those events' types."""
     bulk = getattr(store, "entries", None)
     if bulk is not None:
-        return bulk(rows, types, skip)
+        entries: StatEntries = bulk(rows, types, skip)
+        return entries
     builder = EntryBuilder()
     for position, row in enumerate(rows.tolist()):
         builder.add_stats(position, store.stats(row, *types.at(position)), skip)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgspec
 
@@ -31,7 +31,7 @@ INT64_MIN = -(2**63)
 UINT64_MAX = 2**64 - 1
 
 
-def is_int64(value: Any) -> bool:
+def is_int64(value: Any) -> TypeGuard[int]:
     """An int (not a bool) that fits a signed 64-bit id or time."""
     return isinstance(value, int) and not isinstance(value, bool) and INT64_MIN <= value <= INT64_MAX
 

@@ -26,6 +26,7 @@ from typing import Any, Protocol
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from stepscope import jsonform
 from stepscope.trace.stat_entries import EntryBuilder, EventTypes, StatEntries, text_table, xstat_value
@@ -154,7 +155,8 @@ class JsonStats:
         single = getattr(self._translate, "value", None)
         if single is not None:
             try:
-                return single(self._blob[self._starts[row] : self._ends[row]], stat, name, category)
+                found: StatValue | None = single(self._blob[self._starts[row] : self._ends[row]], stat, name, category)
+                return found
             except RecursionError:
                 pass  # what stats() has for args nested too deeply
         return _first(self.stats(row, name, category), stat)
@@ -299,7 +301,16 @@ class TypedStats:
         store._boxed = None
         return store
 
-    def _set(self, event, key, kind, bits, texts, key_names, rows) -> None:
+    def _set(
+        self,
+        event: npt.NDArray[np.integer[Any]],
+        key: npt.NDArray[np.integer[Any]],
+        kind: npt.NDArray[np.int8],
+        bits: npt.NDArray[np.int64],
+        texts: TextValues,
+        key_names: list[str],
+        rows: npt.NDArray[np.integer[Any]] | int | np.integer[Any],
+    ) -> None:
         self._event = event
         self._key = key
         self._kind = kind
@@ -307,7 +318,8 @@ class TypedStats:
         self._texts = texts
         self._key_names = key_names
         if isinstance(rows, (int, np.integer)):
-            self._rows, self._count = None, int(rows)
+            self._rows: npt.NDArray[np.integer[Any]] | None = None
+            self._count = int(rows)
         else:
             self._rows, self._count = rows, len(rows)
 

@@ -55,13 +55,13 @@ _CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 _FIRST = re.compile(rb"\s*(\S)")
 
 
-def first_byte(data: bytes) -> bytes:
+def first_byte(data: bytes | bytearray) -> bytes:
     """The first non-whitespace byte (b"" if none), without copying the data."""
     match = _FIRST.match(data)
     return match.group(1) if match else b""
 
 
-def decode_document(path: Path, data: bytes) -> TraceDocument:
+def decode_document(path: Path, data: bytes | bytearray) -> TraceDocument:
     """Decodes a trace in the JSON Object Format or the JSON Array Format.
 
     JSON nested deeper than the decoders' recursion limit (Python's, ~1,000 levels) is a
@@ -95,7 +95,7 @@ def check_counts(path: Path, events: EventColumns) -> None:
             raise limits.LINES.error(path, f"has {len(pairs):,} threads, more than {lines:,}")
 
 
-def _decode_document(path: Path, data: bytes) -> TraceDocument:
+def _decode_document(path: Path, data: bytes | bytearray) -> TraceDocument:
     head = first_byte(data)
     if not head:
         raise ProfileFormatError(path, "is empty")
@@ -122,24 +122,24 @@ def _decode_document(path: Path, data: bytes) -> TraceDocument:
 class _Repair:
     warning: str
 
-    def apply(self, data: bytes) -> bytes | None:
+    def apply(self, data: bytes | bytearray) -> bytes | bytearray | None:
         raise NotImplementedError
 
 
 class _AsIs(_Repair):
-    def apply(self, data: bytes) -> bytes | None:
+    def apply(self, data: bytes | bytearray) -> bytes | bytearray | None:
         return data
 
 
 class _EscapeControl(_Repair):
-    def apply(self, data: bytes) -> bytes | None:
+    def apply(self, data: bytes | bytearray) -> bytes | bytearray | None:
         if not _CONTROL.search(data):
             return None
         return _CONTROL.sub(lambda m: b"\\u%04x" % m.group()[0], data)
 
 
 class _ReplaceInvalidUtf8(_Repair):
-    def apply(self, data: bytes) -> bytes | None:
+    def apply(self, data: bytes | bytearray) -> bytes | bytearray | None:
         text = data.decode("utf-8", "replace")
         fixed = _CONTROL.sub(lambda m: b"\\u%04x" % m.group()[0], text.encode("utf-8"))
         return None if fixed == data else fixed
@@ -152,7 +152,7 @@ _REPAIRS: tuple[_Repair, ...] = (
 )
 
 
-def _decode_fast(path: Path, data: bytes) -> TraceDocument:
+def _decode_fast(path: Path, data: bytes | bytearray) -> TraceDocument:
     if first_byte(data) == b"[":
         texts, closed = _decode_event_array(data)
         check_events(path, len(texts))
@@ -174,7 +174,7 @@ def check_events(path: Path, count: int) -> None:
         raise limits.EVENTS.error(path, f"has {count:,} events, more than {allowed:,}", allowed)
 
 
-def _decode_event_array(data: bytes) -> tuple[list[msgspec.Raw], bool]:
+def _decode_event_array(data: bytes | bytearray) -> tuple[list[msgspec.Raw], bool]:
     """The events, and whether the closing bracket had to be added."""
     try:
         return _EVENT_TEXTS.decode(data), False
@@ -187,7 +187,7 @@ def _decode_event_array(data: bytes) -> tuple[list[msgspec.Raw], bool]:
         raise
 
 
-def _decode_lenient(path: Path, data: bytes) -> TraceDocument:
+def _decode_lenient(path: Path, data: bytes | bytearray) -> TraceDocument:
     text = data.decode("utf-8", "replace")
     stripped = text.rstrip().rstrip(",")
     try:

@@ -64,7 +64,7 @@ def iter_chunks(profile: Profile, progress: Callable[[int], None] | None = None)
     yield b"\n]}\n"
 
 
-def _metadata_event(kind: str, pid: int, tid: int, args: dict) -> bytes:
+def _metadata_event(kind: str, pid: int, tid: int, args: dict[str, str | int]) -> bytes:
     return _encode({"name": kind, "ph": "M", "pid": pid, "tid": tid, "args": args})
 
 

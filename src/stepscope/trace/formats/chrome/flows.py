@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.trace.formats.chrome.columns import factorize
-from stepscope.trace.model import FlowTable, Plane
+from stepscope.trace.model import EventTable, FlowTable, Plane
 from stepscope.trace.stat_types import is_int64
 
 
@@ -71,7 +71,7 @@ def bind_points(
     return result
 
 
-def _prefer_correlated(events, candidate: np.ndarray, flow_ids: np.ndarray, times: np.ndarray) -> np.ndarray:
+def _prefer_correlated(events: EventTable, candidate: np.ndarray, flow_ids: np.ndarray, times: np.ndarray) -> np.ndarray:
     chosen = candidate.copy()
     current = candidate.copy()
     searching = (current >= 0) & (events.correlation_id[np.maximum(current, 0)] != flow_ids)

@@ -237,5 +237,6 @@ def looks_like_kineto(header: dict[str, Any]) -> bool:
     own export says which format it came from."""
     own = header.get("stepscope")
     if isinstance(own, dict) and "format" in own:
-        return own["format"] == "kineto"
+        written: object = own["format"]
+        return written == "kineto"
     return any(key in header for key in ("schemaVersion", "deviceProperties", "distributedInfo"))

@@ -27,6 +27,7 @@ from typing import Any
 
 import msgspec
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.errors import ProfileFormatError
 from stepscope.trace import names
@@ -303,7 +304,7 @@ class _Clock:
 
     def units(self, rows: np.ndarray) -> np.ndarray:
         """Times of document rows ``rows``, as float64 holding integers."""
-        values = np.rint((self.events.ts_us[rows] - self.base_us) * self.scale)
+        values: npt.NDArray[np.float64] = np.rint((self.events.ts_us[rows] - self.base_us) * self.scale)
         exact = self.events.exact[rows]
         if exact.any():
             values[exact] = (self.events.exact_ns[rows][exact] - self.base_us * 1000).astype(np.float64)
@@ -444,8 +445,9 @@ class _Layout:
     width: int
 
     @staticmethod
-    def _keys(pid: np.ndarray, second: np.ndarray, flag: np.ndarray, width: int) -> np.ndarray:
-        return (pid * width + second) * 3 + flag
+    def _keys(pid: np.ndarray, second: np.ndarray, flag: np.ndarray, width: int) -> npt.NDArray[np.int64]:
+        keys: npt.NDArray[np.int64] = (pid * width + second) * 3 + flag
+        return keys
 
     @classmethod
     def build(cls, events: EventColumns, records: _Records, processes: dict[Any, ProcessInfo], dialect: Dialect) -> _Layout:

@@ -124,7 +124,7 @@ class _Budget:
             )
 
 
-def decode_space(path: Path, data: bytes, bulk: bool | None = None) -> DecodedSpace:
+def decode_space(path: Path, data: bytes | bytearray, bulk: bool | None = None) -> DecodedSpace:
     """The file's planes as columns; ``bulk`` chooses the decoder (None: by size, above)."""
     if bulk is None:
         bulk = len(data) >= BULK_MIN_BYTES or _WIRE_MODULE in sys.modules
@@ -147,7 +147,7 @@ def decode_space(path: Path, data: bytes, bulk: bool | None = None) -> DecodedSp
     return DecodedSpace(space, planes, bulk=True)
 
 
-def _decode_messages(path: Path, data: bytes, budget: _Budget) -> DecodedSpace:
+def _decode_messages(path: Path, data: bytes | bytearray, budget: _Budget) -> DecodedSpace:
     space = xplane_pb2.XSpace()
     _parse(path, space, data)
     budget.planes(len(space.planes))
@@ -232,7 +232,7 @@ def _fields(path: Path, wire: Any, buf: np.ndarray, start: int, end: int, depth:
     return out[:, :count].T
 
 
-def _joined(data: bytes, fields: np.ndarray) -> bytes:
+def _joined(data: bytes | bytearray, fields: np.ndarray) -> bytes:
     """The bytes of ``fields`` (rows of wire.scan_fields, in file order), adjacent ones as one slice."""
     if not len(fields):
         return b""
@@ -243,7 +243,7 @@ def _joined(data: bytes, fields: np.ndarray) -> bytes:
     return b"".join(data[start:end] for start, end in zip(run_starts, run_ends))
 
 
-def _parse(path: Path, message: Any, data: bytes) -> None:
+def _parse(path: Path, message: Any, data: bytes | bytearray) -> None:
     try:
         message.ParseFromString(data)
     except (DecodeError, ValueError, RuntimeError) as error:
@@ -259,7 +259,7 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-def _decode_plane(path: Path, wire: Any, buf: np.ndarray, data: bytes, start: int, end: int, budget: _Budget, index: int) -> DecodedPlane:
+def _decode_plane(path: Path, wire: Any, buf: np.ndarray, data: bytes | bytearray, start: int, end: int, budget: _Budget, index: int) -> DecodedPlane:
     fields = _fields(path, wire, buf, start, end, wire.PLANE_DEPTH)
     is_line = (fields[:, 0] == _PLANE_LINES) & (fields[:, 1] == _WIRE_LEN)
     line_start = np.ascontiguousarray(fields[is_line, 3])
@@ -333,13 +333,31 @@ def _decode_lines(
     columns = _columns(event_count, stat_count, text_size, text_count, head_count, len(line_start))
     filled = wire.decode_lines(buf, line_start, line_end, True, *columns)
     assert filled[:5] == counts[:5], (filled, counts)
-    *event_stat_columns, text, text_offsets, heads, line_events = columns
+    (
+        event_metadata,
+        event_offset,
+        event_duration,
+        event_line,
+        stat_event,
+        stat_metadata,
+        stat_kind,
+        stat_bits,
+        text,
+        text_offsets,
+        heads,
+        line_events,
+    ) = columns
     blob = text.tobytes()
     if text_count:
-        kinds = event_stat_columns[6]
-        text_kinds = kinds[(kinds == KIND_STR) | (kinds == KIND_BYTES)]
+        text_kinds = stat_kind[(stat_kind == KIND_STR) | (stat_kind == KIND_BYTES)]
         _check_utf8(path, text, text_offsets, text_kinds == KIND_STR, blob)  # texts are numbered in stat order
-    return DecodedLines(*event_stat_columns, TextValues(blob, text_offsets), text_count, line_events), heads
+    texts = TextValues(blob, text_offsets)
+    return (
+        DecodedLines(
+            event_metadata, event_offset, event_duration, event_line, stat_event, stat_metadata, stat_kind, stat_bits, texts, text_count, line_events
+        ),
+        heads,
+    )
 
 
 def _check_utf8(path: Path, text: np.ndarray, offsets: np.ndarray, is_str: np.ndarray, blob: bytes) -> None:

@@ -21,8 +21,10 @@ first written.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.trace import names
 from stepscope.trace.formats.xspace.schema import FLOW_ID_MASK, FLOW_IN, FLOW_OUT
@@ -44,9 +46,15 @@ _TAG_INT64 = 0x20  # field 4
 _TAG_STR = 0x2A  # field 5
 _TAG_BYTES = 0x32  # field 6
 
+# What the compiled functions take: int64 (int8 for kinds) columns, the uint8 buffer, and
+# positions and values (int64 once compiled; a Python int or np.int64 run as Python).
+_Bytes = npt.NDArray[np.uint8]
+_Int64s = npt.NDArray[np.int64]
+_Int = int | np.int64
+
 
 @_jit
-def _varint_size(value):
+def _varint_size(value: _Int) -> int:
     if value < 0:
         return 10  # an int64 below 0 is its 64-bit two's complement
     size = 1
@@ -57,7 +65,7 @@ def _varint_size(value):
 
 
 @_jit
-def _put_varint(buffer, at, value):
+def _put_varint(buffer: _Bytes, at: _Int, value: _Int) -> _Int:
     if value < 0:
         for _ in range(9):  # the low 63 bits, 7 at a time (an arithmetic shift keeps them)
             buffer[at] = (value & 0x7F) | 0x80
@@ -74,7 +82,18 @@ def _put_varint(buffer, at, value):
 
 
 @_jit
-def _sizes(metadata, offset, duration, entry_row, entry_id, entry_kind, entry_bits, text_offsets, event_size, stat_size):
+def _sizes(
+    metadata: _Int64s,
+    offset: _Int64s,
+    duration: _Int64s,
+    entry_row: _Int64s,
+    entry_id: _Int64s,
+    entry_kind: npt.NDArray[np.int8],
+    entry_bits: _Int64s,
+    text_offsets: _Int64s,
+    event_size: _Int64s,
+    stat_size: _Int64s,
+) -> _Int:
     """Each event's and each stat's message size; returns the total of the XLine entries."""
     entry = 0
     entries = len(entry_row)
@@ -104,11 +123,23 @@ def _sizes(metadata, offset, duration, entry_row, entry_id, entry_kind, entry_bi
 
 @_jit
 def _fill(
-    metadata, offset, duration, entry_row, entry_id, entry_kind, entry_bits, text_blob, text_offsets, event_size, stat_size, buffer, event_end
-):
+    metadata: _Int64s,
+    offset: _Int64s,
+    duration: _Int64s,
+    entry_row: _Int64s,
+    entry_id: _Int64s,
+    entry_kind: npt.NDArray[np.int8],
+    entry_bits: _Int64s,
+    text_blob: _Bytes,
+    text_offsets: _Int64s,
+    event_size: _Int64s,
+    stat_size: _Int64s,
+    buffer: _Bytes,
+    event_end: _Int64s,
+) -> _Int:
     entry = 0
     entries = len(entry_row)
-    at = 0
+    at: _Int = 0
     for event in range(len(metadata)):
         buffer[at] = _TAG_SUB
         at = _put_varint(buffer, at + 1, event_size[event])
@@ -177,7 +208,7 @@ class EncodedEvents:
     to its header."""
 
     def __init__(self, buffer: np.ndarray, bounds: np.ndarray) -> None:
-        self._buffer = memoryview(buffer)
+        self._buffer = buffer.data  # a memoryview of the whole buffer
         self._bounds = bounds.tolist()
 
     def line(self, index: int) -> memoryview:
@@ -206,7 +237,7 @@ def encode_events(
     duration = np.ascontiguousarray(events.duration_ps, dtype=np.int64)
     event_size = np.zeros(count, dtype=np.int64)
     stat_size = np.zeros(len(row), dtype=np.int64)
-    arrays = tuple(map(_read_only, (metadata, offset, duration, row, entry_id, kind, bits)))
+    arrays = (_read_only(metadata), _read_only(offset), _read_only(duration), _read_only(row), _read_only(entry_id), _read_only(kind), _read_only(bits))
     text_blob, text_offsets = _read_only(own.text_blob), _read_only(own.text_offsets)
     total = _sizes(*arrays, text_offsets, event_size, stat_size)
     buffer = np.empty(total, dtype=np.uint8)
@@ -217,7 +248,10 @@ def encode_events(
     return EncodedEvents(buffer, bounds)
 
 
-def _read_only(array: np.ndarray) -> np.ndarray:
+_Scalar = TypeVar("_Scalar", bound=np.generic)
+
+
+def _read_only(array: npt.NDArray[_Scalar]) -> npt.NDArray[_Scalar]:
     """A read-only contiguous view: numba compiles (or loads) a specialisation per
     writeable flag, and inputs come either way (``np.frombuffer`` of bytes is read-only);
     one flag for all means one specialisation, which the profiler server loads at start."""

@@ -16,6 +16,7 @@ those columns into planes. The "Task Environment" plane (capture-wide facts such
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ from stepscope.trace.formats.xspace.schema import (
     KIND_REF,
     TASK_ENVIRONMENT_INFO,
 )
-from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Profile
+from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Plane, Profile
 from stepscope.trace.stat_types import INT64_MAX, INT64_MIN, Stat, StatKind
 from stepscope.trace.stats import TypedStats
 
@@ -53,11 +54,11 @@ _VALUE_FIELDS = {
 }
 
 
-def looks_like_xspace(data: bytes) -> bool:
+def looks_like_xspace(data: bytes | bytearray) -> bool:
     return bool(data) and data[0] in _XSPACE_FIRST_BYTES
 
 
-def read_xspace(path: Path, data: bytes, *, bulk: bool | None = None) -> Profile:
+def read_xspace(path: Path, data: bytes | bytearray, *, bulk: bool | None = None) -> Profile:
     """``bulk``: decode with the compiled decoder (True) or protobuf's messages (False);
     None chooses by size. Both give the same Profile."""
     space = decode_space(path, data, bulk)
@@ -82,7 +83,7 @@ def read_xspace(path: Path, data: bytes, *, bulk: bool | None = None) -> Profile
             if not plane.lines:
                 continue
         kept.append(plane)
-    raws: list[RawPlane | None] = []
+    raws: list[RawPlane] = []
     points: list[FlowPoints] = []
     for plane in kept:
         raw, plane_points = _read_plane(path, plane, base_ns)
@@ -99,11 +100,12 @@ def read_xspace(path: Path, data: bytes, *, bulk: bool | None = None) -> Profile
         )
     else:
         finish = finish_plane
-    planes, orders = [], []
-    for index, raw in enumerate(raws):
-        plane, order = finish(raw, zero_ps)
-        raws[index] = None  # its times, rebased into the plane, are garbage now
-        planes.append(plane)
+    planes: list[Plane] = []
+    orders: list[np.ndarray | None] = []
+    raws.reverse()
+    while raws:  # in order; each raw plane let go once finished: its times, rebased into the plane, are garbage then
+        finished, order = finish(raws.pop(), zero_ps)
+        planes.append(finished)
         orders.append(order)
     flows = _pair_flows(points, orders)
     info: dict[str, Any] = {}
@@ -125,7 +127,7 @@ def read_xspace(path: Path, data: bytes, *, bulk: bool | None = None) -> Profile
     )
 
 
-def _check_span(path: Path, raws: list[RawPlane | None], zero_ps: int) -> None:
+def _check_span(path: Path, raws: Sequence[RawPlane | None], zero_ps: int) -> None:
     """Every event, rebased to the profile's start, must still end within an int64."""
     for raw in raws:
         if raw is not None and len(raw) and (
@@ -258,14 +260,14 @@ def _read_plane(path: Path, plane: DecodedPlane, base_ns: int) -> tuple[RawPlane
     for key in known:
         meta = proto.event_metadata[key]
         category = ""
-        stats = _stats(meta.stats, stat_names) if len(meta.stats) else []
-        if stats:
-            category = next((s.value for s in stats if s.name == names.CATEGORY and isinstance(s.value, str)), "")
-            stats = [s for s in stats if s.name != names.CATEGORY]
+        type_stats = _stats(meta.stats, stat_names) if len(meta.stats) else []
+        if type_stats:
+            category = next((s.value for s in type_stats if s.name == names.CATEGORY and isinstance(s.value, str)), "")
+            type_stats = [s for s in type_stats if s.name != names.CATEGORY]
         meta_names.append(meta.name)
         display.append(meta.display_name)
         categories.append(category)
-        meta_stats.append(stats)
+        meta_stats.append(type_stats)
         serialized.append(meta.metadata)
     lines = [
         Line(id=line.id, name=line.name, display_name=line.display_name, timestamp_ns=line.timestamp_ns, duration_ps=line.duration_ps)

@@ -27,6 +27,7 @@ damaged and hand-made files.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.trace.formats.xspace.schema import (
     KIND_BYTES,
@@ -63,6 +64,12 @@ PLANE_DEPTH = DEPTH_LIMIT - 1
 LINE_DEPTH = DEPTH_LIMIT - 2
 
 
+# What the compiled functions take: the file's bytes, int64 (int8, int32) columns, and
+# positions and counts (int64 once compiled; a Python int or np.int64 run as Python).
+_Bytes = npt.NDArray[np.uint8]
+_Int64s = npt.NDArray[np.int64]
+_Int = int | np.int64
+
 _WIRE_VARINT = 0
 _WIRE_FIXED64 = 1
 _WIRE_LEN = 2
@@ -76,7 +83,7 @@ _WIRE_FIXED32 = 5
 
 
 @_jit
-def _varint(buf, pos, end):
+def _varint(buf: _Bytes, pos: _Int, end: _Int) -> tuple[np.uint64, _Int]:
     """(value, position after it), or (0, -error)."""
     result = np.uint64(0)
     shift = np.uint64(0)
@@ -101,7 +108,7 @@ def _varint(buf, pos, end):
 
 
 @_jit
-def _tag(buf, pos, end):
+def _tag(buf: _Bytes, pos: _Int, end: _Int) -> tuple[np.int64, np.int64, _Int]:
     """(field number, wire type, position after the tag), or (0, 0, -error)."""
     start = pos
     value, pos = _varint(buf, pos, end)
@@ -116,7 +123,7 @@ def _tag(buf, pos, end):
 
 
 @_jit
-def _length(buf, pos, end):
+def _length(buf: _Bytes, pos: _Int, end: _Int) -> tuple[np.int64, _Int]:
     """(length, position of the payload) of a length-delimited field, or (0, -error)."""
     start = pos
     value, pos = _varint(buf, pos, end)
@@ -130,7 +137,7 @@ def _length(buf, pos, end):
 
 
 @_jit
-def _skip_scalar(buf, pos, end, wire):
+def _skip_scalar(buf: _Bytes, pos: _Int, end: _Int, wire: _Int) -> _Int:
     """Position after a value of wire type varint, fixed64, length-delimited or fixed32."""
     if wire == _WIRE_VARINT:
         _, pos = _varint(buf, pos, end)
@@ -146,7 +153,7 @@ def _skip_scalar(buf, pos, end, wire):
 
 
 @_jit
-def _skip(buf, pos, end, field, wire, depth):
+def _skip(buf: _Bytes, pos: _Int, end: _Int, field: _Int, wire: _Int, depth: _Int) -> _Int:
     """Position after the value of an unknown field whose tag ended at ``pos``, or -error.
 
     ``depth``: nesting levels left to the message the field is in.
@@ -181,7 +188,7 @@ def _skip(buf, pos, end, field, wire, depth):
 
 
 @_jit
-def scan_fields(buf, start, end, depth, out):
+def scan_fields(buf: _Bytes, start: _Int, end: _Int, depth: _Int, out: _Int64s) -> tuple[int, _Int, _Int]:
     """The fields of the message ``buf[start:end]``: column ``i`` of ``out`` (int64, 5 rows)
     gets field ``i``'s number, wire type, tag start, value start and value end (for a
     length-delimited field the value is its payload), while ``out`` has room. Returns (the
@@ -213,7 +220,7 @@ def scan_fields(buf, start, end, depth, out):
 
 
 @_jit
-def _fixed64(buf, pos):
+def _fixed64(buf: _Bytes, pos: _Int) -> np.int64:
     value = np.uint64(0)
     for index in range(8):
         value |= np.uint64(buf[pos + index]) << np.uint64(8 * index)
@@ -222,23 +229,23 @@ def _fixed64(buf, pos):
 
 @_jit
 def decode_lines(
-    buf,
-    line_start,
-    line_end,
-    fill,
-    event_metadata,
-    event_offset,
-    event_duration,
-    event_line,
-    stat_event,
-    stat_metadata,
-    stat_kind,
-    stat_bits,
-    out_text,
-    out_text_offsets,
-    out_heads,
-    out_line_events,
-):
+    buf: _Bytes,
+    line_start: _Int64s,
+    line_end: _Int64s,
+    fill: bool,
+    event_metadata: _Int64s,
+    event_offset: _Int64s,
+    event_duration: _Int64s,
+    event_line: npt.NDArray[np.int32],
+    stat_event: _Int64s,
+    stat_metadata: _Int64s,
+    stat_kind: npt.NDArray[np.int8],
+    stat_bits: _Int64s,
+    out_text: _Bytes,
+    out_text_offsets: _Int64s,
+    out_heads: _Int64s,
+    out_line_events: _Int64s,
+) -> tuple[int, int, _Int, int, int, _Int, _Int]:
     """Decodes the XLines ``buf[line_start[i]:line_end[i]]``: their events (field 4) and the
     events' stats; every other field of a line is left to protobuf, as byte ranges.
 
@@ -263,13 +270,13 @@ def decode_lines(
     """
     events = 0
     stats = 0
-    text_size = 0
+    text_size: _Int = 0
     texts = 0
     heads = 0
     last_head_line = -1
-    last_head_end = -1
-    error = 0
-    at = 0
+    last_head_end: _Int = -1
+    error: _Int = 0
+    at: _Int = 0
     if fill:
         out_text_offsets[0] = 0
     for line in range(len(line_start)):
@@ -383,8 +390,8 @@ def decode_lines(
                 stat_id = np.int64(0)
                 kind = KIND_NONE
                 bits = np.int64(0)
-                text_start = 0
-                text_end = 0
+                text_start: _Int = 0
+                text_end: _Int = 0
                 while pos < stat_stop:
                     at = pos
                     byte = buf[pos]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import gzip
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -109,7 +109,7 @@ def _fill_stat(proto: xplane_pb2.XStat, stat_id: int, stat: Stat) -> None:
     elif stat.kind == StatKind.INT64:
         proto.int64_value = int(value)
     elif stat.kind == StatKind.BYTES:
-        proto.bytes_value = bytes(value)
+        proto.bytes_value = bytes(cast(bytes, value))  # a BYTES stat's value (bytes() as before)
     else:
         proto.str_value = _clean(str(value))
 
