@@ -4,10 +4,10 @@ Python (the reference paths the tests keep) against the bulk paths.
 The capture is the one of issue 12: 250,000 ``stepscope.step`` markers each holding a
 ``stepscope.trace`` span (500,000 events). Timed on the same records:
 
-- ``events_plane``: records -> plane (tests/trace/events_plane_reference.py vs
+- ``events_plane``: records -> plane (tests/support/reference/events_plane.py vs
   capture/tracers/host.py), and ``HostTracer.stop`` as a whole (the new one);
 - ``merge_profiles`` (the session does it before writing);
-- the write: the old writer (tests/trace/xspace_write_reference.py, a protobuf message per
+- the write: the old writer (tests/support/reference/xspace_write.py, a protobuf message per
   event and stat, then serialised and written) vs ``write_xspace``;
 - the whole stop, tracer stop + merge + write, old and new.
 
@@ -110,8 +110,8 @@ def main() -> None:
     from stepscope.trace.files import atomic_write
     from stepscope.trace.merge import merge_profiles
     from stepscope.trace.formats.xspace.write import write_xspace
-    from tests.trace.events_plane_reference import reference_events_plane
-    from tests.trace.xspace_write_reference import reference_to_xspace
+    from tests.support.reference.events_plane import reference_events_plane
+    from tests.support.reference.xspace_write import reference_to_xspace
 
     tracer = record(options.steps)
     records = list(tracer._recording.events)

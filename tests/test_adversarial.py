@@ -1,7 +1,7 @@
 """Every hostile file of issue 14 through the two ways a user meets stepscope: the command
 line and the dashboard's server, each a real process under a memory limit.
 
-The files come from ``tests/hostile.py`` (each small on disk, costly to a naive reader).
+The files come from ``tests/support/hostile.py`` (each small on disk, costly to a naive reader).
 The CLI must answer each with one line naming the file, exit status 2 and no traceback,
 inside an address-space limit (``RLIMIT_AS``) far below what the unbounded reader took
 (2-6 GB for the bombs); the server must answer each with an error for that profile (never
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from tests import hostile
-from tests.dashboard.server import DashboardServer
+from tests.support import hostile
+from tests.support.dashboard.server import DashboardServer
 
 # The CLI and the server run under this address-space limit: room for Python, numpy and
 # numba (~0.8 GB of address space at start) and a profile of the lowered input limit.

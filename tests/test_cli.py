@@ -10,7 +10,7 @@ from pathlib import Path
 
 import stepscope
 from stepscope.trace.logdir import make_path
-from tests.conftest import read_json, shared
+from tests.support.traces import read_json, shared
 
 ALEXNET = "kineto/alexnet_small.pt.trace.json.gz"
 TPU = "xplane/tpu_v_inference_4chips.xplane.pb"

@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 
 from stepscope.trace.logdir import make_path
-from tests.conftest import shared
-from tests.trace.test_bad_input import assert_one_error_line
+from tests.support.cli import assert_one_error_line
+from tests.support.traces import shared
 
 CPU_ONLY = "kineto/cpu_only_rank34.pt.trace.json.gz"  # 2 KB, 18 events: the quickest real profile
 GARBAGE = b"\x00\xffnot a profile\x13\x37" * 8

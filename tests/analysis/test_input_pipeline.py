@@ -38,8 +38,8 @@ from stepscope.analysis.input_pipeline import (
 from stepscope.trace import names
 from stepscope.trace.merge import SAME_THREAD_LINE_ID_STEP
 from stepscope.trace.model import NO_ID, Line
-from tests.conftest import ALL_SHARED_TRACES, shared
-from tests.frameworks_util import exact_ns, find_files, read_json_exact, read_xspace_independently, run_framework_script
+from tests.support.frameworks import exact_ns, find_files, read_json_exact, read_xspace_independently, run_framework_script
+from tests.support.traces import ALL_SHARED_TRACES, shared
 
 BASE_NS = 1_700_000_000_000_000_000
 PS_PER_US = 1_000_000

@@ -17,14 +17,14 @@ from stepscope.analysis.memory_profile import BEFORE_PROFILE, MAX_TIMELINE_POINT
 from stepscope.analysis.registry import TOOLS
 from stepscope.protos import xplane_pb2
 from stepscope.render.formats import render_csv, render_json, render_text
-from tests.conftest import ALL_SHARED_TRACES, read_json, shared
-from tests.frameworks_util import (
+from tests.support.frameworks import (
     find_files,
     nearest_ns,
     read_json_exact,
     read_xspace_independently,
     run_framework_script,
 )
+from tests.support.traces import ALL_SHARED_TRACES, read_json, shared
 
 PS_PER_US = 1_000_000
 T0 = 1_623_212_388_426_919  # µs since the epoch: time 0 of the synthetic traces (no baseTimeNanoseconds)

@@ -15,7 +15,7 @@ from stepscope.analysis.op_profile import OpProfileNode, OpProfileResult, op_pro
 from stepscope.errors import StepscopeError
 from stepscope.protos import xplane_pb2
 from stepscope.render.formats import render
-from tests.conftest import ALL_SHARED_TRACES, KINETO_TRACES, read_json, shared
+from tests.support.traces import ALL_SHARED_TRACES, KINETO_TRACES, read_json, shared
 
 TPU = "xplane/tpu_v_inference_4chips.xplane.pb"
 NODE_KEYS = {

@@ -57,7 +57,7 @@ from stepscope.analysis.op_categories import (
     category_of,
 )
 from stepscope.protos import xplane_pb2
-from tests.conftest import KINETO_TRACES, XPLANE_TRACES
+from tests.support.traces import KINETO_TRACES, XPLANE_TRACES
 
 US = 1_000_000
 CONV_KERNEL = "sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize64x128x32_stage5_warpsize2x2x1_g1_tensor16x8x8"

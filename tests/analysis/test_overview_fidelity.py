@@ -18,7 +18,7 @@ import pytest
 import stepscope
 from stepscope.analysis import run_tool, tool_names
 from stepscope.analysis.step_outliers import COMPILED, KEPT, OUTLIER, leave_one_out_median, set_aside
-from tests.conftest import shared
+from tests.support.traces import shared
 
 US = 1_000_000  # ps
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from stepscope.analysis import tool_names
 from stepscope.trace.logdir import make_path
-from tests.conftest import read_json, shared
+from tests.support.traces import read_json, shared
 
 A100 = "kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz"
 KERNEL_KEYS = {

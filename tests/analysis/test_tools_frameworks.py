@@ -14,8 +14,8 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from tests.frameworks_util import read_xspace_independently, run_framework_script
-from tests.trace.test_framework_profiles import JAX_BODY, JAX_IMPORTS, STEPS, TF_BODY, TF_IMPORTS
+from tests.support.framework_loops import JAX_BODY, JAX_IMPORTS, STEPS, TF_BODY, TF_IMPORTS
+from tests.support.frameworks import read_xspace_independently, run_framework_script
 
 pytestmark = pytest.mark.framework
 
@@ -163,7 +163,7 @@ def test_jax_compile_step_is_set_aside(jax_profile: Path):
 def test_the_framework_is_named_from_the_events(tf_profile: Path, jax_profile: Path, tmp_path: Path):
     """Each profile names the framework that made it: TensorFlow's and JAX's captures (both
     XSpace), a plain-Python stepscope capture, a Kineto trace."""
-    from tests.conftest import shared
+    from tests.support.traces import shared
 
     def framework(path: Path) -> str:
         return run_tool("overview_page", stepscope.load(path)).to_json()["environment"]["framework"]

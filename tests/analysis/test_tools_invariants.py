@@ -18,7 +18,7 @@ import pytest
 import stepscope
 from stepscope.analysis import run_tool, tool_names
 from stepscope.protos import xplane_pb2
-from tests.conftest import ALL_SHARED_TRACES, KINETO_TRACES, XPLANE_TRACES
+from tests.support.traces import ALL_SHARED_TRACES, KINETO_TRACES, XPLANE_TRACES
 
 DEVICE_WORK = {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset"}
 KERNELS = {"kernel", "Kernel"}

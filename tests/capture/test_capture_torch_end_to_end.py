@@ -12,7 +12,7 @@ import pytest
 import stepscope
 from stepscope.analysis import run_tool
 from stepscope.trace import names
-from tests.frameworks_util import run_framework_script
+from tests.support.frameworks import run_framework_script
 
 pytestmark = pytest.mark.framework
 

@@ -1,6 +1,6 @@
 """``stepscope capture`` of real JAX and TensorFlow jobs that run stepscope's profiler server.
 
-Each job (see ``tests/capture/remote_jobs.py``) trains a tiny model with a compiled step
+Each job (see ``tests/support/remote_jobs.py``) trains a tiny model with a compiled step
 (``jax.jit`` / ``tf.function``), runs ``stepscope.start_server(0)`` on loopback, and steps
 either inside ``stepscope.step(n)`` ("annotated") or with no stepscope annotation at all
 ("plain"). Once it has stepped, ``python -m stepscope.cli capture ADDR --logdir DIR`` records
@@ -18,7 +18,7 @@ What is expected is derived independently of stepscope:
   Relu's gradient), which TensorFlow's executor traces as ``<op name>:<op type>``;
 * when each step ran: the job's own ``time.time_ns()`` record of every step;
 * how often each op ran: the file read with TSL's own protobuf class
-  (``tests.frameworks_util.read_xspace_independently``).
+  (``tests.support.frameworks.read_xspace_independently``).
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from tests.capture import remote_jobs
-from tests.capture.remote_jobs import JAX_FUNCTION, TF_FUNCTION, TF_OP_TYPES, Capture
-from tests.frameworks_util import find_files, read_xspace_independently
+from tests.support import remote_jobs
+from tests.support.frameworks import find_files, read_xspace_independently
+from tests.support.remote_jobs import JAX_FUNCTION, TF_FUNCTION, TF_OP_TYPES, Capture
 
 pytestmark = pytest.mark.framework
 

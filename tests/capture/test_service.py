@@ -15,7 +15,7 @@ import stepscope
 from stepscope.analysis import run_tool
 from stepscope.protos import profiler_options_pb2, profiler_service_pb2
 from stepscope.trace import names
-from tests.service_job import Job
+from tests.support.service_job import Job
 
 
 def capture_cli(*args: str) -> subprocess.CompletedProcess:

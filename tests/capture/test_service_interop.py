@@ -31,7 +31,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from tests.frameworks_util import find_files
+from tests.support.frameworks import find_files
 
 pytestmark = pytest.mark.framework
 

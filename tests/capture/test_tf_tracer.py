@@ -1,6 +1,6 @@
 """The TensorFlow tracer on real tf.profiler captures, run on the CPU in subprocesses.
 
-One child process (see ``tests/frameworks_util.py``) imports TensorFlow, runs the
+One child process (see ``tests/support/frameworks.py``) imports TensorFlow, runs the
 scenarios and writes what it saw to a manifest: a ``tf.function`` training loop of STEPS
 steps, each inside ``tf.profiler.experimental.Trace("train", step_num=i, _r=1)``, captured
 by ``TensorFlowTracer``; options TensorFlow 2.21 ignores; a start while the program itself
@@ -15,8 +15,8 @@ import pytest
 
 from stepscope.capture.tracers import jax as jax_tracer
 from stepscope.capture.tracers import tensorflow as tf_tracer
-from tests.capture.test_jax_tracer import CHILD_HELPERS, STEPS, assert_capture, check_unavailable, ours
-from tests.frameworks_util import run_framework_script
+from tests.support.frameworks import run_framework_script
+from tests.support.tracers import CHILD_HELPERS, STEPS, assert_capture, check_unavailable, ours
 
 pytestmark = pytest.mark.framework
 

@@ -19,10 +19,10 @@ import pytest
 from stepscope.analysis import run_tool, tool_names
 from stepscope.render import render
 from stepscope.trace.readers import load
-from tests.conftest import read_json, shared
-from tests.dashboard.conftest import GPU_HOSTS, TPU_SESSION
-from tests.dashboard.server import DashboardServer
-from tests.service_job import Job
+from tests.support.dashboard.logdir import GPU_HOSTS, TPU_SESSION
+from tests.support.dashboard.server import DashboardServer
+from tests.support.service_job import Job
+from tests.support.traces import read_json, shared
 
 TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "op_profile", "memory_profile")
 

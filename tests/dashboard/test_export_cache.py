@@ -13,8 +13,8 @@ import pytest
 
 from stepscope.dashboard.analysis_cache import AnalysisCache
 from stepscope.dashboard.trace_api import DEFAULT_EXPORT_BUDGET, EXPORT_BUDGET_SETTING, STALE_TEMPORARY_S, Exports
-from tests.conftest import shared
-from tests.dashboard.inprocess import InProcessServer
+from tests.support.dashboard.inprocess import InProcessServer
+from tests.support.traces import shared
 
 WHERE = dict(run="gpu", host="alexnet_small")
 

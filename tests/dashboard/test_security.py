@@ -24,7 +24,7 @@ from starlette.requests import Request
 from stepscope.dashboard.app import STATIC_DIR
 from stepscope.dashboard.security import CONTENT_SECURITY_POLICY, Access, origin_problem
 from stepscope.errors import StepscopeError
-from tests.dashboard.server import DashboardServer
+from tests.support.dashboard.server import DashboardServer
 
 ADDRESS = "127.0.0.2"
 TOKEN_NOTE = " (token required: open this address once and the browser keeps it in a cookie)"

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from stepscope.viewer import decode
-from tests.conftest import read_json, shared
+from tests.support.traces import read_json, shared
 
 WHERE = dict(run="gpu", host="alexnet_small")
 RAW = "kineto/alexnet_small.pt.trace.json.gz"

@@ -22,8 +22,8 @@ from stepscope.dashboard.pools import MEMORY_SETTING, WorkerFailed, WorkerPool, 
 from stepscope.sizes import parse_size, size_text
 from stepscope.dashboard.profile_jobs import JobFailed, ProfileJobs
 from stepscope.errors import StepscopeError
-from tests.dashboard import fake_jobs
-from tests.dashboard.inprocess import InProcessServer
+from tests.support.dashboard import fake_jobs
+from tests.support.dashboard.inprocess import InProcessServer
 
 KILLED = f"the worker was killed by signal {int(signal.SIGKILL)} (SIGKILL"
 WAIT_S = 120  # a job's longest wait: spawning a worker is ~1 s, on a busy CI machine more

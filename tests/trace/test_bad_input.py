@@ -35,7 +35,8 @@ import stepscope
 from stepscope import ProfileFormatError
 from stepscope.cli import main
 from stepscope.protos import xplane_pb2
-from tests.conftest import shared
+from tests.support.cli import assert_one_error_line
+from tests.support.traces import shared
 
 ALEXNET = "kineto/alexnet_small.pt.trace.json.gz"
 CPU_ONLY = "kineto/cpu_only_rank34.pt.trace.json.gz"
@@ -94,19 +95,6 @@ def run_cli_in_process(*args: str | Path, capsys: pytest.CaptureFixture[str]) ->
         pytest.fail(f"stepscope {' '.join(map(str, args))} raised {type(error).__name__} (a traceback): {error}")
     out, err = capsys.readouterr()
     return subprocess.CompletedProcess(list(args), code, out, err)
-
-
-def assert_one_error_line(result: subprocess.CompletedProcess[str], *fragments: str) -> str:
-    """Exit status 2, exactly one stderr line ``stepscope: error: ...`` holding ``fragments``."""
-    assert "Traceback" not in result.stderr, result.stderr
-    assert result.returncode == 2, (result.returncode, result.stderr)
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    line = lines[0]
-    assert line.startswith("stepscope: error: "), line
-    for fragment in fragments:
-        assert fragment in line, (fragment, line)
-    return line
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import pytest
 import stepscope
 from stepscope.trace.formats.chrome import export as chrome_export
 from stepscope.trace.formats.chrome.export import iter_chunks
-from tests.conftest import shared
+from tests.support.traces import shared
 
 ALEXNET = "kineto/alexnet_small.pt.trace.json.gz"
 

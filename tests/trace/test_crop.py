@@ -8,7 +8,7 @@ import pytest
 import stepscope
 from stepscope.trace.crop import crop
 from stepscope.trace.model import NO_ID
-from tests.conftest import read_json, shared
+from tests.support.traces import read_json, shared
 
 TRACE = "kineto/v100_resnet_ns_resolution.pt.trace.json.gz"
 

@@ -1,5 +1,5 @@
 """``events_plane`` (the host and Python tracers' records -> plane), built in bulk, gives the
-plane the per-record version gave (tests/trace/events_plane_reference.py): lines, metadata,
+plane the per-record version gave (tests/support/reference/events_plane.py): lines, metadata,
 every event column and every stat, on hand-picked and generated records.
 """
 
@@ -17,8 +17,8 @@ from stepscope.capture.tracers.host import EpochClock, _worker_key, events_plane
 from stepscope.trace import names
 from stepscope.trace.model import Plane, Profile
 from stepscope.trace.stat_types import StatKind
-from tests.trace.events_plane_reference import reference_events_plane
-from tests.trace.xspace_reference import assert_same_profile
+from tests.support.reference.events_plane import reference_events_plane
+from tests.support.reference.xspace import assert_same_profile
 
 SETTINGS = settings(
     derandomize=True,

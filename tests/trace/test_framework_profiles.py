@@ -1,7 +1,7 @@
 """Real framework profilers on the CPU: stepscope reads what PyTorch, JAX and TensorFlow wrote.
 
 Each framework runs a tiny training loop in a subprocess of its own (see
-``tests/frameworks_util.py``) under its own profiler, exactly as a user would capture:
+``tests/support/frameworks.py``) under its own profiler, exactly as a user would capture:
 torch.profiler with ``tensorboard_trace_handler`` and ``export_chrome_trace``,
 ``jax.profiler.trace`` with ``StepTraceAnnotation``, ``tf.profiler.experimental`` with
 ``Trace(..., step_num=...)``. No profiler server is started.
@@ -24,7 +24,8 @@ import pytest
 import stepscope
 from stepscope.trace import names
 from stepscope.trace.formats.xspace.read import read_xspace
-from tests.frameworks_util import (
+from tests.support.framework_loops import JAX_BODY, JAX_IMPORTS, TF_BODY, TF_IMPORTS
+from tests.support.frameworks import (
     exact_ns,
     find_files,
     nearest_ns,
@@ -32,7 +33,7 @@ from tests.frameworks_util import (
     read_xspace_independently,
     run_framework_script,
 )
-from tests.trace.xspace_reference import assert_same_profile, reference_load
+from tests.support.reference.xspace import assert_same_profile, reference_load
 
 pytestmark = pytest.mark.framework
 
@@ -42,9 +43,6 @@ NS_PER_S = 1_000_000_000
 # different code; a second of slack keeps the check robust while still telling an epoch
 # time (~1.8e18 ns) from a relative one.
 CLOCK_SLACK_NS = NS_PER_S
-# The step numbers the JAX and TF scripts pass; deliberately not 0..n-1, so that a step
-# number cannot be confused with an index.
-STEPS = [10, 11, 12]
 # TSL's names (xplane_schema.h: kTaskEnvPlaneName, kEnvProfileStartTime), spelled out here
 # on purpose: the test states the file format, not stepscope's constants.
 TASK_ENVIRONMENT_PLANE = "Task Environment"
@@ -398,39 +396,6 @@ def _check_epoch(manifest: dict) -> None:
 
 # --- JAX ----------------------------------------------------------------------------------------
 
-JAX_IMPORTS = """
-import jax
-import jax.numpy as jnp
-"""
-
-JAX_BODY = f"""
-STEPS = {STEPS!r}
-
-def loss_fn(w, x):
-    return jnp.tanh(x @ w).sum()
-
-@jax.jit
-def train_step(w, x):
-    loss, grad = jax.value_and_grad(loss_fn)(w, x)
-    return w - 0.01 * grad, loss
-
-w, x = jnp.ones((32, 32)), jnp.ones((8, 32))
-w, _ = train_step(w, x)  # compile outside the profile
-w.block_until_ready()
-logdir = OUT / "logdir"
-t0_ns = time.time_ns()
-with jax.profiler.trace(str(logdir)):
-    for step in STEPS:
-        with jax.profiler.StepTraceAnnotation("train", step_num=step):
-            w, loss = train_step(w, x)
-            w.block_until_ready()
-t1_ns = time.time_ns()
-(OUT / "manifest.json").write_text(json.dumps({{
-    "logdir": str(logdir), "steps": STEPS, "t0_ns": t0_ns, "t1_ns": t1_ns,
-}}))
-"""
-
-
 @pytest.fixture(scope="module")
 def jax_run(tmp_path_factory) -> dict:
     return run_framework_script(tmp_path_factory.mktemp("jax"), "jax", JAX_IMPORTS, JAX_BODY)
@@ -474,37 +439,6 @@ def test_jax_trace_json_reads_back(jax_run):
 
 
 # --- TensorFlow ---------------------------------------------------------------------------------
-
-TF_IMPORTS = """
-import tensorflow as tf
-"""
-
-TF_BODY = f"""
-STEPS = {STEPS!r}
-w = tf.Variable(tf.ones((16, 4)))
-x = tf.ones((8, 16))
-
-@tf.function
-def train_step(x):
-    with tf.GradientTape() as tape:
-        loss = tf.reduce_sum(tf.tanh(tf.matmul(x, w)))
-    w.assign_sub(0.01 * tape.gradient(loss, w))
-    return loss
-
-train_step(x)  # trace and compile outside the profile
-logdir = OUT / "logdir"
-t0_ns = time.time_ns()
-tf.profiler.experimental.start(str(logdir))
-for step in STEPS:
-    with tf.profiler.experimental.Trace("train", step_num=step, _r=1):
-        train_step(x)
-tf.profiler.experimental.stop()
-t1_ns = time.time_ns()
-(OUT / "manifest.json").write_text(json.dumps({{
-    "logdir": str(logdir), "steps": STEPS, "t0_ns": t0_ns, "t1_ns": t1_ns,
-}}))
-"""
-
 
 @pytest.fixture(scope="module")
 def tf_run(tmp_path_factory) -> dict:

@@ -1,6 +1,6 @@
 """Hostile files (issue 14): each is one clear ProfileFormatError line, in bounded memory and time.
 
-The files come from ``tests/hostile.py``: gzip bombs, XSpace of very many empty planes,
+The files come from ``tests/support/hostile.py``: gzip bombs, XSpace of very many empty planes,
 lines or metadata entries, trace JSON of very many threads or processes, deeply nested
 JSON, FIFOs and devices. Cases that could exhaust the machine if a limit regressed run
 ``stepscope.load`` in a child process under ``RLIMIT_AS`` and a timeout, and report the
@@ -29,9 +29,9 @@ import stepscope
 from stepscope.errors import ProfileFormatError, ProfileLimitError, StepscopeError
 from stepscope.sizes import size_text
 from stepscope.trace import files, limits, logdir, readers
-from tests import hostile
-from tests.conftest import ALL_SHARED_TRACES, shared
-from tests.trace.xspace_reference import assert_same_profile
+from tests.support import hostile
+from tests.support.reference.xspace import assert_same_profile
+from tests.support.traces import ALL_SHARED_TRACES, shared
 
 MiB = 1 << 20
 GiB = 1 << 30

@@ -31,7 +31,7 @@ from stepscope.trace.stat_entries import EventTypes, stat_entries
 from stepscope.trace.stat_types import Stat, StatKind
 from stepscope.trace.stats import ARGS_TOO_DEEP, JsonStats
 from stepscope.viewer.details import details
-from tests import hostile
+from tests.support import hostile
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = settings(
@@ -134,7 +134,7 @@ _DEEP_NESTING_CHILD = textwrap.dedent(
     import numpy as np
     import stepscope
     from stepscope.trace.builder import nesting
-    from tests import hostile
+    from tests.support import hostile
 
     count = 1_000_000
     began = time.perf_counter()

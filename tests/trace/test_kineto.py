@@ -20,7 +20,7 @@ import pytest
 import stepscope
 from stepscope.trace import names
 from stepscope.trace.summary import device_names
-from tests.conftest import KINETO_TRACES, shared
+from tests.support.traces import KINETO_TRACES, shared
 
 GPU_LABEL = re.compile(r"^GPU (\d+)$")
 DEVICE_CATEGORIES = {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset", "gpu_user_annotation", "cuda_sync"}

@@ -9,7 +9,7 @@ import pytest
 
 import stepscope
 from stepscope.trace.logdir import make_path, parse_path, safe_host
-from tests.conftest import shared
+from tests.support.traces import shared
 
 XPLANE = "xplane/tpu_v_inference_4chips.xplane.pb"
 KINETO = "kineto/cpu_only_rank34.pt.trace.json.gz"

@@ -16,8 +16,8 @@ import pytest
 
 import stepscope
 from stepscope.trace.logdir import make_path
-from tests.conftest import KINETO_TRACES, read_json, shared
-from tests.frameworks_util import nearest_ns, read_json_exact, read_xspace_independently
+from tests.support.frameworks import nearest_ns, read_json_exact, read_xspace_independently
+from tests.support.traces import KINETO_TRACES, read_json, shared
 
 ALEXNET = "kineto/alexnet_small.pt.trace.json.gz"
 
@@ -139,7 +139,7 @@ def test_xprof_trace_viewer_shows_each_kineto_event_at_its_time(source: Path, tm
 
 
 def _tsl_space(path: Path):
-    from tests.frameworks_util import tsl_xplane_pb2
+    from tests.support.frameworks import tsl_xplane_pb2
 
     space = tsl_xplane_pb2().XSpace()
     space.ParseFromString(path.read_bytes())

@@ -13,7 +13,8 @@ import stepscope
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
 from stepscope.trace.stat_types import StatKind
-from tests.conftest import KINETO_TRACES, shared
+from tests.support.traces import KINETO_TRACES, shared
+from tests.support.xspaces import handmade_space
 
 TPU = "xplane/tpu_v_inference_4chips.xplane.pb"
 
@@ -91,33 +92,9 @@ def test_tpu_metadata_stats_are_kept():
     assert got == expected
 
 
-def _handmade_space() -> xplane_pb2.XSpace:
-    """One plane, two lines with different timestamps, a ref_value stat, a metadata stat."""
-    space = xplane_pb2.XSpace(hostnames=["worker-3"])
-    plane = space.planes.add(id=5, name="/device:GPU:0")
-    plane.stat_metadata[1].CopyFrom(xplane_pb2.XStatMetadata(id=1, name="correlation_id"))
-    plane.stat_metadata[2].CopyFrom(xplane_pb2.XStatMetadata(id=2, name="tf_op"))
-    plane.stat_metadata[3].CopyFrom(xplane_pb2.XStatMetadata(id=3, name="model/dense/MatMul"))
-    plane.stat_metadata[4].CopyFrom(xplane_pb2.XStatMetadata(id=4, name="flops"))
-    plane.stat_metadata[5].CopyFrom(xplane_pb2.XStatMetadata(id=5, name="flow"))
-    meta = plane.event_metadata[40]
-    meta.id, meta.name, meta.display_name = 40, "gemm_kernel", "gemm"
-    meta.stats.add(metadata_id=4, uint64_value=2**40)
-    plane.event_metadata[41].CopyFrom(xplane_pb2.XEventMetadata(id=41, name="memcpy"))
-    first = plane.lines.add(id=7, name="stream 7", timestamp_ns=1_000)
-    kernel = first.events.add(metadata_id=40, offset_ps=500, duration_ps=2_000)
-    kernel.stats.add(metadata_id=1, int64_value=99)
-    kernel.stats.add(metadata_id=2, ref_value=3)  # the string "model/dense/MatMul"
-    kernel.stats.add(metadata_id=5, uint64_value=(12 << 2) | 1)  # flow 12, direction in
-    second = plane.lines.add(id=8, name="stream 8", timestamp_ns=1_002)
-    copy = second.events.add(metadata_id=41, offset_ps=250, duration_ps=100)
-    copy.stats.add(metadata_id=5, uint64_value=(12 << 2) | 2)  # flow 12, direction out
-    return space
-
-
 def test_handmade_space_resolves_refs_and_relative_times(tmp_path: Path):
     path = tmp_path / "worker.xplane.pb"
-    path.write_bytes(_handmade_space().SerializeToString())
+    path.write_bytes(handmade_space().SerializeToString())
     profile = stepscope.load(path)
     profile.validate()
     assert profile.host == "worker-3"
@@ -139,7 +116,7 @@ def test_handmade_space_resolves_refs_and_relative_times(tmp_path: Path):
 
 def test_gzip_compressed_xspace(tmp_path: Path):
     path = tmp_path / "worker.xplane.pb.gz"
-    path.write_bytes(gzip.compress(_handmade_space().SerializeToString()))
+    path.write_bytes(gzip.compress(handmade_space().SerializeToString()))
     assert stepscope.load(path).event_count == 2
 
 

@@ -1,5 +1,5 @@
 """The XSpace reader, which decodes events and stats in bulk (trace/formats/xspace/wire.py),
-gives exactly the Profile of a plain protobuf decode (tests/trace/xspace_reference.py), and
+gives exactly the Profile of a plain protobuf decode (tests/support/reference/xspace.py), and
 rejects what protobuf rejects: on the shared XSpace profile, on XSpace files written from
 every shared Kineto trace, on generated spaces full of edge cases and on damaged bytes.
 Real framework captures are compared in test_framework_profiles.py.
@@ -7,7 +7,6 @@ Real framework captures are compared in test_framework_profiles.py.
 
 from __future__ import annotations
 
-import math
 import re
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, Phase, event, given, note, settings
+from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
 import stepscope
@@ -24,18 +23,12 @@ from stepscope import ProfileFormatError
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
 from stepscope.trace.formats.xspace.read import read_xspace
-from tests.conftest import KINETO_TRACES, XPLANE_TRACES, shared
-from tests.trace.test_fuzz_readers import BYTE_OPS, mutate_bytes, source_bytes
-from tests.trace.xspace_reference import assert_same_profile, reference_load
+from tests.support.fuzz import BYTE_OPS, mutate_bytes, source_bytes
+from tests.support.reference.xspace import assert_same_profile, reference_load
+from tests.support.traces import KINETO_TRACES, XPLANE_TRACES, shared
+from tests.support.xspaces import SETTINGS, ld, tag, varint, xspace
 
 TPU = "xplane/tpu_v_inference_4chips.xplane.pb"
-SETTINGS = settings(
-    derandomize=True,
-    database=None,
-    deadline=None,
-    phases=(Phase.explicit, Phase.generate),
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
-)
 
 
 def outcome(read, path: Path):
@@ -133,79 +126,6 @@ def test_reading_what_stepscope_wrote_gives_the_same_profile(source: Path, writt
 
 # --- generated spaces ---------------------------------------------------------------------------
 
-INT64 = st.sampled_from((0, 1, -1, 7, 1000, 2**31, 2**53 + 1, 2**62, 2**63 - 1, -(2**63), 10**15, 10**18)) | st.integers(-(2**63), 2**63 - 1)
-SMALL = st.integers(0, 10**9)
-STAT_NAMES = ("correlation_id", "group_id", "step_num", "external_id", "flow", "tf_op", "_c", "flops", "correlation_id", "stat_9")
-TIMESTAMPS = st.sampled_from((0, 5, 10**6, 10**17 - 1, 10**17, 1_700_000_000_000_000_000, -(10**9))) | st.integers(0, 10**12)
-
-
-@st.composite
-def xstat(draw, stat_ids: list[int]) -> xplane_pb2.XStat:
-    stat = xplane_pb2.XStat(metadata_id=draw(st.sampled_from(stat_ids)))
-    kind = draw(st.sampled_from(("int64", "uint64", "double", "str", "bytes", "ref", "none", "flow")))
-    if kind == "int64":
-        stat.int64_value = draw(INT64)
-    elif kind == "uint64":
-        stat.uint64_value = draw(st.sampled_from((0, 2**63, 2**64 - 1)) | st.integers(0, 2**64 - 1))
-    elif kind == "double":
-        stat.double_value = draw(st.sampled_from((math.nan, math.inf, -math.inf, -0.0, 1e308)) | st.floats())
-    elif kind == "str":
-        stat.str_value = draw(st.text(max_size=8))
-    elif kind == "bytes":
-        stat.bytes_value = draw(st.binary(max_size=8))
-    elif kind == "ref":
-        stat.ref_value = draw(st.sampled_from(stat_ids) | st.integers(0, 2**64 - 1)) % 2**64
-    elif kind == "flow":  # a well-formed flow endpoint: id 1-3, direction in, out or both
-        stat.uint64_value = draw(st.integers(1, 3)) << 2 | draw(st.integers(1, 3))
-    return stat
-
-
-@st.composite
-def xspace(draw) -> xplane_pb2.XSpace:
-    space = xplane_pb2.XSpace()
-    space.hostnames.extend(draw(st.lists(st.text(max_size=5), max_size=2)))
-    space.errors.extend(draw(st.lists(st.text(max_size=5), max_size=1)))
-    plane_names = st.sampled_from(("/host:CPU", "/device:GPU:0", "/device:TPU:1", names.TASK_ENVIRONMENT_PLANE, ""))
-    for _ in range(draw(st.integers(1, 3))):
-        plane = space.planes.add(id=draw(st.integers(-3, 3)), name=draw(plane_names))
-        stat_ids = draw(st.lists(st.sampled_from((1, 2, 3, 4, 5, 17, -4, 2**40)), min_size=1, max_size=6, unique=True))
-        for stat_id in stat_ids:
-            if draw(st.integers(0, 5)):  # sometimes missing
-                plane.stat_metadata[stat_id].CopyFrom(xplane_pb2.XStatMetadata(id=stat_id, name=draw(st.sampled_from(STAT_NAMES))))
-        if plane.name == names.TASK_ENVIRONMENT_PLANE and draw(st.booleans()):
-            plane.stat_metadata[99].CopyFrom(xplane_pb2.XStatMetadata(id=99, name=names.PROFILE_START_TIME))
-            plane.stats.add(metadata_id=99, uint64_value=draw(st.sampled_from((1_700_000_000_000_000_000, 5, 10**17))))
-        for _ in range(draw(st.integers(0, 2))):
-            plane.stats.append(draw(xstat(stat_ids)))
-        event_ids = draw(st.lists(st.sampled_from((1, 2, 3, 9, 0, -1, 2**33)), min_size=1, max_size=4, unique=True))
-        for event_id in event_ids:
-            if draw(st.integers(0, 4)):
-                meta = plane.event_metadata[event_id]
-                meta.id, meta.name = event_id, draw(st.sampled_from(("op", "kernel", "op", "")))
-                meta.display_name = draw(st.sampled_from(("", "shown")))
-                meta.metadata = draw(st.binary(max_size=3))
-                if draw(st.booleans()):
-                    meta.stats.append(draw(xstat(stat_ids)))
-        for line_index in range(draw(st.integers(0, 3))):
-            line = plane.lines.add(id=draw(st.integers(-2, 5)), name=draw(st.sampled_from(("thread 1", "stream 7", ""))))
-            line.display_name = draw(st.sampled_from(("", "Stream #7")))
-            line.timestamp_ns = draw(TIMESTAMPS)
-            line.duration_ps = draw(SMALL)
-            for _ in range(draw(st.integers(0, 5))):
-                event = line.events.add(metadata_id=draw(st.sampled_from(event_ids)))
-                choice = draw(st.integers(0, 9))
-                if choice == 0:
-                    event.num_occurrences = draw(st.integers(0, 5))
-                elif choice == 1:
-                    event.offset_ps = draw(INT64)
-                else:
-                    event.offset_ps = draw(st.integers(-(10**6), 10**9))
-                event.duration_ps = draw(st.integers(-1, 10**6) if draw(st.integers(0, 9)) else INT64)
-                for _ in range(draw(st.integers(0, 3))):
-                    event.stats.append(draw(xstat(stat_ids)))
-    return space
-
-
 @settings(SETTINGS, max_examples=300)
 @given(space=xspace())
 def test_generated_spaces_read_as_protobuf_reads_them(tmp_path_factory, space: xplane_pb2.XSpace):
@@ -243,72 +163,55 @@ def test_damaged_generated_spaces_are_judged_as_protobuf_judges_them(tmp_path_fa
     event(check_same(path))
 
 
-def _ld(field: int, payload: bytes) -> bytes:
-    return _tag(field, 2) + _varint(len(payload)) + payload
-
-
-def _tag(field: int, wire: int) -> bytes:
-    return _varint(field << 3 | wire)
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _space_with_event(event: bytes, line_extra: bytes = b"", plane_extra: bytes = b"") -> bytes:
-    meta = _ld(4, _tag(1, 0) + b"\x01" + _ld(2, _tag(1, 0) + b"\x01" + _ld(2, b"op")))
-    stat_meta = _ld(5, _tag(1, 0) + b"\x02" + _ld(2, _tag(1, 0) + b"\x02" + _ld(2, b"correlation_id")))
-    line = _ld(2, b"line") + _tag(3, 0) + _varint(1000) + _ld(4, event) + line_extra
-    plane = _ld(2, b"/host:CPU") + _ld(3, line) + meta + stat_meta + plane_extra
-    return _ld(1, plane)
+    meta = ld(4, tag(1, 0) + b"\x01" + ld(2, tag(1, 0) + b"\x01" + ld(2, b"op")))
+    stat_meta = ld(5, tag(1, 0) + b"\x02" + ld(2, tag(1, 0) + b"\x02" + ld(2, b"correlation_id")))
+    line = ld(2, b"line") + tag(3, 0) + varint(1000) + ld(4, event) + line_extra
+    plane = ld(2, b"/host:CPU") + ld(3, line) + meta + stat_meta + plane_extra
+    return ld(1, plane)
 
 
-EVENT = _tag(1, 0) + b"\x01" + _tag(2, 0) + b"\x05" + _tag(3, 0) + b"\x07"
-STAT = _tag(1, 0) + b"\x02" + _tag(4, 0) + b"\x2a"
+EVENT = tag(1, 0) + b"\x01" + tag(2, 0) + b"\x05" + tag(3, 0) + b"\x07"
+STAT = tag(1, 0) + b"\x02" + tag(4, 0) + b"\x2a"
 WIRE_CASES = {
-    "plain": EVENT + _ld(4, STAT),
-    "unknown varint, fixed32, fixed64, bytes": EVENT + _tag(9, 0) + b"\x01" + _tag(10, 5) + b"\0" * 4 + _tag(11, 1) + b"\0" * 8 + _ld(12, b"xy"),
-    "unknown group": EVENT + _tag(9, 3) + _tag(1, 0) + b"\x01" + _tag(9, 4),
-    "nested groups": EVENT + _tag(9, 3) + _tag(8, 3) + _tag(8, 4) + _tag(9, 4),
-    "groups 97 deep (the limit)": EVENT + _tag(9, 3) * 97 + _tag(9, 4) * 97,
-    "groups 98 deep (past it)": EVENT + _tag(9, 3) * 98 + _tag(9, 4) * 98,
-    "mismatched end group": EVENT + _tag(9, 3) + _tag(8, 4),
-    "end group alone": EVENT + _tag(9, 4),
-    "unterminated group": EVENT + _tag(9, 3),
-    "known field, wrong wire type": _tag(1, 2) + _varint(1) + b"\x05" + _tag(2, 5) + b"\0" * 4 + EVENT,
-    "offset then num_occurrences": EVENT + _tag(5, 0) + b"\x03",
-    "num_occurrences then offset": _tag(5, 0) + b"\x03" + EVENT,
-    "field given twice": EVENT + _tag(3, 0) + b"\x09",
-    "stat: last value wins": EVENT + _ld(4, STAT + _ld(5, b"text") + _tag(3, 0) + b"\x08"),
-    "stat: value types": EVENT + _ld(4, _tag(2, 1) + b"\0" * 7 + b"\x7f") + _ld(4, _ld(6, b"\xff")) + _ld(4, _tag(7, 0) + b"\x02"),
-    "stat: bad utf-8": EVENT + _ld(4, _ld(5, b"\xed\xa0\x80")),
-    "stat: utf-8 split across stats": EVENT + _ld(4, _ld(5, b"\xc3")) + _ld(4, _ld(5, b"\xa9")),
-    "stat: good utf-8": EVENT + _ld(4, _ld(5, "é€😀".encode())),
-    "varint of 10 bytes": EVENT + _tag(3, 0) + b"\xff" * 9 + b"\x01",
-    "varint of 10 bytes, high bits": EVENT + _tag(3, 0) + b"\xff" * 9 + b"\x7f",
-    "varint of 11 bytes": EVENT + _tag(3, 0) + b"\xff" * 10 + b"\x01",
+    "plain": EVENT + ld(4, STAT),
+    "unknown varint, fixed32, fixed64, bytes": EVENT + tag(9, 0) + b"\x01" + tag(10, 5) + b"\0" * 4 + tag(11, 1) + b"\0" * 8 + ld(12, b"xy"),
+    "unknown group": EVENT + tag(9, 3) + tag(1, 0) + b"\x01" + tag(9, 4),
+    "nested groups": EVENT + tag(9, 3) + tag(8, 3) + tag(8, 4) + tag(9, 4),
+    "groups 97 deep (the limit)": EVENT + tag(9, 3) * 97 + tag(9, 4) * 97,
+    "groups 98 deep (past it)": EVENT + tag(9, 3) * 98 + tag(9, 4) * 98,
+    "mismatched end group": EVENT + tag(9, 3) + tag(8, 4),
+    "end group alone": EVENT + tag(9, 4),
+    "unterminated group": EVENT + tag(9, 3),
+    "known field, wrong wire type": tag(1, 2) + varint(1) + b"\x05" + tag(2, 5) + b"\0" * 4 + EVENT,
+    "offset then num_occurrences": EVENT + tag(5, 0) + b"\x03",
+    "num_occurrences then offset": tag(5, 0) + b"\x03" + EVENT,
+    "field given twice": EVENT + tag(3, 0) + b"\x09",
+    "stat: last value wins": EVENT + ld(4, STAT + ld(5, b"text") + tag(3, 0) + b"\x08"),
+    "stat: value types": EVENT + ld(4, tag(2, 1) + b"\0" * 7 + b"\x7f") + ld(4, ld(6, b"\xff")) + ld(4, tag(7, 0) + b"\x02"),
+    "stat: bad utf-8": EVENT + ld(4, ld(5, b"\xed\xa0\x80")),
+    "stat: utf-8 split across stats": EVENT + ld(4, ld(5, b"\xc3")) + ld(4, ld(5, b"\xa9")),
+    "stat: good utf-8": EVENT + ld(4, ld(5, "é€😀".encode())),
+    "varint of 10 bytes": EVENT + tag(3, 0) + b"\xff" * 9 + b"\x01",
+    "varint of 10 bytes, high bits": EVENT + tag(3, 0) + b"\xff" * 9 + b"\x7f",
+    "varint of 11 bytes": EVENT + tag(3, 0) + b"\xff" * 10 + b"\x01",
     "tag of 5 bytes": EVENT + b"\x88\x80\x80\x80\x00" + b"\x01",
     "tag of 6 bytes": EVENT + b"\x88\x80\x80\x80\x80\x00" + b"\x01",
     "tag past 32 bits": EVENT + b"\x88\x80\x80\x80\x10\x01",
     "field number 0": EVENT + b"\x00\x01",
     "wire type 6": EVENT + b"\x0e",
     "wire type 7": EVENT + b"\x0f",
-    "length of 5 bytes": EVENT + _tag(12, 2) + b"\x81\x80\x80\x80\x00" + b"a",
-    "length of 6 bytes": EVENT + _tag(12, 2) + b"\x81\x80\x80\x80\x80\x00" + b"a",
-    "length past the event": EVENT + _tag(12, 2) + b"\x05ab",
-    "truncated fixed64": EVENT + _tag(11, 1) + b"\0" * 3,
-    "truncated varint": EVENT + _tag(3, 0) + b"\x80",
+    "length of 5 bytes": EVENT + tag(12, 2) + b"\x81\x80\x80\x80\x00" + b"a",
+    "length of 6 bytes": EVENT + tag(12, 2) + b"\x81\x80\x80\x80\x80\x00" + b"a",
+    "length past the event": EVENT + tag(12, 2) + b"\x05ab",
+    "truncated fixed64": EVENT + tag(11, 1) + b"\0" * 3,
+    "truncated varint": EVENT + tag(3, 0) + b"\x80",
 }
 
 
 @pytest.mark.parametrize("event", list(WIRE_CASES.values()), ids=list(WIRE_CASES))
 def test_wire_format_edge_cases_follow_protobuf(event: bytes, tmp_path: Path):
-    for extra in (b"", _tag(15, 0) + b"\x01" + _tag(11, 2) + b"\x00"):  # also with line fields after the events
+    for extra in (b"", tag(15, 0) + b"\x01" + tag(11, 2) + b"\x00"):  # also with line fields after the events
         path = tmp_path / "case.xplane.pb"
         path.write_bytes(_space_with_event(event, line_extra=extra))
         check_same(path)

@@ -1,5 +1,5 @@
 """The XSpace writer, which encodes events in bulk (trace/formats/xspace/encode.py), writes
-the same XSpace as the per-event writer it replaced (tests/trace/xspace_write_reference.py).
+the same XSpace as the per-event writer it replaced (tests/support/reference/xspace_write.py).
 
 "The same": both files parsed by protobuf are equal messages (compared through their
 deterministic serialisation, so maps in any order and NaNs bit for bit) — every plane,
@@ -42,12 +42,10 @@ from stepscope.trace.merge import merge_profiles
 from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Profile
 from stepscope.trace.stat_types import Stat, StatKind
 from stepscope.trace.stats import EmptyStats, JsonStats, TypedStats, plain_translator
-from tests.conftest import ALL_SHARED_TRACES
-from tests.trace.test_xspace import _handmade_space
-from tests.trace.test_xspace_fast import SETTINGS, xspace
-from tests.trace.xspace_reference import assert_same_profile
-from tests.trace.xspace_write_reference import reference_to_xspace
-
+from tests.support.reference.xspace import assert_same_profile
+from tests.support.reference.xspace_write import reference_to_xspace
+from tests.support.traces import ALL_SHARED_TRACES
+from tests.support.xspaces import SETTINGS, handmade_space, xspace
 
 
 def canonical(data: bytes) -> bytes:
@@ -133,7 +131,7 @@ def test_gzip_and_to_xspace_give_the_same_space(tmp_path: Path):
 
 def test_handmade_space(tmp_path: Path):
     path = tmp_path / "hand.xplane.pb"
-    path.write_bytes(_handmade_space().SerializeToString())
+    path.write_bytes(handmade_space().SerializeToString())
     assert check_same_xspace(stepscope.load(path), tmp_path) == "written and read"
 
 

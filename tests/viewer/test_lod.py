@@ -16,13 +16,13 @@ from stepscope.trace.readers import load
 from stepscope.viewer import STEPS_PLANE, build_index, decode, query
 from stepscope.viewer import index as index_module
 from stepscope.viewer import lod as lod_module
-from tests.conftest import ALL_SHARED_TRACES
-from tests.viewer.reference import (
+from tests.support.reference.viewer import (
     expected,
     overlapping_depths,
     overlaps,
     random_profile,
 )
+from tests.support.traces import ALL_SHARED_TRACES
 
 
 def per_track(index, data):

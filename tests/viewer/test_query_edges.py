@@ -12,7 +12,7 @@ from stepscope.trace.builder import RawPlane, finish_plane
 from stepscope.trace.model import EventMetadata, Line, Profile
 from stepscope.trace.stats import EmptyStats
 from stepscope.viewer import MAX_WIDTH_PX, build_index, decode, query
-from tests.viewer.reference import random_profile
+from tests.support.reference.viewer import random_profile
 
 
 def one_line_profile(events: list[tuple[int, int, str]]) -> Profile:

@@ -23,8 +23,8 @@ from stepscope.viewer import (
     summarize,
 )
 from stepscope.viewer.storage import IndexFormatError
-from tests.conftest import read_json, shared
-from tests.viewer.reference import overlaps, random_profile
+from tests.support.reference.viewer import overlaps, random_profile
+from tests.support.traces import read_json, shared
 
 
 def all_matches(profile, text):

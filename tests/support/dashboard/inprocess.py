@@ -13,7 +13,7 @@ import uvicorn
 
 from stepscope.dashboard.analysis_cache import AnalysisCache
 from stepscope.dashboard.app import create_app
-from tests.dashboard.server import DashboardServer
+from tests.support.dashboard.server import DashboardServer
 
 
 class InProcessServer(DashboardServer):

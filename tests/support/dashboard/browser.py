@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import urlencode, urlparse
+
+from tests.support.traces import ROOT
 
 CHROMIUM = "/usr/bin/chromium"
 # Flags for a sandbox with no network: without the background-networking ones Chromium
@@ -17,7 +18,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "screenshots"
+SCREENSHOTS = ROOT / "screenshots"
 
 
 def page_url(base: str, **params: str) -> str:

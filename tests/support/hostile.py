@@ -28,7 +28,7 @@ import struct
 import zlib
 from pathlib import Path
 
-from tests.trace.test_xspace_fast import _varint
+from tests.support.xspaces import varint
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -159,11 +159,11 @@ def json_bomb(path: Path, expanded_bytes: int, members: int = 1, event: bytes = 
 
 def _field(number: int, payload: bytes) -> bytes:
     """A length-delimited field."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+    return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
 def _int_field(number: int, value: int) -> bytes:
-    return _varint(number << 3) + _varint(value)
+    return varint(number << 3) + varint(value)
 
 
 def _write_chunks(path: Path, chunks) -> Path:

@@ -1,4 +1,4 @@
-"""Shared fixtures: where the real profiles are, and small helpers for tests."""
+"""Where the repository and the real profiles (``../shared/traces``) are, and reading them plainly."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # the repository (tests/support/traces.py)
 SHARED_TRACES = ROOT.parent / "shared" / "traces"
 KINETO_TRACES = sorted((SHARED_TRACES / "kineto").glob("*.pt.trace.json.gz"))
 XPLANE_TRACES = sorted((SHARED_TRACES / "xplane").glob("*.xplane.pb"))

@@ -1,0 +1,18 @@
+"""What the CLI's answer to bad input must look like."""
+
+from __future__ import annotations
+
+import subprocess
+
+
+def assert_one_error_line(result: subprocess.CompletedProcess[str], *fragments: str) -> str:
+    """Exit status 2, exactly one stderr line ``stepscope: error: ...`` holding ``fragments``."""
+    assert "Traceback" not in result.stderr, result.stderr
+    assert result.returncode == 2, (result.returncode, result.stderr)
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    line = lines[0]
+    assert line.startswith("stepscope: error: "), line
+    for fragment in fragments:
+        assert fragment in line, (fragment, line)
+    return line

@@ -1,0 +1,1 @@
+"""The dashboard served for tests, its log directory, fake jobs and the browser."""

@@ -1,0 +1,143 @@
+"""XSpaces made for the tests: one by hand, protobuf wire-format pieces, and Hypothesis
+strategies of generated spaces full of edge cases (extreme times and ids, missing and
+dangling metadata, every stat kind).
+"""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
+
+from stepscope.protos import xplane_pb2
+from stepscope.trace import names
+
+# Deterministic (no example database), no deadline, no shrinking.
+SETTINGS = settings(
+    derandomize=True,
+    database=None,
+    deadline=None,
+    phases=(Phase.explicit, Phase.generate),
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def handmade_space() -> xplane_pb2.XSpace:
+    """One plane, two lines with different timestamps, a ref_value stat, a metadata stat."""
+    space = xplane_pb2.XSpace(hostnames=["worker-3"])
+    plane = space.planes.add(id=5, name="/device:GPU:0")
+    plane.stat_metadata[1].CopyFrom(xplane_pb2.XStatMetadata(id=1, name="correlation_id"))
+    plane.stat_metadata[2].CopyFrom(xplane_pb2.XStatMetadata(id=2, name="tf_op"))
+    plane.stat_metadata[3].CopyFrom(xplane_pb2.XStatMetadata(id=3, name="model/dense/MatMul"))
+    plane.stat_metadata[4].CopyFrom(xplane_pb2.XStatMetadata(id=4, name="flops"))
+    plane.stat_metadata[5].CopyFrom(xplane_pb2.XStatMetadata(id=5, name="flow"))
+    meta = plane.event_metadata[40]
+    meta.id, meta.name, meta.display_name = 40, "gemm_kernel", "gemm"
+    meta.stats.add(metadata_id=4, uint64_value=2**40)
+    plane.event_metadata[41].CopyFrom(xplane_pb2.XEventMetadata(id=41, name="memcpy"))
+    first = plane.lines.add(id=7, name="stream 7", timestamp_ns=1_000)
+    kernel = first.events.add(metadata_id=40, offset_ps=500, duration_ps=2_000)
+    kernel.stats.add(metadata_id=1, int64_value=99)
+    kernel.stats.add(metadata_id=2, ref_value=3)  # the string "model/dense/MatMul"
+    kernel.stats.add(metadata_id=5, uint64_value=(12 << 2) | 1)  # flow 12, direction in
+    second = plane.lines.add(id=8, name="stream 8", timestamp_ns=1_002)
+    copy = second.events.add(metadata_id=41, offset_ps=250, duration_ps=100)
+    copy.stats.add(metadata_id=5, uint64_value=(12 << 2) | 2)  # flow 12, direction out
+    return space
+
+
+# --- the wire format, byte by byte ----------------------------------------------------------
+
+
+def ld(field: int, payload: bytes) -> bytes:
+    """A length-delimited field (wire type 2)."""
+    return tag(field, 2) + varint(len(payload)) + payload
+
+
+def tag(field: int, wire: int) -> bytes:
+    return varint(field << 3 | wire)
+
+
+def varint(value: int) -> bytes:
+    out = bytearray()
+    while value >= 0x80:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+# --- generated spaces ----------------------------------------------------------------------
+
+INT64 = st.sampled_from((0, 1, -1, 7, 1000, 2**31, 2**53 + 1, 2**62, 2**63 - 1, -(2**63), 10**15, 10**18)) | st.integers(-(2**63), 2**63 - 1)
+SMALL = st.integers(0, 10**9)
+STAT_NAMES = ("correlation_id", "group_id", "step_num", "external_id", "flow", "tf_op", "_c", "flops", "correlation_id", "stat_9")
+TIMESTAMPS = st.sampled_from((0, 5, 10**6, 10**17 - 1, 10**17, 1_700_000_000_000_000_000, -(10**9))) | st.integers(0, 10**12)
+
+
+@st.composite
+def xstat(draw, stat_ids: list[int]) -> xplane_pb2.XStat:
+    stat = xplane_pb2.XStat(metadata_id=draw(st.sampled_from(stat_ids)))
+    kind = draw(st.sampled_from(("int64", "uint64", "double", "str", "bytes", "ref", "none", "flow")))
+    if kind == "int64":
+        stat.int64_value = draw(INT64)
+    elif kind == "uint64":
+        stat.uint64_value = draw(st.sampled_from((0, 2**63, 2**64 - 1)) | st.integers(0, 2**64 - 1))
+    elif kind == "double":
+        stat.double_value = draw(st.sampled_from((math.nan, math.inf, -math.inf, -0.0, 1e308)) | st.floats())
+    elif kind == "str":
+        stat.str_value = draw(st.text(max_size=8))
+    elif kind == "bytes":
+        stat.bytes_value = draw(st.binary(max_size=8))
+    elif kind == "ref":
+        stat.ref_value = draw(st.sampled_from(stat_ids) | st.integers(0, 2**64 - 1)) % 2**64
+    elif kind == "flow":  # a well-formed flow endpoint: id 1-3, direction in, out or both
+        stat.uint64_value = draw(st.integers(1, 3)) << 2 | draw(st.integers(1, 3))
+    return stat
+
+
+@st.composite
+def xspace(draw) -> xplane_pb2.XSpace:
+    space = xplane_pb2.XSpace()
+    space.hostnames.extend(draw(st.lists(st.text(max_size=5), max_size=2)))
+    space.errors.extend(draw(st.lists(st.text(max_size=5), max_size=1)))
+    plane_names = st.sampled_from(("/host:CPU", "/device:GPU:0", "/device:TPU:1", names.TASK_ENVIRONMENT_PLANE, ""))
+    for _ in range(draw(st.integers(1, 3))):
+        plane = space.planes.add(id=draw(st.integers(-3, 3)), name=draw(plane_names))
+        stat_ids = draw(st.lists(st.sampled_from((1, 2, 3, 4, 5, 17, -4, 2**40)), min_size=1, max_size=6, unique=True))
+        for stat_id in stat_ids:
+            if draw(st.integers(0, 5)):  # sometimes missing
+                plane.stat_metadata[stat_id].CopyFrom(xplane_pb2.XStatMetadata(id=stat_id, name=draw(st.sampled_from(STAT_NAMES))))
+        if plane.name == names.TASK_ENVIRONMENT_PLANE and draw(st.booleans()):
+            plane.stat_metadata[99].CopyFrom(xplane_pb2.XStatMetadata(id=99, name=names.PROFILE_START_TIME))
+            plane.stats.add(metadata_id=99, uint64_value=draw(st.sampled_from((1_700_000_000_000_000_000, 5, 10**17))))
+        for _ in range(draw(st.integers(0, 2))):
+            plane.stats.append(draw(xstat(stat_ids)))
+        event_ids = draw(st.lists(st.sampled_from((1, 2, 3, 9, 0, -1, 2**33)), min_size=1, max_size=4, unique=True))
+        for event_id in event_ids:
+            if draw(st.integers(0, 4)):
+                meta = plane.event_metadata[event_id]
+                meta.id, meta.name = event_id, draw(st.sampled_from(("op", "kernel", "op", "")))
+                meta.display_name = draw(st.sampled_from(("", "shown")))
+                meta.metadata = draw(st.binary(max_size=3))
+                if draw(st.booleans()):
+                    meta.stats.append(draw(xstat(stat_ids)))
+        for line_index in range(draw(st.integers(0, 3))):
+            line = plane.lines.add(id=draw(st.integers(-2, 5)), name=draw(st.sampled_from(("thread 1", "stream 7", ""))))
+            line.display_name = draw(st.sampled_from(("", "Stream #7")))
+            line.timestamp_ns = draw(TIMESTAMPS)
+            line.duration_ps = draw(SMALL)
+            for _ in range(draw(st.integers(0, 5))):
+                event = line.events.add(metadata_id=draw(st.sampled_from(event_ids)))
+                choice = draw(st.integers(0, 9))
+                if choice == 0:
+                    event.num_occurrences = draw(st.integers(0, 5))
+                elif choice == 1:
+                    event.offset_ps = draw(INT64)
+                else:
+                    event.offset_ps = draw(st.integers(-(10**6), 10**9))
+                event.duration_ps = draw(st.integers(-1, 10**6) if draw(st.integers(0, 9)) else INT64)
+                for _ in range(draw(st.integers(0, 3))):
+                    event.stats.append(draw(xstat(stat_ids)))
+    return space
