@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from stepscope.analysis import run_tool, tool_names
+from stepscope.dashboard.security import SECURITY_HEADERS
 from stepscope.render import render
 from stepscope.trace.readers import load
 from tests.support.dashboard.logdir import GPU_HOSTS, TPU_SESSION
@@ -31,6 +32,12 @@ TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kern
 def expected(path: Path, tool: str) -> dict:
     """What `stepscope report --tool T --format json` gives for the file, in this process."""
     return json.loads(render([run_tool(tool, load(path))], "json"))[tool]
+
+
+def assert_secured(answer) -> None:
+    """The security headers are on the answer (errors a route raises included)."""
+    for name, value in SECURITY_HEADERS.items():
+        assert answer.headers.get(name.lower()) == value, name
 
 
 def profiles(logdir):
@@ -155,6 +162,7 @@ def test_no_parameter_reaches_outside_the_logdir(server, path):
 def test_a_corrupt_profile_fails_alone(server, logdir):
     answer = server.ready("/api/data", run="broken", host="worker0", tool="overview_page")
     assert answer.status == 422
+    assert_secured(answer)
     message = answer.json()["error"]
     assert message.startswith(str(logdir.root / "broken" / "worker0.pt.trace.json") + ": ")
     assert "\n" not in message
@@ -247,6 +255,7 @@ def test_a_new_run_appears_and_shows_progress_without_blocking(server, logdir):
     first = server.get("/api/data", **params)
     assert first.status == 202
     assert first.json()["state"] == "queued"
+    assert_secured(first)
     answered_meanwhile = 0
     seen = []
     while (answer := server.get("/api/data", **params)).status == 202:

@@ -247,6 +247,7 @@ def test_security_headers_on_every_answer(plain, with_token):
         "json": plain.request("GET", "/api/runs"),
         "static": plain.request("GET", asset_path()),
         "404": plain.request("GET", "/api/nothing"),
+        "raised 404": plain.request("GET", "/api/tools"),  # NotFound raised by the route, answered by the app's handler
         "405": plain.request("GET", "/api/capture"),
         "bad host": plain.request("GET", "/", headers={"Host": "evil.example"}),
         "no token": with_token.request("GET", "/"),

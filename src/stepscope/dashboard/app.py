@@ -3,7 +3,9 @@
 Runs and hosts are looked up by name among what ``discover`` finds in the logdir and
 served only when their file resolves inside it; a request parameter is never joined to a
 path. Every error is ``{"error": "<one line>"}``, and one bad profile never stops the
-others from being served.
+others from being served. The routes raise what they cannot answer (``api_errors``: not
+found, a bad parameter, an analysis still running, a profile or job that failed; any other
+StepscopeError is a bad request) and the handlers here turn it into the response.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ from starlette.staticfiles import StaticFiles
 
 from stepscope.dashboard import trace_api
 from stepscope.dashboard.analysis_cache import AnalysisCache, Ready
+from stepscope.dashboard.api_errors import ApiError, BadParameter, NotFound
 from stepscope.dashboard.captures import CaptureRequest, Captures
 from stepscope.dashboard.profile_jobs import ProfileJobs
 from stepscope.dashboard.security import STATE_CHANGING_METHODS, Access, Guard, state_changing
-from stepscope.dashboard.state import Dashboard, NotFound, analysis_status, dashboard_tools, error
+from stepscope.dashboard.state import Dashboard, analysis_status, dashboard_tools
 from stepscope.dashboard.worker import table_from_json
 from stepscope.errors import StepscopeError
 from stepscope.render.formats import table_csv
@@ -35,10 +38,15 @@ STATIC_DIR = Path(__file__).parent / "static"
 NOT_BUILT = "stepscope's web page is not built: run `make web` (or `cd web && npm ci && npm run build`) and reload.\n"
 
 
-def _ready(dashboard: Dashboard, request: Request) -> tuple[Ready, str] | Response:
+def error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status)
+
+
+def _ready(dashboard: Dashboard, request: Request) -> tuple[Ready, str]:
+    """The requested tool and the finished analysis of the requested profile (raises the
+    ApiError to answer instead)."""
     tool = dashboard.tool(request)
-    status = analysis_status(request)
-    return status if isinstance(status, Response) else (status, tool)
+    return analysis_status(request), tool
 
 
 def _tool_file(path: Path) -> Response:
@@ -60,20 +68,17 @@ def api_tools(request: Request) -> Response:
 
 
 def api_data(request: Request) -> Response:
-    found = _ready(request.app.state.dashboard, request)
-    return found if isinstance(found, Response) else _tool_file(found[0].tool_file(found[1]))
+    ready, tool = _ready(request.app.state.dashboard, request)
+    return _tool_file(ready.tool_file(tool))
 
 
 def api_tables(request: Request) -> Response:
-    found = _ready(request.app.state.dashboard, request)
-    return found if isinstance(found, Response) else _tool_file(found[0].tables_file(found[1]))
+    ready, tool = _ready(request.app.state.dashboard, request)
+    return _tool_file(ready.tables_file(tool))
 
 
 def api_csv(request: Request) -> Response:
-    found = _ready(request.app.state.dashboard, request)
-    if isinstance(found, Response):
-        return found
-    ready, tool = found
+    ready, tool = _ready(request.app.state.dashboard, request)
     document = json.loads(ready.tables_file(tool).read_bytes())
     if "error" in document:
         return error(500, document["error"])
@@ -96,7 +101,7 @@ async def api_capture_start(request: Request) -> Response:
     try:
         body = await request.json()
     except ValueError:
-        return error(400, "the capture request is not valid JSON")
+        raise BadParameter("the capture request is not valid JSON") from None
     job = request.app.state.dashboard.captures.start(CaptureRequest.from_json(body))
     return JSONResponse({"id": job.id}, status_code=202)
 
@@ -115,11 +120,13 @@ def page(request: Request) -> Response:
     return FileResponse(index, headers={"Cache-Control": "no-cache"})
 
 
-async def not_found(request: Request, exc: Exception) -> Response:
-    return error(404, str(exc))
+async def api_error(request: Request, exc: ApiError) -> Response:
+    """What a route raised as its answer (``api_errors``): its status and JSON body."""
+    return JSONResponse(exc.body, status_code=exc.status)
 
 
 async def bad_request(request: Request, exc: Exception) -> Response:
+    """Any other StepscopeError (a capture request that is not valid, ...): 400."""
     return error(400, str(exc))
 
 
@@ -159,7 +166,8 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
     app = Starlette(
         routes=routes,
         middleware=middleware,
-        exception_handlers={NotFound: not_found, StepscopeError: bad_request},
+        # The most specific class's handler answers: ApiError's before StepscopeError's.
+        exception_handlers={ApiError: api_error, StepscopeError: bad_request},
         lifespan=lifespan,
     )
     app.state.dashboard = dashboard

@@ -12,8 +12,8 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
+from stepscope.dashboard.api_errors import JobFailed
 from stepscope.dashboard.pools import WorkerFailed, WorkerPool, default_memory_limit, spawn_pool, stop_pool
-from stepscope.errors import StepscopeError
 
 # Profiles kept loaded in the worker process (a 10M-event profile holds a few GB).
 KEPT_PROFILES = 2
@@ -52,10 +52,6 @@ def export_range(profile_path: str, start_ps: int, end_ps: int, target: str) -> 
     if not Path(target).exists():
         save(crop(_profile(profile_path), start_ps, end_ps), Path(target))
     return target
-
-
-class JobFailed(StepscopeError):
-    """The worker died under a job, or ran out of memory: the request cannot be answered."""
 
 
 class ProfileJobs:

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
 
 from stepscope.analysis import tool_names
 from stepscope.dashboard.analysis_cache import AnalysisCache, Failed, Pending, Ready
+from stepscope.dashboard.api_errors import AnalysisPending, NotFound, ProfileFailed
 from stepscope.dashboard.captures import Captures
 from stepscope.errors import StepscopeError
 from stepscope.trace.logdir import Host, Run, discover
@@ -23,14 +23,6 @@ from stepscope.trace.logdir import Host, Run, discover
 # How long a listing of the logdir is reused: a burst of requests walks the folder once,
 # and a new run still shows within a second.
 DISCOVERY_TTL_S = 1.0
-
-
-def error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
-
-
-class NotFound(StepscopeError):
-    """An unknown run, host, tool or table: 404."""
 
 
 @dataclass
@@ -85,13 +77,14 @@ def dashboard_tools() -> list[str]:
     return tool_names(None)
 
 
-def analysis_status(request: Request) -> Ready | Response:
-    """The finished analysis of the requested run/host, or the answer to give instead:
-    202 with progress while it runs, 422 when the profile cannot be read."""
+def analysis_status(request: Request) -> Ready:
+    """The finished analysis of the requested run/host. Raises ``AnalysisPending`` (202
+    with progress) while it runs, ``ProfileFailed`` (422) when the profile cannot be read,
+    ``NotFound`` for an unknown run or host."""
     dashboard: Dashboard = request.app.state.dashboard
     status = dashboard.cache.status(dashboard.host(request).path)
     if isinstance(status, Pending):
-        return JSONResponse(status.progress.to_json(), status_code=202)
+        raise AnalysisPending(status.progress.to_json())
     if isinstance(status, Failed):
-        return error(422, status.message)
+        raise ProfileFailed(status.message)
     return status

@@ -4,6 +4,7 @@ Queries run in the server process on the memory-mapped index (fast, no profile l
 details, flows and exports go to ``profile_jobs``'s worker. Parameters are parsed here
 into integers, strictly (ASCII digits, within int64, else 400 naming the parameter); the
 viewer's own ValueErrors (a negative time, an end before the start) become 400 answers.
+What a route cannot answer is raised (``api_errors``) and answered by the app's handler.
 
 Exports are clamped to the profile's span and cached by the clamped range, so every range
 that covers the whole profile is one file; the files share a size budget (``Exports``).
@@ -28,11 +29,11 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from stepscope.dashboard.analysis_cache import Ready
-from stepscope.sizes import size_setting, size_text
-from stepscope.dashboard.profile_jobs import JobFailed, event_json, export_range
+from stepscope.dashboard.api_errors import BadParameter, JobFailed
+from stepscope.dashboard.profile_jobs import event_json, export_range
 from stepscope.dashboard.state import analysis_status
 from stepscope.dashboard.worker import INDEX_FOLDER
-from stepscope.errors import StepscopeError
+from stepscope.sizes import size_setting, size_text
 from stepscope.viewer import TraceIndex, find, query, summarize
 
 EXPORTS_FOLDER = "exports"  # <cache>/exports/<analysis key>.<start_ps>_<end_ps>.json.gz
@@ -49,10 +50,6 @@ CHUNK_BYTES = 1 << 20
 KEPT_INDEXES = 16
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 _INTEGER = re.compile(r"-?[0-9]{1,19}")
-
-
-class BadParameter(StepscopeError):
-    """A parameter that is missing or not what it should be: 400."""
 
 
 class Indexes:
@@ -200,32 +197,26 @@ def _tracks(request: Request) -> list[int] | None:
         raise BadParameter(f"tracks must be comma-separated integers, not {_shown(value)!r}") from None
 
 
-def _ready(request: Request) -> tuple[Ready, Path] | Response:
-    """The finished analysis of the requested profile, or the answer to give instead."""
+def _ready(request: Request) -> tuple[Ready, Path]:
+    """The finished analysis of the requested profile and its index's folder (raises the
+    ApiError to answer instead: not found, still running, failed)."""
     status = analysis_status(request)
-    if isinstance(status, Response):
-        return status
     return status, status.folder / INDEX_FOLDER
 
 
-def _index(request: Request) -> TraceIndex | Response:
-    found = _ready(request)
-    if isinstance(found, Response):
-        return found
-    return request.app.state.indexes.get(found[1])
+def _index(request: Request) -> TraceIndex:
+    return request.app.state.indexes.get(_ready(request)[1])
 
 
 def _viewer_errors(function):
-    """ValueError from the viewer (a bad range, an unknown track) -> 400; a job whose
-    worker died or ran out of memory -> 422, as a profile that cannot be analysed."""
+    """ValueError from the viewer (a bad range, an unknown track) -> BadParameter (400).
+    (A job whose worker died or ran out of memory raises JobFailed: 422.)"""
 
     def endpoint(request: Request) -> Response:
         try:
             return function(request)
         except ValueError as error:
-            return JSONResponse({"error": str(error)}, status_code=400)
-        except JobFailed as error:
-            return JSONResponse({"error": str(error)}, status_code=422)
+            raise BadParameter(str(error)) from error
 
     endpoint.__name__ = function.__name__
     return endpoint
@@ -233,15 +224,12 @@ def _viewer_errors(function):
 
 @_viewer_errors
 def trace_tracks(request: Request) -> Response:
-    index = _index(request)
-    return index if isinstance(index, Response) else JSONResponse(index.tracks_json())
+    return JSONResponse(_index(request).tracks_json())
 
 
 @_viewer_errors
 def trace_query(request: Request) -> Response:
     index = _index(request)
-    if isinstance(index, Response):
-        return index
     answer = query(
         index,
         _int(request, "start_ps"),
@@ -256,8 +244,6 @@ def trace_query(request: Request) -> Response:
 @_viewer_errors
 def trace_find(request: Request) -> Response:
     index = _index(request)
-    if isinstance(index, Response):
-        return index
     text = request.query_params.get("text", "")
     after_ps = request.query_params.get("after_ps")
     after_id = request.query_params.get("after_id")
@@ -274,20 +260,16 @@ def trace_find(request: Request) -> Response:
 @_viewer_errors
 def trace_summary(request: Request) -> Response:
     index = _index(request)
-    if isinstance(index, Response):
-        return index
     result = summarize(index, _int(request, "start_ps"), _int(request, "end_ps"), _tracks(request), request.query_params.get("filter") or None)
     return JSONResponse(result)
 
 
 @_viewer_errors
 def trace_event(request: Request) -> Response:
-    found = _ready(request)
-    if isinstance(found, Response):
-        return found
+    _, index_folder = _ready(request)
     event_id = _int(request, "id")
     host = request.app.state.dashboard.host(request)
-    return JSONResponse(request.app.state.profile_jobs.run(f"event {event_id} of {host.path}", event_json, str(host.path), str(found[1]), event_id))
+    return JSONResponse(request.app.state.profile_jobs.run(f"event {event_id} of {host.path}", event_json, str(host.path), str(index_folder), event_id))
 
 
 def export_range_of(request: Request, span_ps: int) -> tuple[int, int]:
@@ -305,10 +287,7 @@ def export_range_of(request: Request, span_ps: int) -> tuple[int, int]:
 
 @_viewer_errors
 def trace_export(request: Request) -> Response:
-    found = _ready(request)
-    if isinstance(found, Response):
-        return found
-    ready, index_folder = found
+    ready, index_folder = _ready(request)
     start_ps, end_ps = export_range_of(request, request.app.state.indexes.get(index_folder).span_ps)
     host = request.app.state.dashboard.host(request)
     exports: Exports = request.app.state.exports
