@@ -132,7 +132,7 @@ def kernel_stats(stats: OpStats) -> KernelStatsResult:
     op_of: dict[tuple[int, int], str] = {
         (int(plane), int(row)): str(name) for plane, row, name, side in zip(ops.plane, ops.row, ops.name, ops.side) if side == 1
     }
-    groups: dict[tuple, list[int]] = {}
+    groups: dict[tuple[str, str, LaunchConfig], list[int]] = {}
     devices: list[str] = []
     for plane_index, plane in enumerate(profile.planes):
         if not plane.name.startswith(names.GPU_PLANE_PREFIX):

@@ -53,6 +53,7 @@ Tables: ``memory_peaks`` (one row per device) and ``peak_holders`` (device, op, 
 from __future__ import annotations
 
 import re
+import typing
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
@@ -244,7 +245,7 @@ def _note(results: list[MemoryDevice]) -> str:
     return "; ".join(parts) + "."
 
 
-def _device_order(name: str) -> tuple:
+def _device_order(name: str) -> tuple[bool, tuple[tuple[int, int, str], ...]]:
     """CPU first, then by name with numbers in numeric order (GPU:2 before GPU:10)."""
     parts = tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in _DIGITS.split(name) if part)
     return (name != "CPU", parts)
@@ -298,7 +299,7 @@ def _event_args(plane: Plane, rows: np.ndarray) -> list[dict[str, Any]]:
         decoded = None
     if decoded is None or not all(isinstance(args, dict) for args in decoded):
         decoded = [{stat.name: stat.value for stat in plane.event_stats(row)} for row in rows.tolist()]
-    return decoded
+    return typing.cast(list[dict[str, Any]], decoded)
 
 
 def _int(value: Any) -> int | None:
@@ -387,7 +388,8 @@ def _enclosing_ops(plane: Plane, rows: np.ndarray, is_memory: np.ndarray) -> lis
         current = np.where(skip, above, current)
     valid = current != NO_ID
     op_names = name_array[events.metadata_id[np.where(valid, current, 0)]] if len(rows) else np.zeros(0, dtype=object)
-    return np.where(valid, op_names, NO_OP).tolist()
+    names_out: list[str] = np.where(valid, op_names, NO_OP).tolist()
+    return names_out
 
 
 # --- analysing ----------------------------------------------------------------------------------
@@ -397,7 +399,7 @@ def _analyse(name: str, raw: _DeviceEvents, steps: Steps) -> MemoryDevice:
     order = np.argsort(np.asarray(raw.time_ps, dtype=np.int64), kind="stable")
     positions = order.tolist()
 
-    def ordered(values: list) -> list:
+    def ordered(values: list[Any]) -> list[Any]:
         return [values[i] for i in positions]
 
     time_ps = np.asarray(raw.time_ps, dtype=np.int64)[order]

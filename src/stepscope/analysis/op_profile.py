@@ -268,7 +268,7 @@ def op_profile(stats: OpStats, device: str = "", top_n: int = DEFAULT_TOP_N) -> 
 # --- which ops ------------------------------------------------------------------------------
 
 
-def _natural(name: str) -> list:
+def _natural(name: str) -> list[int | str]:
     """``/device:TPU:10`` after ``/device:TPU:2``."""
     return [int(part) if part.isdigit() else part for part in _DIGITS.split(name)]
 
@@ -557,7 +557,7 @@ def _describe(profile: Profile, ops: Ops, nodes: list[tuple[OpProfileNode, tuple
             if dims is None and plane.is_device:
                 dims = launcher.stat(int(plane.events.external_id[row]), KINETO_INPUT_DIMS)
             if dims is not None:
-                expression = f"{KINETO_INPUT_DIMS}: {dims}"
+                expression = f"{KINETO_INPUT_DIMS}: {dims!s}"
         node.expression = None if expression is None else str(expression)
         shape = stats.get(SHAPE_WITH_LAYOUT)
         node.shape = None if shape is None else str(shape)

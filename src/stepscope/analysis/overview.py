@@ -200,7 +200,9 @@ def frameworks(profile: Profile) -> str:
 def _environment(profile: Profile) -> Environment:
     info = profile.info
     framework = frameworks(profile) or {"kineto": "PyTorch"}.get(profile.format, "")
-    versions = {key: info[key] for key in ("cuda_runtime_version", "cuda_driver_version", "cupti_version", "hip_runtime_version") if key in info}
+    versions: dict[str, str | int | float] = {
+        key: info[key] for key in ("cuda_runtime_version", "cuda_driver_version", "cupti_version", "hip_runtime_version") if key in info
+    }
     devices = device_names(profile)
     return {
         "host": profile.host,
@@ -285,7 +287,7 @@ def _shares(parts: dict[str, np.ndarray], durations: np.ndarray, kept: np.ndarra
     step_ps = durations[rows]
 
     def median(*keys: str) -> float:
-        share = _per_step_percent(sum(parts[key][rows] for key in keys), step_ps)
+        share = _per_step_percent(np.sum([parts[key][rows] for key in keys], axis=0), step_ps)
         return float(np.median(share)) if len(share) else 0.0
 
     input_share = _per_step_percent(parts["input"][rows], step_ps)

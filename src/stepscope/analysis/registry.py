@@ -194,7 +194,7 @@ TOOLS: dict[str, ToolSpec] = {}
 def json_schema(kind: type, title: str, description: str) -> dict[str, Any]:
     """The JSON Schema of a typed JSON form (dataclasses and TypedDicts, via msgspec), with
     every property required and no other allowed (see ``ToolSpec.schema``)."""
-    schema = typing.cast(dict[str, Any], msgspec.json.schema(kind))
+    schema: dict[str, Any] = msgspec.json.schema(kind)
     for definition in schema["$defs"].values():
         properties = definition.get("properties", {})
         for value in properties.values():
@@ -222,7 +222,7 @@ def tool(name: str, *, title: str, order: int, description: str, options: tuple[
 
     def decorate(function: Function) -> Function:
         result = typing.get_type_hints(function)["return"]
-        if not (dataclasses.is_dataclass(result) and issubclass(result, ToolResult)):
+        if not (isinstance(result, type) and issubclass(result, ToolResult) and dataclasses.is_dataclass(result)):
             raise TypeError(f"tool {name!r}: the return annotation must be a ToolResult dataclass, not {result!r}")
         result.tool = name
         spec = register(ToolSpec(name, title, order, Output.TABLES, description, options, function, result))
