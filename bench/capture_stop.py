@@ -121,11 +121,13 @@ def main() -> None:
 
     stop_flag = threading.Event()
     if options.busy:
+
         def spin() -> None:
             total = 0
             while not stop_flag.is_set():
                 for value in range(1000):
                     total += value * value
+
         threading.Thread(target=spin, daemon=True).start()
 
     from stepscope.capture.tracers.host import events_plane
@@ -148,9 +150,7 @@ def main() -> None:
     old_write_s, _ = timed(repeat, old_write, old_merged, folder / "old.xplane.pb")
     new_write_s, _ = timed(repeat, write_xspace, merged, folder / "new.xplane.pb")
     stop_flag.set()
-    same = xplane_pb2.XSpace.FromString((folder / "old.xplane.pb").read_bytes()) == xplane_pb2.XSpace.FromString(
-        (folder / "new.xplane.pb").read_bytes()
-    )
+    same = xplane_pb2.XSpace.FromString((folder / "old.xplane.pb").read_bytes()) == xplane_pb2.XSpace.FromString((folder / "new.xplane.pb").read_bytes())
 
     # The old stop: the same tracer stop but for events_plane, then the old writer.
     old_total = stop_s - new_plane_s + old_plane_s + merge_s + old_write_s

@@ -88,16 +88,22 @@ def child(tool: str, path: str) -> None:
     seconds = time.perf_counter() - t0
     peak = peak_bytes()
     rss_after = rss_bytes()
-    print(RESULT_MARK + json.dumps({
-        "tool": tool,
-        "seconds": seconds,
-        "events": events,
-        "baseline_rss": baseline,
-        "baseline_hwm": baseline_hwm,
-        "peak_rss": peak,
-        "rss_after": rss_after,
-        "import_s": import_s,
-    }), flush=True)
+    print(
+        RESULT_MARK
+        + json.dumps(
+            {
+                "tool": tool,
+                "seconds": seconds,
+                "events": events,
+                "baseline_rss": baseline,
+                "baseline_hwm": baseline_hwm,
+                "peak_rss": peak,
+                "rss_after": rss_after,
+                "import_s": import_s,
+            }
+        ),
+        flush=True,
+    )
     del result
 
 
@@ -114,7 +120,7 @@ def measure(tool: str, path: Path, timeout: float) -> dict:
     process_s = time.perf_counter() - t0
     for line in proc.stdout.splitlines():
         if line.startswith(RESULT_MARK):
-            record = json.loads(line[len(RESULT_MARK):])
+            record = json.loads(line[len(RESULT_MARK) :])
             record["process_s"] = process_s
             return record
     tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
@@ -160,27 +166,29 @@ def fmt_ratio(x: float | None) -> str:
 
 
 def render_table(rows: list[dict]) -> str:
-    header = ["file", "events", "stepscope s", "events/s", "peak MB (base)",
-              "HTA rows", "HTA s", "HTA peak MB (base)", "speed HTA/ss", "mem ss/HTA"]
+    header = ["file", "events", "stepscope s", "events/s", "peak MB (base)", "HTA rows", "HTA s", "HTA peak MB (base)", "speed HTA/ss", "mem ss/HTA"]
     body = []
     for row in rows:
         ss, hta = row["stepscope"], row["hta"]
-        body.append([
-            row["name"],
-            f"{ss['events']:,}" if ss else "n/a",
-            fmt_s(ss and ss["seconds"]) if ss else row["errors"].get("stepscope", "n/a")[:40],
-            f"{ss['events'] / ss['seconds']:,.0f}" if ss and ss["seconds"] > 0 else "n/a",
-            fmt_mb(ss),
-            f"{hta['events']:,}" if hta else "n/a",
-            fmt_s(hta["seconds"]) if hta else ("error" if "hta" in row["errors"] else "n/a"),
-            fmt_mb(hta),
-            fmt_ratio(row["speed_ratio"]),
-            fmt_ratio(row["memory_ratio"]),
-        ])
+        body.append(
+            [
+                row["name"],
+                f"{ss['events']:,}" if ss else "n/a",
+                fmt_s(ss and ss["seconds"]) if ss else row["errors"].get("stepscope", "n/a")[:40],
+                f"{ss['events'] / ss['seconds']:,.0f}" if ss and ss["seconds"] > 0 else "n/a",
+                fmt_mb(ss),
+                f"{hta['events']:,}" if hta else "n/a",
+                fmt_s(hta["seconds"]) if hta else ("error" if "hta" in row["errors"] else "n/a"),
+                fmt_mb(hta),
+                fmt_ratio(row["speed_ratio"]),
+                fmt_ratio(row["memory_ratio"]),
+            ]
+        )
     widths = [max(len(str(r[i])) for r in [header, *body]) for i in range(len(header))]
+
     def line(cells):
-        return "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths)))
+        return "  ".join(str(c).ljust(w) if i == 0 else str(c).rjust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
     out = [line(header), line(["-" * w for w in widths])]
     out += [line(r) for r in body]
     return "\n".join(out)
@@ -188,8 +196,7 @@ def render_table(rows: list[dict]) -> str:
 
 def versions() -> dict:
     found = {}
-    for dist in ("stepscope", "HolisticTraceAnalysis", "pandas", "numpy", "msgspec",
-                 "protobuf", "ijson"):
+    for dist in ("stepscope", "HolisticTraceAnalysis", "pandas", "numpy", "msgspec", "protobuf", "ijson"):
         try:
             found[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -200,17 +207,14 @@ def versions() -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", nargs=2, metavar=("TOOL", "PATH"), help=argparse.SUPPRESS)
-    parser.add_argument("--traces", type=Path, default=TRACES,
-                        help="folder with kineto/ and xplane/ (default ../shared/traces)")
-    parser.add_argument("--large", type=Path, default=LARGE,
-                        help="the large Kineto trace (bench/make_large_trace.py makes it)")
+    parser.add_argument("--traces", type=Path, default=TRACES, help="folder with kineto/ and xplane/ (default ../shared/traces)")
+    parser.add_argument("--large", type=Path, default=LARGE, help="the large Kineto trace (bench/make_large_trace.py makes it)")
     parser.add_argument("--no-large", action="store_true", help="skip the large trace")
     parser.add_argument("--repeat", type=int, default=3, help="loads per small file")
     parser.add_argument("--repeat-large", type=int, default=2, help="loads of the large file")
     parser.add_argument("--timeout", type=float, default=1800, help="seconds per load")
     parser.add_argument("--json", type=Path, default=OUT_JSON, help="where results go")
-    parser.add_argument("--strict", action="store_true",
-                        help="exit 1 when the target on the large trace is not met")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when the target on the large trace is not met")
     args = parser.parse_args(argv)
 
     if args.child:
@@ -220,14 +224,14 @@ def main(argv: list[str] | None = None) -> int:
 
     have_hta = util.find_spec("hta") is not None
     if not have_hta:
-        print("holistictraceanalysis is not installed here: measuring stepscope alone "
-              "(`make bench` builds .venv-bench with both)", file=sys.stderr)
+        print("holistictraceanalysis is not installed here: measuring stepscope alone (`make bench` builds .venv-bench with both)", file=sys.stderr)
     large = None
     if not args.no_large:
         if not args.large.is_file():
-            print(f"{args.large} is missing: make it with the project's torch venv, "
-                  "`.venv/bin/python bench/make_large_trace.py` (or pass --no-large)",
-                  file=sys.stderr)
+            print(
+                f"{args.large} is missing: make it with the project's torch venv, `.venv/bin/python bench/make_large_trace.py` (or pass --no-large)",
+                file=sys.stderr,
+            )
             return 2
         large = args.large
     files = input_files(args.traces, large)
@@ -245,30 +249,31 @@ def main(argv: list[str] | None = None) -> int:
             for tool in tools:  # interleaved, so that drift hits both alike
                 record = measure(tool, path, args.timeout)
                 runs[tool].append(record)
-                shown = (f"error: {record['error']}" if "error" in record else
-                         f"{record['seconds']:.3f} s, peak {record['peak_rss'] / MB:.0f} MB")
+                shown = f"error: {record['error']}" if "error" in record else f"{record['seconds']:.3f} s, peak {record['peak_rss'] / MB:.0f} MB"
                 print(f"  {path.name:<58} {tool:<9} {shown}", file=sys.stderr, flush=True)
         ss, hta = summarize(runs["stepscope"]), summarize(runs["hta"])
-        rows.append({
-            "name": path.name,
-            "path": str(path),
-            "kind": kind,
-            "bytes": path.stat().st_size,
-            "stepscope": ss,
-            "hta": hta,
-            "speed_ratio": hta["seconds"] / ss["seconds"] if ss and hta else None,
-            "memory_ratio": ss["peak_rss"] / hta["peak_rss"] if ss and hta else None,
-            "data_memory_ratio": (ss["data_rss"] / hta["data_rss"]
-                                  if ss and hta and hta["data_rss"] > 0 else None),
-            "errors": {t: rs[-1]["error"] for t, rs in runs.items()
-                       if rs and all("error" in r for r in rs)},
-            "runs": runs,
-        })
+        rows.append(
+            {
+                "name": path.name,
+                "path": str(path),
+                "kind": kind,
+                "bytes": path.stat().st_size,
+                "stepscope": ss,
+                "hta": hta,
+                "speed_ratio": hta["seconds"] / ss["seconds"] if ss and hta else None,
+                "memory_ratio": ss["peak_rss"] / hta["peak_rss"] if ss and hta else None,
+                "data_memory_ratio": (ss["data_rss"] / hta["data_rss"] if ss and hta and hta["data_rss"] > 0 else None),
+                "errors": {t: rs[-1]["error"] for t, rs in runs.items() if rs and all("error" in r for r in rs)},
+                "runs": runs,
+            }
+        )
 
     print()
-    print(f"Ingest: stepscope.load vs HTA parse_trace_dataframe (default config); best of "
-          f"{args.repeat} (large: {args.repeat_large}) fresh processes; "
-          f"peak = child's peak RSS, (base) = RSS after imports; MB = 2**20 bytes")
+    print(
+        f"Ingest: stepscope.load vs HTA parse_trace_dataframe (default config); best of "
+        f"{args.repeat} (large: {args.repeat_large}) fresh processes; "
+        f"peak = child's peak RSS, (base) = RSS after imports; MB = 2**20 bytes"
+    )
     print(render_table(rows))
     for row in rows:
         for tool, err in row["errors"].items():
@@ -282,12 +287,14 @@ def main(argv: list[str] | None = None) -> int:
             print(f"\nTarget on {large_row['name']}: cannot tell (a tool did not finish)")
         else:
             verdict = speed >= TARGET_SPEED and memory <= TARGET_MEMORY
-            print(f"\nTarget on {large_row['name']} (>= {TARGET_SPEED:g}x faster than HTA at "
-                  f"<= {TARGET_MEMORY:g}x its peak memory): "
-                  f"speed {speed:.2f}x {'ok' if speed >= TARGET_SPEED else 'MISSED'}, "
-                  f"memory {memory:.2f}x {'ok' if memory <= TARGET_MEMORY else 'MISSED'} "
-                  f"(data only, peak - base: {fmt_ratio(large_row['data_memory_ratio'])}x) "
-                  f"-> {'MET' if verdict else 'NOT MET'}")
+            print(
+                f"\nTarget on {large_row['name']} (>= {TARGET_SPEED:g}x faster than HTA at "
+                f"<= {TARGET_MEMORY:g}x its peak memory): "
+                f"speed {speed:.2f}x {'ok' if speed >= TARGET_SPEED else 'MISSED'}, "
+                f"memory {memory:.2f}x {'ok' if memory <= TARGET_MEMORY else 'MISSED'} "
+                f"(data only, peak - base: {fmt_ratio(large_row['data_memory_ratio'])}x) "
+                f"-> {'MET' if verdict else 'NOT MET'}"
+            )
 
     args.json.parent.mkdir(parents=True, exist_ok=True)
     report = {
@@ -298,16 +305,14 @@ def main(argv: list[str] | None = None) -> int:
         "versions": versions(),
         "method": {
             "stepscope": "stepscope.load(path)",
-            "hta": "hta.common.trace_parser.parse_trace_dataframe(path, "
-                   "ParserConfig.get_default_cfg())",
+            "hta": "hta.common.trace_parser.parse_trace_dataframe(path, ParserConfig.get_default_cfg())",
             "repeat": args.repeat,
             "repeat_large": args.repeat_large,
             "seconds": "best wall time of the parse call, inside a fresh child process",
             "peak_rss": "highest VmHWM of the child after the call (bytes)",
             "baseline_rss": "VmRSS of that child after its imports (bytes)",
         },
-        "target": {"speed_ratio_min": TARGET_SPEED, "memory_ratio_max": TARGET_MEMORY,
-                   "met": verdict},
+        "target": {"speed_ratio_min": TARGET_SPEED, "memory_ratio_max": TARGET_MEMORY, "met": verdict},
         "files": rows,
     }
     args.json.write_text(json.dumps(report, indent=1) + "\n")

@@ -51,30 +51,106 @@ STEP_PS = 200_000_000_000  # 200 ms
 MS = 1_000_000_000
 
 MODULES = [f"nn.Module: {n}" for n in ("Linear", "Conv2d", "BatchNorm2d", "ReLU", "MultiheadAttention", "LayerNorm", "Embedding", "Dropout")]
-MODULES += ["Optimizer.step#AdamW.step", "Optimizer.zero_grad#AdamW.zero_grad", "DistributedDataParallel.forward", "autograd::engine::evaluate_function: AddmmBackward0"]
+MODULES += [
+    "Optimizer.step#AdamW.step",
+    "Optimizer.zero_grad#AdamW.zero_grad",
+    "DistributedDataParallel.forward",
+    "autograd::engine::evaluate_function: AddmmBackward0",
+]
 ATEN = [
     f"aten::{n}"
     for n in (
-        "conv2d", "convolution", "_convolution", "cudnn_convolution", "addmm", "mm", "bmm", "matmul", "linear", "relu",
-        "relu_", "add", "add_", "mul", "mul_", "div", "sum", "mean", "copy_", "to", "_to_copy", "empty", "zeros",
-        "fill_", "cat", "stack", "view", "reshape", "transpose", "permute", "contiguous", "softmax", "_softmax",
-        "layer_norm", "native_layer_norm", "batch_norm", "native_batch_norm", "dropout", "embedding", "index_select",
-        "gelu", "tanh", "sigmoid", "t", "expand", "clone", "_foreach_add_", "_foreach_mul_", "addcdiv_", "sqrt",
+        "conv2d",
+        "convolution",
+        "_convolution",
+        "cudnn_convolution",
+        "addmm",
+        "mm",
+        "bmm",
+        "matmul",
+        "linear",
+        "relu",
+        "relu_",
+        "add",
+        "add_",
+        "mul",
+        "mul_",
+        "div",
+        "sum",
+        "mean",
+        "copy_",
+        "to",
+        "_to_copy",
+        "empty",
+        "zeros",
+        "fill_",
+        "cat",
+        "stack",
+        "view",
+        "reshape",
+        "transpose",
+        "permute",
+        "contiguous",
+        "softmax",
+        "_softmax",
+        "layer_norm",
+        "native_layer_norm",
+        "batch_norm",
+        "native_batch_norm",
+        "dropout",
+        "embedding",
+        "index_select",
+        "gelu",
+        "tanh",
+        "sigmoid",
+        "t",
+        "expand",
+        "clone",
+        "_foreach_add_",
+        "_foreach_mul_",
+        "addcdiv_",
+        "sqrt",
     )
 ]
 KERNELS = [
     f"{prefix}_{shape}_kernel"
-    for prefix in ("ampere_sgemm", "volta_h884gemm", "cutlass_tensorop", "elementwise", "vectorized_elementwise",
-                   "reduce", "softmax_warp_forward", "layer_norm", "batch_norm_collect_statistics", "cudnn_conv")
+    for prefix in (
+        "ampere_sgemm",
+        "volta_h884gemm",
+        "cutlass_tensorop",
+        "elementwise",
+        "vectorized_elementwise",
+        "reduce",
+        "softmax_warp_forward",
+        "layer_norm",
+        "batch_norm_collect_statistics",
+        "cudnn_conv",
+    )
     for shape in ("32x32", "64x64", "128x64", "128x128", "256x128", "nn", "nt", "tn")
 ]
 NCCL = ["ncclKernel_AllReduce_RING_LL_Sum_float", "ncclKernel_AllGather_RING_LL", "ncclKernel_ReduceScatter_RING_LL_Sum_float"]
 MEMCPY = ["Memcpy HtoD (Pageable -> Device)", "Memcpy DtoH (Device -> Pageable)", "Memcpy DtoD (Device -> Device)"]
 HELPER = [
-    "DataLoader.__next__", "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", "pin_memory", "collate_fn",
-    "Dataset.__getitem__", "decode_jpeg", "RandomResizedCrop", "Normalize", "ToTensor", "gloo:all_reduce",
-    "c10d::allreduce_", "record_param_comms", "cudaStreamSynchronize", "cudaMemcpyAsync", "ThreadPool::run",
-    "at::parallel_for", "torch::autograd::AccumulateGrad", "Logging.flush", "checkpoint.save", "tensorboard.add_scalar",
+    "DataLoader.__next__",
+    "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
+    "pin_memory",
+    "collate_fn",
+    "Dataset.__getitem__",
+    "decode_jpeg",
+    "RandomResizedCrop",
+    "Normalize",
+    "ToTensor",
+    "gloo:all_reduce",
+    "c10d::allreduce_",
+    "record_param_comms",
+    "cudaStreamSynchronize",
+    "cudaMemcpyAsync",
+    "ThreadPool::run",
+    "at::parallel_for",
+    "torch::autograd::AccumulateGrad",
+    "Logging.flush",
+    "checkpoint.save",
+    "tensorboard.add_scalar",
 ]
 
 
@@ -82,8 +158,9 @@ def meta_path(out: Path) -> Path:
     return out.with_name(out.name + ".meta.json")
 
 
-def children(rng: np.random.Generator, start: np.ndarray, duration: np.ndarray, fanout: np.ndarray,
-             fill: tuple[float, float] = (0.55, 0.95)) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def children(
+    rng: np.random.Generator, start: np.ndarray, duration: np.ndarray, fanout: np.ndarray, fill: tuple[float, float] = (0.55, 0.95)
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``fanout[i]`` non-overlapping children inside each parent ``i``: the parent is cut in
     equal slots and each child covers a random part of its slot. Returns (parent, start, duration)."""
     fanout = np.asarray(fanout, dtype=np.int64)
@@ -169,9 +246,11 @@ def gpu_kernels(rng: np.random.Generator, launch_thread, launch_start, launch_en
     kernel_names = np.asarray([names.setdefault(n, len(names)) for n in KERNELS], dtype=np.int32)
     nccl_names = np.asarray([names.setdefault(n, len(names)) for n in NCCL], dtype=np.int32)
     memcpy_names = np.asarray([names.setdefault(n, len(names)) for n in MEMCPY], dtype=np.int32)
-    name = np.where(stream == 0, kernel_names[rng.integers(0, len(kernel_names), count)],
-                    np.where(stream == 3, memcpy_names[rng.integers(0, len(memcpy_names), count)],
-                             nccl_names[rng.integers(0, len(nccl_names), count)]))
+    name = np.where(
+        stream == 0,
+        kernel_names[rng.integers(0, len(kernel_names), count)],
+        np.where(stream == 3, memcpy_names[rng.integers(0, len(memcpy_names), count)], nccl_names[rng.integers(0, len(nccl_names), count)]),
+    )
     planes = []
     for gpu in range(GPUS):
         columns = Columns()
@@ -218,16 +297,16 @@ def helper_threads(rng: np.random.Generator, events: int, span: int, host: Colum
 
 def metadata(names: dict[str, int]) -> EventMetadata:
     texts = list(names)
-    categories = ["kernel" if ("kernel" in t.lower() or t.startswith(("nccl", "Memcpy"))) else
-                  "cuda_runtime" if t.startswith("cuda") else "cpu_op" for t in texts]
+    categories = [
+        "kernel" if ("kernel" in t.lower() or t.startswith(("nccl", "Memcpy"))) else "cuda_runtime" if t.startswith("cuda") else "cpu_op" for t in texts
+    ]
     return EventMetadata(texts, [""] * len(texts), categories, [[] for _ in texts], [b""] * len(texts))
 
 
 def raw_plane(plane_id: int, name: str, lines: list[Line], columns: Columns, meta: EventMetadata) -> RawPlane:
     data = columns.joined()
     ids = {"correlation_id": data["correlation"]} if np.any(data["correlation"] != NO_ID) else {}
-    return RawPlane(plane_id, name, lines, meta, data["start"], data["duration"], data["name"], data["line"],
-                    EmptyStats(len(data["start"])), ids)
+    return RawPlane(plane_id, name, lines, meta, data["start"], data["duration"], data["name"], data["line"], EmptyStats(len(data["start"])), ids)
 
 
 def make_profile(events: int = DEFAULT_EVENTS, steps: int = 50, seed: int = 0) -> Profile:
@@ -305,14 +384,15 @@ def main(argv: list[str] | None = None) -> int:
     profile = make_profile(args.events, args.steps, args.seed)
     t1 = time.perf_counter()
     profile.validate()
-    print(f"built {profile.event_count:,} events, {len(profile.flows):,} flows, "
-          f"{sum(len(p.lines) for p in profile.planes):,} lines in {t1 - t0:.1f} s", flush=True)
+    print(
+        f"built {profile.event_count:,} events, {len(profile.flows):,} flows, {sum(len(p.lines) for p in profile.planes):,} lines in {t1 - t0:.1f} s",
+        flush=True,
+    )
     out.parent.mkdir(parents=True, exist_ok=True)
     save(profile, out)
     t2 = time.perf_counter()
     print(f"wrote {out} ({out.stat().st_size / 2**20:.0f} MiB) in {t2 - t1:.1f} s")
-    meta_path(out).write_text(json.dumps({"args": wanted, "size": out.stat().st_size,
-                                          "event_count": profile.event_count, "flows": len(profile.flows)}))
+    meta_path(out).write_text(json.dumps({"args": wanted, "size": out.stat().st_size, "event_count": profile.event_count, "flows": len(profile.flows)}))
     return 0
 
 

@@ -127,22 +127,19 @@ def profile_run(step, steps: int, out: Path) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
-    parser.add_argument("--min-events", type=int, default=DEFAULT_MIN_EVENTS,
-                        help="complete (X) events the trace must hold (default 1,000,000)")
+    parser.add_argument("--min-events", type=int, default=DEFAULT_MIN_EVENTS, help="complete (X) events the trace must hold (default 1,000,000)")
     parser.add_argument("--force", action="store_true", help="regenerate even if cached")
     args = parser.parse_args(argv)
     out: Path = args.out.resolve()
 
     if not args.force and (meta := cached(out, args.min_events)):
-        print(f"{out}: cached, {meta['events']:,} trace events "
-              f"({meta['complete_events']:,} complete), {meta['size'] / 2**20:.0f} MiB")
+        print(f"{out}: cached, {meta['events']:,} trace events ({meta['complete_events']:,} complete), {meta['size'] / 2**20:.0f} MiB")
         return 0
 
     try:
         import torch
     except ImportError:
-        print("make_large_trace.py needs torch; run it with the project's .venv python",
-              file=sys.stderr)
+        print("make_large_trace.py needs torch; run it with the project's .venv python", file=sys.stderr)
         return 2
 
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -157,8 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     _, phases = count_events(tmp)
     per_step = phases["X"] / CALIBRATION_STEPS
     steps = math.ceil(args.min_events * MARGIN / per_step)
-    print(f"calibration: {per_step:.0f} complete events per step -> profiling {steps:,} steps "
-          f"(torch {torch.__version__})")
+    print(f"calibration: {per_step:.0f} complete events per step -> profiling {steps:,} steps (torch {torch.__version__})")
 
     while True:
         seconds = profile_run(step, steps, tmp)
@@ -182,10 +178,12 @@ def main(argv: list[str] | None = None) -> int:
         "generation_s": round(time.perf_counter() - t_start, 2),
     }
     meta_path(out).write_text(json.dumps(meta, indent=1) + "\n")
-    print(f"{out}: {total:,} trace events ({phases['X']:,} complete, "
-          + ", ".join(f"{ph}={n:,}" for ph, n in sorted(phases.items()) if ph != "X")
-          + f"), {st.st_size / 2**20:.0f} MiB, {steps:,} steps, "
-          f"generated in {meta['generation_s']:.0f} s")
+    print(
+        f"{out}: {total:,} trace events ({phases['X']:,} complete, "
+        + ", ".join(f"{ph}={n:,}" for ph, n in sorted(phases.items()) if ph != "X")
+        + f"), {st.st_size / 2**20:.0f} MiB, {steps:,} steps, "
+        f"generated in {meta['generation_s']:.0f} s"
+    )
     return 0
 
 

@@ -106,20 +106,21 @@ def build_workload():
     dataset = (
         tf.data.Dataset.from_generator(
             batches,
-            output_signature=(tf.TensorSpec((BATCH, 28, 28, 1), tf.float32),
-                              tf.TensorSpec((BATCH,), tf.int64)),
+            output_signature=(tf.TensorSpec((BATCH, 28, 28, 1), tf.float32), tf.TensorSpec((BATCH,), tf.int64)),
         )
         .map(lambda x, y: (x * 0.5, y))
         .prefetch(2)
     )
-    model = keras.Sequential([
-        keras.Input((28, 28, 1)),
-        keras.layers.Conv2D(8, 3, activation="relu"),
-        keras.layers.MaxPooling2D(),
-        keras.layers.Flatten(),
-        keras.layers.Dense(64, activation="relu"),
-        keras.layers.Dense(10),
-    ])
+    model = keras.Sequential(
+        [
+            keras.Input((28, 28, 1)),
+            keras.layers.Conv2D(8, 3, activation="relu"),
+            keras.layers.MaxPooling2D(),
+            keras.layers.Flatten(),
+            keras.layers.Dense(64, activation="relu"),
+            keras.layers.Dense(10),
+        ]
+    )
     optimizer = keras.optimizers.Adam(1e-3)
     loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
@@ -161,8 +162,10 @@ def generate(logdir: Path, target_mb: float) -> tuple[int, float, dict]:
         (calibration_file,) = find_xspaces(calibration)
         per_step = calibration_file.stat().st_size / CALIBRATION_STEPS
         steps = math.ceil(target_mb * MiB / per_step)
-        print(f"calibration: {per_step / 1024:.1f} KiB per step -> profiling {steps:,} steps "
-              f"(tensorflow {versions['tensorflow']}, keras {versions['keras']})", flush=True)
+        print(
+            f"calibration: {per_step / 1024:.1f} KiB per step -> profiling {steps:,} steps (tensorflow {versions['tensorflow']}, keras {versions['keras']})",
+            flush=True,
+        )
         final = Path(scratch) / "final"
         seconds = train(steps, final)
         (made,) = find_xspaces(final)
@@ -178,8 +181,7 @@ def generate(logdir: Path, target_mb: float) -> tuple[int, float, dict]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--logdir", type=Path, default=DEFAULT_LOGDIR)
-    parser.add_argument("--target-mb", type=float, default=DEFAULT_TARGET_MB,
-                        help="about how many MiB the XSpace should have (default 10)")
+    parser.add_argument("--target-mb", type=float, default=DEFAULT_TARGET_MB, help="about how many MiB the XSpace should have (default 10)")
     parser.add_argument("--force", action="store_true", help="regenerate even if cached")
     args = parser.parse_args(argv)
     logdir: Path = args.logdir.resolve()
@@ -191,8 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     os.environ.setdefault("GLOG_minloglevel", "3")
     if importlib.util.find_spec("tensorflow") is None:
-        print("make_xspace.py needs tensorflow; run it with the project's .venv python",
-              file=sys.stderr)
+        print("make_xspace.py needs tensorflow; run it with the project's .venv python", file=sys.stderr)
         return 2
 
     t_start = time.perf_counter()
@@ -214,8 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         "generation_s": round(time.perf_counter() - t_start, 2),
     }
     meta_path(logdir).write_text(json.dumps(meta, indent=1) + "\n")
-    print(f"{out}: {st.st_size / MiB:.1f} MiB, {steps:,} steps, "
-          f"generated in {meta['generation_s']:.0f} s")
+    print(f"{out}: {st.st_size / MiB:.1f} MiB, {steps:,} steps, generated in {meta['generation_s']:.0f} s")
     return 0
 
 

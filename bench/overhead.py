@@ -98,7 +98,7 @@ def child(script: str, *args: str) -> dict:
     line = next((l for l in done.stdout.splitlines() if l.startswith(MARK)), None)
     if line is None:
         raise SystemExit(f"benchmark child failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
-    return json.loads(line[len(MARK):])
+    return json.loads(line[len(MARK) :])
 
 
 def main() -> None:
@@ -121,7 +121,9 @@ def main() -> None:
     for mode, seconds in best.items():
         print(f"  {mode:16s} {seconds * 1e3:8.3f} ms   {seconds / best['unprofiled']:.3f}x unprofiled")
     overhead = best["stepscope"] / best["unprofiled"] - 1
-    print(f"  stepscope default-options overhead: {overhead * 100:.1f}% (target < 5%; torch.profiler alone: {(best['torch.profiler'] / best['unprofiled'] - 1) * 100:.1f}%)")
+    print(
+        f"  stepscope default-options overhead: {overhead * 100:.1f}% (target < 5%; torch.profiler alone: {(best['torch.profiler'] / best['unprofiled'] - 1) * 100:.1f}%)"
+    )
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps({"annotations_ns": annotations, "step_seconds": times}, indent=2))
     print(f"results: {OUT}")

@@ -59,15 +59,31 @@ OUT_JSON = ROOT / "bench" / "out" / "tools.json"
 RESULT_MARK = "@@tools-result@@ "
 # The tools ``xprof.convert.raw_to_tool_data.xspace_to_tool_data`` handles (xprof 2.24);
 # any other name only logs "not a known xplane tool" and returns no data.
-XPROF_TOOLS = frozenset({
-    "trace_viewer", "trace_viewer@", "overview_page", "input_pipeline_analyzer",
-    "framework_op_stats", "kernel_stats", "memory_profile", "pod_viewer", "op_profile",
-    "hlo_op_profile", "hlo_stats", "roofline_model", "graph_viewer", "memory_viewer",
-    "megascale_stats", "inference_profile", "perf_counters", "kernel_utilization",
-    "utilization_viewer", "smart_suggestion",
-})
-QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "GLOG_minloglevel": "3", "JAX_PLATFORMS": "cpu",
-             "CUDA_VISIBLE_DEVICES": ""}
+XPROF_TOOLS = frozenset(
+    {
+        "trace_viewer",
+        "trace_viewer@",
+        "overview_page",
+        "input_pipeline_analyzer",
+        "framework_op_stats",
+        "kernel_stats",
+        "memory_profile",
+        "pod_viewer",
+        "op_profile",
+        "hlo_op_profile",
+        "hlo_stats",
+        "roofline_model",
+        "graph_viewer",
+        "memory_viewer",
+        "megascale_stats",
+        "inference_profile",
+        "perf_counters",
+        "kernel_utilization",
+        "utilization_viewer",
+        "smart_suggestion",
+    }
+)
+QUIET_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "GLOG_minloglevel": "3", "JAX_PLATFORMS": "cpu", "CUDA_VISIBLE_DEVICES": ""}
 
 
 # --- the child: one implementation, every tool, measured ---------------------------------------
@@ -94,17 +110,14 @@ def child_stepscope(path: str, tools_wanted: list[str]) -> dict:
             t2 = time.perf_counter()
             text = render([result], "json")
         except Exception as error:  # noqa: BLE001 - reported per tool, the others still run
-            tools[name] = {"error": f"{type(error).__name__}: {error}"[:300],
-                           "seconds": time.perf_counter() - t1}
+            tools[name] = {"error": f"{type(error).__name__}: {error}"[:300], "seconds": time.perf_counter() - t1}
             continue
         t3 = time.perf_counter()
-        tools[name] = {"seconds": t3 - t1, "compute_s": t2 - t1, "json_s": t3 - t2,
-                       "bytes": len(text)}
+        tools[name] = {"seconds": t3 - t1, "compute_s": t2 - t1, "json_s": t3 - t2, "bytes": len(text)}
         del result, text
     total_s = time.perf_counter() - t0
     cpu_s = time.process_time() - c0
-    return {"load_s": load_s, "total_s": total_s, "cpu_s": cpu_s, "tools": tools,
-            "events": profile.event_count, "base_rss": base}
+    return {"load_s": load_s, "total_s": total_s, "cpu_s": cpu_s, "tools": tools, "events": profile.event_count, "base_rss": base}
 
 
 def child_xprof(path: str, tools_wanted: list[str]) -> dict:
@@ -117,11 +130,9 @@ def child_xprof(path: str, tools_wanted: list[str]) -> dict:
     for name in tools_wanted:
         t1 = time.perf_counter()
         try:
-            data, _content_type = raw_to_tool_data.xspace_to_tool_data(
-                [path], name, {"use_saved_result": False})
+            data, _content_type = raw_to_tool_data.xspace_to_tool_data([path], name, {"use_saved_result": False})
         except Exception as error:  # noqa: BLE001
-            tools[name] = {"error": f"{type(error).__name__}: {error}"[:300],
-                           "seconds": time.perf_counter() - t1}
+            tools[name] = {"error": f"{type(error).__name__}: {error}"[:300], "seconds": time.perf_counter() - t1}
             continue
         seconds = time.perf_counter() - t1
         if data is None:
@@ -147,18 +158,16 @@ def child(impl: str, path: str, tools: str) -> None:
 
 
 def measure(impl: str, path: Path, tools: list[str], timeout: float, log: Path) -> dict:
-    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", impl, str(path),
-           ",".join(tools)]
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--child", impl, str(path), ",".join(tools)]
     env = {**os.environ, **QUIET_ENV}
     with log.open("w") as err:
         try:
-            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, text=True,
-                                  timeout=timeout, env=env)
+            proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, text=True, timeout=timeout, env=env)
         except subprocess.TimeoutExpired:
             return {"error": f"timed out after {timeout:.0f} s"}
     for line in proc.stdout.splitlines():
         if line.startswith(RESULT_MARK):
-            return json.loads(line[len(RESULT_MARK):])
+            return json.loads(line[len(RESULT_MARK) :])
     how = f"exit {proc.returncode}" if proc.returncode >= 0 else f"signal {-proc.returncode}"
     tail = log.read_text(errors="replace").strip().splitlines()[-15:]
     print(f"    {impl} on {path.name} failed ({how}); its stderr ends:", file=sys.stderr)
@@ -234,8 +243,7 @@ def render_table(rows: list[dict]) -> str:
     for row in rows:
         ss, xp, pb = row["stepscope"], row["xprof"], row.get("stepscope_pb")
         conv = row["converted"]
-        label = [row["label"], f"{row['name']}", f"({row['bytes'] / MB:.1f} MiB"
-                 + (f"; as .xplane.pb {row['xplane_bytes'] / MB:.1f} MiB)" if conv else ")")]
+        label = [row["label"], f"{row['name']}", f"({row['bytes'] / MB:.1f} MiB" + (f"; as .xplane.pb {row['xplane_bytes'] / MB:.1f} MiB)" if conv else ")")]
         cells: list[list[str]] = []
         for name in [None, *row["tools"]]:
             ss_text, ss_s = tool_cell(ss, name)
@@ -246,15 +254,20 @@ def render_table(rows: list[dict]) -> str:
             else:
                 xp_text, xp_s = tool_cell(xp, name)
             pb_text, pb_s = tool_cell(pb, name) if conv else ("-", None)
-            cells.append(["load" if name is None else name, ss_text, xp_text,
-                          fmt_ratio(ratio(xp_s, ss_s)), pb_text,
-                          fmt_ratio(ratio(xp_s, pb_s)) if conv else "-"])
+            cells.append(
+                ["load" if name is None else name, ss_text, xp_text, fmt_ratio(ratio(xp_s, ss_s)), pb_text, fmt_ratio(ratio(xp_s, pb_s)) if conv else "-"]
+            )
 
         def total_row(title: str, value) -> list[str]:
             v = {k: (value(s) if s else None) for k, s in (("ss", ss), ("xp", xp), ("pb", pb))}
-            return [title, fmt_s(v["ss"]), fmt_s(v["xp"]), fmt_ratio(ratio(v["xp"], v["ss"])),
-                    fmt_s(v["pb"]) if conv else "-",
-                    fmt_ratio(ratio(v["xp"], v["pb"])) if conv else "-"]
+            return [
+                title,
+                fmt_s(v["ss"]),
+                fmt_s(v["xp"]),
+                fmt_ratio(ratio(v["xp"], v["ss"])),
+                fmt_s(v["pb"]) if conv else "-",
+                fmt_ratio(ratio(v["xp"], v["pb"])) if conv else "-",
+            ]
 
         cells.append(total_row("TOTAL (load + tools)", lambda s: s["total_s"]))
         cells.append(total_row("  total CPU s", lambda s: s["cpu_s"]))
@@ -263,17 +276,23 @@ def render_table(rows: list[dict]) -> str:
             return "-" if s is None else f"{s['peak_rss'] / MB:.0f} ({s['base_rss'] / MB:.0f})"
 
         peak = {k: (s["peak_rss"] if s else None) for k, s in (("ss", ss), ("xp", xp), ("pb", pb))}
-        cells.append(["peak MB (base)", mb(ss), mb(xp), fmt_ratio(ratio(peak["xp"], peak["ss"])),
-                      mb(pb) if conv else "-",
-                      fmt_ratio(ratio(peak["xp"], peak["pb"])) if conv else "-"])
+        cells.append(
+            [
+                "peak MB (base)",
+                mb(ss),
+                mb(xp),
+                fmt_ratio(ratio(peak["xp"], peak["ss"])),
+                mb(pb) if conv else "-",
+                fmt_ratio(ratio(peak["xp"], peak["pb"])) if conv else "-",
+            ]
+        )
         for i, c in enumerate(cells):
             body.append([label[i] if i < len(label) else "", *c])
         body.append([""] * len(header))
     widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
 
     def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+        return "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, body[:-1])])
 
@@ -285,8 +304,7 @@ def find_xspace(logdir: Path) -> Path | None:
 
 def versions() -> dict:
     found = {}
-    for dist in ("stepscope", "xprof", "numpy", "protobuf", "msgspec", "tensorflow-cpu",
-                 "tensorflow", "keras"):
+    for dist in ("stepscope", "xprof", "numpy", "protobuf", "msgspec", "tensorflow-cpu", "tensorflow", "keras"):
         try:
             found[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
@@ -297,15 +315,12 @@ def versions() -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", nargs=3, metavar=("IMPL", "PATH", "TOOLS"), help=argparse.SUPPRESS)
-    parser.add_argument("--xspace", type=Path, default=None,
-                        help="the real XSpace (default: the one bench/make_xspace.py made under "
-                             "bench/out/xspace_logdir)")
+    parser.add_argument("--xspace", type=Path, default=None, help="the real XSpace (default: the one bench/make_xspace.py made under bench/out/xspace_logdir)")
     parser.add_argument("--kineto", type=Path, default=KINETO, help="the Kineto trace")
     parser.add_argument("--repeat", type=int, default=3, help="runs per implementation and file")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per child")
     parser.add_argument("--json", type=Path, default=OUT_JSON, help="where results go")
-    parser.add_argument("--strict", action="store_true",
-                        help="exit 1 when stepscope is not faster than XProf on every file")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when stepscope is not faster than XProf on every file")
     args = parser.parse_args(argv)
 
     if args.child:
@@ -320,8 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     xprof_names = [n for n in names if n in XPROF_TOOLS]
     xspace = args.xspace or find_xspace(XSPACE_LOGDIR)
     if xspace is None or not xspace.is_file():
-        print(f"no XSpace under {XSPACE_LOGDIR}: make it with "
-              "`.venv/bin/python bench/make_xspace.py` (or pass --xspace)", file=sys.stderr)
+        print(f"no XSpace under {XSPACE_LOGDIR}: make it with `.venv/bin/python bench/make_xspace.py` (or pass --xspace)", file=sys.stderr)
         return 2
     if not args.kineto.is_file():
         print(f"{args.kineto} is missing (pass --kineto)", file=sys.stderr)
@@ -335,10 +349,8 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         stepscope.save(stepscope.load(args.kineto), converted)  # untimed: XProf's input
         convert_s = time.perf_counter() - t0
-        print(f"  converted {args.kineto.name} -> {converted.name} "
-              f"({converted.stat().st_size / MB:.1f} MiB) in {convert_s:.1f} s", file=sys.stderr)
-        inputs = [("TF/Keras CPU XSpace", xspace, xspace, False),
-                  ("Kineto JSON (V100)", args.kineto, converted, True)]
+        print(f"  converted {args.kineto.name} -> {converted.name} ({converted.stat().st_size / MB:.1f} MiB) in {convert_s:.1f} s", file=sys.stderr)
+        inputs = [("TF/Keras CPU XSpace", xspace, xspace, False), ("Kineto JSON (V100)", args.kineto, converted, True)]
         for label, original, xplane, is_converted in inputs:
             warm_page_cache(original)
             warm_page_cache(xplane)
@@ -346,38 +358,39 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(args.repeat):  # interleaved, so that drift hits all alike
                 plan = [("stepscope", lambda: measure("stepscope", original, names, args.timeout, log))]
                 if is_converted:
-                    plan.append(("stepscope_pb",
-                                 lambda: measure("stepscope", xplane, names, args.timeout, log)))
+                    plan.append(("stepscope_pb", lambda: measure("stepscope", xplane, names, args.timeout, log)))
                 plan.append(("xprof", lambda: measure_xprof(xplane, xprof_names, args.timeout, log)))
                 for key, run in plan:
                     record = run()
                     runs[key].append(record)
-                    shown = (f"error: {record['error']}" if "error" in record else
-                             f"total {record['total_s']:.3f} s, peak {record['peak_rss'] / MB:.0f} MB")
+                    shown = f"error: {record['error']}" if "error" in record else f"total {record['total_s']:.3f} s, peak {record['peak_rss'] / MB:.0f} MB"
                     print(f"  {original.name:<58} {key:<12} {shown}", file=sys.stderr, flush=True)
-            rows.append({
-                "label": label,
-                "name": (f"{original.parent.name}/{original.name}" if not is_converted
-                         else original.name),
-                "path": str(original),
-                "bytes": original.stat().st_size,
-                "converted": is_converted,
-                "xplane": str(xplane) if is_converted else str(original),
-                "xplane_bytes": xplane.stat().st_size,
-                "convert_s": convert_s if is_converted else None,
-                "tools": names,
-                "xprof_tools": xprof_names,
-                "stepscope": summarize(runs["stepscope"]),
-                "stepscope_pb": summarize(runs["stepscope_pb"]) if is_converted else None,
-                "xprof": summarize(runs["xprof"]),
-                "runs": {k: v for k, v in runs.items() if v},
-            })
+            rows.append(
+                {
+                    "label": label,
+                    "name": (f"{original.parent.name}/{original.name}" if not is_converted else original.name),
+                    "path": str(original),
+                    "bytes": original.stat().st_size,
+                    "converted": is_converted,
+                    "xplane": str(xplane) if is_converted else str(original),
+                    "xplane_bytes": xplane.stat().st_size,
+                    "convert_s": convert_s if is_converted else None,
+                    "tools": names,
+                    "xprof_tools": xprof_names,
+                    "stepscope": summarize(runs["stepscope"]),
+                    "stepscope_pb": summarize(runs["stepscope_pb"]) if is_converted else None,
+                    "xprof": summarize(runs["xprof"]),
+                    "runs": {k: v for k, v in runs.items() if v},
+                }
+            )
 
     print()
-    print(f"Tools: stepscope (load + run_tool + JSON render) vs XProf xspace_to_tool_data "
-          f"(use_saved_result=False), best of {args.repeat} fresh processes each.\n"
-          f"ratio = XProf / stepscope (> 1: stepscope faster, or smaller for peak MB); "
-          f"peak = child's peak RSS, (base) = its RSS after imports; MB = 2**20 bytes")
+    print(
+        f"Tools: stepscope (load + run_tool + JSON render) vs XProf xspace_to_tool_data "
+        f"(use_saved_result=False), best of {args.repeat} fresh processes each.\n"
+        f"ratio = XProf / stepscope (> 1: stepscope faster, or smaller for peak MB); "
+        f"peak = child's peak RSS, (base) = its RSS after imports; MB = 2**20 bytes"
+    )
     print(render_table(rows))
     verdicts = {}
     for row in rows:
@@ -398,10 +411,11 @@ def main(argv: list[str] | None = None) -> int:
         extra = ""
         if row["converted"] and row["stepscope_pb"]:
             pb_speed = xp["total_s"] / row["stepscope_pb"]["total_s"]
-            extra = (f"; on the same .xplane.pb: {pb_speed:.2f}x "
-                     f"({'faster' if pb_speed > 1 else 'SLOWER'})")
-        print(f"\nTarget on {row['name']} (total below XProf's): stepscope {ss['total_s']:.3f} s vs "
-              f"XProf {xp['total_s']:.3f} s = {speed:.2f}x -> {'MET' if speed > 1 else 'NOT MET'}{extra}")
+            extra = f"; on the same .xplane.pb: {pb_speed:.2f}x ({'faster' if pb_speed > 1 else 'SLOWER'})"
+        print(
+            f"\nTarget on {row['name']} (total below XProf's): stepscope {ss['total_s']:.3f} s vs "
+            f"XProf {xp['total_s']:.3f} s = {speed:.2f}x -> {'MET' if speed > 1 else 'NOT MET'}{extra}"
+        )
 
     args.json.parent.mkdir(parents=True, exist_ok=True)
     report = {
@@ -411,10 +425,8 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": os.cpu_count(),
         "versions": versions(),
         "method": {
-            "stepscope": "load = stepscope.load(path); per tool = run_tool(name, stats) (one OpStats) + "
-                         "render([result], 'json'); total = load + all tools",
-            "xprof": "per tool = raw_to_tool_data.xspace_to_tool_data([copy], name, "
-                     "{'use_saved_result': False}) on a private copy; total = all calls",
+            "stepscope": "load = stepscope.load(path); per tool = run_tool(name, stats) (one OpStats) + render([result], 'json'); total = load + all tools",
+            "xprof": "per tool = raw_to_tool_data.xspace_to_tool_data([copy], name, {'use_saved_result': False}) on a private copy; total = all calls",
             "repeat": args.repeat,
             "seconds": "best wall time inside a fresh child, after its imports",
             "total_s": "best run's total (not the sum of per-tool bests)",

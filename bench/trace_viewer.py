@@ -105,10 +105,18 @@ def child_build(path: str, folder: str) -> dict:
     save_s = time.perf_counter() - t2
     size = sum(f.stat().st_size for f in Path(folder).iterdir())
     return {
-        "events": profile.event_count, "tracks": len(index.tracks), "lanes": index.lane_count,
-        "load_s": load_s, "build_s": build_s, "save_s": save_s, "base_rss": base,
-        "load_peak": load_peak, "loaded_rss": loaded_rss, "build_peak": build_peak if reset else None,
-        "index_bytes": size, "span_ps": index.span_ps,
+        "events": profile.event_count,
+        "tracks": len(index.tracks),
+        "lanes": index.lane_count,
+        "load_s": load_s,
+        "build_s": build_s,
+        "save_s": save_s,
+        "base_rss": base,
+        "load_peak": load_peak,
+        "loaded_rss": loaded_rss,
+        "build_peak": build_peak if reset else None,
+        "index_bytes": size,
+        "span_ps": index.span_ps,
     }
 
 
@@ -137,8 +145,7 @@ def child_query(folder: str, repeat: int) -> dict:
             data = query(index, start, end, WIDTH, tracks=tracks)
             times.append(time.perf_counter() - t)
             sizes.append(len(data))
-        views[name] = {"p50_s": float(np.percentile(times, 50)), "p95_s": float(np.percentile(times, 95)),
-                       "bytes": float(np.mean(sizes))}
+        views[name] = {"p50_s": float(np.percentile(times, 50)), "p95_s": float(np.percentile(times, 95)), "bytes": float(np.mean(sizes))}
     name = index.names[int(np.bincount(np.asarray(index.name_id)).argmax())][:6]
     t = time.perf_counter()
     query(index, 0, span, WIDTH, name_filter=name)
@@ -155,10 +162,20 @@ def child_query(folder: str, repeat: int) -> dict:
     for _ in range(repeat):
         match = find(index, name, after_id=match.id) if match else None
     find_s = (time.perf_counter() - t) / repeat
-    return {"open_s": open_s, "first_query_s": first_s, "first_query_bytes": len(first), "views": views,
-            "screen_tracks": len(screen), "filter": name, "filter_first_s": filter_first_s,
-            "filter_p50_s": float(np.percentile(times, 50)), "find_first_s": find_first_s, "find_next_s": find_s,
-            "peak_rss": peak_bytes(), "rss": rss_bytes()}
+    return {
+        "open_s": open_s,
+        "first_query_s": first_s,
+        "first_query_bytes": len(first),
+        "views": views,
+        "screen_tracks": len(screen),
+        "filter": name,
+        "filter_first_s": filter_first_s,
+        "filter_p50_s": float(np.percentile(times, 50)),
+        "find_first_s": find_first_s,
+        "find_next_s": find_s,
+        "peak_rss": peak_bytes(),
+        "rss": rss_bytes(),
+    }
 
 
 def child_xprof(path: str, repeat: int) -> dict:
@@ -169,8 +186,7 @@ def child_xprof(path: str, repeat: int) -> dict:
         shutil.copyfile(path, copy)
 
         def call(options: dict) -> bytes:
-            data, _ = raw_to_tool_data.xspace_to_tool_data(
-                [str(copy)], "trace_viewer@", {"trace_viewer_options": options, "use_saved_result": True})
+            data, _ = raw_to_tool_data.xspace_to_tool_data([str(copy)], "trace_viewer@", {"trace_viewer_options": options, "use_saved_result": True})
             if data is None:
                 raise RuntimeError("XProf returned no data")
             return data if isinstance(data, bytes) else data.encode()
@@ -206,10 +222,22 @@ def child_xprof(path: str, repeat: int) -> dict:
                 sizes.append(len(data))
                 returned.append(_returned(data))
                 del data
-            views[name] = {"p50_s": float(np.percentile(times, 50)), "p95_s": float(np.percentile(times, 95)),
-                           "bytes": float(np.mean(sizes)), "events": float(np.mean(returned))}
-    return {"convert_s": convert_s, "convert_peak": convert_peak, "first_bytes": first_bytes, "first_events": first_events,
-            "cache_bytes": cache_bytes, "timespan_ms": [lo, hi], "views": views, "peak_rss": peak_bytes()}
+            views[name] = {
+                "p50_s": float(np.percentile(times, 50)),
+                "p95_s": float(np.percentile(times, 95)),
+                "bytes": float(np.mean(sizes)),
+                "events": float(np.mean(returned)),
+            }
+    return {
+        "convert_s": convert_s,
+        "convert_peak": convert_peak,
+        "first_bytes": first_bytes,
+        "first_events": first_events,
+        "cache_bytes": cache_bytes,
+        "timespan_ms": [lo, hi],
+        "views": views,
+        "peak_rss": peak_bytes(),
+    }
 
 
 def _returned(data: bytes) -> int:
@@ -239,15 +267,14 @@ def run_child(kind: str, args: list[str], timeout: float) -> dict:
         return {"error": f"timed out after {timeout:.0f} s"}
     for line in proc.stdout.splitlines():
         if line.startswith(RESULT_MARK):
-            return json.loads(line[len(RESULT_MARK):])
+            return json.loads(line[len(RESULT_MARK) :])
     tail = (proc.stderr or proc.stdout).strip().splitlines()[-3:]
     return {"error": f"exit {proc.returncode}: " + " | ".join(tail)}
 
 
 def synthetic(events: int) -> Path:
     path = OUT / f"big_{events}.xplane.pb"
-    subprocess.run([sys.executable, str(ROOT / "bench" / "make_big_profile.py"), "--events", str(events),
-                    "--out", str(path)], check=True)
+    subprocess.run([sys.executable, str(ROOT / "bench" / "make_big_profile.py"), "--events", str(events), "--out", str(path)], check=True)
     return path
 
 
@@ -294,8 +321,10 @@ def ratio(theirs: float | None, ours: float | None) -> str:
 
 def report(rows: list[dict]) -> str:
     lines = []
-    head = (f"{'profile':34} {'events':>11} {'load s':>7} {'build s':>7} {'peak MiB':>8} {'index MiB':>9} "
-            f"{'open ms':>7} | {'XProf convert s':>15} {'XProf peak MiB':>14} {'ratio':>6} {'build only':>10}")
+    head = (
+        f"{'profile':34} {'events':>11} {'load s':>7} {'build s':>7} {'peak MiB':>8} {'index MiB':>9} "
+        f"{'open ms':>7} | {'XProf convert s':>15} {'XProf peak MiB':>14} {'ratio':>6} {'build only':>10}"
+    )
     lines += [head, "-" * len(head)]
     for row in rows:
         b, q, x = row["build"], row.get("query", {}), row.get("xprof", {})
@@ -378,8 +407,10 @@ def main(argv: list[str] | None = None) -> int:
             print(flush=True)
             rows.append(row)
     print()
-    print(f"Trace viewer: width {WIDTH} px; stepscope {args.repeat} queries per view, XProf {args.xprof_repeat}; "
-          "peak = build's VmHWM (loaded profile + index build), XProf's = after its first call.")
+    print(
+        f"Trace viewer: width {WIDTH} px; stepscope {args.repeat} queries per view, XProf {args.xprof_repeat}; "
+        "peak = build's VmHWM (loaded profile + index build), XProf's = after its first call."
+    )
     print(report(rows))
     (OUT / "trace_viewer.json").write_text(json.dumps({"width": WIDTH, "rows": rows}, indent=1))
     return 0

@@ -125,7 +125,10 @@ def main() -> int:
     big = OUT / f"big_{args.events}.xplane.pb"
     if not big.exists():
         subprocess.run([sys.executable, str(ROOT / "bench" / "make_big_profile.py"), "--events", str(args.events)], check=True)
-    profiles = [(big, f"synthetic {args.events:,} events"), (ROOT.parent / "shared/traces/kineto/v100_resnet_ns_resolution.pt.trace.json.gz", "V100 ResNet (Kineto)")]
+    profiles = [
+        (big, f"synthetic {args.events:,} events"),
+        (ROOT.parent / "shared/traces/kineto/v100_resnet_ns_resolution.pt.trace.json.gz", "V100 ResNet (Kineto)"),
+    ]
     results = [run(path, label) for path, label in profiles]
     print(f"{'profile':32} {'analysis+index':>15} {'first paint':>12} {'frames':>7} {'p50 ms':>7} {'p95 ms':>7} {'max ms':>7} {'gap p95':>8}")
     for r in results:

@@ -17,9 +17,7 @@ TPU = "xplane/tpu_v_inference_4chips.xplane.pb"
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "stepscope.cli", *args], capture_output=True, text=True, timeout=300
-    )
+    return subprocess.run([sys.executable, "-m", "stepscope.cli", *args], capture_output=True, text=True, timeout=300)
 
 
 def test_info_json_reports_runs_hosts_planes_lines(tmp_path: Path):
@@ -42,9 +40,7 @@ def test_info_json_reports_runs_hosts_planes_lines(tmp_path: Path):
     assert [p["name"] for p in host["planes"]] == [p.name for p in planes]
     for plane_report, plane in zip(host["planes"], planes):
         assert plane_report["events"] == sum(len(line.events) for line in plane.lines)
-        assert [(l["name"], l["events"]) for l in plane_report["lines"]] == [
-            (line.display_name or line.name, len(line.events)) for line in plane.lines
-        ]
+        assert [(l["name"], l["events"]) for l in plane_report["lines"]] == [(line.display_name or line.name, len(line.events)) for line in plane.lines]
     starts = [l.timestamp_ns * 1000 + e.offset_ps for p in space.planes for l in p.lines for e in l.events]
     ends = [l.timestamp_ns * 1000 + e.offset_ps + e.duration_ps for p in space.planes for l in p.lines for e in l.events]
     zero = min(starts) // 1000 * 1000

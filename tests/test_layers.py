@@ -50,6 +50,7 @@ ALLOWED: dict[str, frozenset[str]] = {
     "top": frozenset({"dashboard", "viewer", "render", "analysis", "capture", "api", "trace", "trace.registries", "trace.formats"}),
 }
 
+
 # Imports that close a cycle and are kept on purpose, each with its reason. An entry that
 # no longer matches an import fails the test: delete it.
 def layer(module: str) -> str:
@@ -89,15 +90,11 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-MODULES: dict[str, Path] = {
-    module_name(path): path for path in sorted(PACKAGE.rglob("*.py")) if "__pycache__" not in path.parts
-}
+MODULES: dict[str, Path] = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py")) if "__pycache__" not in path.parts}
 
 
 def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
-    )
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
 class _Imports(ast.NodeVisitor):
@@ -243,9 +240,5 @@ def test_a_format_imports_no_other_format():
         parts = module.split(".")
         return parts[3] if parts[:3] == ["stepscope", "trace", "formats"] and len(parts) > 3 else None
 
-    wrong = [
-        f"  {edge}"
-        for edge in IMPORTS
-        if format_of(edge.source) and format_of(edge.target) and format_of(edge.source) != format_of(edge.target)
-    ]
+    wrong = [f"  {edge}" for edge in IMPORTS if format_of(edge.source) and format_of(edge.target) and format_of(edge.source) != format_of(edge.target)]
     assert not wrong, "a codec imports another codec:\n" + "\n".join(wrong)

@@ -30,6 +30,12 @@ def test_wire_format_matches_tsl_field_numbers():
     assert fields[("XStat", "ref_value")] == 7
     request = {f.name: f.number for f in profiler_service_pb2.ProfileRequest.DESCRIPTOR.fields}
     assert request == {
-        "duration_ms": 1, "max_events": 2, "tools": 3, "opts": 4, "repository_root": 5,
-        "session_id": 6, "host_name": 7, "tool_options": 8,
+        "duration_ms": 1,
+        "max_events": 2,
+        "tools": 3,
+        "opts": 4,
+        "repository_root": 5,
+        "session_id": 6,
+        "host_name": 7,
+        "tool_options": 8,
     }

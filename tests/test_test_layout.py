@@ -147,11 +147,7 @@ def test_no_module_imports_a_test_module():
 
 
 def test_shared_code_is_imported_from_tests_support_only():
-    wrong = [
-        f"  {edge}"
-        for edge in IMPORTS
-        if _of_the_tests(edge.target) and not (edge.target == SUPPORT or edge.target.startswith(SUPPORT + "."))
-    ]
+    wrong = [f"  {edge}" for edge in IMPORTS if _of_the_tests(edge.target) and not (edge.target == SUPPORT or edge.target.startswith(SUPPORT + "."))]
     assert not wrong, "imports of test code from outside tests.support (move it there; fixtures reach tests through pytest):\n" + "\n".join(wrong)
 
 

@@ -392,7 +392,12 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--host", help="the host, when the run has several")
     report.add_argument("--tool", default="overview_page", help="a tool name, or all (default: overview_page; stepscope tools lists them)")
     report.add_argument(
-        "--option", dest="options", action="append", default=[], metavar="NAME=VALUE", help="a tool option, e.g. top_n=5 (repeatable; stepscope tools lists them)"
+        "--option",
+        dest="options",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a tool option, e.g. top_n=5 (repeatable; stepscope tools lists them)",
     )
     report.add_argument("--format", choices=("text", "json", "csv"), default="text")
     report.add_argument("--output", help="write to this file instead of standard output")
@@ -406,7 +411,9 @@ def build_parser() -> argparse.ArgumentParser:
     capture.add_argument("addresses", help="ADDR[,ADDR...]: host:port of each profiler server")
     capture.add_argument("--logdir", required=True, help="where the session folder is written")
     capture.add_argument("--duration-ms", type=_int_in(1, MAX_CAPTURE_MS, ", i.e. at most 24 h"), default=2000, help="how long to trace (default 2000)")
-    capture.add_argument("--delay-ms", type=_int_in(0, MAX_CAPTURE_MS, ", i.e. at most 24 h"), default=0, help="start every host this much later, all at the same time")
+    capture.add_argument(
+        "--delay-ms", type=_int_in(0, MAX_CAPTURE_MS, ", i.e. at most 24 h"), default=0, help="start every host this much later, all at the same time"
+    )
     capture.add_argument("--host-tracer-level", type=int, default=2, choices=(0, 1, 2, 3))
     capture.add_argument("--python-tracer-level", type=int, default=0, choices=(0, 1))
     capture.add_argument("--device-tracer-level", type=int, default=1, choices=(0, 1))
@@ -418,8 +425,20 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only)")
     serve.add_argument("--port", type=_port, default=9001, help="port (0 picks a free one; the URL is printed)")
     serve.add_argument("--cache-dir", help="where analysed tool data is kept (default $XDG_CACHE_HOME/stepscope or ~/.cache/stepscope)")
-    serve.add_argument("--allow-host", dest="allow_hosts", action="append", default=[], metavar="NAME", help="a Host name browsers may reach the server by (repeatable; loopback names are always allowed on loopback)")
-    serve.add_argument("--token", action=argparse.BooleanOptionalAction, default=None, help="require the random access token printed in the URL (default: only when --host is not loopback; --no-token then needs --allow-host)")
+    serve.add_argument(
+        "--allow-host",
+        dest="allow_hosts",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a Host name browsers may reach the server by (repeatable; loopback names are always allowed on loopback)",
+    )
+    serve.add_argument(
+        "--token",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="require the random access token printed in the URL (default: only when --host is not loopback; --no-token then needs --allow-host)",
+    )
     serve.set_defaults(handler=cmd_serve)
 
     demo = commands.add_parser("demo", help="profile a real (CPU) PyTorch training job, diagnose it, fix it, show the dashboard")

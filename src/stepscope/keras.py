@@ -63,11 +63,7 @@ def parse_profile_batch(profile_batch: ProfileBatch) -> tuple[int, int]:
             value = profile_batch
     if isinstance(value, int) and not isinstance(value, bool):
         start, stop = value, value
-    elif (
-        isinstance(value, (tuple, list))
-        and len(value) == 2
-        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
-    ):
+    elif isinstance(value, (tuple, list)) and len(value) == 2 and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
         start, stop = value
     else:
         start, stop = -1, -1
@@ -122,7 +118,11 @@ class _Profiling:
             session = CaptureSession(self.log_dir, self.options)
             session.start()
         except Exception as error:  # noqa: BLE001 - the profiler never takes training down
-            warnings.warn(f"stepscope: ProfilerCallback could not start a capture at batch {self._batch} ({error}); training goes on unprofiled", ProfilerWarning, stacklevel=2)
+            warnings.warn(
+                f"stepscope: ProfilerCallback could not start a capture at batch {self._batch} ({error}); training goes on unprofiled",
+                ProfilerWarning,
+                stacklevel=2,
+            )
             return
         self._session = session
 

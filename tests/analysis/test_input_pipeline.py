@@ -489,7 +489,13 @@ def test_tf_data_prefetch_is_preprocessing_and_readers_below_it_read_ahead(tmp_p
     }
     # other 4; preprocessing 4 + 36 + 6 = 46; demanded 10; advanced 30: 90 = thread 1's
     # union [0, 40) + [50, 70) = 60, plus thread 2's 30.
-    assert by_category_ps(result) == {ENQUEUE: 0, DEMANDED_READ: 10 * PS_PER_US, ADVANCED_READ: 30 * PS_PER_US, PREPROCESSING: 46 * PS_PER_US, OTHER: 4 * PS_PER_US}
+    assert by_category_ps(result) == {
+        ENQUEUE: 0,
+        DEMANDED_READ: 10 * PS_PER_US,
+        ADVANCED_READ: 30 * PS_PER_US,
+        PREPROCESSING: 46 * PS_PER_US,
+        OTHER: 4 * PS_PER_US,
+    }
 
 
 # --- the shared legacy trace: 4-worker DataLoader, ResNet50 on a V100 --------------------------------
@@ -498,15 +504,12 @@ def test_tf_data_prefetch_is_preprocessing_and_readers_below_it_read_ahead(tmp_p
 def nested_on_thread(fetch: dict, thread_events: list[dict]) -> list[dict]:
     """Slices of the fetch's thread lying wholly inside it (the JSON's own nesting)."""
     lo, hi = Decimal(fetch["ts"]), Decimal(fetch["ts"]) + Decimal(fetch["dur"])
-    return [
-        e
-        for e in thread_events
-        if e is not fetch and lo <= Decimal(e["ts"]) and Decimal(e["ts"]) + Decimal(e["dur"]) <= hi
-    ]
+    return [e for e in thread_events if e is not fetch and lo <= Decimal(e["ts"]) and Decimal(e["ts"]) + Decimal(e["dur"]) <= hi]
 
 
 def direct_children_us(parent: dict, inside: list[dict]) -> Decimal:
     """Sum of durations of the events in ``inside`` that lie in ``parent`` and in no other such event."""
+
     def contains(a: dict, b: dict) -> bool:
         return a is not b and Decimal(a["ts"]) <= Decimal(b["ts"]) and Decimal(b["ts"]) + Decimal(b["dur"]) <= Decimal(a["ts"]) + Decimal(a["dur"])
 
@@ -664,9 +667,7 @@ def test_real_tf_data_pipeline(tmp_path: Path):
     manifest = run_framework_script(tmp_path, "tensorflow", "import tensorflow as tf", TF_BODY)
     (path,) = find_files(Path(manifest["logdir"]), ".xplane.pb")
     reference = read_xspace_independently(path)
-    iterator_counts = collections.Counter(
-        event.name for event in reference.events if event.plane == "/host:CPU" and event.name.startswith("Iterator::")
-    )
+    iterator_counts = collections.Counter(event.name for event in reference.events if event.plane == "/host:CPU" and event.name.startswith("Iterator::"))
     assert iterator_counts, "tf.data wrote no Iterator:: events"
 
     result = input_pipeline_analyzer(stepscope.load(path))

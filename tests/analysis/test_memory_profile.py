@@ -140,8 +140,17 @@ def test_legacy_gpu_timeline_is_the_running_sum(legacy):
     gpu = device(legacy, "GPU:0")
     # Every point (11 events <= MAX_TIMELINE_POINTS), from the table in legacy_events.
     assert points(gpu) == [
-        (13.0, 1000), (20.0, 1200), (42.0, 1700), (55.0, 1500), (62.0, 1800), (70.0, 1300),
-        (90.0, 1400), (112.0, 2200), (130.0, 1200), (150.0, 1100), (160.0, 800),
+        (13.0, 1000),
+        (20.0, 1200),
+        (42.0, 1700),
+        (55.0, 1500),
+        (62.0, 1800),
+        (70.0, 1300),
+        (90.0, 1400),
+        (112.0, 2200),
+        (130.0, 1200),
+        (150.0, 1100),
+        (160.0, 800),
     ]
     assert all(p["reserved_bytes"] is None for p in gpu["timeline"])
 
@@ -191,8 +200,12 @@ def test_tables_summary_and_renderers(legacy):
     assert peaks.name == "memory_peaks" and held.name == "peak_holders"
     assert [(r["device"], r["peak_allocated_bytes"], r["peak_step"]) for r in peaks.records()] == [("CPU", 320, 2), ("GPU:0", 2200, 2)]
     assert [(r["device"], r["op"], r["bytes"]) for r in held.records()] == [
-        ("CPU", "aten::add", 256), ("CPU", "aten::conv2d", 64),
-        ("GPU:0", "aten::conv2d", 1000), ("GPU:0", "aten::add", 800), ("GPU:0", "aten::mm", 300), ("GPU:0", NO_OP, 100),
+        ("CPU", "aten::add", 256),
+        ("CPU", "aten::conv2d", 64),
+        ("GPU:0", "aten::conv2d", 1000),
+        ("GPU:0", "aten::add", 800),
+        ("GPU:0", "aten::mm", 300),
+        ("GPU:0", NO_OP, 100),
     ]
     assert legacy.summary()[1].startswith("GPU:0: peak 2.1 KiB allocated at 112.000 us (step 2); held by aten::conv2d 1,000 B")
     assert json.loads(render_json([legacy]))["memory_profile"]["devices"][1]["peak_allocated_bytes"] == 2200
@@ -339,8 +352,17 @@ def handmade_memory_space() -> xplane_pb2.XSpace:
     space = xplane_pb2.XSpace(hostnames=["host-1"])
     plane = space.planes.add(id=1, name="/host:CPU")
     stat_ids: dict[str, int] = {}
-    for name in ("step_num", "allocator_name", "bytes_allocated", "bytes_reserved", "allocation_bytes",
-                 "requested_bytes", "addr", "tf_op", "peak_bytes_in_use"):
+    for name in (
+        "step_num",
+        "allocator_name",
+        "bytes_allocated",
+        "bytes_reserved",
+        "allocation_bytes",
+        "requested_bytes",
+        "addr",
+        "tf_op",
+        "peak_bytes_in_use",
+    ):
         stat_ids[name] = len(stat_ids) + 1
         plane.stat_metadata[stat_ids[name]].CopyFrom(xplane_pb2.XStatMetadata(id=stat_ids[name], name=name))
     event_ids: dict[str, int] = {}
@@ -358,8 +380,7 @@ def handmade_memory_space() -> xplane_pb2.XSpace:
                 added.stats.add(metadata_id=stat_ids[key], int64_value=value)
 
     def alloc(start_us: int, free: bool, allocator: str, total: int, addr: int, size: int | None = None, tf_op: str | None = None) -> None:
-        stats: dict[str, Any] = {"allocator_name": allocator, "bytes_allocated": total, "bytes_reserved": 256,
-                                 "addr": addr, "peak_bytes_in_use": 9000}
+        stats: dict[str, Any] = {"allocator_name": allocator, "bytes_allocated": total, "bytes_reserved": 256, "addr": addr, "peak_bytes_in_use": 9000}
         if size is not None:
             stats |= {"allocation_bytes": size, "requested_bytes": size}
         if tf_op is not None:
@@ -445,9 +466,7 @@ def test_legacy_trace_peaks_are_the_running_sums_maxima():
     assert set(sums) == {(0, -1), (1, 0)}
     profile = stepscope.load(path)
     result = memory_profile(profile)
-    steps = sorted(
-        (int(e["name"].split("#")[1]), e["ts"], e["ts"] + e["dur"]) for e in events if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#")
-    )
+    steps = sorted((int(e["name"].split("#")[1]), e["ts"], e["ts"] + e["dur"]) for e in events if e.get("ph") == "X" and e["name"].startswith("ProfilerStep#"))
     for key, name in (((0, -1), "CPU"), ((1, 0), "GPU:0")):
         series = sums[key]
         entry = device(result, name)
@@ -474,9 +493,7 @@ def test_legacy_trace_peaks_are_the_running_sums_maxima():
 def test_tpu_xspace_peaks_and_holders_from_the_file_itself():
     path = shared("xplane/tpu_v_inference_4chips.xplane.pb")
     space = read_xspace_independently(path)
-    memory_events = sorted(
-        (e for e in space.events if e.name in ("MemoryAllocation", "MemoryDeallocation")), key=lambda e: e.start_ps
-    )
+    memory_events = sorted((e for e in space.events if e.name in ("MemoryAllocation", "MemoryDeallocation")), key=lambda e: e.start_ps)
     result = memory_profile(stepscope.load(path))
     by_index: dict[int, list] = defaultdict(list)
     for event in memory_events:

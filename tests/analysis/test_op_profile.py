@@ -341,9 +341,7 @@ def test_tpu_root_is_the_xla_ops_self_time_of_the_chosen_device():
     assert {p.name for p in result.root.children} <= {plane.event_metadata[e.metadata_id].name for e in modules.events}
     # Categories are the ops' hlo_category metadata stats.
     category_stat = next(k for k, m in plane.stat_metadata.items() if m.name == "hlo_category")
-    hlo_categories = {
-        s.str_value for m in plane.event_metadata.values() for s in m.stats if s.metadata_id == category_stat
-    }
+    hlo_categories = {s.str_value for m in plane.event_metadata.values() for s in m.stats if s.metadata_id == category_stat}
     assert {c.name for c in categories} <= hlo_categories
     peak_stat = next(k for k, m in plane.stat_metadata.items() if m.name == "peak_teraflops_per_second")
     assert result.peak_teraflops_per_second == next(s.double_value for s in plane.stats if s.metadata_id == peak_stat)

@@ -150,9 +150,7 @@ def test_a_warm_up_step_is_flagged_and_left_out_of_the_summary(tmp_path: Path):
     # All steps: compile 350,000 of 408,000 us.
     assert result["breakdown_percent_all"]["compile"] == pytest.approx(100 * 350_000 / 408_000)
     # The baseline is the median of the other four steps (2,000 us).
-    assert result["set_aside"] == [
-        {"step": 0, "reason": "compile", "step_time_us": 400_000.0, "compile_us": 350_000.0, "baseline_us": 2000.0}
-    ]
+    assert result["set_aside"] == [{"step": 0, "reason": "compile", "step_time_us": 400_000.0, "compile_us": 350_000.0, "baseline_us": 2000.0}]
     assert "step 0 compiled for 350.0 ms" in result["recommendation"]["summary"]
     assert result["recommendation"]["set_aside"] in result["recommendation"]["summary"]
 
@@ -206,9 +204,7 @@ def test_recsys_busy_over_the_device_span_matches_the_trace():
     path = shared("kineto/recsys_sampled_rank0_of_128.pt.trace.json.gz")
     device_cats = {"kernel", "gpu_memcpy", "gpu_memset"}
     spans = sorted(
-        (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0)))
-        for e in _kineto_events(path)
-        if e.get("ph") == "X" and e.get("cat") in device_cats
+        (float(e["ts"]), float(e["ts"]) + float(e.get("dur", 0))) for e in _kineto_events(path) if e.get("ph") == "X" and e.get("cat") in device_cats
     )
     busy, reach = 0.0, None
     for start, end in spans:  # the union's length, merging overlaps
@@ -268,7 +264,11 @@ def test_cpu_only_profile_gets_a_host_bound_verdict(tmp_path: Path):
     assert recommendation["verdict"] == "host"
     assert "host-bound" in recommendation["summary"] and "70.0%" in recommendation["summary"]
     assert recommendation["evidence"] == [
-        {"finding": "host", "text": "no device in the profile: host compute 70.0%, idle 30.0% of the step time (medians over 1 step(s))", "tool": "framework_op_stats"}
+        {
+            "finding": "host",
+            "text": "no device in the profile: host compute 70.0%, idle 30.0% of the step time (medians over 1 step(s))",
+            "tool": "framework_op_stats",
+        }
     ]
 
 

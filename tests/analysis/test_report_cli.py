@@ -16,8 +16,17 @@ from tests.support.traces import read_json, shared
 
 A100 = "kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz"
 KERNEL_KEYS = {
-    "kernel_name", "occurrences", "total_duration_us", "avg_duration_us", "min_duration_us", "max_duration_us",
-    "registers_per_thread", "shared_memory_bytes", "block_dim", "grid_dim", "op_name",
+    "kernel_name",
+    "occurrences",
+    "total_duration_us",
+    "avg_duration_us",
+    "min_duration_us",
+    "max_duration_us",
+    "registers_per_thread",
+    "shared_memory_bytes",
+    "block_dim",
+    "grid_dim",
+    "op_name",
 }
 
 
@@ -38,9 +47,7 @@ def test_json_keys_scripts_rely_on():
     overview = document["overview_page"]
     assert {"busy_time_us", "idle_time_us", "active_span_us", "busy_percent", "window_us", "busy_percent_of_window"} <= set(overview["device"])
     assert [step["step"] for step in overview["steps"]] == [4, 5, 6]  # ProfilerStep#4..6 in the file
-    assert {"name", "type", "host_or_device", "occurrences", "total_time_us", "total_self_time_us"} <= set(
-        document["framework_op_stats"]["rows"][0]
-    )
+    assert {"name", "type", "host_or_device", "occurrences", "total_time_us", "total_self_time_us"} <= set(document["framework_op_stats"]["rows"][0])
 
 
 def test_csv_has_every_row(tmp_path: Path):

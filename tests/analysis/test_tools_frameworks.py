@@ -51,8 +51,7 @@ TF_DATA_BODY = _edited(
     TF_BODY,
     (
         "train_step(x)  # trace and compile",
-        "batches = iter(tf.data.Dataset.from_tensors(x).repeat().map(lambda v: tf.tanh(v) + 1.0))\n"
-        "train_step(next(batches))  # trace and compile",
+        "batches = iter(tf.data.Dataset.from_tensors(x).repeat().map(lambda v: tf.tanh(v) + 1.0))\ntrain_step(next(batches))  # trace and compile",
     ),
     ("    with tf.profiler.experimental.Trace(", "    batch = next(batches)\n    with tf.profiler.experimental.Trace("),
     ("_r=1):\n        train_step(x)", "_r=1):\n        train_step(batch)"),

@@ -43,13 +43,34 @@ EVENTS = [
     _x("cudaMemcpyAsync", "cuda_runtime", 100, 1, 50, 10, correlation=2),
     _x("ProfilerStep#2", "user_annotation", 100, 1, 100, 50),
     _x("aten::relu", "cpu_op", 100, 1, 100, 10),
-    _x("sgemm", "kernel", 0, 7, 30, 40, correlation=1, device=0, stream=7, grid=[1, 1, 1], block=[128, 1, 1],
-       **{"registers per thread": 32, "shared memory": 0, "External id": 7}),
+    _x(
+        "sgemm",
+        "kernel",
+        0,
+        7,
+        30,
+        40,
+        correlation=1,
+        device=0,
+        stream=7,
+        grid=[1, 1, 1],
+        block=[128, 1, 1],
+        **{"registers per thread": 32, "shared memory": 0, "External id": 7},
+    ),
     _x("Memcpy HtoD (Pageable -> Device)", "gpu_memcpy", 0, 7, 60, 20, correlation=2, device=0, bytes=1024),
-    _x("ncclKernel_AllReduce", "kernel", 0, 7, 110, 20, device=0, grid=[1, 1, 1], block=[64, 1, 1],
-       **{"registers per thread": 40, "shared memory": 512, "External id": 9}),
-    _x("sgemm", "kernel", 0, 7, 135, 5, device=0, grid=[2, 1, 1], block=[128, 1, 1],
-       **{"registers per thread": 32, "shared memory": 0, "External id": 7}),
+    _x(
+        "ncclKernel_AllReduce",
+        "kernel",
+        0,
+        7,
+        110,
+        20,
+        device=0,
+        grid=[1, 1, 1],
+        block=[64, 1, 1],
+        **{"registers per thread": 40, "shared memory": 512, "External id": 9},
+    ),
+    _x("sgemm", "kernel", 0, 7, 135, 5, device=0, grid=[2, 1, 1], block=[128, 1, 1], **{"registers per thread": 32, "shared memory": 0, "External id": 7}),
 ]
 
 
@@ -122,7 +143,16 @@ def test_overview_device_busy_is_the_union_of_activity(profile):
 def test_kernel_stats_rows(profile):
     rows = run_tool("kernel_stats", profile).to_json()["rows"]
     summary = [
-        (r["kernel_name"], r["op_name"], r["grid_dim"], r["block_dim"], r["registers_per_thread"], r["shared_memory_bytes"], r["occurrences"], r["total_duration_us"])
+        (
+            r["kernel_name"],
+            r["op_name"],
+            r["grid_dim"],
+            r["block_dim"],
+            r["registers_per_thread"],
+            r["shared_memory_bytes"],
+            r["occurrences"],
+            r["total_duration_us"],
+        )
         for r in rows
     ]
     # One row per launch configuration; ordered by total time. sgemm's External id 7 is

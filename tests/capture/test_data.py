@@ -199,4 +199,3 @@ def test_stages_categories_and_names(tmp_path: Path):
             stepscope.data.stage(bad)
         with pytest.raises(ValueError):
             stepscope.data.stage.function(bad)
-

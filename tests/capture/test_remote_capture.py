@@ -27,9 +27,7 @@ pytestmark = pytest.mark.framework
 
 
 def capture_cli(*args: str, preexec=None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "stepscope.cli", "capture", *args], capture_output=True, text=True, timeout=240, preexec_fn=preexec
-    )
+    return subprocess.run([sys.executable, "-m", "stepscope.cli", "capture", *args], capture_output=True, text=True, timeout=240, preexec_fn=preexec)
 
 
 # Put before every job's body: the names and helpers its code uses.

@@ -241,9 +241,7 @@ def test_jax_framework_op_stats_and_overview(jax_capture):
     path = captured_file(capture)
     # How often each op ran, read from the file with TSL's own class.
     ran = collections.Counter(
-        event.stats["hlo_op"]
-        for event in read_xspace_independently(path).events
-        if event.stats.get("hlo_module") == module and "hlo_op" in event.stats
+        event.stats["hlo_op"] for event in read_xspace_independently(path).events if event.stats.get("hlo_module") == module and "hlo_op" in event.stats
     )
     assert set(entry) <= set(ran), sorted(set(entry) - set(ran))
     rows = {row["name"]: row for row in report_rows(capture.logdir)}

@@ -271,9 +271,9 @@ def check_one_host(manifest: dict) -> None:
     that this lands on ``<host>.xplane.pb``, not on a second, differently named file.)"""
     host = manifest["address"].replace(":", "_")
     files = find_files(manifest["logs"], "")
-    assert [(path.parent.parent.relative_to(manifest["logs"]).as_posix(), path.name) for path in files] == [
-        ("plugins/profile", f"{host}.xplane.pb")
-    ], [path.relative_to(manifest["logs"]).as_posix() for path in files]
+    assert [(path.parent.parent.relative_to(manifest["logs"]).as_posix(), path.name) for path in files] == [("plugins/profile", f"{host}.xplane.pb")], [
+        path.relative_to(manifest["logs"]).as_posix() for path in files
+    ]
     (run,) = stepscope.discover(manifest["logs"])
     assert [found.name for found in run.hosts] == [host]
 

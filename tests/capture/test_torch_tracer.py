@@ -106,9 +106,7 @@ def _left_behind(folder: Path) -> list[Path]:
 def _assert_in_window(profile: Profile, before_ns: int, after_ns: int) -> None:
     # Kineto's baseTimeNanoseconds + ts is a UNIX epoch time: time 0 (the first event) and
     # the end of the last event fall between the clock readings around start() and stop().
-    assert before_ns <= profile.start_ns <= after_ns, (
-        f"start_ns {profile.start_ns} is not inside the capture window [{before_ns}, {after_ns}]"
-    )
+    assert before_ns <= profile.start_ns <= after_ns, f"start_ns {profile.start_ns} is not inside the capture window [{before_ns}, {after_ns}]"
     assert profile.start_ns + profile.span_ps // 1000 <= after_ns
 
 

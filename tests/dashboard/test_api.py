@@ -296,4 +296,3 @@ def test_capture_from_the_api_makes_a_new_run(server, logdir, tmp_path):
     # 600 ms of the job's 2 ms steps (each a `stepscope.step`, found by its step_num): dozens.
     assert overview["step_source"] == "step_num"
     assert len(overview["steps"]) >= 10
-

@@ -80,7 +80,9 @@ def test_loopback_startup_line_is_unchanged(plain, logdir):
     assert plain.token is None
 
 
-@pytest.mark.parametrize("host", [f"{ADDRESS}:{{port}}", ADDRESS, "localhost:{port}", "localhost", "127.0.0.1:{port}", "[::1]:{port}", "LOCALHOST:{port}", "localhost.:8080"])
+@pytest.mark.parametrize(
+    "host", [f"{ADDRESS}:{{port}}", ADDRESS, "localhost:{port}", "localhost", "127.0.0.1:{port}", "[::1]:{port}", "LOCALHOST:{port}", "localhost.:8080"]
+)
 def test_the_bound_address_and_loopback_names_are_answered(plain, host):
     """With or without the port; any port (an ssh tunnel's local port differs)."""
     answer = plain.request("GET", "/api/runs", headers={"Host": host.format(port=plain.port)})

@@ -81,8 +81,7 @@ def run_framework_script(tmp_path: Path, framework: str, imports: str, body: str
         pytest.fail(f"{framework} is a test dependency but does not import here: {line}")
     if done.returncode != 0:
         pytest.fail(
-            f"the {framework} profiling script failed (exit {done.returncode}):\n"
-            f"--- stdout ---\n{_tail(done.stdout)}\n--- stderr ---\n{_tail(done.stderr)}"
+            f"the {framework} profiling script failed (exit {done.returncode}):\n--- stdout ---\n{_tail(done.stdout)}\n--- stderr ---\n{_tail(done.stderr)}"
         )
     manifest = out / "manifest.json"
     if not manifest.exists():
@@ -145,9 +144,7 @@ def tsl_xplane_pb2() -> ModuleType:
     spec = importlib.util.find_spec("tensorflow")
     if spec is None or not spec.submodule_search_locations:
         pytest.fail("tensorflow (which ships TSL's xplane_pb2, the independent XSpace reader) is not installed")
-    candidates = [
-        Path(location) / "tsl" / "profiler" / "protobuf" / "xplane_pb2.py" for location in spec.submodule_search_locations
-    ]
+    candidates = [Path(location) / "tsl" / "profiler" / "protobuf" / "xplane_pb2.py" for location in spec.submodule_search_locations]
     path = next((candidate for candidate in candidates if candidate.exists()), None)
     if path is None:
         pytest.fail(f"TSL's xplane_pb2.py is not in the tensorflow package (looked at {candidates})")

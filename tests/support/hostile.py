@@ -230,10 +230,7 @@ def xspace_of_metadata(path: Path, count: int, kind: str = "event") -> Path:
 
     def chunks():
         yield _one_event_plane()
-        entries = b"".join(
-            _field(number, _int_field(1, index + 2) + _field(2, _int_field(1, index + 2) + _field(2, b"m%d" % index)))
-            for index in range(count)
-        )
+        entries = b"".join(_field(number, _int_field(1, index + 2) + _field(2, _int_field(1, index + 2) + _field(2, b"m%d" % index))) for index in range(count))
         yield _field(1, _int_field(1, 2) + _field(2, b"/device:GPU:0") + entries)
 
     return _write_chunks(path, chunks())

@@ -206,8 +206,17 @@ def capture_job(tmp_path: Path, body: str, function: str, mode: str, duration_ms
             request_ns = time.time_ns()
             client = subprocess.run(
                 [
-                    sys.executable, "-m", "stepscope.cli", "capture", address,
-                    "--logdir", str(logdir), "--duration-ms", str(duration_ms), "--attempts", "2",
+                    sys.executable,
+                    "-m",
+                    "stepscope.cli",
+                    "capture",
+                    address,
+                    "--logdir",
+                    str(logdir),
+                    "--duration-ms",
+                    str(duration_ms),
+                    "--attempts",
+                    "2",
                 ],
                 capture_output=True,
                 text=True,

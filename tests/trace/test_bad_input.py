@@ -243,44 +243,22 @@ BAD_CASES: dict[str, BadCase] = {
     "whitespace-only": BadCase("blank.trace.json", lambda: b" \n\t\r\n ", r"\bempty\b"),
     "empty-gzip": BadCase("empty.pt.trace.json.gz", lambda: gzip.compress(b""), r"\bempty\b"),
     # truncated JSON, cut inside each kind of token of a real Kineto trace
-    "truncated-json-half": BadCase(
-        "half.pt.trace.json", lambda: _half(raw_bytes(ALEXNET)), r"truncated", subprocess=True
-    ),
-    "truncated-json-in-string": BadCase(
-        "in_string.pt.trace.json", lambda: cut(raw_bytes(ALEXNET), b'"name": "', extra=12), r"truncated"
-    ),
-    "truncated-json-in-key": BadCase(
-        "in_key.pt.trace.json", lambda: cut(raw_bytes(CPU_ONLY), b'"name"', extra=3), r"truncated"
-    ),
-    "truncated-json-in-number": BadCase(
-        "in_number.pt.trace.json", lambda: cut(raw_bytes(CPU_ONLY), b'"ts": ', extra=9), r"truncated"
-    ),
-    "truncated-json-after-colon": BadCase(
-        "after_colon.pt.trace.json", lambda: cut(raw_bytes(CPU_ONLY), b'"dur": ', extra=7), r"truncated"
-    ),
-    "truncated-json-between-events": BadCase(
-        "between_events.pt.trace.json", lambda: cut(raw_bytes(CPU_ONLY), b"},\n  {", extra=2), r"truncated"
-    ),
-    "truncated-json-last-brace": BadCase(
-        "last_brace.pt.trace.json", lambda: raw_bytes(CPU_ONLY).rstrip()[:-1], r"truncated"
-    ),
-    "truncated-array-inside-event": BadCase(
-        "array.trace.json", lambda: _unclosed_array(_array_events())[:-20], r"truncated"
-    ),
-    "truncated-gzip": BadCase(
-        "cut.pt.trace.json.gz", lambda: _half(shared(ALEXNET).read_bytes()), r"truncated", subprocess=True
-    ),
+    "truncated-json-half": BadCase("half.pt.trace.json", lambda: _half(raw_bytes(ALEXNET)), r"truncated", subprocess=True),
+    "truncated-json-in-string": BadCase("in_string.pt.trace.json", lambda: cut(raw_bytes(ALEXNET), b'"name": "', extra=12), r"truncated"),
+    "truncated-json-in-key": BadCase("in_key.pt.trace.json", lambda: cut(raw_bytes(CPU_ONLY), b'"name"', extra=3), r"truncated"),
+    "truncated-json-in-number": BadCase("in_number.pt.trace.json", lambda: cut(raw_bytes(CPU_ONLY), b'"ts": ', extra=9), r"truncated"),
+    "truncated-json-after-colon": BadCase("after_colon.pt.trace.json", lambda: cut(raw_bytes(CPU_ONLY), b'"dur": ', extra=7), r"truncated"),
+    "truncated-json-between-events": BadCase("between_events.pt.trace.json", lambda: cut(raw_bytes(CPU_ONLY), b"},\n  {", extra=2), r"truncated"),
+    "truncated-json-last-brace": BadCase("last_brace.pt.trace.json", lambda: raw_bytes(CPU_ONLY).rstrip()[:-1], r"truncated"),
+    "truncated-array-inside-event": BadCase("array.trace.json", lambda: _unclosed_array(_array_events())[:-20], r"truncated"),
+    "truncated-gzip": BadCase("cut.pt.trace.json.gz", lambda: _half(shared(ALEXNET).read_bytes()), r"truncated", subprocess=True),
     "corrupt-gzip-crc": BadCase("crc.pt.trace.json.gz", lambda: _bad_crc(shared(CPU_ONLY).read_bytes()), r"corrupt"),
     # truncated / corrupt protobuf
     "truncated-xplane-half": BadCase("half.xplane.pb", lambda: _half(raw_bytes(XPLANE)), r"truncated", subprocess=True),
     "truncated-xplane-last-byte": BadCase("short.xplane.pb", lambda: raw_bytes(XPLANE)[:-1], r"truncated"),
     "truncated-xplane-gzip": BadCase("cut.xplane.pb.gz", lambda: gzip.compress(raw_bytes(XPLANE))[:50_000], r"truncated"),
-    "corrupt-xplane-overwritten": BadCase(
-        "overwritten.xplane.pb", lambda: _overwrite_middle(raw_bytes(XPLANE)), r"corrupt", subprocess=True
-    ),
-    "corrupt-xplane-length": BadCase(
-        "length.xplane.pb", lambda: _huge_first_length(raw_bytes(XPLANE)), r"corrupt|truncated"
-    ),
+    "corrupt-xplane-overwritten": BadCase("overwritten.xplane.pb", lambda: _overwrite_middle(raw_bytes(XPLANE)), r"corrupt", subprocess=True),
+    "corrupt-xplane-length": BadCase("length.xplane.pb", lambda: _huge_first_length(raw_bytes(XPLANE)), r"corrupt|truncated"),
     # NaN and negative durations
     "nan-duration-kineto": BadCase(
         "nan.pt.trace.json",
@@ -295,15 +273,11 @@ BAD_CASES: dict[str, BadCase] = {
         r"negative duration",
         subprocess=True,
     ),
-    "negative-duration-xplane": BadCase(
-        "negative.xplane.pb", lambda: _xplane_with(_negative_xplane_duration), r"negative duration"
-    ),
+    "negative-duration-xplane": BadCase("negative.xplane.pb", lambda: _xplane_with(_negative_xplane_duration), r"negative duration"),
     # something else entirely
     "png": BadCase("image.pt.trace.json", lambda: _PNG, r"not a (profile|trace)", subprocess=True),
     "random-bytes": BadCase("random.xplane.pb", lambda: _random_bytes(1), r"not a (profile|trace|valid)", subprocess=True),
-    "random-bytes-gzip": BadCase(
-        "random.pt.trace.json.gz", lambda: gzip.compress(_random_bytes(2)), r"not a (profile|trace|valid)"
-    ),
+    "random-bytes-gzip": BadCase("random.pt.trace.json.gz", lambda: gzip.compress(_random_bytes(2)), r"not a (profile|trace|valid)"),
     "plain-text": BadCase("notes.trace.json", lambda: _TEXT, r"not a (profile|trace)", subprocess=True),
     # JSON without trace events
     "json-object-without-events": BadCase("object.trace.json", lambda: b'{"foo": 1, "bar": [1, 2]}', r"events"),
@@ -311,9 +285,7 @@ BAD_CASES: dict[str, BadCase] = {
     "json-empty-array": BadCase("empty_array.trace.json", lambda: b"[]", r"events"),
     "json-events-not-a-list": BadCase("not_list.trace.json", lambda: b'{"traceEvents": 5}', r"events"),
     "json-array-of-numbers": BadCase("numbers.trace.json", lambda: b"[1, 2, 3]", r"events"),
-    "kineto-header-only": BadCase(
-        "header.pt.trace.json", lambda: _kineto_with(CPU_ONLY, _without_events), r"events", subprocess=True
-    ),
+    "kineto-header-only": BadCase("header.pt.trace.json", lambda: _kineto_with(CPU_ONLY, _without_events), r"events", subprocess=True),
     "kineto-metadata-only": BadCase("metadata.pt.trace.json", lambda: _kineto_with(CPU_ONLY, _metadata_only), r"events"),
 }
 
@@ -336,9 +308,7 @@ def test_load_rejects_with_a_message_naming_file_and_problem(bad_file: tuple[Pat
     before.assert_unchanged(path)
 
 
-def test_cli_info_prints_one_error_line_and_exits_2(
-    bad_file: tuple[Path, BadCase], capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_cli_info_prints_one_error_line_and_exits_2(bad_file: tuple[Path, BadCase], capsys: pytest.CaptureFixture[str]) -> None:
     path, _ = bad_file
     before = Snapshot.of(path)
     result = run_cli_in_process("info", path, capsys=capsys)
@@ -514,17 +484,13 @@ def _check_array(profile: stepscope.Profile) -> None:
 _UNCLOSED = r"bracket|\]|unterminated|closing|unclosed|truncat|incomplete"
 
 DRIFT_CASES: dict[str, DriftCase] = {
-    "control-characters": DriftCase(
-        "control.pt.trace.json", _with_control_characters, r"control", _check_control_characters
-    ),
+    "control-characters": DriftCase("control.pt.trace.json", _with_control_characters, r"control", _check_control_characters),
     "raw-tab-and-newline": DriftCase("whitespace.pt.trace.json", _with_raw_whitespace, r".", _check_raw_whitespace),
     "invalid-utf8": DriftCase("utf8.pt.trace.json", _with_invalid_utf8, r"utf-?8", _check_invalid_utf8),
     "big-int-args": DriftCase("big_args.pt.trace.json", _with_big_int_args, r"int64|integer", _check_big_int_args),
     "big-flow-ids": DriftCase("big_flows.pt.trace.json", _with_big_flow_ids, r"int64|integer", _check_big_flow_ids),
     "big-thread-id": DriftCase("big_tid.pt.trace.json", _with_big_thread_id, r"int64|integer", _check_big_thread_id),
-    "array-without-closing-bracket": DriftCase(
-        "unclosed.pt.trace.json", lambda: _unclosed_array(_array_events()) + b"\n", _UNCLOSED, _check_array
-    ),
+    "array-without-closing-bracket": DriftCase("unclosed.pt.trace.json", lambda: _unclosed_array(_array_events()) + b"\n", _UNCLOSED, _check_array),
     "array-without-closing-bracket-trailing-comma": DriftCase(
         "unclosed_comma.pt.trace.json", lambda: _unclosed_array(_array_events()) + b",\n", _UNCLOSED, _check_array
     ),
@@ -549,9 +515,7 @@ def test_drifted_file_loads_validates_and_keeps_the_value(drifted_file: tuple[Pa
 def test_drifted_file_is_loaded_with_a_warning(drifted_file: tuple[Path, DriftCase]) -> None:
     path, case = drifted_file
     warnings = warnings_of(stepscope.load(path))
-    assert any(re.search(case.warning, w, re.IGNORECASE) for w in warnings), (
-        f"no warning matching /{case.warning}/ in {warnings}"
-    )
+    assert any(re.search(case.warning, w, re.IGNORECASE) for w in warnings), f"no warning matching /{case.warning}/ in {warnings}"
 
 
 def test_drifted_file_converts(drifted_file: tuple[Path, DriftCase], capsys: pytest.CaptureFixture[str]) -> None:

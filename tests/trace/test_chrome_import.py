@@ -92,10 +92,7 @@ def test_args_categories_and_counters(trace):
 def test_flows_bind_to_enclosing_or_next_slice(trace):
     host = trace.plane(names.HOST_PLANE)
     flows = trace.flows
-    arrows = {
-        (int(flows.flow_id[i]), host.event_name(int(flows.src_event[i])), host.event_name(int(flows.dst_event[i])))
-        for i in range(len(flows))
-    }
+    arrows = {(int(flows.flow_id[i]), host.event_name(int(flows.src_event[i])), host.event_name(int(flows.dst_event[i]))) for i in range(len(flows))}
     assert arrows == {(7, "inner", "begin-end"), (8, "outer", "begin-end")}
     assert flows.categories == ["flow"]
 
@@ -116,10 +113,16 @@ def test_array_format_without_closing_bracket(tmp_path: Path):
 def test_picosecond_times_round_trip_through_export(trace, tmp_path: Path):
     # Sub-nanosecond times (as stepscope's own export writes for XSpace sources) survive.
     path = tmp_path / "ps.json"
-    path.write_text(json.dumps({"traceEvents": [
-        {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1.000001, "dur": 0.000250},
-        {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 2.5, "dur": 1},
-    ]}))
+    path.write_text(
+        json.dumps(
+            {
+                "traceEvents": [
+                    {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1.000001, "dur": 0.000250},
+                    {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 2.5, "dur": 1},
+                ]
+            }
+        )
+    )
     plane = stepscope.load(path).planes[0]
     # Time zero is the earliest start floored to a whole ns (so start_ns is exact): 1 us.
     # 1.000001 us -> 1 ps; 2.5 us -> 1_500_000 ps; 0.00025 us = 250 ps.

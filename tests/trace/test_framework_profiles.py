@@ -96,8 +96,7 @@ def _assert_in_window(profile: stepscope.Profile, manifest: dict) -> None:
     first_ns = profile.start_ns
     last_ns = profile.start_ns + profile.span_ps // PS_PER_NS
     assert manifest["t0_ns"] - CLOCK_SLACK_NS <= first_ns <= manifest["t1_ns"] + CLOCK_SLACK_NS, (
-        f"start_ns={first_ns} is not a UNIX epoch time inside the capture window "
-        f"[{manifest['t0_ns']}, {manifest['t1_ns']}] ns"
+        f"start_ns={first_ns} is not a UNIX epoch time inside the capture window [{manifest['t0_ns']}, {manifest['t1_ns']}] ns"
     )
     assert last_ns <= manifest["t1_ns"] + CLOCK_SLACK_NS
 
@@ -174,9 +173,7 @@ def _host_x_events(document: dict) -> list[dict]:
     """Complete events of the profiled process: Kineto writes the host's pid as an int (its
     own spans use string pids such as "Spans")."""
     return [
-        event
-        for event in document["traceEvents"]
-        if event.get("ph") == "X" and isinstance(event.get("pid"), int) and not isinstance(event.get("pid"), bool)
+        event for event in document["traceEvents"] if event.get("ph") == "X" and isinstance(event.get("pid"), int) and not isinstance(event.get("pid"), bool)
     ]
 
 
@@ -215,11 +212,7 @@ def _check_kineto_file(path: Path, profile: stepscope.Profile, manifest: dict, a
     assert got_starts_ps == expected_starts_ps
 
     # ProfilerStep#N: one per active step, numbered as the schedule says, in time order.
-    json_steps = sorted(
-        (exact_ns(event["ts"]), int(match.group(1)), event)
-        for event in host_events
-        if (match := _STEP_NAME.match(event["name"]))
-    )
+    json_steps = sorted((exact_ns(event["ts"]), int(match.group(1)), event) for event in host_events if (match := _STEP_NAME.match(event["name"])))
     assert [number for _, number, _ in json_steps] == active_steps
     step_rows = [row for row in np.argsort(host.events.start_ps, kind="stable") if _STEP_NAME.match(host.event_name(row))]
     assert [int(_STEP_NAME.match(host.event_name(row)).group(1)) for row in step_rows] == active_steps
@@ -237,9 +230,7 @@ def _check_kineto_file(path: Path, profile: stepscope.Profile, manifest: dict, a
         return holders[0]
 
     expected_per_step = collections.Counter(holding_step(event) for event in addmm_json)
-    got_per_step = collections.Counter(
-        int(_STEP_NAME.match(host.event_name(_root(host, int(row)))).group(1)) for row in rows
-    )
+    got_per_step = collections.Counter(int(_STEP_NAME.match(host.event_name(_root(host, int(row)))).group(1)) for row in rows)
     assert got_per_step == expected_per_step
     assert set(expected_per_step) == set(active_steps)
 
@@ -396,6 +387,7 @@ def _check_epoch(manifest: dict) -> None:
 
 # --- JAX ----------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def jax_run(tmp_path_factory) -> dict:
     return run_framework_script(tmp_path_factory.mktemp("jax"), "jax", JAX_IMPORTS, JAX_BODY)
@@ -439,6 +431,7 @@ def test_jax_trace_json_reads_back(jax_run):
 
 
 # --- TensorFlow ---------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def tf_run(tmp_path_factory) -> dict:

@@ -140,9 +140,7 @@ def test_a_gzip_bomb_past_the_limit_is_one_line_naming_the_file_and_the_limit(tm
     path = hostile.json_bomb(tmp_path / "bomb.json.gz", expanded)
     [result] = load_in_child(path, env={"STEPSCOPE_MAX_INPUT_BYTES": "64MiB"})
     assert result["error"] == "ProfileLimitError", result
-    assert result["message"] == (
-        f"{path}: decompresses to more than 64.0 MiB (limit STEPSCOPE_MAX_INPUT_BYTES={64 * MiB}); raise it to read larger profiles"
-    )
+    assert result["message"] == (f"{path}: decompresses to more than 64.0 MiB (limit STEPSCOPE_MAX_INPUT_BYTES={64 * MiB}); raise it to read larger profiles")
     assert result["peak_growth"] < 64 * MiB + 100 * MiB and result["seconds"] < 10, result
 
 
@@ -230,7 +228,10 @@ def test_many_containers_are_refused_before_they_cost(tmp_path: Path):
     metadata entries for one event (limit 10,000), JSON of 200,000 named threads or 2,000
     processes named like planes: each one line, quickly, in little memory."""
     cases = {
-        "planes": (hostile.xspace_of_empty_planes(tmp_path / "planes.xplane.pb", 200_000), "has 200,001 planes, more than 1,000 (limit STEPSCOPE_MAX_PLANES=1000)"),
+        "planes": (
+            hostile.xspace_of_empty_planes(tmp_path / "planes.xplane.pb", 200_000),
+            "has 200,001 planes, more than 1,000 (limit STEPSCOPE_MAX_PLANES=1000)",
+        ),
         "lines": (hostile.xspace_of_empty_lines(tmp_path / "lines.xplane.pb", 150_000), "has more than 100,000 lines (limit STEPSCOPE_MAX_LINES=100000)"),
         "metadata": (
             hostile.xspace_of_metadata(tmp_path / "metadata.xplane.pb", 20_000),
@@ -260,9 +261,7 @@ def test_too_many_events_are_refused_before_they_are_decoded(tmp_path: Path):
     assert results[0]["message"] == (
         f"{json_bomb}: has {events:,} events, more than 100,000 (limit STEPSCOPE_MAX_EVENTS=100000); raise it to read larger profiles"
     )
-    assert results[1]["message"] == (
-        f"{xspace}: has more than 100,000 events (limit STEPSCOPE_MAX_EVENTS=100000); raise it to read larger profiles"
-    )
+    assert results[1]["message"] == (f"{xspace}: has more than 100,000 events (limit STEPSCOPE_MAX_EVENTS=100000); raise it to read larger profiles")
     assert all(result["seconds"] < 5 for result in results), results
 
 

@@ -34,9 +34,7 @@ from stepscope.viewer.details import details
 from tests.support import hostile
 
 ROOT = Path(__file__).resolve().parents[2]
-SETTINGS = settings(
-    derandomize=True, database=None, deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow]
-)
+SETTINGS = settings(derandomize=True, database=None, deadline=None, max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 
 
 # --- nesting: a brute-force reference --------------------------------------------------------
@@ -154,9 +152,7 @@ def test_identical_events_nest_in_n_log_n_time(tmp_path: Path):
     """1M identical events (the level-by-level search took minutes) and a JSON file of 100k
     (~5 s before), in a child with a timeout: ~1 s each now."""
     try:
-        result = subprocess.run(
-            [sys.executable, "-c", _DEEP_NESTING_CHILD, str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=60
-        )
+        result = subprocess.run([sys.executable, "-c", _DEEP_NESTING_CHILD, str(tmp_path)], cwd=ROOT, capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:
         pytest.fail("nesting identical events took over 60 s: quadratic in the depth again?")
     assert result.returncode == 0, result.stderr[-2000:]
@@ -224,4 +220,3 @@ def test_deeply_nested_args_read_one_by_one_or_in_bulk_deep_in_the_stack(deepest
     assert _deeper(300, lambda: kineto.stats(0, "op", "kernel")) == [Stat("args", StatKind.STR, ARGS_TOO_DEEP)]
     assert _deeper(300, lambda: kineto.value(0, "kernel_details", "op", "kernel")) is None
     assert _deeper(300, lambda: kineto.value(0, "args", "op", "cpu_op")) == ARGS_TOO_DEEP
-

@@ -49,9 +49,7 @@ def reference_events(trace: dict) -> Counter:
 
     Start is ``baseTimeNanoseconds`` (0 when absent: then ts is epoch us) + ts * 1000.
     """
-    labels = {
-        e["pid"]: e["args"]["labels"] for e in trace["traceEvents"] if e.get("ph") == "M" and e.get("name") == "process_labels"
-    }
+    labels = {e["pid"]: e["args"]["labels"] for e in trace["traceEvents"] if e.get("ph") == "M" and e.get("name") == "process_labels"}
     device_pids = {e["pid"] for e in trace["traceEvents"] if e.get("cat") in DEVICE_CATEGORIES}
     base = trace.get("baseTimeNanoseconds", 0)
     result = Counter()
@@ -96,11 +94,7 @@ def test_launch_flows_join_runtime_calls_to_their_device_work(path: Path):
     launch_cats = {"ac2g", "async"}
     starts = {e["id"] for e in trace["traceEvents"] if e.get("ph") == "s" and e.get("cat") in launch_cats}
     device_pids = {e["pid"] for e in trace["traceEvents"] if e.get("cat") in DEVICE_CATEGORIES}
-    expected = sum(
-        1
-        for e in trace["traceEvents"]
-        if e.get("ph") == "f" and e.get("cat") in launch_cats and e["pid"] in device_pids and e["id"] in starts
-    )
+    expected = sum(1 for e in trace["traceEvents"] if e.get("ph") == "f" and e.get("cat") in launch_cats and e["pid"] in device_pids and e["id"] in starts)
     profile = stepscope.load(path)
     flows = profile.flows
     launch = [i for i in range(len(flows)) if flows.categories[int(flows.category[i])] in launch_cats]
@@ -186,9 +180,9 @@ def test_2021_schema_string_tids_categories_and_memory_events():
     assert total == sum(e["args"]["Bytes"] for e in memory)
     # The 2021 schema spells "external id" in lower case; it lands in the same column.
     kernels = [e for e in events if e.get("cat") == "Kernel"]
-    assert sorted(gpu.events.external_id.tolist()) == sorted(e["args"]["external id"] for e in kernels + [
-        e for e in events if e.get("cat") in ("Memcpy", "Memset")
-    ])
+    assert sorted(gpu.events.external_id.tolist()) == sorted(
+        e["args"]["external id"] for e in kernels + [e for e in events if e.get("cat") in ("Memcpy", "Memset")]
+    )
 
 
 def test_nanosecond_text_beyond_double_precision_is_kept_exactly():

@@ -96,9 +96,7 @@ def test_python_thread_of_the_gpu_process_is_a_host_line(profile):
     assert _line_events(host, PYTHON_LINE) == [BOOTSTRAP, MONITOR]
     # Only the streams stay on the GPU plane, with their stream ids.
     assert [(line.id, line.name) for line in gpu.lines] == [(7, "stream 7"), (20, "stream 20")]
-    assert sorted(gpu.metadata.name_array[gpu.events.metadata_id]) == sorted(
-        ["sgemm_kernel", "add_kernel", "Memcpy HtoD (Pageable -> Device)", "relu_kernel"]
-    )
+    assert sorted(gpu.metadata.name_array[gpu.events.metadata_id]) == sorted(["sgemm_kernel", "add_kernel", "Memcpy HtoD (Pageable -> Device)", "relu_kernel"])
 
 
 def test_launch_flows_still_reach_the_streams(profile):

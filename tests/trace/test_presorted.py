@@ -32,8 +32,12 @@ def raw_planes(draw) -> RawPlane:
     if draw(st.booleans()):
         ids["correlation_id"] = np.arange(count, dtype=np.int64) * 3
     stats = TypedStats(
-        np.arange(count, dtype=np.int64), np.zeros(count, dtype=np.int32), np.full(count, int(StatKind.INT64), dtype=np.int8),
-        list(range(count)), ["row"], np.arange(count, dtype=np.int64),
+        np.arange(count, dtype=np.int64),
+        np.zeros(count, dtype=np.int32),
+        np.full(count, int(StatKind.INT64), dtype=np.int8),
+        list(range(count)),
+        ["row"],
+        np.arange(count, dtype=np.int64),
     )
     return RawPlane(
         id=1,

@@ -127,11 +127,7 @@ def test_xprof_trace_viewer_shows_each_kineto_event_at_its_time(source: Path, tm
     events = xprof_trace_events(out)
     # XProf's times are microseconds since the session start (ns digits kept); instants
     # show as complete events of no duration.
-    shown = Counter(
-        (event["name"], start_ns + nearest_ns(event["ts"]), nearest_ns(event.get("dur", 0)))
-        for event in events
-        if event.get("ph") in ("X", "i")
-    )
+    shown = Counter((event["name"], start_ns + nearest_ns(event["ts"]), nearest_ns(event.get("dur", 0))) for event in events if event.get("ph") in ("X", "i"))
     expected = _kineto_thread_events(source)
     assert sum(shown.values()) == sum(expected.values())
     assert not expected - shown, f"events XProf does not show (first 3): {list((expected - shown).items())[:3]}"

@@ -124,16 +124,18 @@ def _columns(profile: stepscope.Profile) -> list[tuple]:
     result = []
     for plane in profile.planes:
         events = plane.events
-        result.append((
-            plane.name,
-            [line.name for line in plane.lines],
-            events.start_ps.tolist(),
-            events.duration_ps.tolist(),
-            [plane.event_name(r) for r in range(len(events))],
-            events.correlation_id.tolist(),
-            events.external_id.tolist(),
-            events.parent.tolist(),
-        ))
+        result.append(
+            (
+                plane.name,
+                [line.name for line in plane.lines],
+                events.start_ps.tolist(),
+                events.duration_ps.tolist(),
+                [plane.event_name(r) for r in range(len(events))],
+                events.correlation_id.tolist(),
+                events.external_id.tolist(),
+                events.parent.tolist(),
+            )
+        )
     return result
 
 

@@ -115,8 +115,13 @@ def test_reading_what_stepscope_wrote_gives_the_same_profile(source: Path, writt
         for row in range(len(plane.events)):
             own = [s for s in plane.event_stats(row) if s.name != names.FLOW]
             assert [s for s in copy.event_stats(row) if s.name != names.FLOW] == own, (plane.name, row)
-    arrows = {(int(a), int(b), int(c), int(d)) for a, b, c, d in zip(original.flows.src_plane, original.flows.src_event, original.flows.dst_plane, original.flows.dst_event)}
-    again_arrows = {(int(a), int(b), int(c), int(d)) for a, b, c, d in zip(again.flows.src_plane, again.flows.src_event, again.flows.dst_plane, again.flows.dst_event)}
+    arrows = {
+        (int(a), int(b), int(c), int(d))
+        for a, b, c, d in zip(original.flows.src_plane, original.flows.src_event, original.flows.dst_plane, original.flows.dst_event)
+    }
+    again_arrows = {
+        (int(a), int(b), int(c), int(d)) for a, b, c, d in zip(again.flows.src_plane, again.flows.src_event, again.flows.dst_plane, again.flows.dst_event)
+    }
     assert again_arrows == arrows
     # A second trip changes nothing at all.
     path2 = tmp_path / "twice.xplane.pb"
@@ -125,6 +130,7 @@ def test_reading_what_stepscope_wrote_gives_the_same_profile(source: Path, writt
 
 
 # --- generated spaces ---------------------------------------------------------------------------
+
 
 @settings(SETTINGS, max_examples=300)
 @given(space=xspace())
@@ -252,16 +258,19 @@ def test_the_decoder_runs_as_plain_python_without_numba(tmp_path: Path):
         """
     )
     prelude = "import stepscope\n" + textwrap.dedent(_describe_source())
-    done = subprocess.run(
-        [sys.executable, "-c", prelude + script], capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2]
-    )
+    done = subprocess.run([sys.executable, "-c", prelude + script], capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == repr(describe(stepscope.load(path)))
 
 
 def describe(profile: stepscope.Profile) -> list:
     plane = profile.planes[0]
-    return [profile.start_ns, plane.events.start_ps.tolist(), [plane.event_name(r) for r in range(len(plane.events))], [plane.event_stats(r) for r in range(len(plane.events))]]
+    return [
+        profile.start_ns,
+        plane.events.start_ps.tolist(),
+        [plane.event_name(r) for r in range(len(plane.events))],
+        [plane.event_stats(r) for r in range(len(plane.events))],
+    ]
 
 
 def _describe_source() -> str:

@@ -244,7 +244,13 @@ def stats_store(draw, count: int, categories: list[str], metadata_id: np.ndarray
 @st.composite
 def plane(draw, index: int):
     lines = [
-        Line(id=draw(st.integers(-3, 2**40)), name=draw(TEXT), display_name=draw(st.sampled_from(("", "shown", "\ud801"))), timestamp_ns=draw(TIMESTAMPS), duration_ps=draw(st.integers(0, 10**6)))
+        Line(
+            id=draw(st.integers(-3, 2**40)),
+            name=draw(TEXT),
+            display_name=draw(st.sampled_from(("", "shown", "\ud801"))),
+            timestamp_ns=draw(TIMESTAMPS),
+            duration_ps=draw(st.integers(0, 10**6)),
+        )
         for _ in range(draw(st.integers(1, 3)))
     ]
     types = draw(st.integers(1, 3))
@@ -277,7 +283,9 @@ def plane(draw, index: int):
         line=np.asarray(draw(st.lists(st.integers(0, len(lines) - 1), min_size=count, max_size=count)), dtype=np.int32),
         stats=draw(stats_store(count, categories, metadata_id)),
         ids=ids,
-        plane_stats=[Stat(name, *value) for name, value in draw(st.lists(st.tuples(st.sampled_from(STAT_NAMES), st.tuples(st.just(StatKind.INT64), INT64)), max_size=2))],
+        plane_stats=[
+            Stat(name, *value) for name, value in draw(st.lists(st.tuples(st.sampled_from(STAT_NAMES), st.tuples(st.just(StatKind.INT64), INT64)), max_size=2))
+        ],
     )
     return finish_plane(raw, 0)[0]
 
@@ -341,9 +349,15 @@ def test_an_event_may_carry_what_the_id_columns_hold():
         np.arange(2, dtype=np.int64),
     )
     raw = RawPlane(
-        id=1, name="/host:CPU", lines=[Line(1, "t")], metadata=EventMetadata(["a"], [""], [""], [[]], [b""]),
-        start_ps=np.asarray([0, 10], dtype=np.int64), duration_ps=np.asarray([5, 5], dtype=np.int64),
-        metadata_id=np.zeros(2, dtype=np.int32), line=np.zeros(2, dtype=np.int32), stats=stats,
+        id=1,
+        name="/host:CPU",
+        lines=[Line(1, "t")],
+        metadata=EventMetadata(["a"], [""], [""], [[]], [b""]),
+        start_ps=np.asarray([0, 10], dtype=np.int64),
+        duration_ps=np.asarray([5, 5], dtype=np.int64),
+        metadata_id=np.zeros(2, dtype=np.int32),
+        line=np.zeros(2, dtype=np.int32),
+        stats=stats,
         ids={"correlation_id": np.asarray([11, 12], dtype=np.int64), "group_id": np.asarray([NO_ID, 4], dtype=np.int64)},
     )
     built = Profile(planes=[finish_plane(raw, 0)[0]], start_ns=10**18, host="h", source="", format="xspace")

@@ -46,10 +46,7 @@ def activity_unions(profile: Profile) -> dict[Activity, Union]:
             if rows.any():
                 starts[kind].append(events.start_ps[rows])
                 ends[kind].append(events.end_ps[rows])
-    return {
-        kind: Union.of(np.concatenate(starts[kind]), np.concatenate(ends[kind])) if starts[kind] else Union.empty()
-        for kind in BREAKDOWN
-    }
+    return {kind: Union.of(np.concatenate(starts[kind]), np.concatenate(ends[kind])) if starts[kind] else Union.empty() for kind in BREAKDOWN}
 
 
 def step_breakdown(steps: Steps, unions: dict[Activity, Union]) -> dict[str, np.ndarray]:

@@ -77,9 +77,7 @@ class FrameworkOpStatsResult(ToolResult):
             rows = [row for row in self.rows if row["host_or_device"] == side]
             if rows:
                 top = rows[0]
-                lines.append(
-                    f"{side}: {len(rows)} ops; most self time: {top['name']} ({top['self_time_percent']:.1f}%)"
-                )
+                lines.append(f"{side}: {len(rows)} ops; most self time: {top['name']} ({top['self_time_percent']:.1f}%)")
         return lines or ["No framework ops in this profile."]
 
 

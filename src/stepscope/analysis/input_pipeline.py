@@ -218,15 +218,11 @@ class InputPipelineResult(ToolResult):
         lines = [
             f"Your program is {self.verdict} input-bound: on average {share['mean']:.1f}% of the step time "
             f"is spent waiting for input ({len(self.steps)} step(s) from {self.step_source}).",
-            f"input share of step time: mean {share['mean']:.1f}%, stddev {share['stddev']:.1f}, "
-            f"min {share['min']:.1f}%, max {share['max']:.1f}%",
+            f"input share of step time: mean {share['mean']:.1f}%, stddev {share['stddev']:.1f}, min {share['min']:.1f}%, max {share['max']:.1f}%",
         ]
         host_total = sum(self.host_breakdown_us.values())
         if host_total > 0:
-            lines.append(
-                "host input time: "
-                + ", ".join(f"{key} {percent(us, host_total):.1f}%" for key, us in self.host_breakdown_us.items() if us > 0)
-            )
+            lines.append("host input time: " + ", ".join(f"{key} {percent(us, host_total):.1f}%" for key, us in self.host_breakdown_us.items() if us > 0))
         if self.input_ops:
             top = self.input_ops[0]
             lines.append(f"most input self time: {top['name']} ({top['self_percent']:.1f}%, {top['category']})")
@@ -459,8 +455,7 @@ def input_pipeline_analyzer(stats: OpStats) -> InputPipelineResult:
     result.host_breakdown_us = {key: ps_to_us(ps) for key, ps in by_category.items()}
     if not ops:
         note = (
-            "No input-pipeline events in this profile (PyTorch DataLoader fetches, tf.data iterators, "
-            "stepscope.data.* annotations): no input time to analyse."
+            "No input-pipeline events in this profile (PyTorch DataLoader fetches, tf.data iterators, stepscope.data.* annotations): no input time to analyse."
         )
     if steps.inferred:
         note += " No step marker was found: the whole profiled window is one step."

@@ -80,9 +80,27 @@ KINETO_TOTAL_ALLOCATED = names.KINETO_MEMORY_TOTAL_ALLOCATED
 KINETO_TOTAL_RESERVED = names.KINETO_MEMORY_TOTAL_RESERVED
 # c10::DeviceType -> the name a device gets ("GPU:0"); HIP builds report CUDA (1).
 KINETO_DEVICE_TYPES = {
-    0: "CPU", 1: "GPU", 2: "MKLDNN", 3: "OPENGL", 4: "OPENCL", 5: "IDEEP", 6: "HIP", 7: "FPGA",
-    8: "MAIA", 9: "XLA", 10: "Vulkan", 11: "Metal", 12: "XPU", 13: "MPS", 14: "Meta", 15: "HPU",
-    16: "VE", 17: "Lazy", 18: "IPU", 19: "MTIA", 20: "PrivateUse1",
+    0: "CPU",
+    1: "GPU",
+    2: "MKLDNN",
+    3: "OPENGL",
+    4: "OPENCL",
+    5: "IDEEP",
+    6: "HIP",
+    7: "FPGA",
+    8: "MAIA",
+    9: "XLA",
+    10: "Vulkan",
+    11: "Metal",
+    12: "XPU",
+    13: "MPS",
+    14: "Meta",
+    15: "HPU",
+    16: "VE",
+    17: "Lazy",
+    18: "IPU",
+    19: "MTIA",
+    20: "PrivateUse1",
 }
 
 # XSpace (TSL's HostEventType / StatType names) not in names.py.
@@ -97,9 +115,7 @@ _ARGS_DECODER = msgspec.json.Decoder()
 _DIGITS = re.compile(r"(\d+)")
 
 # Ops that only allocate: their memory is charged to the op that called them.
-ALLOCATION_OPS = frozenset(
-    {"aten::empty", "aten::empty_strided", "aten::empty_like", "aten::new_empty", "aten::new_empty_strided"}
-)
+ALLOCATION_OPS = frozenset({"aten::empty", "aten::empty_strided", "aten::empty_like", "aten::new_empty", "aten::new_empty_strided"})
 NO_OP = "(no enclosing op)"
 BEFORE_PROFILE = "(allocated before the profile)"
 
@@ -227,10 +243,7 @@ def _note(results: list[MemoryDevice]) -> str:
     for device in results:
         source = device["allocated_from"]
         if source.startswith("running sum"):
-            text = (
-                f"{device['device']}: allocated bytes are the {source} from 0 at the profile start "
-                "(memory allocated before the profile is not counted"
-            )
+            text = f"{device['device']}: allocated bytes are the {source} from 0 at the profile start (memory allocated before the profile is not counted"
             if min(point["allocated_bytes"] for point in device["timeline"]) < 0:
                 text += "; it goes below 0 where such memory is freed"
             text += ")"
@@ -527,7 +540,4 @@ def _timeline(time_ps: np.ndarray, allocated: np.ndarray, reserved: np.ndarray |
     times = time_ps[keep].tolist()
     values = allocated[keep].tolist()
     reserved_values = reserved[keep].tolist() if reserved is not None else [None] * len(keep)
-    return [
-        {"time_us": ps_to_us(t), "allocated_bytes": a, "reserved_bytes": r}
-        for t, a, r in zip(times, values, reserved_values)
-    ]
+    return [{"time_us": ps_to_us(t), "allocated_bytes": a, "reserved_bytes": r} for t, a, r in zip(times, values, reserved_values)]

@@ -208,7 +208,7 @@ class OpProfileResult(ToolResult):
             choices=(ALL_DEVICES, names.HOST_PLANE),
             choices_from="devices",
         ),
-        Option("top_n", int, DEFAULT_TOP_N, "children shown per node; the rest are folded into one \"(K more)\" node", minimum=1),
+        Option("top_n", int, DEFAULT_TOP_N, 'children shown per node; the rest are folded into one "(K more)" node', minimum=1),
     ),
 )
 def op_profile(stats: OpStats, device: str = "", top_n: int = DEFAULT_TOP_N) -> OpProfileResult:
@@ -494,8 +494,7 @@ def _tree(label: str, leaves: list[OpProfileNode], programs: list[str], categori
     for node, program, category in zip(leaves, programs, categories):
         grouped.setdefault(program, {}).setdefault(category, []).append(node)
     program_nodes = [
-        _parent(program, PROGRAM, [_parent(category, CATEGORY, ops) for category, ops in by_category.items()])
-        for program, by_category in grouped.items()
+        _parent(program, PROGRAM, [_parent(category, CATEGORY, ops) for category, ops in by_category.items()]) for program, by_category in grouped.items()
     ]
     return _parent(label, ROOT, program_nodes)
 

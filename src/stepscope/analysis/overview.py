@@ -143,10 +143,7 @@ class OverviewResult(ToolResult):
     flops: Flops
 
     def tables(self) -> list[Table]:
-        step_rows = [
-            (s["step"], s["step_time_us"], *(s["breakdown"][f"{k}_us"] for k in [*BREAKDOWN.values(), IDLE]), s["set_aside"])
-            for s in self.steps
-        ]
+        step_rows = [(s["step"], s["step_time_us"], *(s["breakdown"][f"{k}_us"] for k in [*BREAKDOWN.values(), IDLE]), s["set_aside"]) for s in self.steps]
         return [
             Table("steps", STEP_COLUMNS, step_rows),
             Table.of("devices", DEVICE_COLUMNS, self.devices),
@@ -166,8 +163,7 @@ class OverviewResult(ToolResult):
         ]
         for device in self.devices:
             lines.append(
-                f"{device['device']}: busy {device['busy_percent']:.1f}% of its active span "
-                f"({device['busy_percent_of_window']:.1f}% of the profile window)"
+                f"{device['device']}: busy {device['busy_percent']:.1f}% of its active span ({device['busy_percent_of_window']:.1f}% of the profile window)"
             )
         lines.append(f"recommendation: {self.recommendation['summary']}")
         lines.extend(f"  - {step}" for step in self.recommendation["next_steps"])
@@ -187,9 +183,7 @@ def frameworks(profile: Profile) -> str:
     """The frameworks whose events the profile holds ("PyTorch", "JAX + ..."), "Python"
     for a capture of none, "" when nothing tells (a trace of unknown origin)."""
     found = [
-        name
-        for name, marker in FRAMEWORK_MARKERS.items()
-        if any(marker.search(event_name) for plane in profile.planes for event_name in plane.metadata.names)
+        name for name, marker in FRAMEWORK_MARKERS.items() if any(marker.search(event_name) for plane in profile.planes for event_name in plane.metadata.names)
     ]
     if found:
         return " + ".join(found)

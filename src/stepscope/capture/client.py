@@ -276,7 +276,9 @@ def capture_remote(
     window_s = (duration_ms + delay_ms) / 1000
     with futures.ThreadPoolExecutor(max_workers=max(len(addresses), 1)) as pool:
         jobs = [
-            pool.submit(_capture_one, address, _request(duration_ms, start_ns, options, repository, session, host_name_for(address)), window_s, attempts, progress)
+            pool.submit(
+                _capture_one, address, _request(duration_ms, start_ns, options, repository, session, host_name_for(address)), window_s, attempts, progress
+            )
             for address in addresses
         ]
         results = [job.result() for job in jobs]

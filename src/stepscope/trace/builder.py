@@ -71,9 +71,7 @@ def finish_plane(raw: RawPlane, zero_ps: int) -> tuple[Plane, np.ndarray]:
     }
     for name in _ID_COLUMNS:
         values = raw.ids.get(name)
-        columns[name] = (
-            np.full(count, NO_ID, dtype=np.int64) if values is None else np.asarray(values, dtype=np.int64)[order]
-        )
+        columns[name] = np.full(count, NO_ID, dtype=np.int64) if values is None else np.asarray(values, dtype=np.int64)[order]
     table = EventTable(**{name: columns[name].astype(dtype, copy=False) for name, dtype in EVENT_COLUMNS.items()})
     plane = Plane(
         id=raw.id,

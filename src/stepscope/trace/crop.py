@@ -44,9 +44,7 @@ def _crop_flows(flows: FlowTable, new_rows: list[np.ndarray]) -> FlowTable:
     src = np.asarray([new_rows[p][e] for p, e in zip(flows.src_plane.tolist(), flows.src_event.tolist())], dtype=np.int64)
     dst = np.asarray([new_rows[p][e] for p, e in zip(flows.dst_plane.tolist(), flows.dst_event.tolist())], dtype=np.int64)
     keep = (src != NO_ID) & (dst != NO_ID)
-    return FlowTable(
-        flows.flow_id[keep], flows.category[keep], flows.src_plane[keep], src[keep], flows.dst_plane[keep], dst[keep], flows.categories
-    )
+    return FlowTable(flows.flow_id[keep], flows.category[keep], flows.src_plane[keep], src[keep], flows.dst_plane[keep], dst[keep], flows.categories)
 
 
 def crop(profile: Profile, start_ps: int, end_ps: int) -> Profile:

@@ -130,9 +130,7 @@ def _gunzip(path: Path, stream: io.BufferedReader, limit: int, check_head: Calla
             if not data and len(piece) < _INFLATE_CHUNK:  # (a full piece may leave output pending)
                 data = stream.read(_READ_CHUNK)
                 if not data:
-                    raise ProfileFormatError(
-                        path, "gzip data is truncated or corrupt (Compressed file ended before the end-of-stream marker was reached)"
-                    )
+                    raise ProfileFormatError(path, "gzip data is truncated or corrupt (Compressed file ended before the end-of-stream marker was reached)")
     except zlib.error as error:
         raise ProfileFormatError(path, f"gzip data is truncated or corrupt ({error})") from None
 

@@ -88,10 +88,7 @@ KINETO_KERNEL_CATEGORIES: Final = frozenset({"kernel", "Kernel"})
 KINETO_MEMCPY_CATEGORIES: Final = frozenset({"gpu_memcpy", "Memcpy"})
 KINETO_MEMSET_CATEGORIES: Final = frozenset({"gpu_memset", "Memset"})
 KINETO_DEVICE_CATEGORIES: Final = (
-    KINETO_KERNEL_CATEGORIES
-    | KINETO_MEMCPY_CATEGORIES
-    | KINETO_MEMSET_CATEGORIES
-    | frozenset({"gpu_user_annotation", "cuda_sync"})
+    KINETO_KERNEL_CATEGORIES | KINETO_MEMCPY_CATEGORIES | KINETO_MEMSET_CATEGORIES | frozenset({"gpu_user_annotation", "cuda_sync"})
 )
 # Python call stacks Kineto records with with_stack=True.
 KINETO_PYTHON_CATEGORY: Final = "python_function"

@@ -128,8 +128,7 @@ def _nest(
                 if child >= size:
                     break
                 if child + 1 < size and (
-                    heap_end[child + 1] < heap_end[child]
-                    or (heap_end[child + 1] == heap_end[child] and heap_flag[child + 1] < heap_flag[child])
+                    heap_end[child + 1] < heap_end[child] or (heap_end[child + 1] == heap_end[child] and heap_flag[child + 1] < heap_flag[child])
                 ):
                     child += 1
                 if heap_end[child] < end or (heap_end[child] == end and heap_flag[child] < flag):

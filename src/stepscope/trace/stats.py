@@ -377,8 +377,7 @@ class TypedStats:
             return []
         key_names = self._key_names
         return [
-            Stat(key_names[key], _KINDS[kind], value)
-            for key, kind, value in zip(self._key[lo:hi].tolist(), self._kind[lo:hi].tolist(), self._values(lo, hi))
+            Stat(key_names[key], _KINDS[kind], value) for key, kind, value in zip(self._key[lo:hi].tolist(), self._kind[lo:hi].tolist(), self._values(lo, hi))
         ]
 
     def raw(self, row: int) -> bytes:
@@ -434,14 +433,10 @@ class TypedStats:
         if len(python):
             encoded: dict[tuple[int, int, bool], tuple[int, int | bytes]] = {}
             extra: dict[bytes, int] = {}
-            for entry, entry_kind, number, is_boxed in zip(
-                python.tolist(), kind[python].tolist(), bits[python].tolist(), boxed[python].tolist()
-            ):
+            for entry, entry_kind, number, is_boxed in zip(python.tolist(), kind[python].tolist(), bits[python].tolist(), boxed[python].tolist()):
                 found = encoded.get((entry_kind, number, is_boxed))
                 if found is None:
-                    found = encoded[entry_kind, number, is_boxed] = xstat_value(
-                        entry_kind, texts.get(number, -1 if is_boxed else entry_kind)
-                    )
+                    found = encoded[entry_kind, number, is_boxed] = xstat_value(entry_kind, texts.get(number, -1 if is_boxed else entry_kind))
                 written_kind, value = found
                 if isinstance(value, bytes):
                     value = texts._count + extra.setdefault(value, len(extra))
@@ -506,5 +501,3 @@ def _encode(kinds: np.ndarray, values: list[StatValue]) -> tuple[np.ndarray, Tex
 
 def _first(stats: list[Stat], name: str) -> StatValue | None:
     return next((stat.value for stat in stats if stat.name == name), None)
-
-

@@ -108,11 +108,7 @@ def details(profile: Profile, ref: Any, index: TraceIndex | None = None) -> dict
         end_ps=start + record["duration_ps"],
         start_ns=profile.start_ns + start // 1000,
         depth=int(events.depth[row]),
-        ids={
-            column: int(getattr(events, column)[row])
-            for column in _ID_COLUMNS
-            if int(getattr(events, column)[row]) != NO_ID
-        },
+        ids={column: int(getattr(events, column)[row]) for column in _ID_COLUMNS if int(getattr(events, column)[row]) != NO_ID},
         stats=[{"name": stat.name, "value": trace_value(stat.value)} for stat in source.event_stats(row)],
         parent=[plane, parent] if parent != NO_ID else None,
     )
@@ -132,9 +128,7 @@ def flows_for(profile: Profile, ref: Any, index: TraceIndex | None = None) -> li
     if plane == STEPS_PLANE:
         return []
     flows = profile.flows
-    touching = np.flatnonzero(
-        ((flows.src_plane == plane) & (flows.src_event == row)) | ((flows.dst_plane == plane) & (flows.dst_event == row))
-    )[:MAX_FLOWS]
+    touching = np.flatnonzero(((flows.src_plane == plane) & (flows.src_event == row)) | ((flows.dst_plane == plane) & (flows.dst_event == row)))[:MAX_FLOWS]
     arrows = []
     linked: set[tuple[int, int, int, int]] = set()
     for flow in touching.tolist():
@@ -153,9 +147,7 @@ def flows_for(profile: Profile, ref: Any, index: TraceIndex | None = None) -> li
         return arrows
     on_device = profile.planes[plane].is_device
     for other_index, other in enumerate(profile.planes):
-        if other_index == plane or other.is_device == on_device or not other.name.startswith(
-            (names.HOST_PLANE_PREFIX, names.DEVICE_PLANE_PREFIX)
-        ):
+        if other_index == plane or other.is_device == on_device or not other.name.startswith((names.HOST_PLANE_PREFIX, names.DEVICE_PLANE_PREFIX)):
             continue
         for other_row in np.flatnonzero(other.events.correlation_id == correlation).tolist():
             if len(arrows) >= MAX_FLOWS:

@@ -13,7 +13,9 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 # The startup line: "stepscope: serving LOGDIR at http://HOST:PORT/[?token=T][ (notes)]".
-STARTUP_LINE = re.compile(r"^stepscope: serving (?P<logdir>\S+) at (?P<url>http://(?P<host>[^:/]+):(?P<port>\d+)/)(?:\?token=(?P<token>[0-9a-f]+))?(?P<notes>.*)$")
+STARTUP_LINE = re.compile(
+    r"^stepscope: serving (?P<logdir>\S+) at (?P<url>http://(?P<host>[^:/]+):(?P<port>\d+)/)(?:\?token=(?P<token>[0-9a-f]+))?(?P<notes>.*)$"
+)
 
 
 @dataclass
@@ -27,9 +29,7 @@ class Answer:
 
 
 class DashboardServer:
-    def __init__(
-        self, logdir: Path, cache_dir: Path, *args: str, host: str = "127.0.0.1", env: dict[str, str] | None = None, preexec_fn=None
-    ) -> None:
+    def __init__(self, logdir: Path, cache_dir: Path, *args: str, host: str = "127.0.0.1", env: dict[str, str] | None = None, preexec_fn=None) -> None:
         """``args``: more ``serve`` options; ``env`` and ``preexec_fn`` as for
         ``subprocess.Popen`` (settings, resource limits)."""
         self.cache_dir = cache_dir

@@ -206,8 +206,13 @@ def pair_flows(points: list[list[tuple[int, int]]], orders: list[np.ndarray]) ->
         return FlowTable.empty()
     table = np.asarray(rows, dtype=np.int64)
     return FlowTable(
-        table[:, 0], np.zeros(len(rows), dtype=np.int32), table[:, 1].astype(np.int32), table[:, 2],
-        table[:, 3].astype(np.int32), table[:, 4], ["flow"],
+        table[:, 0],
+        np.zeros(len(rows), dtype=np.int32),
+        table[:, 1].astype(np.int32),
+        table[:, 2],
+        table[:, 3].astype(np.int32),
+        table[:, 4],
+        ["flow"],
     )
 
 
@@ -224,9 +229,7 @@ def same_value(a: Any, b: Any) -> bool:
 
 
 def same_stats(a: list[Stat], b: list[Stat]) -> bool:
-    return len(a) == len(b) and all(
-        x.name == y.name and x.kind == y.kind and same_value(x.value, y.value) for x, y in zip(a, b)
-    )
+    return len(a) == len(b) and all(x.name == y.name and x.kind == y.kind and same_value(x.value, y.value) for x, y in zip(a, b))
 
 
 def same_info(a: Any, b: Any) -> bool:

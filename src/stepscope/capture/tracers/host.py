@@ -205,7 +205,10 @@ def warm_up() -> None:
     from stepscope.trace.formats.xspace.write import xspace_chunks
 
     clock = EpochClock()
-    records = {names.HOST_PLANE: [("warm-up", 0, 2, 0, {names.STEP_NUM: 0}), ("inner", 0, 1, 0, {"text": "x"})], names.PYTHON_TRACER_PLANE: [("call", 0, 1, 0, None)]}
+    records = {
+        names.HOST_PLANE: [("warm-up", 0, 2, 0, {names.STEP_NUM: 0}), ("inner", 0, 1, 0, {"text": "x"})],
+        names.PYTHON_TRACER_PLANE: [("call", 0, 1, 0, None)],
+    }
     profiles = [
         Profile(planes=[events_plane(name, found, clock, clock.offset)], start_ns=clock.offset + shift, host="", source="warm-up", format="stepscope")
         for shift, (name, found) in enumerate(records.items())

@@ -106,8 +106,7 @@ class JaxTracer:
         try:
             if _jax_state_session() is not None:
                 raise StepscopeError(
-                    "jax.profiler is already tracing in this program (jax.profiler.start_trace or trace);"
-                    " stepscope records no JAX events while it runs"
+                    "jax.profiler is already tracing in this program (jax.profiler.start_trace or trace); stepscope records no JAX events while it runs"
                 )
             jax_profiler.start_trace(str(log_dir), profiler_options=profile_options)
         except BaseException:

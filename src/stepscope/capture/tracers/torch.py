@@ -80,10 +80,7 @@ class TorchTracer:
         if _profiler_active(torch):
             # torch allows one profiler per process, and it would start "inside" another
             # without complaint, then stop the program's own when stopped.
-            raise StepscopeError(
-                "a torch profiler is already running in this program; stepscope does not trace torch ops"
-                " while it runs"
-            )
+            raise StepscopeError("a torch profiler is already running in this program; stepscope does not trace torch ops while it runs")
         verbose = options.host_tracer_level >= _HOST_VERBOSE_LEVEL
         profiler = torch_profiler.profile(
             activities=activities,

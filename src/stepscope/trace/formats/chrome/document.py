@@ -76,9 +76,7 @@ def decode_document(path: Path, data: bytes | bytearray) -> TraceDocument:
 
 
 def nested_too_deeply(path: Path) -> ProfileFormatError:
-    return ProfileFormatError(
-        path, f"is not a trace: JSON nested too deeply (past the decoder's limit of about {sys.getrecursionlimit():,} levels)"
-    )
+    return ProfileFormatError(path, f"is not a trace: JSON nested too deeply (past the decoder's limit of about {sys.getrecursionlimit():,} levels)")
 
 
 def check_counts(path: Path, events: EventColumns) -> None:
@@ -249,9 +247,7 @@ def _not_json(path: Path, error: json.JSONDecodeError) -> ProfileFormatError:
     return ProfileFormatError(path, f"is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})")
 
 
-def id_columns_reader(
-    struct: type[msgspec.Struct], columns: dict[str, tuple[str, ...]]
-) -> Callable[[JsonStats], tuple[dict[str, np.ndarray], int]]:
+def id_columns_reader(struct: type[msgspec.Struct], columns: dict[str, tuple[str, ...]]) -> Callable[[JsonStats], tuple[dict[str, np.ndarray], int]]:
     """A function that pulls integer id columns out of every event's raw args, and counts
     the ids past int64 (kept exactly in the args, but with no numeric id).
 

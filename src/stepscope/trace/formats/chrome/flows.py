@@ -31,9 +31,7 @@ class FlowPoints:
     binds_enclosing: np.ndarray  # bool
 
 
-def bind_points(
-    plane: Plane, lines: np.ndarray, times: np.ndarray, enclosing: np.ndarray, flow_ids: np.ndarray | None = None
-) -> np.ndarray:
+def bind_points(plane: Plane, lines: np.ndarray, times: np.ndarray, enclosing: np.ndarray, flow_ids: np.ndarray | None = None) -> np.ndarray:
     """Event rows for points (line index, time in ps): the innermost enclosing slice where
     ``enclosing``, else the first slice starting at or after the time; -1 where none.
 

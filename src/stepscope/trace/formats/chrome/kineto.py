@@ -214,9 +214,7 @@ class _KinetoIds(msgspec.Struct, gc=False):
     external_id_2021: Any = msgspec.field(default=NO_ID, name="external id")
 
 
-hot_columns = id_columns_reader(
-    _KinetoIds, {"correlation_id": ("correlation",), "external_id": ("external_id", "external_id_2021")}
-)
+hot_columns = id_columns_reader(_KinetoIds, {"correlation_id": ("correlation",), "external_id": ("external_id", "external_id_2021")})
 
 
 KINETO_DIALECT = Dialect(

@@ -131,9 +131,7 @@ class _XSpaceNamedIds(msgspec.Struct, gc=False):
 CHROME_DIALECT = Dialect(
     format="chrome",
     epoch_base_key="baseTimeNanoseconds",
-    id_columns=id_columns_reader(
-        _XSpaceNamedIds, {name: (name,) for name in ("correlation_id", "group_id", "step_num", "external_id")}
-    ),
+    id_columns=id_columns_reader(_XSpaceNamedIds, {name: (name,) for name in ("correlation_id", "group_id", "step_num", "external_id")}),
 )
 
 
@@ -454,9 +452,7 @@ class _Layout:
         source, kind = records.source, records.kind
         width = max(len(events.tid.values), len(events.category.values), 1)
         flag = np.where(kind == _Kind.COUNTER, _COUNTERS, np.where(kind == _Kind.ASYNC, _ASYNC, _THREAD))
-        second = np.where(
-            flag == _THREAD, events.tid.codes[source], np.where(flag == _ASYNC, events.category.codes[source], 0)
-        )
+        second = np.where(flag == _THREAD, events.tid.codes[source], np.where(flag == _ASYNC, events.category.codes[source], 0))
         pid_codes = events.pid.codes[source]
         combined = cls._keys(pid_codes, second, flag, width)
         keys, first, record_key = np.unique(combined, return_index=True, return_inverse=True)

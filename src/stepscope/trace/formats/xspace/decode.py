@@ -140,10 +140,7 @@ def decode_space(path: Path, data: bytes | bytearray, bulk: bool | None = None) 
     budget.planes(int(is_plane.sum()))
     space = xplane_pb2.XSpace()
     _parse(path, space, _joined(data, fields[~is_plane]))
-    planes = [
-        _decode_plane(path, wire, buf, data, start, end, budget, index)
-        for index, (start, end) in enumerate(fields[is_plane][:, 3:5].tolist())
-    ]
+    planes = [_decode_plane(path, wire, buf, data, start, end, budget, index) for index, (start, end) in enumerate(fields[is_plane][:, 3:5].tolist())]
     return DecodedSpace(space, planes, bulk=True)
 
 
@@ -322,9 +319,7 @@ def _columns(events: int, stats: int, text_size: int, texts: int, heads: int, li
     )
 
 
-def _decode_lines(
-    path: Path, wire: Any, buf: np.ndarray, line_start: np.ndarray, line_end: np.ndarray, budget: _Budget
-) -> tuple[DecodedLines, np.ndarray]:
+def _decode_lines(path: Path, wire: Any, buf: np.ndarray, line_start: np.ndarray, line_end: np.ndarray, budget: _Budget) -> tuple[DecodedLines, np.ndarray]:
     counts = wire.decode_lines(buf, line_start, line_end, False, *_columns(0, 0, 0, 0, 0, 0))
     event_count, stat_count, text_size, text_count, head_count, error, at = counts
     if error:
@@ -353,9 +348,7 @@ def _decode_lines(
         _check_utf8(path, text, text_offsets, text_kinds == KIND_STR, blob)  # texts are numbered in stat order
     texts = TextValues(blob, text_offsets)
     return (
-        DecodedLines(
-            event_metadata, event_offset, event_duration, event_line, stat_event, stat_metadata, stat_kind, stat_bits, texts, text_count, line_events
-        ),
+        DecodedLines(event_metadata, event_offset, event_duration, event_line, stat_event, stat_metadata, stat_kind, stat_bits, texts, text_count, line_events),
         heads,
     )
 

@@ -191,9 +191,7 @@ def plane_flows(flows: FlowTable, plane: int, count: int) -> tuple[np.ndarray, n
     own id (its row in the table, from 1)."""
     flow_id = np.arange(1, len(flows) + 1, dtype=np.int64)
     rows, order, bits = [], [], []
-    for side, (planes, events, direction) in enumerate(
-        ((flows.src_plane, flows.src_event, FLOW_OUT), (flows.dst_plane, flows.dst_event, FLOW_IN))
-    ):
+    for side, (planes, events, direction) in enumerate(((flows.src_plane, flows.src_event, FLOW_OUT), (flows.dst_plane, flows.dst_event, FLOW_IN))):
         mine = np.flatnonzero((planes == plane) & (events >= 0) & (events < count))
         rows.append(np.asarray(events[mine], dtype=np.int64))
         order.append(2 * mine + side)
@@ -215,9 +213,7 @@ class EncodedEvents:
         return self._buffer[self._bounds[index] : self._bounds[index + 1]]
 
 
-def encode_events(
-    plane: Plane, offset_ps: np.ndarray, flows: tuple[np.ndarray, np.ndarray], stat_id: Callable[[str], int]
-) -> EncodedEvents:
+def encode_events(plane: Plane, offset_ps: np.ndarray, flows: tuple[np.ndarray, np.ndarray], stat_id: Callable[[str], int]) -> EncodedEvents:
     """``offset_ps``: each event's XEvent.offset_ps; ``flows``: :func:`plane_flows`;
     ``stat_id``: the plane's stat metadata id of a name (made on first use)."""
     events = plane.events

@@ -64,12 +64,7 @@ def read_xspace(path: Path, data: bytes | bytearray, *, bulk: bool | None = None
     space = decode_space(path, data, bulk)
     if not space.planes:
         raise ProfileFormatError(path, "is not a profile: the XSpace has no planes")
-    timestamps = [
-        line.timestamp_ns
-        for plane in space.planes
-        for line, count in zip(plane.lines, plane.columns.line_events.tolist())
-        if count
-    ]
+    timestamps = [line.timestamp_ns for plane in space.planes for line, count in zip(plane.lines, plane.columns.line_events.tolist()) if count]
     base_ns = min(timestamps, default=0)
     environment: dict[str, Any] = {}
     kept = []
@@ -130,12 +125,8 @@ def read_xspace(path: Path, data: bytes | bytearray, *, bulk: bool | None = None
 def _check_span(path: Path, raws: Sequence[RawPlane | None], zero_ps: int) -> None:
     """Every event, rebased to the profile's start, must still end within an int64."""
     for raw in raws:
-        if raw is not None and len(raw) and (
-            zero_ps < INT64_MIN or int((raw.start_ps + raw.duration_ps).max()) - zero_ps > INT64_MAX
-        ):
-            raise ProfileFormatError(
-                path, f"plane {raw.name!r} has event times out of range (more than 106 days from the first event)"
-            )
+        if raw is not None and len(raw) and (zero_ps < INT64_MIN or int((raw.start_ps + raw.duration_ps).max()) - zero_ps > INT64_MAX):
+            raise ProfileFormatError(path, f"plane {raw.name!r} has event times out of range (more than 106 days from the first event)")
 
 
 # A plane's flow endpoints: the raw rows of the events carrying a `flow` stat, and the stat.
@@ -270,8 +261,7 @@ def _read_plane(path: Path, plane: DecodedPlane, base_ns: int) -> tuple[RawPlane
         meta_stats.append(type_stats)
         serialized.append(meta.metadata)
     lines = [
-        Line(id=line.id, name=line.name, display_name=line.display_name, timestamp_ns=line.timestamp_ns, duration_ps=line.duration_ps)
-        for line in plane.lines
+        Line(id=line.id, name=line.name, display_name=line.display_name, timestamp_ns=line.timestamp_ns, duration_ps=line.duration_ps) for line in plane.lines
     ]
     columns = plane.columns
     count = len(columns.event_offset)
@@ -290,9 +280,7 @@ def _read_plane(path: Path, plane: DecodedPlane, base_ns: int) -> tuple[RawPlane
     start_ps = _event_starts(columns.event_offset, columns.line_events, plane.lines, base_ns)
     columns.event_metadata = columns.event_offset = None  # type: ignore[assignment]  # garbage now
     if start_ps is None or np.any(duration_ps > INT64_MAX - np.maximum(start_ps, 0)):
-        raise ProfileFormatError(
-            path, f"plane {proto.name!r} has event times out of range (more than 106 days from the first event)"
-        )
+        raise ProfileFormatError(path, f"plane {proto.name!r} has event times out of range (more than 106 days from the first event)")
     return RawPlane(
         id=proto.id,
         name=proto.name,
@@ -382,9 +370,7 @@ def _event_stats(count: int, columns: DecodedLines, stat_names: dict[int, str]) 
     # metadata entries of one name are one stat, as a reader of names sees them).
     distinct, inverse = _distinct(columns.stat_metadata)
     key_index: dict[str, int] = {}
-    codes = np.asarray(
-        [key_index.setdefault(stat_names.get(i, f"stat_{i}"), len(key_index)) for i in distinct.tolist()], dtype=np.int32
-    )
+    codes = np.asarray([key_index.setdefault(stat_names.get(i, f"stat_{i}"), len(key_index)) for i in distinct.tolist()], dtype=np.int32)
     key = codes[inverse] if len(codes) else np.zeros(0, dtype=np.int32)
     texts = columns.texts
     refs = np.flatnonzero(kind == KIND_REF)
