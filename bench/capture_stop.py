@@ -79,9 +79,8 @@ def record(steps: int):
     tracer = HostTracer()
     tracer.start(stepscope.ProfilerOptions(host_tracer_level=2))
     for index in range(steps):
-        with stepscope.step(index):
-            with stepscope.trace("compute"):
-                pass
+        with stepscope.step(index), stepscope.trace("compute"):
+            pass
     return tracer
 
 
@@ -108,8 +107,8 @@ def main() -> None:
     from stepscope.protos import xplane_pb2
     from stepscope.trace import names
     from stepscope.trace.files import atomic_write
-    from stepscope.trace.merge import merge_profiles
     from stepscope.trace.formats.xspace.write import write_xspace
+    from stepscope.trace.merge import merge_profiles
     from tests.support.reference.events_plane import reference_events_plane
     from tests.support.reference.xspace_write import reference_to_xspace
 

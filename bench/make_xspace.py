@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import importlib.util
+import json
 import math
 import os
 import shutil
@@ -88,9 +88,9 @@ def cached(logdir: Path) -> dict | None:
 
 def build_workload():
     """(train(steps, logdir) -> seconds, versions): the model, data and profiled loop."""
+    import keras
     import numpy as np
     import tensorflow as tf
-    import keras
 
     tf.random.set_seed(0)
     keras.utils.set_random_seed(0)

@@ -109,7 +109,7 @@ def child_stepscope(path: str, tools_wanted: list[str]) -> dict:
             result = run_tool(name, stats)
             t2 = time.perf_counter()
             text = render([result], "json")
-        except Exception as error:  # noqa: BLE001 - reported per tool, the others still run
+        except Exception as error:
             tools[name] = {"error": f"{type(error).__name__}: {error}"[:300], "seconds": time.perf_counter() - t1}
             continue
         t3 = time.perf_counter()
@@ -131,7 +131,7 @@ def child_xprof(path: str, tools_wanted: list[str]) -> dict:
         t1 = time.perf_counter()
         try:
             data, _content_type = raw_to_tool_data.xspace_to_tool_data([path], name, {"use_saved_result": False})
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             tools[name] = {"error": f"{type(error).__name__}: {error}"[:300], "seconds": time.perf_counter() - t1}
             continue
         seconds = time.perf_counter() - t1

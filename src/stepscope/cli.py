@@ -18,7 +18,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import NoReturn
 
@@ -163,7 +163,7 @@ def render_info(report: InfoReport) -> str:
     for run in report.runs:
         out.append(f"run {run.name}")
         for host in run.hosts:
-            start = datetime.fromtimestamp(host.start_ns / 1e9, tz=timezone.utc).isoformat(timespec="milliseconds")
+            start = datetime.fromtimestamp(host.start_ns / 1e9, tz=UTC).isoformat(timespec="milliseconds")
             out.append(f"  host {host.name}  [{host.format}]  {host.path}")
             out.append(f"    span {host.span_ps / 1e9:,.3f} ms from {start}, {host.events:,} events")
             if host.devices:

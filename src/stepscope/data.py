@@ -76,7 +76,7 @@ _now = time.perf_counter_ns  # the annotations' clock
 class _InstrumentedIterator(Iterator[T]):
     """One pass over the wrapped iterable; every delivered item's fetch is a wait event."""
 
-    __slots__ = ("_iterator", "_source", "_index")
+    __slots__ = ("_index", "_iterator", "_source")
 
     def __init__(self, iterator: Iterator[T], source: str) -> None:
         self._iterator = iterator

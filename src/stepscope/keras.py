@@ -117,7 +117,7 @@ class _Profiling:
         try:
             session = CaptureSession(self.log_dir, self.options)
             session.start()
-        except Exception as error:  # noqa: BLE001 - the profiler never takes training down
+        except Exception as error:
             warnings.warn(
                 f"stepscope: ProfilerCallback could not start a capture at batch {self._batch} ({error}); training goes on unprofiled",
                 ProfilerWarning,
@@ -139,7 +139,7 @@ class _Profiling:
             return
         try:
             path = session.stop()
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             warnings.warn(f"stepscope: ProfilerCallback could not finish its capture ({error})", ProfilerWarning, stacklevel=2)
             return
         if path is not None:

@@ -312,7 +312,7 @@ def test_profile_without_ops_is_well_formed(tmp_path: Path):
 def _self_times_from_protobuf(line: xplane_pb2.XLine) -> list[int]:
     """Each event's duration minus its direct children's on the line; an event's parent is
     the innermost earlier event (by start, longest first) that contains it whole."""
-    spans = sorted(((e.offset_ps, -e.duration_ps) for e in line.events))
+    spans = sorted((e.offset_ps, -e.duration_ps) for e in line.events)
     spans = [(start, start - negative) for start, negative in spans]
     self_ps = [end - start for start, end in spans]
     for i, (start, end) in enumerate(spans):

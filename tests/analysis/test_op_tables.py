@@ -42,8 +42,6 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.analysis.overview import top_operations
-from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.op_categories import (
     ATTENTION,
     COMMUNICATION,
@@ -56,6 +54,8 @@ from stepscope.analysis.op_categories import (
     REDUCTION,
     category_of,
 )
+from stepscope.analysis.opstats import OpStats
+from stepscope.analysis.overview import top_operations
 from stepscope.protos import xplane_pb2
 from tests.support.traces import KINETO_TRACES, XPLANE_TRACES
 

@@ -40,7 +40,7 @@ def test_json_keys_scripts_rely_on():
     document = json.loads(result.stdout)
     assert list(document) == tool_names()
     rows = document["kernel_stats"]["rows"]
-    assert rows and KERNEL_KEYS <= set(rows[0])
+    assert rows and set(rows[0]) >= KERNEL_KEYS
     # The kernel count is the file's number of kernel events.
     kernels = sum(1 for e in read_json(shared(A100))["traceEvents"] if e.get("cat") == "kernel")
     assert sum(row["occurrences"] for row in rows) == kernels

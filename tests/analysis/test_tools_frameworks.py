@@ -170,7 +170,6 @@ def test_the_framework_is_named_from_the_events(tf_profile: Path, jax_profile: P
     assert framework(tf_profile) == "TensorFlow"
     assert framework(jax_profile) == "JAX"
     assert framework(shared("kineto/alexnet_small.pt.trace.json.gz")) == "PyTorch"
-    with stepscope.profile(tmp_path) as session:
-        with stepscope.step(0):
-            pass
+    with stepscope.profile(tmp_path) as session, stepscope.step(0):
+        pass
     assert framework(session.path) == "Python"

@@ -176,15 +176,14 @@ def test_errors_propagate_unchanged():
 
 
 def test_stages_categories_and_names(tmp_path: Path):
-    with stepscope.profile(tmp_path, OPTIONS) as session:
-        with stepscope.step(0):
-            for _ in stepscope.data.instrument(range(2), name="shards"):
-                with stepscope.data.stage("prefetch"):
-                    pass
-                with stepscope.data.stage("transform", size=3):
-                    pass
-                with stepscope.data.stage("shuffle_buffer"):
-                    pass
+    with stepscope.profile(tmp_path, OPTIONS) as session, stepscope.step(0):
+        for _ in stepscope.data.instrument(range(2), name="shards"):
+            with stepscope.data.stage("prefetch"):
+                pass
+            with stepscope.data.stage("transform", size=3):
+                pass
+            with stepscope.data.stage("shuffle_buffer"):
+                pass
     pipeline = run_tool("input_pipeline_analyzer", stepscope.load(session.path)).to_json()
     assert {op["name"]: (op["count"], op["category"]) for op in pipeline["input_ops"]} == {
         WAIT: (2, "other"),

@@ -80,10 +80,9 @@ def test_one_session_at_a_time(tmp_path: Path):
             CaptureSession(tmp_path, tracers=[HostTracer()]).start()
         # The job-facing calls never raise: the second capture warns and records nothing,
         # and the first goes on recording.
-        with pytest.warns(stepscope.ProfilerWarning, match="records nothing.*already running"):
-            with stepscope.profile(tmp_path / "inner") as inner:
-                with stepscope.trace("work"):
-                    pass
+        with pytest.warns(stepscope.ProfilerWarning, match="records nothing.*already running"), stepscope.profile(tmp_path / "inner") as inner:
+            with stepscope.trace("work"):
+                pass
         assert inner.path is None and not (tmp_path / "inner").exists()
         with pytest.warns(stepscope.ProfilerWarning, match="records nothing"):
             stepscope.start(tmp_path / "inner")
@@ -185,10 +184,8 @@ def test_options_are_checked():
 
 
 def test_xprof_opens_a_capture(tmp_path: Path):
-    with stepscope.profile(tmp_path, stepscope.ProfilerOptions(host_tracer_level=1)) as session:
-        with stepscope.step(0):
-            with stepscope.trace("compute"):
-                time.sleep(0.001)
+    with stepscope.profile(tmp_path, stepscope.ProfilerOptions(host_tracer_level=1)) as session, stepscope.step(0), stepscope.trace("compute"):
+        time.sleep(0.001)
     from xprof.convert import raw_to_tool_data
 
     data, _ = raw_to_tool_data.xspace_to_tool_data([str(session.path)], "trace_viewer", {"use_saved_result": False})
@@ -205,11 +202,10 @@ def test_forked_worker_events_reach_the_profile(tmp_path: Path):
     import multiprocessing
 
     context = multiprocessing.get_context("fork")
-    with stepscope.profile(tmp_path, stepscope.ProfilerOptions(host_tracer_level=1)) as session:
-        with stepscope.trace("main.wait"):
-            worker = context.Process(target=_forked_worker)
-            worker.start()
-            worker.join()
+    with stepscope.profile(tmp_path, stepscope.ProfilerOptions(host_tracer_level=1)) as session, stepscope.trace("main.wait"):
+        worker = context.Process(target=_forked_worker)
+        worker.start()
+        worker.join()
     profile = stepscope.load(session.path)
     profile.validate()
     host = profile.plane(names.HOST_PLANE)
@@ -249,9 +245,8 @@ def test_threads_annotate_concurrently(tmp_path: Path):
     # 8 threads x 500 nested pairs: every annotation is recorded, on its own thread's line.
     def work(index: int) -> None:
         for _ in range(500):
-            with stepscope.trace("outer", worker=index):
-                with stepscope.trace("inner"):
-                    pass
+            with stepscope.trace("outer", worker=index), stepscope.trace("inner"):
+                pass
 
     with stepscope.profile(tmp_path, stepscope.ProfilerOptions(host_tracer_level=1)) as session:
         threads = [threading.Thread(target=work, args=(i,), name=f"annotator-{i}") for i in range(8)]

@@ -143,7 +143,7 @@ def test_host_level_2_records_the_model_ops(torch, scratch):
     # Each forward addmm nests under a "step" range: LAYERS of them under each step.
     steps = sorted(_rows_named(host, "step"), key=lambda row: int(host.events.start_ps[row]))
     per_step = collections.Counter(_root(host, row) for row in _rows_named(host, "aten::addmm"))
-    assert per_step == {step: LAYERS for step in steps}
+    assert per_step == dict.fromkeys(steps, LAYERS)
 
     # The trace went through a temporary folder of tempfile's, which is gone now (torch
     # itself may leave its own caches there, e.g. torchinductor_<user>).

@@ -10,19 +10,19 @@ import shutil
 import time
 from urllib.parse import parse_qs, urlparse
 
-import playwright.sync_api as playwright_api  # noqa: E402  (a test dependency, installed by `make test`)
+import playwright.sync_api as playwright_api
 import pytest
 
-from tests.support.dashboard.browser import (  # noqa: E402
+from tests.support.dashboard.browser import (
     CHROMIUM,
     CHROMIUM_ARGS,
     SCREENSHOTS,
     foreign_requests,
     page_url,
 )
-from tests.support.dashboard.logdir import TPU_SESSION  # noqa: E402
-from tests.support.service_job import Job  # noqa: E402
-from tests.support.traces import shared  # noqa: E402
+from tests.support.dashboard.logdir import TPU_SESSION
+from tests.support.service_job import Job
+from tests.support.traces import shared
 
 GPU = dict(run="gpu", host="v100_resnet_ns_resolution")
 TPU = dict(run=f"tpu/{TPU_SESSION}", host="tpu_host")

@@ -19,9 +19,9 @@ import pytest
 from stepscope.dashboard import pools
 from stepscope.dashboard.analysis_cache import AnalysisCache
 from stepscope.dashboard.pools import MEMORY_SETTING, WorkerFailed, WorkerPool, default_memory_limit
-from stepscope.sizes import parse_size, size_text
 from stepscope.dashboard.profile_jobs import JobFailed, ProfileJobs
 from stepscope.errors import StepscopeError
+from stepscope.sizes import parse_size, size_text
 from tests.support.dashboard import fake_jobs
 from tests.support.dashboard.inprocess import InProcessServer
 

@@ -91,7 +91,7 @@ def run_cli_in_process(*args: str | Path, capsys: pytest.CaptureFixture[str]) ->
         code = main([str(arg) for arg in args])
     except SystemExit as exit_:
         code = exit_.code if isinstance(exit_.code, int) else 1
-    except Exception as error:  # noqa: BLE001 - any other exception is the failure under test
+    except Exception as error:
         pytest.fail(f"stepscope {' '.join(map(str, args))} raised {type(error).__name__} (a traceback): {error}")
     out, err = capsys.readouterr()
     return subprocess.CompletedProcess(list(args), code, out, err)

@@ -12,8 +12,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from stepscope.trace.stat_types import INT64_MAX, Stat, StatKind
 from stepscope.jsonform import trace_value as _jsonable
+from stepscope.trace.stat_types import INT64_MAX, Stat, StatKind
 from stepscope.trace.stats import TextValues, TypedStats, _first
 
 KEYS = ["correlation_id", "flops", "tf_op", "kernel_details", "bytes", "ratio"]

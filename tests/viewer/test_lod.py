@@ -101,7 +101,7 @@ def check(profile, index, start, end, width, name_filter=None):
     assert np.all(lane_runs <= used_width) and np.all(lane_events <= used_width + 1)
     total = sum(answer.count for answer in want.values()) + steps
     assert header["counts"]["overlapping"] == total
-    assert 0 <= data["run_busy"].min(initial=0) and data["run_busy"].max(initial=0) <= 1 + 1e-6
+    assert data["run_busy"].min(initial=0) >= 0 and data["run_busy"].max(initial=0) <= 1 + 1e-6
     return data
 
 

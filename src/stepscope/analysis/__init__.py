@@ -4,7 +4,6 @@ The modules imported below are the tools: each registers its entry in ``registry
 it is defined, so adding a tool is a module and its line here.
 """
 
-from stepscope.analysis.registry import TOOLS, Option, Output, ToolResult, ToolSpec, run_tool, spec, specs, tool_names
 from stepscope.analysis import (  # noqa: F401  (each registers its tool)
     framework_op_stats,
     input_pipeline,
@@ -14,5 +13,6 @@ from stepscope.analysis import (  # noqa: F401  (each registers its tool)
     overview,
     trace_viewer,
 )
+from stepscope.analysis.registry import TOOLS, Option, Output, ToolResult, ToolSpec, run_tool, spec, specs, tool_names
 
 __all__ = ["TOOLS", "Option", "Output", "ToolResult", "ToolSpec", "run_tool", "spec", "specs", "tool_names"]

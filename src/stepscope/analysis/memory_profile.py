@@ -61,8 +61,8 @@ from typing import Any, TypedDict
 import msgspec
 import numpy as np
 
-from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.opstats import OpStats
+from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.steps import Steps
 from stepscope.analysis.tables import Column, Table, ps_to_us
 from stepscope.trace import names

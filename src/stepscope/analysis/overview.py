@@ -17,14 +17,13 @@ the summary statistics, the breakdown percentages and the verdict (``verdict``);
 from __future__ import annotations
 
 import re
-
 from dataclasses import dataclass
 from typing import TypedDict
 
 import numpy as np
 
-from stepscope.analysis.classify import DEVICE_ACTIVITIES, event_activities
 from stepscope.analysis.breakdown import BREAKDOWN, IDLE
+from stepscope.analysis.classify import DEVICE_ACTIVITIES, event_activities
 from stepscope.analysis.intervals import Union
 from stepscope.analysis.op_table import SIDES
 from stepscope.analysis.ops import DEVICE, HOST

@@ -26,9 +26,9 @@ from typing import Any, ClassVar, TypedDict, Union
 
 import msgspec
 
+from stepscope import jsonform
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.tables import Table
-from stepscope import jsonform
 from stepscope.errors import StepscopeError
 from stepscope.trace.model import Profile
 

@@ -119,7 +119,7 @@ def current_recording() -> Recording | None:
 
 
 class _Span:
-    __slots__ = ("_name", "_args", "_start", "_recording")
+    __slots__ = ("_args", "_name", "_recording", "_start")
 
     def __init__(self, name: str, args: dict[str, Any] | None, recording: Recording) -> None:
         self._name = name

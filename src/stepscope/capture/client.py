@@ -150,7 +150,7 @@ def _describe(error: grpc.RpcError) -> str:
 def _metadata(call: grpc.Future, key: str) -> list[str]:
     try:
         trailing = call.trailing_metadata() or ()
-    except Exception:  # noqa: BLE001 - a call that failed early has none
+    except Exception:
         return []
     return [value for name, value in trailing if name == key]
 

@@ -77,7 +77,7 @@ def run_pending() -> None:
         task.ran_on = me
         try:
             task.run()
-        except Exception as error:  # noqa: BLE001 - the profiler never takes the job down
+        except Exception as error:
             task.error = error
             warnings.warn(f"stepscope: a profiler task failed on the training thread ({error})", RuntimeWarning, stacklevel=2)
         finally:

@@ -31,7 +31,7 @@ class StepHook:
     ) -> None:
         if (save_steps is None) == (save_secs is None):
             raise StepscopeError("StepHook needs exactly one of save_steps or save_secs")
-        if save_steps is not None and save_steps < 1 or save_secs is not None and save_secs <= 0 or window_steps < 1:
+        if (save_steps is not None and save_steps < 1) or (save_secs is not None and save_secs <= 0) or window_steps < 1:
             raise StepscopeError("StepHook: save_steps, save_secs and window_steps must be positive")
         self.output_dir = Path(output_dir)
         self.save_steps = save_steps

@@ -48,8 +48,8 @@ import grpc
 
 from stepscope.capture import handoff
 from stepscope.capture.options import ProfilerOptions
-from stepscope.capture.tracers.host import warm_up
 from stepscope.capture.session import DONE, RECORDING, STOPPING, WAITING, WRITING, CaptureSession, prepare_step_boundaries
+from stepscope.capture.tracers.host import warm_up
 from stepscope.errors import StepscopeError
 from stepscope.protos import capture_status_pb2, profiler_options_pb2, profiler_service_pb2
 from stepscope.trace import names
@@ -159,7 +159,7 @@ class ProfilerServicer:
         session.phase = WRITING
         try:
             data = b"".join(xspace_chunks(profile))
-        except Exception as error:  # noqa: BLE001 - answered, never raised into the job
+        except Exception as error:
             context.abort(grpc.StatusCode.INTERNAL, f"could not encode the profile: {error}")
         problem = _write(output, data) if output is not None else ""
         if problem:
@@ -274,7 +274,7 @@ def start_server(port: int, host: str = "127.0.0.1", max_duration_ms: int = DEFA
 def _warm_up() -> None:
     try:
         warm_up()
-    except Exception:  # noqa: BLE001 - the first capture then loads it itself
+    except Exception:
         pass
 
 

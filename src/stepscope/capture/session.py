@@ -66,7 +66,7 @@ def _framework_tracers() -> list[Tracer]:
     ):
         try:
             tracer = getattr(__import__(module, fromlist=[class_name]), class_name)()
-        except Exception:  # noqa: BLE001 - an adapter that cannot even load is simply absent
+        except Exception:
             continue
         if tracer.is_available():
             found.append(tracer)
@@ -95,7 +95,7 @@ def _install_boundary(tracer: Tracer) -> None:
     if install is not None:
         try:
             install()
-        except Exception:  # noqa: BLE001 - without it, stepscope.step is the boundary
+        except Exception:
             pass
 
 
@@ -189,7 +189,7 @@ class CaptureSession:
     def _start_tracer(self, tracer: Tracer) -> None:
         try:
             tracer.start(self.options)
-        except Exception as error:  # noqa: BLE001 - the profiler never takes the job down
+        except Exception as error:
             self._warn(f"the {tracer.name} tracer did not start ({error}); capturing without it")
             return
         self._started.append(tracer)
@@ -208,7 +208,7 @@ class CaptureSession:
         self.phase = WRITING
         try:
             write_xspace(profile, path)
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             self._warn(f"could not write the profile to {path} ({error})")
             return None
         finally:
@@ -233,14 +233,14 @@ class CaptureSession:
             for tracer in reversed(self._started):
                 try:
                     profiles += tracer.stop()
-                except Exception as error:  # noqa: BLE001
+                except Exception as error:
                     self._warn(f"the {tracer.name} tracer failed to stop ({error}); its events are lost")
             if not profiles:
                 self._warn("the capture recorded no events")
                 return None
             self.phase = MERGING
             return merge_profiles(profiles, host=self.host, source=str(self.output or self.logdir))
-        except Exception as error:  # noqa: BLE001
+        except Exception as error:
             self._warn(f"could not assemble the profile ({error})")
             return None
         finally:

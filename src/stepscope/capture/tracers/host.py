@@ -23,7 +23,6 @@ from stepscope.trace.model import EventMetadata, Line, Plane, Profile
 from stepscope.trace.stat_types import INT64_MAX, StatKind, stat_from_python
 from stepscope.trace.stats import TextValues, TypedStats
 
-
 _CLOCK_SAMPLES = 9
 
 
@@ -201,8 +200,8 @@ def warm_up() -> None:
     pay for it. The profiler server runs it when it starts. The profile it encodes has the
     shapes a capture has (a plane with args, one without, merged), so that the stop finds
     every specialisation it needs loaded."""
-    from stepscope.trace.merge import merge_profiles
     from stepscope.trace.formats.xspace.write import xspace_chunks
+    from stepscope.trace.merge import merge_profiles
 
     clock = EpochClock()
     records = {

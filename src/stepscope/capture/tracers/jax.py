@@ -146,7 +146,7 @@ def _backends_initialized() -> bool:
         return True
     try:
         return bool(check())
-    except Exception:  # noqa: BLE001 - an unexpected jax: fall back to "jax is imported"
+    except Exception:
         return True
 
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import os
 import sys
-from operator import itemgetter
 import threading
 import time
+from operator import itemgetter
 from types import FrameType
 from typing import Any
 

@@ -145,7 +145,7 @@ def _forget_failed_start(experimental: Any) -> None:
         return
     try:
         experimental.stop(save=False)
-    except Exception:  # noqa: BLE001 - best effort; the start error is what the caller sees
+    except Exception:
         pass
 
 

@@ -61,7 +61,7 @@ class TorchTracer:
             return False
         try:
             profiler = importlib.import_module("torch.profiler")
-        except Exception:  # noqa: BLE001 - a broken torch install is simply "not available"
+        except Exception:
             return False
         return hasattr(profiler, "profile") and hasattr(profiler, "ProfilerActivity")
 

@@ -27,8 +27,12 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.trace import names
-from stepscope.trace.formats.xspace.schema import FLOW_ID_MASK, FLOW_IN, FLOW_OUT
-from stepscope.trace.formats.xspace.schema import HOT_STATS  # written in this order
+from stepscope.trace.formats.xspace.schema import (
+    FLOW_ID_MASK,
+    FLOW_IN,
+    FLOW_OUT,
+    HOT_STATS,  # written in this order
+)
 from stepscope.trace.jit import jit as _jit
 from stepscope.trace.model import NO_ID, EventTable, FlowTable, Plane
 from stepscope.trace.stat_entries import EventTypes, StatEntries, stat_entries

@@ -131,7 +131,7 @@ def _session_clock(profile: Profile) -> tuple[int, dict[str, Any]]:
         environment.pop(names.PROFILE_START_TIME, None)
         return 0, environment
     session = environment.get(names.PROFILE_START_TIME)
-    if not (is_int64(session) and EPOCH_NS_THRESHOLD <= session and 0 <= start_ns - session <= _MAX_SESSION_LEAD_NS):
+    if not (is_int64(session) and session >= EPOCH_NS_THRESHOLD and 0 <= start_ns - session <= _MAX_SESSION_LEAD_NS):
         session = start_ns
     environment[names.PROFILE_START_TIME] = session
     stop = environment.get(PROFILE_STOP_TIME)
