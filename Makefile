@@ -43,6 +43,7 @@ demo: $(DEMO_STAMP) $(WEB_BUILT)
 	$(VENV)/bin/stepscope demo
 
 test: $(STAMP) $(WEB_BUILT) $(CHROMIUM)
+	$(PY) -m ruff format --check src tests bench
 	$(PY) -m ruff check src tests bench
 	$(PY) -m mypy
 	cd web && node scripts/generate-types.mjs --check && npm test --silent

@@ -61,8 +61,54 @@ def test_runs_are_the_profiles_of_the_logdir(server, logdir):
 def test_tools_of_a_host(server):
     answer = server.get("/api/tools", run="gpu", host="alexnet_small")
     assert answer.status == 200
-    assert answer.json() == {"tools": [*TOOLS, "trace_viewer"]}
+    tools = answer.json()["tools"]
+    assert [tool["name"] for tool in tools] == [*TOOLS, "trace_viewer"]
     assert tool_names() == list(TOOLS)
+    # The registry's entries as `stepscope tools --format json` lists them (another process).
+    listed = subprocess.run([sys.executable, "-m", "stepscope.cli", "tools", "--format", "json"], capture_output=True, text=True, check=True)
+    assert tools == json.loads(listed.stdout)["tools"]
+    by_name = {tool["name"]: tool for tool in tools}
+    assert [option["name"] for option in by_name["op_profile"]["options"]] == ["device", "top_n"]
+    assert by_name["trace_viewer"]["output"] == "index" and by_name["kernel_stats"]["output"] == "tables"
+
+
+def test_tool_options_are_computed_on_demand_as_the_report_does(server):
+    """op_profile with options (not cached by the analysis): the same JSON as `stepscope
+    report --option ...` in another process; tables and CSV follow the options too."""
+    params = dict(run=f"tpu/{TPU_SESSION}", host="tpu_host", tool="op_profile")
+    path = shared("xplane/tpu_v_inference_4chips.xplane.pb")
+    command = [sys.executable, "-m", "stepscope.cli", "report", str(path), "--tool", "op_profile", "--format", "json"]
+    report = subprocess.run([*command, "--option", "top_n=1", "--option", "device=all"], capture_output=True, text=True, check=True)
+    default = server.ready("/api/data", **params).json()
+    answer = server.ready("/api/data", **params, top_n="1", device="all")
+    assert answer.status == 200, answer.body[:300]
+    assert answer.json() == json.loads(report.stdout)["op_profile"]
+    assert answer.json() != default and answer.json()["device"] == "all devices"
+    # The default values are the cached default result.
+    assert server.ready("/api/data", **params, top_n="10", device="").json() == default
+    # The flat op table does not fold: the same rows whatever top_n, but all four chips'.
+    tables = server.ready("/api/tables", **params, top_n="1", device="all").json()["tables"]
+    (ops,) = [table for table in tables if table["name"] == "ops"]
+    all_ops = run_tool("op_profile", load(path), device="all").tables()[0]
+    assert len(ops["rows"]) == len(all_ops.rows)
+    csv_answer = server.ready("/api/csv", **params, top_n="1", device="all", table="ops")
+    assert len(list(csv.reader(io.StringIO(csv_answer.body.decode())))) == 1 + len(all_ops.rows)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"top_n": "0"}, "op_profile: option top_n must be at least 1, not 0"),
+        ({"top_n": "many"}, "op_profile: option top_n must be an integer, not 'many'"),
+        ({"device": "/device:TPU:9"}, "op_profile: no ops on device '/device:TPU:9'"),
+    ],
+)
+def test_bad_tool_options_are_one_line_400s(server, options, message):
+    answer = server.ready("/api/data", run=f"tpu/{TPU_SESSION}", host="tpu_host", tool="op_profile", **options)
+    assert answer.status == 400
+    assert answer.json()["error"].startswith(message)
+    assert_secured(answer)
+    assert server.get("/api/runs").status == 200  # still serving
 
 
 @pytest.mark.parametrize("tool", TOOLS)

@@ -215,6 +215,43 @@ def test_op_profile_tree_and_details(page, server):
     shot(page, "op_profile_tpu")
 
 
+def test_op_profile_options_from_the_registry(page, server):
+    """The options bar: op_profile's device and top_n, offered as the registry lists them
+    (the devices from the result), kept in the address, and the page shows the answer the
+    API gives for those options; back returns to the defaults."""
+    default = data(server, "op_profile", **TPU)
+    open_tool(page, server, "op_profile", **TPU)
+    device = page.locator('#tool-options select[name="option-device"]')
+    offered = device.locator("option").evaluate_all("options => options.map(option => option.value)")
+    assert offered == ["", *default["devices"], "all", "/host:CPU"]
+    device.select_option("all")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('device') === 'all'")
+    wait_ready(page, "op_profile")
+    every = data(server, "op_profile", **TPU, device="all")
+    assert every["device"] == "all devices" and every != default
+    first = every["root"]["children"][0]
+    page.locator(f'[data-node="all devices / {first["name"]}"]').wait_for()
+    top_n = page.locator('#tool-options input[name="option-top_n"]')
+    assert top_n.input_value() == "10"
+    top_n.fill("1")
+    top_n.dispatch_event("change")
+    page.wait_for_function("() => new URLSearchParams(location.search).get('top_n') === '1'")
+    wait_ready(page, "op_profile")
+    assert parse_qs(urlparse(page.url).query) == {"run": [TPU["run"]], "host": ["tpu_host"], "tool": ["op_profile"], "device": ["all"], "top_n": ["1"]}
+    folded = data(server, "op_profile", **TPU, device="all", top_n="1")
+    # top_n=1: the root shows its first program and, if there are more, one "(K more)" node
+    programs = folded["root"]["children"]
+    assert programs[0]["name"] == first["name"] and len(programs) == min(2, len(every["root"]["children"]))
+    if len(programs) == 2:
+        page.locator(f'[data-node="all devices / {programs[1]["name"]}"]').wait_for()
+    shot(page, "op_profile_options")
+    page.go_back()
+    page.go_back()
+    wait_ready(page, "op_profile")
+    assert "device" not in parse_qs(urlparse(page.url).query)
+    assert page.locator('#tool-options select[name="option-device"]').input_value() == ""
+
+
 def test_memory_profile_of_a_cpu_capture(page, server, logdir):
     where = dict(run=logdir.cpu_run, host=logdir.cpu_host)
     expected = data(server, "memory_profile", **where)

@@ -14,22 +14,27 @@ import contextlib
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, PlainTextResponse, Response
+from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from stepscope.analysis import spec, specs
+from stepscope.analysis.registry import OptionError
 from stepscope.dashboard import trace_api
 from stepscope.dashboard.analysis_cache import AnalysisCache, Ready
 from stepscope.dashboard.api_errors import ApiError, BadParameter, NotFound
 from stepscope.dashboard.captures import CaptureRequest, Captures
 from stepscope.dashboard.profile_jobs import ProfileJobs
+from stepscope.dashboard.responses import JsonResponse
 from stepscope.dashboard.security import STATE_CHANGING_METHODS, Access, Guard, state_changing
-from stepscope.dashboard.state import Dashboard, analysis_status, dashboard_tools
+from stepscope.dashboard.state import Dashboard, analysis_status
+from stepscope.dashboard.tool_runs import ToolRuns
 from stepscope.dashboard.worker import table_from_json
 from stepscope.errors import StepscopeError
 from stepscope.render.formats import table_csv
@@ -38,8 +43,8 @@ STATIC_DIR = Path(__file__).parent / "static"
 NOT_BUILT = "stepscope's web page is not built: run `make web` (or `cd web && npm ci && npm run build`) and reload.\n"
 
 
-def error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+def error(status: int, message: str) -> JsonResponse:
+    return JsonResponse({"error": message}, status_code=status)
 
 
 def _ready(dashboard: Dashboard, request: Request) -> tuple[Ready, str]:
@@ -49,9 +54,32 @@ def _ready(dashboard: Dashboard, request: Request) -> tuple[Ready, str]:
     return analysis_status(request), tool
 
 
-def _tool_file(path: Path) -> Response:
-    """A cached result file; a tool that failed left ``{"error": ...}`` there (500)."""
-    data = path.read_bytes()
+def _options(tool: str, request: Request) -> dict[str, Any]:
+    """The tool's options among the query parameters (the others are the route's own),
+    typed by the registry; only those that differ from the defaults."""
+    entry = spec(tool)
+    given = {option.name: request.query_params[option.name] for option in entry.options if option.name in request.query_params}
+    try:
+        return entry.parse_options(given)
+    except OptionError as error:
+        raise BadParameter(str(error)) from None
+
+
+def _documents(request: Request) -> tuple[str, bytes, bytes]:
+    """(tool, JSON, tables) of the request: the cached files at the default options, a run
+    with the request's options otherwise (``tool_runs``)."""
+    dashboard: Dashboard = request.app.state.dashboard
+    ready, tool = _ready(dashboard, request)
+    options = _options(tool, request)
+    if not options:
+        return tool, ready.tool_file(tool).read_bytes(), ready.tables_file(tool).read_bytes()
+    runs: ToolRuns = request.app.state.tool_runs
+    document, tables = runs.documents(str(dashboard.host(request).path), ready.folder.name, tool, options)
+    return tool, document, tables
+
+
+def _tool_answer(data: bytes) -> Response:
+    """A tool's document; a tool that failed left ``{"error": ...}`` there (500)."""
     failed = data.startswith(b'{"error":')
     return Response(data, status_code=500 if failed else 200, media_type="application/json")
 
@@ -59,27 +87,25 @@ def _tool_file(path: Path) -> Response:
 def api_runs(request: Request) -> Response:
     dashboard: Dashboard = request.app.state.dashboard
     runs = [{"name": run.name, "hosts": [host.name for host in run.hosts]} for run in dashboard.runs()]
-    return JSONResponse({"logdir": str(dashboard.logdir), "runs": runs})
+    return JsonResponse({"logdir": str(dashboard.logdir), "runs": runs})
 
 
 def api_tools(request: Request) -> Response:
     request.app.state.dashboard.host(request)
-    return JSONResponse({"tools": dashboard_tools()})
+    return JsonResponse({"tools": [entry.to_json() for entry in specs()]})
 
 
 def api_data(request: Request) -> Response:
-    ready, tool = _ready(request.app.state.dashboard, request)
-    return _tool_file(ready.tool_file(tool))
+    return _tool_answer(_documents(request)[1])
 
 
 def api_tables(request: Request) -> Response:
-    ready, tool = _ready(request.app.state.dashboard, request)
-    return _tool_file(ready.tables_file(tool))
+    return _tool_answer(_documents(request)[2])
 
 
 def api_csv(request: Request) -> Response:
-    ready, tool = _ready(request.app.state.dashboard, request)
-    document = json.loads(ready.tables_file(tool).read_bytes())
+    tool, _, tables = _documents(request)
+    document = json.loads(tables)
     if "error" in document:
         return error(500, document["error"])
     name = request.query_params.get("table", "")
@@ -103,14 +129,14 @@ async def api_capture_start(request: Request) -> Response:
     except ValueError:
         raise BadParameter("the capture request is not valid JSON") from None
     job = request.app.state.dashboard.captures.start(CaptureRequest.from_json(body))
-    return JSONResponse({"id": job.id}, status_code=202)
+    return JsonResponse({"id": job.id}, status_code=202)
 
 
 def api_capture_status(request: Request) -> Response:
     job = request.app.state.dashboard.captures.get(request.path_params["id"])
     if job is None:
         raise NotFound(f"no capture {request.path_params['id']!r}")
-    return JSONResponse(job.to_json())
+    return JsonResponse(job.to_json())
 
 
 def page(request: Request) -> Response:
@@ -122,7 +148,7 @@ def page(request: Request) -> Response:
 
 async def api_error(request: Request, exc: ApiError) -> Response:
     """What a route raised as its answer (``api_errors``): its status and JSON body."""
-    return JSONResponse(exc.body, status_code=exc.status)
+    return JsonResponse(exc.body, status_code=exc.status)
 
 
 async def bad_request(request: Request, exc: Exception) -> Response:
@@ -173,5 +199,6 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
     app.state.dashboard = dashboard
     app.state.indexes = trace_api.Indexes()
     app.state.profile_jobs = ProfileJobs()
+    app.state.tool_runs = ToolRuns(app.state.profile_jobs)
     app.state.exports = trace_api.Exports(cache.root.parent / trace_api.EXPORTS_FOLDER)
     return app

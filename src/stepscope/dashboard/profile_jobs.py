@@ -1,7 +1,8 @@
-"""Work that needs a loaded Profile after the analysis: an event's details and flows, and
-"export this range". It runs in a separate process that keeps the last few profiles
-loaded, so the first click on a big profile pays the load and the next ones do not,
-while the server process never holds a profile (only the memory-mapped trace index).
+"""Work that needs a loaded Profile after the analysis: an event's details and flows,
+"export this range", and a tool run with options other than its defaults. It runs in a
+separate process that keeps the last few profiles loaded (with their ``OpStats``, which
+the tools share), so the first click on a big profile pays the load and the next ones do
+not, while the server process never holds a profile (only the memory-mapped trace index).
 """
 
 from __future__ import annotations
@@ -21,15 +22,28 @@ KEPT_PROFILES = 2
 _profiles: OrderedDict[str, Any] = OrderedDict()
 
 
-def _profile(path: str) -> Any:
-    """In the worker process: the profile at ``path``, loaded once (LRU)."""
+def _stats(path: str) -> Any:
+    """In the worker process: the ``OpStats`` of the profile at ``path``, loaded once (LRU)."""
+    from stepscope.analysis.opstats import OpStats
     from stepscope.trace.readers import load
 
-    profile = _profiles.pop(path, None) or load(path)
-    _profiles[path] = profile
+    stats = _profiles.pop(path, None) or OpStats(load(path))
+    _profiles[path] = stats
     while len(_profiles) > KEPT_PROFILES:
         _profiles.popitem(last=False)
-    return profile
+    return stats
+
+
+def _profile(path: str) -> Any:
+    return _stats(path).profile
+
+
+def tool_run(profile_path: str, tool: str, options: dict[str, Any]) -> tuple[bytes, bytes]:
+    """A ``TABLES`` tool's JSON and tables documents for ``options`` (see ``ToolRuns``)."""
+    from stepscope.analysis import spec
+    from stepscope.dashboard.worker import tool_documents as documents
+
+    return documents(spec(tool), _stats(profile_path), **options)
 
 
 def event_json(profile_path: str, index_folder: str, event_id: int) -> dict[str, Any]:

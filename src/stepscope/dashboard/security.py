@@ -28,9 +28,10 @@ from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers, MutableHeaders, QueryParams
 from starlette.requests import Request, cookie_parser
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from stepscope.dashboard.responses import JsonResponse
 from stepscope.errors import StepscopeError
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -56,8 +57,8 @@ OTHER_SITES = ("cross-site", "same-site")
 STATE_CHANGING_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 
 
-def refusal(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status, headers=headers)
+def refusal(status: int, message: str, headers: dict[str, str] | None = None) -> JsonResponse:
+    return JsonResponse({"error": message}, status_code=status, headers=headers)
 
 
 def host_name(value: str) -> str:

@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import BinaryIO
 
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from stepscope.dashboard.analysis_cache import Ready
 from stepscope.dashboard.api_errors import BadParameter, JobFailed
 from stepscope.dashboard.profile_jobs import event_json, export_range
+from stepscope.dashboard.responses import JsonResponse
 from stepscope.dashboard.state import analysis_status
 from stepscope.dashboard.worker import INDEX_FOLDER
 from stepscope.sizes import size_setting, size_text
@@ -224,7 +225,7 @@ def _viewer_errors(function):
 
 @_viewer_errors
 def trace_tracks(request: Request) -> Response:
-    return JSONResponse(_index(request).tracks_json())
+    return JsonResponse(_index(request).tracks_json())
 
 
 @_viewer_errors
@@ -254,14 +255,14 @@ def trace_find(request: Request) -> Response:
         before=request.query_params.get("before") in ("1", "true"),
         after_id=_int(request, "after_id") if after_id else None,
     )
-    return JSONResponse({"match": match.to_json() if match else None})
+    return JsonResponse({"match": match.to_json() if match else None})
 
 
 @_viewer_errors
 def trace_summary(request: Request) -> Response:
     index = _index(request)
     result = summarize(index, _int(request, "start_ps"), _int(request, "end_ps"), _tracks(request), request.query_params.get("filter") or None)
-    return JSONResponse(result)
+    return JsonResponse(result)
 
 
 @_viewer_errors
@@ -269,7 +270,7 @@ def trace_event(request: Request) -> Response:
     _, index_folder = _ready(request)
     event_id = _int(request, "id")
     host = request.app.state.dashboard.host(request)
-    return JSONResponse(request.app.state.profile_jobs.run(f"event {event_id} of {host.path}", event_json, str(host.path), str(index_folder), event_id))
+    return JsonResponse(request.app.state.profile_jobs.run(f"event {event_id} of {host.path}", event_json, str(host.path), str(index_folder), event_id))
 
 
 def export_range_of(request: Request, span_ps: int) -> tuple[int, int]:
