@@ -21,7 +21,8 @@ of the package's submodules (what ``importlib.import_module`` and the tracer reg
       trace.readers, trace.writers trace.formats, trace
       trace.formats.<format>       trace (the model); never another format
       trace                        nothing above it
-      errors, sizes, protos        the base
+      errors, sizes, jsonform,     the base
+      protos
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+
+from tests.support.modules import modules
 
 SOURCE = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SOURCE / "stepscope"
@@ -59,7 +62,7 @@ def layer(module: str) -> str:
         return "api"
     if module in ("stepscope.cli", "stepscope.demo"):
         return "top"
-    if module in ("stepscope.errors", "stepscope.sizes") or parts[1] == "protos":
+    if module in ("stepscope.errors", "stepscope.sizes", "stepscope.jsonform") or parts[1] == "protos":
         return BASE
     if parts[1] == "trace":
         if len(parts) > 2 and parts[2] == "formats":
@@ -83,14 +86,7 @@ class Import:
         return f"{self.source} -> {self.target} (line {self.line}, {self.kind})"
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(SOURCE).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-MODULES: dict[str, Path] = {module_name(path): path for path in sorted(PACKAGE.rglob("*.py")) if "__pycache__" not in path.parts}
+MODULES: dict[str, Path] = modules(SOURCE, PACKAGE)
 
 
 def _is_type_checking(test: ast.expr) -> bool:

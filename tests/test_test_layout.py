@@ -22,19 +22,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.modules import modules
+
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 SUPPORT = "tests.support"
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(ROOT).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-FILES: dict[str, Path] = {module_name(path): path for path in sorted(TESTS.rglob("*.py")) if "__pycache__" not in path.parts}
+FILES: dict[str, Path] = modules(ROOT, TESTS)
 
 
 def is_test_module(module: str) -> bool:

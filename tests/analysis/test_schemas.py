@@ -23,7 +23,7 @@ from stepscope.analysis.registry import OptionError
 from stepscope.analysis.schemas import SUFFIX, schema_texts
 from stepscope.errors import StepscopeError
 from stepscope.render.formats import render_json
-from tests.conftest import ALL_SHARED_TRACES, ROOT, shared
+from tests.support.traces import ALL_SHARED_TRACES, ROOT, shared
 
 SCHEMAS = ROOT / "web" / "src" / "generated" / "schemas"
 TABLE_TOOLS = tool_names(Output.TABLES)

@@ -18,9 +18,8 @@ FLOP rate, memory bandwidth, operational intensity and the roofline bound: see
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TypedDict
 
-from stepscope.analysis.op_table import SIDES, OpRow
+from stepscope.analysis.op_table import SIDES, OpRow, OpTableRow
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
@@ -48,25 +47,10 @@ COLUMNS = (
 )
 
 
-class IdleRow(TypedDict):
-    """A side's IDLE row: the time no op of that side ran (the "include idle" toggle)."""
-
-    rank: int
-    host_or_device: str
-    type: str
-    name: str
-    occurrences: int
-    total_time_us: float
-    total_self_time_us: float
-    self_time_percent_with_idle: float
-    total_time_ps: int
-    total_self_time_ps: int
-
-
 @dataclass
 class FrameworkOpStatsResult(ToolResult):
     rows: list[OpRow] = field(default_factory=list)
-    idle_rows: list[IdleRow] = field(default_factory=list)
+    idle_rows: list[OpTableRow] = field(default_factory=list)  # per side, the time no op ran (IDLE)
 
     def tables(self) -> list[Table]:
         return [Table.of("framework_ops", COLUMNS, self.rows), Table.of("idle", COLUMNS, self.idle_rows)]

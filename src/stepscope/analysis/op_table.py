@@ -64,8 +64,8 @@ def _rate(amount: float, seconds: float, scale: float) -> float:
     return amount / seconds / scale
 
 
-class OpRow(TypedDict):
-    """One framework op (type, name) of one side: framework_op_stats' row."""
+class OpTableRow(TypedDict):
+    """What every row of the framework op table has, a side's IDLE row included."""
 
     rank: int
     host_or_device: str
@@ -73,18 +73,23 @@ class OpRow(TypedDict):
     name: str
     occurrences: int
     total_time_us: float
-    avg_time_us: float
     total_self_time_us: float
+    self_time_percent_with_idle: float
+    total_time_ps: int
+    total_self_time_ps: int
+
+
+class OpRow(OpTableRow):
+    """One framework op (type, name) of one side: framework_op_stats' row."""
+
+    avg_time_us: float
     avg_self_time_us: float
     self_time_percent: float
     cumulative_self_time_percent: float
-    self_time_percent_with_idle: float
     gflops_per_second: float | None  # null (NaN in Python) where the source records no flops
     memory_bandwidth_gb_per_second: float | None
     operational_intensity: float | None
     bound_by: str | None  # "Compute" | "Memory" on the device side, else null
-    total_time_ps: int
-    total_self_time_ps: int
 
 
 def side_rows(ops: Ops, side_index: int, ridge: float | None, idle: int) -> list[OpRow]:

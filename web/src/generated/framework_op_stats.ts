@@ -6,7 +6,7 @@
  */
 export interface FrameworkOpStats {
   rows: OpRow[];
-  idle_rows: IdleRow[];
+  idle_rows: OpTableRow[];
 }
 /**
  * One framework op (type, name) of one side: framework_op_stats' row.
@@ -32,9 +32,9 @@ export interface OpRow {
   type: string;
 }
 /**
- * A side's IDLE row: the time no op of that side ran (the "include idle" toggle).
+ * What every row of the framework op table has, a side's IDLE row included.
  */
-export interface IdleRow {
+export interface OpTableRow {
   host_or_device: string;
   name: string;
   occurrences: number;
