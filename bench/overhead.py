@@ -95,7 +95,7 @@ TRAINING = textwrap.dedent(
 
 def child(script: str, *args: str) -> dict:
     done = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=600, cwd=ROOT)
-    line = next((l for l in done.stdout.splitlines() if l.startswith(MARK)), None)
+    line = next((out for out in done.stdout.splitlines() if out.startswith(MARK)), None)
     if line is None:
         raise SystemExit(f"benchmark child failed:\n{done.stdout[-2000:]}\n{done.stderr[-4000:]}")
     return json.loads(line[len(MARK) :])

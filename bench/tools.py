@@ -38,6 +38,8 @@ Results also go to bench/out/tools.json.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import os
 import platform
@@ -258,7 +260,8 @@ def render_table(rows: list[dict]) -> str:
                 ["load" if name is None else name, ss_text, xp_text, fmt_ratio(ratio(xp_s, ss_s)), pb_text, fmt_ratio(ratio(xp_s, pb_s)) if conv else "-"]
             )
 
-        def total_row(title: str, value) -> list[str]:
+        # This row's summaries, bound as defaults: the closure is called in this iteration only.
+        def total_row(title: str, value, *, ss: dict | None = ss, xp: dict | None = xp, pb: dict | None = pb, conv: bool = conv) -> list[str]:
             v = {k: (value(s) if s else None) for k, s in (("ss", ss), ("xp", xp), ("pb", pb))}
             return [
                 title,
@@ -305,10 +308,8 @@ def find_xspace(logdir: Path) -> Path | None:
 def versions() -> dict:
     found = {}
     for dist in ("stepscope", "xprof", "numpy", "protobuf", "msgspec", "tensorflow-cpu", "tensorflow", "keras"):
-        try:
+        with contextlib.suppress(metadata.PackageNotFoundError):
             found[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            pass
     return found
 
 
@@ -356,10 +357,10 @@ def main(argv: list[str] | None = None) -> int:
             warm_page_cache(xplane)
             runs: dict[str, list[dict]] = {"stepscope": [], "stepscope_pb": [], "xprof": []}
             for _ in range(args.repeat):  # interleaved, so that drift hits all alike
-                plan = [("stepscope", lambda: measure("stepscope", original, names, args.timeout, log))]
+                plan = [("stepscope", functools.partial(measure, "stepscope", original, names, args.timeout, log))]
                 if is_converted:
-                    plan.append(("stepscope_pb", lambda: measure("stepscope", xplane, names, args.timeout, log)))
-                plan.append(("xprof", lambda: measure_xprof(xplane, xprof_names, args.timeout, log)))
+                    plan.append(("stepscope_pb", functools.partial(measure, "stepscope", xplane, names, args.timeout, log)))
+                plan.append(("xprof", functools.partial(measure_xprof, xplane, xprof_names, args.timeout, log)))
                 for key, run in plan:
                     record = run()
                     runs[key].append(record)

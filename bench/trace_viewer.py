@@ -395,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
             folder = Path(scratch) / f"index-{len(rows)}"
             row = {"label": label, "path": str(path)}
             row["build"] = run_child("build", [str(path), str(folder)], args.timeout)
-            print("built" if "error" not in row["build"] else row["build"]["error"], end="", flush=True)
+            print(row["build"].get("error", "built"), end="", flush=True)
             if "error" not in row["build"]:
                 row["query"] = run_child("query", [str(folder), str(args.repeat)], args.timeout)
                 print(", queried", end="", flush=True)

@@ -40,9 +40,11 @@ def test_info_json_reports_runs_hosts_planes_lines(tmp_path: Path):
     assert [p["name"] for p in host["planes"]] == [p.name for p in planes]
     for plane_report, plane in zip(host["planes"], planes):
         assert plane_report["events"] == sum(len(line.events) for line in plane.lines)
-        assert [(l["name"], l["events"]) for l in plane_report["lines"]] == [(line.display_name or line.name, len(line.events)) for line in plane.lines]
-    starts = [l.timestamp_ns * 1000 + e.offset_ps for p in space.planes for l in p.lines for e in l.events]
-    ends = [l.timestamp_ns * 1000 + e.offset_ps + e.duration_ps for p in space.planes for l in p.lines for e in l.events]
+        assert [(reported["name"], reported["events"]) for reported in plane_report["lines"]] == [
+            (line.display_name or line.name, len(line.events)) for line in plane.lines
+        ]
+    starts = [line.timestamp_ns * 1000 + e.offset_ps for p in space.planes for line in p.lines for e in line.events]
+    ends = [line.timestamp_ns * 1000 + e.offset_ps + e.duration_ps for p in space.planes for line in p.lines for e in line.events]
     zero = min(starts) // 1000 * 1000
     assert host["span_ps"] == max(ends) - zero == report["span_ps"]
     assert host["devices"] == [f"/device:TPU:{i}" for i in range(4)]

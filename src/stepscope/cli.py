@@ -168,12 +168,10 @@ def render_info(report: InfoReport) -> str:
             out.append(f"    span {host.span_ps / 1e9:,.3f} ms from {start}, {host.events:,} events")
             if host.devices:
                 out.append(f"    devices: {', '.join(host.devices)}")
-            for warning in host.warnings:
-                out.append(f"    warning: {warning}")
+            out.extend(f"    warning: {warning}" for warning in host.warnings)
             for plane in host.planes:
                 out.append(f"    plane {plane.name}: {plane.events:,} events in {len(plane.lines)} lines")
-                for line in plane.lines:
-                    out.append(f"      {line.name} (id {line.id}): {line.events:,} events")
+                out.extend(f"      {line.name} (id {line.id}): {line.events:,} events" for line in plane.lines)
     return "\n".join(out) + "\n"
 
 

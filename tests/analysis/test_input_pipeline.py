@@ -11,6 +11,7 @@ XSpace), never from stepscope.
 from __future__ import annotations
 
 import collections
+import itertools
 import json
 import math
 import re
@@ -421,7 +422,7 @@ def owned_by_hand(thread: list[int], start: list[int], end: list[int]) -> list[i
     for one in set(thread):
         mine = [i for i in range(len(start)) if thread[i] == one]
         cuts = sorted({start[i] for i in mine} | {end[i] for i in mine})
-        for lo, hi in zip(cuts, cuts[1:]):
+        for lo, hi in itertools.pairwise(cuts):
             open_ = [i for i in mine if start[i] <= lo and hi <= end[i]]
             if open_:
                 owned[max(open_, key=lambda i: (start[i], -(end[i] - start[i]), i))] += hi - lo

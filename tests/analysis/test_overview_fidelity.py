@@ -161,7 +161,7 @@ def test_the_input_pipeline_leaves_the_same_steps_out(tmp_path: Path):
     # set aside on both pages: mean 10%, "moderately". The wait claims [10, 80) ms of the
     # compile [10, 360) first (input comes before compile in the priority order), so step 0
     # compiled for 350 - 70 = 280 ms by the breakdown.
-    events = warm_up_events() + [x("IteratorGetNext", 0, 80_000)]
+    events = [*warm_up_events(), x("IteratorGetNext", 0, 80_000)]
     events += [x("IteratorGetNext", 400_000 + (step - 1) * 2_000 + 1_000, 200) for step in range(1, 5)]
     path = tmp_path / "warm.trace.json"
     path.write_text(json.dumps({"traceEvents": events}))

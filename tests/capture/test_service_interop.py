@@ -224,12 +224,12 @@ def run_scenario(tmp_path: Path, job: str, client: str, duration_ms: int = CAPTU
 
 def step_marks(profile: stepscope.Profile, name: str) -> list[tuple[int, int]]:
     """(start ps, step_num) of every event named ``name``, in time order."""
-    marks = []
-    for plane in profile.planes:
-        for row in range(len(plane.events)):
-            if plane.event_name(row) == name:
-                marks.append((int(plane.events.start_ps[row]), int(plane.events.step_num[row])))
-    return sorted(marks)
+    return sorted(
+        (int(plane.events.start_ps[row]), int(plane.events.step_num[row]))
+        for plane in profile.planes
+        for row in range(len(plane.events))
+        if plane.event_name(row) == name
+    )
 
 
 def check_capture(manifest: dict, name: str) -> stepscope.Profile:

@@ -80,9 +80,12 @@ def test_one_session_at_a_time(tmp_path: Path):
             CaptureSession(tmp_path, tracers=[HostTracer()]).start()
         # The job-facing calls never raise: the second capture warns and records nothing,
         # and the first goes on recording.
-        with pytest.warns(stepscope.ProfilerWarning, match="records nothing.*already running"), stepscope.profile(tmp_path / "inner") as inner:
-            with stepscope.trace("work"):
-                pass
+        with (
+            pytest.warns(stepscope.ProfilerWarning, match="records nothing.*already running"),
+            stepscope.profile(tmp_path / "inner") as inner,
+            stepscope.trace("work"),
+        ):
+            pass
         assert inner.path is None and not (tmp_path / "inner").exists()
         with pytest.warns(stepscope.ProfilerWarning, match="records nothing"):
             stepscope.start(tmp_path / "inner")

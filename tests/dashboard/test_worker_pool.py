@@ -8,6 +8,7 @@ analysis function (``AnalysisCache(analyse=...)``) or as the profile jobs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -124,10 +125,8 @@ def test_the_memory_setting(monkeypatch, setting, expected):
 def test_the_default_cap_is_half_the_machine(monkeypatch):
     monkeypatch.delenv(MEMORY_SETTING, raising=False)
     physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    try:
+    with contextlib.suppress(OSError, ValueError):
         physical = min(physical, int(pools.CGROUP_MEMORY_MAX.read_text()))
-    except (OSError, ValueError):
-        pass
     assert default_memory_limit() == physical // 2
 
 

@@ -206,18 +206,18 @@ def read_xspace_independently(path: Path) -> XSpaceSummary:
         stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
         plane_stats[plane.name] = {stat_names.get(s.metadata_id, ""): value(s, stat_names) for s in plane.stats}
         line_names[plane.name] = [line.name for line in plane.lines if line.events]
-        for line in plane.lines:
-            for event in line.events:
-                events.append(
-                    XEventRecord(
-                        plane=plane.name,
-                        line=line.name,
-                        name=plane.event_metadata[event.metadata_id].name,
-                        start_ps=line.timestamp_ns * 1000 + event.offset_ps,
-                        duration_ps=event.duration_ps,
-                        stats={stat_names.get(s.metadata_id, ""): value(s, stat_names) for s in event.stats},
-                    )
-                )
+        events.extend(
+            XEventRecord(
+                plane=plane.name,
+                line=line.name,
+                name=plane.event_metadata[event.metadata_id].name,
+                start_ps=line.timestamp_ns * 1000 + event.offset_ps,
+                duration_ps=event.duration_ps,
+                stats={stat_names.get(s.metadata_id, ""): value(s, stat_names) for s in event.stats},
+            )
+            for line in plane.lines
+            for event in line.events
+        )
     return XSpaceSummary(
         hostnames=list(space.hostnames),
         plane_names=[plane.name for plane in space.planes],

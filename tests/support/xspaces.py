@@ -123,7 +123,7 @@ def xspace(draw) -> xplane_pb2.XSpace:
                 meta.metadata = draw(st.binary(max_size=3))
                 if draw(st.booleans()):
                     meta.stats.append(draw(xstat(stat_ids)))
-        for line_index in range(draw(st.integers(0, 3))):
+        for _ in range(draw(st.integers(0, 3))):
             line = plane.lines.add(id=draw(st.integers(-2, 5)), name=draw(st.sampled_from(("thread 1", "stream 7", ""))))
             line.display_name = draw(st.sampled_from(("", "Stream #7")))
             line.timestamp_ns = draw(TIMESTAMPS)

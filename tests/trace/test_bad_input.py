@@ -129,9 +129,7 @@ def events_named(profile: stepscope.Profile, name: str) -> list[tuple[stepscope.
     found = []
     for plane in profile.planes:
         ids = [index for index, meta_name in enumerate(plane.metadata.names) if meta_name == name]
-        for row in range(len(plane.events)):
-            if int(plane.events.metadata_id[row]) in ids:
-                found.append((plane, row))
+        found.extend((plane, row) for row in range(len(plane.events)) if int(plane.events.metadata_id[row]) in ids)
     return found
 
 

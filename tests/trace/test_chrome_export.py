@@ -37,7 +37,8 @@ def test_export_is_valid_json_with_every_event_and_flow(tmp_path: Path):
     assert [int(e["ts"] * 1_000_000) for e in exported_first] == first_plane.events.start_ps.tolist()
     assert [int(e["dur"] * 1_000_000) for e in exported_first] == first_plane.events.duration_ps.tolist()
     # A Kineto source keeps its own args (original keys) in the export.
-    source = json.load(gzip.open(shared(ALEXNET), "rt"))
+    with gzip.open(shared(ALEXNET), "rt") as file:
+        source = json.load(file)
     kernel = next(e for e in source["traceEvents"] if e.get("cat") == "kernel")
     twin = next(e for e in slices if e["name"] == kernel["name"] and e["args"].get("correlation") == kernel["args"]["correlation"])
     assert json.loads(json.dumps(twin["args"], default=float)) == kernel["args"]

@@ -176,7 +176,7 @@ def test_2021_schema_string_tids_categories_and_memory_events():
     memory = [e for e in events if e.get("name") == names.KINETO_MEMORY_EVENT]
     rows = [r for r in range(len(host.events)) if host.event_name(r) == names.KINETO_MEMORY_EVENT]
     assert len(rows) == len(memory)
-    total = sum(int(dict((s.name, s.value) for s in host.event_stats(r))[names.ALLOCATION_BYTES]) for r in rows)
+    total = sum(int({s.name: s.value for s in host.event_stats(r)}[names.ALLOCATION_BYTES]) for r in rows)
     assert total == sum(e["args"]["Bytes"] for e in memory)
     # The 2021 schema spells "external id" in lower case; it lands in the same column.
     kernels = [e for e in events if e.get("cat") == "Kernel"]

@@ -101,7 +101,7 @@ def test_python_thread_of_the_gpu_process_is_a_host_line(profile):
 
 def test_launch_flows_still_reach_the_streams(profile):
     flows = profile.flows
-    host, gpu = profile.planes
+    _host, gpu = profile.planes
     arrows = sorted(
         (profile.planes[int(s)].event_name(int(se)), profile.planes[int(d)].name, profile.planes[int(d)].event_name(int(de)))
         for s, se, d, de in zip(flows.src_plane, flows.src_event, flows.dst_plane, flows.dst_event)

@@ -83,7 +83,7 @@ def check(profile, index, start, end, width, name_filter=None):
             mine = g["runs"].get(depth, [])
             theirs = [w.runs[depth][pixel] for pixel in sorted(w.runs.get(depth, {}))]
             assert [run[2] for run in mine] == [run[0] for run in theirs], (key, depth)
-            for (first, last, count, busy), (_, want_first, want_last, want_busy) in zip(mine, theirs):
+            for (first, last, _count, busy), (_, want_first, want_last, want_busy) in zip(mine, theirs):
                 assert close(first, want_first) and close(last, want_last)
                 span = want_last - want_first
                 assert busy == pytest.approx(want_busy / span if span else 0.0, rel=1e-5, abs=1e-6)

@@ -131,7 +131,7 @@ def test_load_refuses_a_broken_folder(tmp_path, index):
         TraceIndex.load(folder)
     index.save(folder)
     np.save(folder / "duration_ps.npy", np.asarray(index.duration_ps)[::-1].copy())
-    with pytest.raises(ValueError, match="overlap|busy"):
+    with pytest.raises(ValueError, match=r"overlap|busy"):
         TraceIndex.load(folder).validate()
 
 

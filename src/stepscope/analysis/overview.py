@@ -40,9 +40,10 @@ from stepscope.trace.summary import device_names
 TOOL = "overview_page"
 
 STEP_COLUMNS = (
-    (Column("step", "Step"), Column("step_time_us", "Step time (us)"))
-    + tuple(Column(f"{key}_us", key.replace("_", " ").capitalize() + " (us)") for key in [*BREAKDOWN.values(), IDLE])
-    + (Column("set_aside", "Set aside", "string"),)
+    Column("step", "Step"),
+    Column("step_time_us", "Step time (us)"),
+    *(Column(f"{key}_us", key.replace("_", " ").capitalize() + " (us)") for key in [*BREAKDOWN.values(), IDLE]),
+    Column("set_aside", "Set aside", "string"),
 )
 TOP_OP_COLUMNS = (
     Column("self_time_percent", "Self time %"),
@@ -160,10 +161,10 @@ class OverviewResult(ToolResult):
             f"min {times['min']:,.1f}, max {times['max']:,.1f}",
             "breakdown: " + ", ".join(f"{k} {v:.1f}%" for k, v in self.breakdown_percent.items() if v >= 0.05),
         ]
-        for device in self.devices:
-            lines.append(
-                f"{device['device']}: busy {device['busy_percent']:.1f}% of its active span ({device['busy_percent_of_window']:.1f}% of the profile window)"
-            )
+        lines.extend(
+            f"{device['device']}: busy {device['busy_percent']:.1f}% of its active span ({device['busy_percent_of_window']:.1f}% of the profile window)"
+            for device in self.devices
+        )
         lines.append(f"recommendation: {self.recommendation['summary']}")
         lines.extend(f"  - {step}" for step in self.recommendation["next_steps"])
         return lines

@@ -22,7 +22,7 @@ import functools
 import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypedDict, Union
+from typing import Any, ClassVar, TypedDict
 
 import msgspec
 
@@ -54,7 +54,7 @@ class ToolResult:
         raise NotImplementedError
 
 
-class Output(str, enum.Enum):
+class Output(enum.StrEnum):
     TABLES = "tables"  # a ToolResult: JSON, tables, summary (CLI and dashboard)
     INDEX = "index"  # an index the dashboard builds and queries (the trace viewer)
 
@@ -204,7 +204,7 @@ def json_schema(kind: type, title: str, description: str) -> dict[str, Any]:
     return {"$schema": SCHEMA_DIALECT, "title": title, "description": description, **schema}
 
 
-Source = Union[Profile, OpStats]
+Source = Profile | OpStats
 Function = Callable[..., ToolResult]
 
 

@@ -58,7 +58,7 @@ class SpooledRecording(Recording):
 
     def __init__(self, parent: Recording) -> None:
         super().__init__(parent.level, parent.spool_dir)
-        self._file = open(os.path.join(parent.spool_dir or ".", f"{os.getpid()}.jsonl"), "a", buffering=1)  # noqa: SIM115
+        self._file = open(os.path.join(parent.spool_dir or ".", f"{os.getpid()}.jsonl"), "a", buffering=1)  # noqa: SIM115 - kept open for the recording's life: every event is written through
 
     def add(self, name: str, start: int, end: int, args: dict[str, Any] | None) -> None:
         global _recording

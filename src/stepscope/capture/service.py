@@ -35,6 +35,7 @@ stepscope's client polls to wait exactly as long as a capture is being written.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import socket
@@ -272,10 +273,8 @@ def start_server(port: int, host: str = "127.0.0.1", max_duration_ms: int = DEFA
 
 
 def _warm_up() -> None:
-    try:
+    with contextlib.suppress(Exception):
         warm_up()
-    except Exception:
-        pass
 
 
 def stop_server(grace_s: float = 1.0) -> None:

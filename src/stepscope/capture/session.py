@@ -93,10 +93,8 @@ def _install_boundary(tracer: Tracer) -> None:
     """Lets the tracer's framework mark step boundaries of its own (torch's optimizer step)."""
     install = getattr(tracer, "install_boundary", None)
     if install is not None:
-        try:
+        with contextlib.suppress(Exception):
             install()
-        except Exception:
-            pass
 
 
 def prepare_step_boundaries() -> None:

@@ -100,7 +100,7 @@ class Exports:
         """The file, opened and marked used (None when it is not there)."""
         with self._lock:
             try:
-                stream = open(path, "rb")
+                stream = open(path, "rb")  # noqa: SIM115 - OpenExport streams it to the response and closes it when done
             except FileNotFoundError:
                 return None
             with contextlib.suppress(OSError):

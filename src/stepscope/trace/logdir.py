@@ -130,11 +130,11 @@ def discover(path: str | Path) -> list[Run]:
 def _profile_files(root: Path) -> list[Path]:
     """Regular files named like profiles: FIFOs, devices and sockets so named are skipped
     (``stepscope.load`` would refuse them anyway)."""
-    found = []
-    for candidate in root.rglob("*"):
-        if candidate.name.endswith(PROFILE_SUFFIXES) and not candidate.name.startswith(".") and is_regular_file(candidate):
-            found.append(candidate)
-    return found
+    return [
+        candidate
+        for candidate in root.rglob("*")
+        if candidate.name.endswith(PROFILE_SUFFIXES) and not candidate.name.startswith(".") and is_regular_file(candidate)
+    ]
 
 
 def _prefer_xspace(hosts: list[Host]) -> list[Host]:

@@ -27,6 +27,7 @@ independent of the profile's size.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -226,7 +227,7 @@ def _chunks(sizes: np.ndarray, limit: int) -> list[slice]:
     group = np.cumsum(sizes) // limit
     bounds = np.flatnonzero(np.diff(group)) + 1
     edges = np.concatenate(([0], bounds, [len(sizes)]))
-    return [slice(int(a), int(b)) for a, b in zip(edges[:-1], edges[1:]) if b > a]
+    return [slice(int(a), int(b)) for a, b in itertools.pairwise(edges) if b > a]
 
 
 def _pixels(window: Window, edges: np.ndarray, times: np.ndarray) -> np.ndarray:

@@ -45,6 +45,7 @@ tensorflow is never imported here unless the program already imported it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import shutil
 import sys
@@ -143,10 +144,8 @@ def _forget_failed_start(experimental: Any) -> None:
     session before this start, so the program's own is never the one forgotten."""
     if _running_profiler() is None:
         return
-    try:
+    with contextlib.suppress(Exception):
         experimental.stop(save=False)
-    except Exception:
-        pass
 
 
 def _warn_if_ignored(version: str, options: ProfilerOptions) -> None:

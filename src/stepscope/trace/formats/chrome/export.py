@@ -47,10 +47,11 @@ def iter_chunks(profile: Profile, progress: Callable[[int], None] | None = None)
     yield _encode(header)[:-1] + b',"traceEvents":[\n'
     first = True
     for pid, plane in enumerate(profile.planes):
-        meta = [_metadata_event("process_name", pid, 0, {"name": plane.name})]
-        meta.append(_metadata_event("process_sort_index", pid, 0, {"sort_index": pid}))
-        for line in plane.lines:
-            meta.append(_metadata_event("thread_name", pid, line.id, {"name": line.label}))
+        meta = [
+            _metadata_event("process_name", pid, 0, {"name": plane.name}),
+            _metadata_event("process_sort_index", pid, 0, {"sort_index": pid}),
+            *(_metadata_event("thread_name", pid, line.id, {"name": line.label}) for line in plane.lines),
+        ]
         chunk = b",\n".join(meta)
         yield chunk if first else b",\n" + chunk
         first = False

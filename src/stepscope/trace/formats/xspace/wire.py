@@ -449,7 +449,7 @@ def decode_lines(
                             break
                 if error:
                     break
-                if kind == KIND_STR or kind == KIND_BYTES:
+                if kind in (KIND_STR, KIND_BYTES):
                     size = text_end - text_start
                     if fill:
                         for index in range(size):  # (a loop compiles faster than a slice copy)
