@@ -238,11 +238,11 @@ def _tool_options(tools: list, given: list[str]) -> dict[str, dict]:
         if not equals or not name:
             raise StepscopeError(f"--option {text!r}: give NAME=VALUE (see stepscope tools)")
         values[name] = value
-    chosen = ", ".join(tool.name for tool in tools)
+    names = {tool.name: {option.name for option in tool.options} for tool in tools}
     for name in values:
-        if not any(option.name == name for tool in tools for option in tool.options):
-            raise StepscopeError(f"--option {name}: no option of that name in {chosen} (see stepscope tools)")
-    return {tool.name: tool.parse_options({k: v for k, v in values.items() if any(o.name == k for o in tool.options)}) for tool in tools}
+        if not any(name in known for known in names.values()):
+            raise StepscopeError(f"--option {name}: no option of that name in {', '.join(names)} (see stepscope tools)")
+    return {tool.name: tool.parse_options({name: value for name, value in values.items() if name in names[tool.name]}) for tool in tools}
 
 
 def cmd_tools(args: argparse.Namespace) -> int:

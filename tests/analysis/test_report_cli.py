@@ -12,6 +12,7 @@ from pathlib import Path
 
 from stepscope.analysis import tool_names
 from stepscope.trace.logdir import make_path
+from tests.support.cli import assert_one_error_line
 from tests.support.traces import read_json, shared
 
 A100 = "kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz"
@@ -84,3 +85,49 @@ def test_choosing_runs_and_hosts(tmp_path: Path):
     assert json.loads(chosen.stdout)["overview_page"]["steps_inferred"] is True
     unknown = report(str(tmp_path), "--run", "2026_01_01_00_00_00", "--tool", "nope")
     assert unknown.returncode == 2 and "unknown tool 'nope'" in unknown.stderr
+
+
+TPU = "xplane/tpu_v_inference_4chips.xplane.pb"
+
+
+def test_tool_options_on_the_command_line():
+    """`--option` reaches the tool typed (op_profile's device and top_n); with --tool all
+    it applies to the tools that have it and leaves the others as they are."""
+    from stepscope.analysis import run_tool
+    from stepscope.render import render
+    from stepscope.trace.readers import load
+
+    profile = load(shared(TPU))
+    result = report(str(shared(TPU)), "--tool", "all", "--option", "device=/device:TPU:1", "--option", "top_n=1", "--format", "json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)
+    op_profile = document["op_profile"]
+    assert op_profile["device"] == "/device:TPU:1" and op_profile["top_n"] == 1
+    # top_n=1: one child per node, and one "(K more)" node where there were more
+    assert all(len(program["children"]) <= 2 for program in op_profile["root"]["children"])
+    assert op_profile == json.loads(render([run_tool("op_profile", profile, device="/device:TPU:1", top_n=1)], "json"))["op_profile"]
+    assert document["kernel_stats"] == json.loads(render([run_tool("kernel_stats", profile)], "json"))["kernel_stats"]
+
+
+def test_bad_tool_options_are_one_line_errors():
+    path = str(shared(TPU))
+    for args, fragments in (
+        (["--tool", "op_profile", "--option", "top_n"], ("--option 'top_n': give NAME=VALUE",)),
+        (["--tool", "op_profile", "--option", "colour=red"], ("--option colour: no option of that name in op_profile",)),
+        (["--tool", "kernel_stats", "--option", "top_n=3"], ("no option of that name in kernel_stats",)),
+        (["--tool", "op_profile", "--option", "top_n=0"], ("op_profile: option top_n must be at least 1, not 0",)),
+        (["--tool", "op_profile", "--option", "device=/device:TPU:9"], ("op_profile: no ops on device '/device:TPU:9'",)),
+        (["--tool", "trace_viewer"], ("trace_viewer is shown by the dashboard only",)),
+    ):
+        assert_one_error_line(report(path, *args), *fragments)
+
+
+def test_tools_lists_the_registry():
+    from stepscope.analysis import specs
+
+    listed = subprocess.run([sys.executable, "-m", "stepscope.cli", "tools"], capture_output=True, text=True, timeout=120)
+    assert listed.returncode == 0, listed.stderr
+    heads = [line.split()[0] for line in listed.stdout.splitlines() if not line.startswith(" ")]
+    assert heads == [entry.name for entry in specs()]
+    assert "  --option top_n=VALUE  (integer, default 10, at least 1)" in listed.stdout
+    assert "trace_viewer  (Trace viewer; dashboard only)" in listed.stdout

@@ -138,6 +138,9 @@ class OptionError(StepscopeError):
 
 @dataclass(frozen=True)
 class ToolSpec:
+    """One tool (see the module docstring); ``function`` and ``result`` are None for an
+    ``INDEX`` tool, which has no report."""
+
     name: str
     title: str
     order: int
