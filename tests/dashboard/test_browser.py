@@ -252,6 +252,42 @@ def test_op_profile_options_from_the_registry(page, server):
     assert page.locator('#tool-options select[name="option-device"]').input_value() == ""
 
 
+def test_op_profile_more_rows_and_keyboard(page, server):
+    """A "(K more)" row loads the tool with top_n large enough to show its K nodes (top_n
+    + K: its siblings), keeping the open rows; the arrow keys walk the tree."""
+    folded = data(server, "op_profile", **TPU, top_n="1")
+    root = folded["root"]
+    more = root["children"][-1]
+    assert more["folded"] > 0, "top_n=1 folds the TPU run's other programs"
+    page.goto(page_url(server.url, **TPU, tool="op_profile", top_n="1"))
+    wait_ready(page, "op_profile")
+    page.locator(f'[data-node="{root["name"]} / {more["name"]}"]').click()
+    wanted = str(1 + more["folded"])
+    page.wait_for_function("n => new URLSearchParams(location.search).get('top_n') === n", arg=wanted)
+    wait_ready(page, "op_profile")
+    shown = data(server, "op_profile", **TPU, top_n=wanted)["root"]["children"]
+    assert len(shown) == len(root["children"]) - 1 + more["folded"] and not any(child["folded"] for child in shown)
+    for child in shown:
+        page.locator(f'[data-node="{root["name"]} / {child["name"]}"]').wait_for()
+    assert page.locator('#tool-options input[name="option-top_n"]').input_value() == wanted
+
+    # Keyboard: Down to the first program, Right opens it, Right enters it, Left back, Left closes.
+    first, category = shown[0], shown[0]["children"][0]
+    program_path = f"{root['name']} / {first['name']}"
+    page.locator(f'[data-node="{root["name"]}"]').focus()
+    page.keyboard.press("ArrowDown")
+    assert page.evaluate("document.activeElement.dataset.node") == program_path
+    assert page.locator("#op-details .op-details-body").get_attribute("data-selected") == program_path
+    page.keyboard.press("ArrowRight")
+    assert page.locator(f'[data-node="{program_path}"]').get_attribute("aria-expanded") == "true"
+    page.keyboard.press("ArrowRight")
+    assert page.evaluate("document.activeElement.dataset.node") == f"{program_path} / {category['name']}"
+    page.keyboard.press("ArrowLeft")
+    assert page.evaluate("document.activeElement.dataset.node") == program_path
+    page.keyboard.press("ArrowLeft")
+    assert page.locator(f'[data-node="{program_path}"]').get_attribute("aria-expanded") == "false"
+
+
 def test_memory_profile_of_a_cpu_capture(page, server, logdir):
     where = dict(run=logdir.cpu_run, host=logdir.cpu_host)
     expected = data(server, "memory_profile", **where)

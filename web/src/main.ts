@@ -224,10 +224,11 @@ async function load(selection: Selection): Promise<void> {
     if (loading !== controller) return;
     statusSlot.replaceChildren();
     const info = toolInfo(selection);
-    const bar = info && renderOptions(info, selection.options ?? {}, data, (options) => void applyWanted({ ...selection, options }, "push"));
+    const setOptions = (options: Record<string, string>): void => void applyWanted({ ...selection, options }, "push");
+    const bar = info && renderOptions(info, selection.options ?? {}, data, setOptions);
     const root = el("div", { id: "tool-page" });
     content.replaceChildren(...(bar ? [bar, root] : [root]));
-    page.render(root, { data, tables, selection });
+    page.render(root, { data, tables, selection, setOptions });
     setState("ready");
   } catch (error) {
     if (error instanceof Cancelled || loading !== controller) return;

@@ -2,13 +2,17 @@
  * op_profile: XProf's op profile tree (device -> program -> category -> op). Each row
  * shows its share of the root as a bar coloured by FLOPS utilisation (color_hint), and
  * can be expanded; clicking a row selects it (details card) and toggles it, as in XProf.
- * "Exclude idle" switches between time_percent and time_percent_with_idle: both are in
- * the JSON, so no new request is made.
+ * The keyboard moves through the tree as in any tree view (`tree-keys`). A "(K more)" row
+ * asks for the tool again with `top_n` large enough to show its K ops (the registry option
+ * the options bar shows too); which rows are open is remembered per profile and device, so
+ * the tree comes back as it was. "Exclude idle" switches between time_percent and
+ * time_percent_with_idle: both are in the JSON, so no new request is made.
  */
 
 import type { OpNode, OpProfile } from "../api";
 import { opColor } from "../components/colors";
 import { at, card, metric, metrics, note } from "../components/metric";
+import { treeKey, type VisibleRow } from "../components/tree-keys";
 import { el } from "../dom";
 import { formatValue, rawAttr } from "../format";
 import { add, grid } from "./common";
@@ -43,6 +47,18 @@ interface TreeState {
   excludeIdle: boolean;
 }
 
+/** Open rows and the selected one, per profile and device, kept while the page lives. */
+const remembered = new Map<string, Pick<TreeState, "expanded" | "selected">>();
+
+function treeKeyOf(context: PageContext, data: OpProfile): string {
+  return [context.selection.run, context.selection.host, data.device].join("\u0000");
+}
+
+/** The `top_n` that shows every op a "(K more)" row stands for: its siblings are top_n + K. */
+export function topNShowing(folded: OpNode, topN: number): number {
+  return topN + folded.folded;
+}
+
 function detailsCard(node: OpNode, state: TreeState): HTMLElement {
   const items = [
     metric("name", at(node, "name"), "Name"),
@@ -73,7 +89,17 @@ function render(root: HTMLElement, context: PageContext): void {
   const data = context.data as OpProfile;
   const layout = grid(root);
   const rootPath = nodePath([data.root.name]);
-  const state: TreeState = { expanded: new Set([rootPath]), selected: [data.root.name], excludeIdle: data.exclude_idle !== false };
+  const key = treeKeyOf(context, data);
+  const kept = remembered.get(key);
+  const state: TreeState = {
+    expanded: kept?.expanded ?? new Set([rootPath]),
+    selected: kept && findNode(data.root, kept.selected) ? kept.selected : [data.root.name],
+    excludeIdle: data.exclude_idle !== false,
+  };
+  remembered.set(key, state);
+  /** The rows drawn last, in order: what the arrow keys move through. */
+  let visible: VisibleRow[] = [];
+  const namesOf = new Map<string, string[]>();
 
   add(
     layout,
@@ -105,17 +131,20 @@ function render(root: HTMLElement, context: PageContext): void {
     details.replaceChildren(el("h2", {}, "Selected node"), detailsCard(node, state));
   }
 
-  function row(node: OpNode, names: string[], depth: number): HTMLElement[] {
+  function row(node: OpNode, names: string[], depth: number, parent: string | null): HTMLElement[] {
     const path = nodePath(names);
     const expandable = node.children.length > 0;
     const expanded = expandable && state.expanded.has(path);
+    const more = node.folded > 0 && context.setOptions !== undefined;
+    visible.push({ path, parent, expandable, expanded });
+    namesOf.set(path, names);
     const share = shareOf(node, state.excludeIdle);
     const shareKey = state.excludeIdle ? "time_percent" : "time_percent_with_idle";
     const selected = nodePath(state.selected) === path;
     const line = el(
       "div",
       {
-        class: `op-row kind-${node.kind}${selected ? " selected" : ""}`,
+        class: `op-row kind-${node.kind}${selected ? " selected" : ""}${more ? " more" : ""}`,
         role: "treeitem",
         tabindex: 0,
         "data-node": path,
@@ -123,13 +152,21 @@ function render(root: HTMLElement, context: PageContext): void {
         "aria-level": depth + 1,
         "aria-expanded": expandable ? String(expanded) : null,
         "aria-selected": String(selected),
-        onclick: () => activate(names, expandable),
+        title: more ? `Show these ${node.folded} ops (top_n ${topNShowing(node, data.top_n)})` : null,
+        onclick: () => (more ? showMore(node) : activate(names, expandable)),
         onkeydown: (event: Event) => {
-          const key = (event as KeyboardEvent).key;
-          if (key === "Enter" || key === " ") {
+          const pressed = (event as KeyboardEvent).key;
+          if (pressed === "Enter" || pressed === " ") {
             event.preventDefault();
-            activate(names, expandable);
+            if (more) showMore(node);
+            else activate(names, expandable);
+            return;
           }
+          const action = treeKey(visible, path, pressed);
+          if (action === null) return;
+          event.preventDefault();
+          if (action.kind !== "focus") toggle(action.path);
+          moveTo(action.path);
         },
       },
       [
@@ -154,24 +191,36 @@ function render(root: HTMLElement, context: PageContext): void {
     );
     const rows: HTMLElement[] = [line];
     if (expanded) {
-      for (const child of node.children) rows.push(...row(child, [...names, child.name], depth + 1));
+      for (const child of node.children) rows.push(...row(child, [...names, child.name], depth + 1, path));
     }
     return rows;
   }
 
-  function activate(names: string[], expandable: boolean): void {
-    const path = nodePath(names);
-    if (expandable) {
-      if (state.expanded.has(path)) state.expanded.delete(path);
-      else state.expanded.add(path);
-    }
-    select(names);
+  function toggle(path: string): void {
+    if (state.expanded.has(path)) state.expanded.delete(path);
+    else state.expanded.add(path);
+  }
+
+  /** Selects the row at `path` and redraws with the keyboard focus on it. */
+  function moveTo(path: string): void {
+    select(namesOf.get(path) ?? [data.root.name]);
     draw();
     // Redrawing replaces the rows; keep keyboard focus where it was.
     tree.querySelector<HTMLElement>(`[data-node="${CSS.escape(path)}"]`)?.focus();
   }
 
+  function activate(names: string[], expandable: boolean): void {
+    const path = nodePath(names);
+    if (expandable) toggle(path);
+    moveTo(path);
+  }
+
+  function showMore(node: OpNode): void {
+    context.setOptions?.({ ...context.selection.options, top_n: String(topNShowing(node, data.top_n)) });
+  }
+
   function draw(): void {
+    visible = [];
     tree.replaceChildren(
       el("div", { class: "op-row op-header", "aria-hidden": "true" }, [
         el("span", { class: "op-share" }, "Time"),
@@ -180,7 +229,7 @@ function render(root: HTMLElement, context: PageContext): void {
         el("span", { class: "op-occurrences num" }, "Occurrences"),
         el("span", { class: "op-util num" }, "FLOPS util."),
       ]),
-      ...row(data.root, [data.root.name], 0),
+      ...row(data.root, [data.root.name], 0, null),
     );
   }
 

@@ -10,6 +10,11 @@ export interface PageContext {
   data: unknown;
   tables: ApiTable[];
   selection: Selection;
+  /**
+   * Loads the tool again with these option values (those that differ from the defaults,
+   * as `selection.options`), as the options bar does: a new history entry.
+   */
+  setOptions?: (options: Record<string, string>) => void;
 }
 
 /**
