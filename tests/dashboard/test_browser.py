@@ -127,6 +127,32 @@ def test_overview_page_shows_the_tools_numbers(page, server):
     shot(page, "overview_page_gpu")
 
 
+def test_a_cpu_only_profile_shows_only_what_applies(page, server, logdir):
+    """No accelerator: no device busy figures, no devices table, no all-zero step columns
+    (each said in one line), and kernel_stats says there is no GPU instead of empty panels."""
+    where = dict(run=logdir.cpu_run, host=logdir.cpu_host)
+    expected = data(server, "overview_page", **where)
+    assert expected["devices"] == [], "the CPU capture has no device plane"
+    steps = next(table for table in server.ready("/api/tables", **where, tool="overview_page").json()["tables"] if table["name"] == "steps")
+    keys = [c["key"] for c in steps["columns"]]
+    # Columns the page leaves out: the breakdown's <category>_us columns that are 0 in every step.
+    zero = [k for i, k in enumerate(keys) if k.endswith("_us") and k != "step_time_us" and all(row[i] == 0 for row in steps["rows"])]
+    assert "device_compute_us" in zero and "host_compute_us" not in zero
+    open_tool(page, server, "overview_page", **where)
+    assert page.locator("#no-device").is_visible()
+    assert page.locator('[data-metric="device_busy_percent"]').count() == 0
+    assert page.locator('[data-metric="kernel_launch_percent"]').count() == 0
+    assert page.locator('table[data-table="devices"]').count() == 0
+    shown = page.locator('table[data-table="steps"] th').evaluate_all("cells => cells.map(cell => cell.dataset.key)")
+    assert shown == [k for k in keys if k not in zero]
+    assert page.locator("#breakdown-zero").is_visible()
+    assert page.locator('[data-metric="breakdown_device_compute_percent"]').count() == 0
+    shot(page, "overview_page_cpu")
+    open_tool(page, server, "kernel_stats", **where)
+    assert "No GPU in this profile" in page.locator("#no-gpu").inner_text()
+    assert page.locator('table[data-table="kernels"]').count() == 0
+
+
 def test_input_pipeline_of_a_cpu_capture(page, server, logdir):
     where = dict(run=logdir.cpu_run, host=logdir.cpu_host)
     expected = data(server, "input_pipeline_analyzer", **where)

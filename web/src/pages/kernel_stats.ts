@@ -8,6 +8,11 @@ import type { PageContext, ToolPage } from "./types";
 function render(root: HTMLElement, context: PageContext): void {
   const data = context.data as KernelStats;
   const layout = grid(root);
+  if (data.devices.length === 0) {
+    // Only what applies: no GPU, no kernels; say so in one line instead of empty panels.
+    add(layout, card("Kernels", note("No GPU in this profile: kernel stats list the CUDA or ROCm kernels of a GPU trace.", "note", { id: "no-gpu" }), { id: "kernel-summary" }, true));
+    return;
+  }
   const tensorCore = data.rows.filter((row) => row.is_kernel_using_tensor_core === true).length;
   add(
     layout,

@@ -4,18 +4,31 @@
  * environment and the recommendation, laid out as XProf's overview page is.
  */
 
-import type { OverviewPage } from "../api";
+import type { ApiTable, OverviewPage } from "../api";
 import { el } from "../dom";
 import { stepTimeData } from "../components/chart-data";
 import { stackedBarChart } from "../components/charts";
 import { at, card, metric, metricValue, metrics, note } from "../components/metric";
+import { findTable } from "../components/table";
 import { humanize } from "../format";
 import { buildQuery } from "../state/url";
+import { withoutColumns, zeroColumns } from "./applies";
 import { add, grid, tableCard } from "./common";
 import type { PageContext, ToolPage } from "./types";
 
+const STEPS_TABLE = "steps";
+const US = "_us";
+
+/** The steps table's breakdown columns (`<category>_us`) that are 0 in every step. */
+function zeroBreakdown(steps: ApiTable | undefined): string[] {
+  if (!steps) return [];
+  const breakdown = steps.columns.map((column) => column.key).filter((key) => key.endsWith(US) && key !== "step_time_us");
+  return zeroColumns(steps, breakdown);
+}
+
 function summaryCard(data: OverviewPage): HTMLElement {
   const rec = data.recommendation;
+  const hasDevice = data.devices.length > 0;
   const input = rec && rec.input_percent !== null ? at(rec, "input_percent") : at(data.breakdown_percent, "input");
   const items = [
     metric("step_time_mean_us", at(data.step_time_us, "mean"), "Average step time"),
@@ -23,9 +36,9 @@ function summaryCard(data: OverviewPage): HTMLElement {
     metric("step_time_min_us", at(data.step_time_us, "min"), "Fastest step"),
     metric("step_time_max_us", at(data.step_time_us, "max"), "Slowest step"),
     metric("input_percent", input, "Input (of step time)"),
-    metric("device_busy_percent", at(data.device, "busy_percent"), "Device busy", "Share of the devices' active span (first device work to last) they were running work"),
-    metric("device_busy_percent_of_window", at(data.device, "busy_percent_of_window"), "Device busy (window)", "Share of the whole profile window the devices were running work"),
-    metric("kernel_launch_percent", rec ? at(rec, "kernel_launch_percent") : null, "Kernel launch"),
+    hasDevice && metric("device_busy_percent", at(data.device, "busy_percent"), "Device busy", "Share of the devices' active span (first device work to last) they were running work"),
+    hasDevice && metric("device_busy_percent_of_window", at(data.device, "busy_percent_of_window"), "Device busy (window)", "Share of the whole profile window the devices were running work"),
+    hasDevice && metric("kernel_launch_percent", at(rec, "kernel_launch_percent"), "Kernel launch"),
     metric("step_count", data.steps.length, "Steps"),
     metric("step_set_aside_count", (data.set_aside ?? []).length, "Steps set aside", "Warm-up (compile) and one-off steps left out of these statistics"),
     metric("step_source", data.step_source, "Steps from"),
@@ -37,7 +50,12 @@ function summaryCard(data: OverviewPage): HTMLElement {
   return card(
     "Performance summary",
     [
-      metrics(items),
+      metrics(items.filter((item): item is HTMLElement => item !== false)),
+      hasDevice
+        ? null
+        : note("No accelerator in this profile: its steps are host work, so device busy time, kernel launch, the devices table and the device categories are left out.", "note", {
+            id: "no-device",
+          }),
       data.steps_inferred
         ? note(
             "Steps inferred: the profile has no step markers, so the whole profiled window is treated as one step.",
@@ -52,19 +70,23 @@ function summaryCard(data: OverviewPage): HTMLElement {
   );
 }
 
-function breakdownCard(data: OverviewPage): HTMLElement {
+function breakdownCard(data: OverviewPage, zero: string[]): HTMLElement {
   const percents = data.breakdown_percent ?? {};
-  const entries = Object.keys(percents);
+  const entries = Object.keys(percents).filter((category) => !zero.includes(`${category}${US}`));
+  const left = Object.keys(percents).filter((category) => zero.includes(`${category}${US}`));
   return card(
     "Step time breakdown",
-    el(
-      "dl",
-      { class: "breakdown" },
-      entries.flatMap((category) => [
-        el("dt", {}, humanize(category)),
-        el("dd", {}, metricValue(`breakdown_${category}_percent`, at(percents, category), "span")),
-      ]),
-    ),
+    [
+      el(
+        "dl",
+        { class: "breakdown" },
+        entries.flatMap((category) => [
+          el("dt", {}, humanize(category)),
+          el("dd", {}, metricValue(`breakdown_${category}_percent`, at(percents, category), "span")),
+        ]),
+      ),
+      left.length > 0 ? note(`Zero in every step, not shown: ${left.map(humanize).join(", ")}.`, "note", { id: "breakdown-zero" }) : null,
+    ],
     { id: "breakdown" },
   );
 }
@@ -127,7 +149,9 @@ function recommendationCard(data: OverviewPage, context: PageContext): HTMLEleme
 function render(root: HTMLElement, context: PageContext): void {
   const data = context.data as OverviewPage;
   const layout = grid(root);
-  add(layout, summaryCard(data), recommendationCard(data, context), environmentCard(data), breakdownCard(data));
+  const steps = findTable(context.tables, STEPS_TABLE);
+  const zero = zeroBreakdown(steps);
+  add(layout, summaryCard(data), recommendationCard(data, context), environmentCard(data), breakdownCard(data, zero));
   add(
     layout,
     card(
@@ -140,8 +164,9 @@ function render(root: HTMLElement, context: PageContext): void {
   add(
     layout,
     tableCard(context, "top_ops", "Top operations by self time"),
-    tableCard(context, "devices", "Devices"),
-    tableCard(context, "steps", "Steps"),
+    data.devices.length > 0 && tableCard(context, "devices", "Devices"),
+    // The view leaves out the all-zero columns; the CSV export still has every column.
+    steps && tableCard({ ...context, tables: [withoutColumns(steps, zero)] }, STEPS_TABLE, "Steps"),
   );
 }
 
