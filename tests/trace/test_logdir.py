@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import gzip
+import json
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 import stepscope
+from stepscope.trace import sniff
 from stepscope.trace.logdir import make_path, parse_path, safe_host
 from tests.support.traces import shared
 
@@ -66,3 +70,52 @@ def test_no_profiles_is_a_clear_error(tmp_path: Path, make: str):
         (target / "sub" / "readme.txt").write_text("nothing here")
     with pytest.raises(stepscope.ProfileFormatError, match="contains no profiles" if make == "empty" else "does not exist"):
         stepscope.discover(target)
+
+
+def test_trace_json_not_named_so_is_found_by_content(tmp_path: Path):
+    """HTA-style and renamed Kineto files are runs; JSON that is no trace, and anything
+    that is not a regular file, is not."""
+    run = tmp_path / "hta"
+    run.mkdir()
+    # A gzipped copy of a shared Kineto trace under HTA's name (the shared file is gzip).
+    _copy(KINETO, run / "rank3.json.gz")
+    # The same trace decompressed, under a name that says nothing.
+    (run / "events.json").write_bytes(gzip.decompress(shared(KINETO).read_bytes()))
+    # Chrome's JSON array format: events, no header object.
+    (run / "array.json").write_text(json.dumps([{"ph": "X", "name": "op", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]))
+    # JSON that is no trace: a config (its lone "schemaVersion" is no Kineto header), a list of settings.
+    (run / "config.json").write_text(json.dumps({"schemaVersion": 2, "lr": 0.1, "layers": [64, 64]}))
+    (run / "list.json").write_text(json.dumps([{"name": "a"}, {"name": "b"}]))
+    (run / "empty.json").write_bytes(b"")
+    (run / "bad.json.gz").write_bytes(gzip.compress(b"\0" * 100_000))
+    # Named like a trace but not a regular file: a directory and a FIFO.
+    (run / "dir.json").mkdir()
+    os.mkfifo(run / "x.json")
+    runs = stepscope.discover(tmp_path)
+    assert [r.name for r in runs] == ["hta"]
+    # Hosts are the trace files' names less ".json[.gz]", sorted: array, events, rank3.
+    assert [host.name for host in runs[0].hosts] == ["array", "events", "rank3"]
+    profile = stepscope.load(runs[0].host("rank3").path)
+    assert profile.planes  # the sniffed file is one load reads as Kineto
+
+
+def test_tool_caches_beside_a_session_are_not_hosts(tmp_path: Path):
+    session = make_path(tmp_path, "s1", "host-a").parent
+    _copy(XPLANE, session / "host-a.xplane.pb")
+    # TensorBoard's plugin caches are JSON, but no trace.
+    (session / "host-a.memory_profile.json.gz").write_bytes(gzip.compress(b'{"memoryProfilePerAllocator": {}}'))
+    (run,) = stepscope.discover(tmp_path)
+    assert [host.name for host in run.hosts] == ["host-a"]
+
+
+def test_sniffing_reads_only_the_head(tmp_path: Path):
+    """A trace is recognised from its first KiB: a file whose head is a Kineto header
+    followed by more than the head of garbage is still a trace by its start."""
+    head = b'{"schemaVersion": 1, "deviceProperties": [], "traceEvents": ['
+    path = tmp_path / "big.json"
+    path.write_bytes(head + b" " * (sniff.HEAD_BYTES * 4))
+    assert sniff.read_head(path) == (head + b" " * sniff.HEAD_BYTES)[: sniff.HEAD_BYTES]
+    packed = tmp_path / "big.json.gz"
+    packed.write_bytes(gzip.compress(path.read_bytes()))
+    assert len(sniff.read_head(packed)) == sniff.HEAD_BYTES
+    assert sniff.is_trace_json(path) and sniff.is_trace_json(packed)

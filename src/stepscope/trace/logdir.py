@@ -7,6 +7,10 @@ Layouts understood:
 - torch's ``tensorboard_trace_handler``: ``<logdir>/<run>/<worker>.<ts>.pt.trace.json[.gz]``;
   the run is the folder, each file a host. Loose ``*.xplane.pb`` and ``*.trace.json[.gz]``
   files outside the TensorBoard layout are taken the same way.
+- Any other ``*.json`` / ``*.json.gz`` (HTA's ``rank3.json.gz``, a renamed ``events.json``)
+  is a host named by the file less that suffix, where and only where its first KiB say it
+  is a Chrome/Kineto trace (:mod:`stepscope.trace.sniff`): a ``config.json`` or a tool
+  cache never becomes a run.
 - A single profile file given directly: one run named after the file, one host.
 
 Only regular files are profiles: a FIFO, device or socket named like one is skipped by
@@ -23,6 +27,7 @@ from pathlib import Path
 
 from stepscope.errors import ProfileFormatError
 from stepscope.trace.files import is_regular_file, open_regular
+from stepscope.trace.sniff import is_trace_json
 
 PLUGIN_DIR = ("plugins", "profile")
 XPLANE_SUFFIX = ".xplane.pb"
@@ -30,6 +35,8 @@ TRACE_JSON_SUFFIXES = (".trace.json.gz", ".trace.json")
 TORCH_SUFFIXES = (".pt.trace.json.gz", ".pt.trace.json")
 LOOSE_SUFFIXES = (*TORCH_SUFFIXES, XPLANE_SUFFIX, XPLANE_SUFFIX + ".gz", *TRACE_JSON_SUFFIXES)
 PROFILE_SUFFIXES = LOOSE_SUFFIXES
+# Names that may be a trace or not: discovery looks inside (after the suffixes above).
+SNIFFED_SUFFIXES = (".json.gz", ".json")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -70,21 +77,25 @@ class ParsedPath:
 
 
 def parse_path(logdir: Path, path: Path) -> ParsedPath | None:
-    """The run and host a profile file belongs to, or None if it is not a profile file."""
+    """The run and host a profile file belongs to, or None if its name is no profile's.
+
+    By name only: a ``*.json[.gz]`` not named like a trace gets a run and host here too
+    (its name less the suffix), and ``discover`` lists it only if its content is a trace.
+    """
     relative = Path(path).relative_to(logdir)
     parts = relative.parts
     name = parts[-1]
     for index in range(len(parts) - 3):
         if parts[index : index + 2] == PLUGIN_DIR and index + 3 == len(parts) - 1:
             session = parts[index + 2]
-            host = _strip_suffix(name, (XPLANE_SUFFIX, XPLANE_SUFFIX + ".gz", *TRACE_JSON_SUFFIXES))
+            host = _strip_suffix(name, (XPLANE_SUFFIX, XPLANE_SUFFIX + ".gz", *TRACE_JSON_SUFFIXES, *SNIFFED_SUFFIXES))
             if host is None:
                 return None
             tb_run = "/".join(parts[:index])
             return ParsedPath(f"{tb_run}/{session}" if tb_run else session, host)
     # torch's tensorboard_trace_handler layout, and loose profile files generally: the
     # folder is the run, each file a host.
-    host = _strip_suffix(name, LOOSE_SUFFIXES)
+    host = _strip_suffix(name, (*LOOSE_SUFFIXES, *SNIFFED_SUFFIXES))
     if host is None:
         return None
     folder = "/".join(parts[:-1])
@@ -122,19 +133,22 @@ def discover(path: str | Path) -> list[Run]:
     if not runs:
         raise ProfileFormatError(
             path,
-            "contains no profiles (looked for plugins/profile/<session>/<host>.xplane.pb and *.pt.trace.json[.gz])",
+            "contains no profiles (looked for plugins/profile/<session>/<host>.xplane.pb, *.pt.trace.json[.gz] and trace JSON by content)",
         )
     return sorted(runs.values(), key=lambda run: run.name)
 
 
 def _profile_files(root: Path) -> list[Path]:
-    """Regular files named like profiles: FIFOs, devices and sockets so named are skipped
-    (``stepscope.load`` would refuse them anyway)."""
-    return [
-        candidate
-        for candidate in root.rglob("*")
-        if candidate.name.endswith(PROFILE_SUFFIXES) and not candidate.name.startswith(".") and is_regular_file(candidate)
-    ]
+    """Regular files named like profiles, and ``*.json[.gz]`` files that are traces by
+    content: FIFOs, devices and sockets so named are skipped (``stepscope.load`` would
+    refuse them anyway, and looking inside one could block)."""
+    return [candidate for candidate in root.rglob("*") if not candidate.name.startswith(".") and _is_profile(candidate)]
+
+
+def _is_profile(path: Path) -> bool:
+    if path.name.endswith(PROFILE_SUFFIXES):
+        return is_regular_file(path)
+    return path.name.endswith(SNIFFED_SUFFIXES) and is_regular_file(path) and is_trace_json(path)
 
 
 def _prefer_xspace(hosts: list[Host]) -> list[Host]:
@@ -148,5 +162,5 @@ def _prefer_xspace(hosts: list[Host]) -> list[Host]:
 
 
 def _file_host(path: Path) -> str:
-    stripped = _strip_suffix(path.name, (*LOOSE_SUFFIXES, ".json.gz", ".json"))
+    stripped = _strip_suffix(path.name, (*LOOSE_SUFFIXES, *SNIFFED_SUFFIXES))
     return stripped or path.name
