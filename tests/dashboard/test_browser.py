@@ -349,6 +349,38 @@ def test_switch_runs_and_hosts_and_deep_links(page, server, logdir):
     assert parse_qs(urlparse(page.url).query)["run"] == [TPU["run"]]
 
 
+def test_a_bad_deep_link_says_what_was_not_found(page, server, logdir):
+    runs = server.get("/api/runs").json()["runs"]
+    # The fallback is the first run the API lists (and its first host), whatever it shows.
+    first_run = runs[0]["name"]
+    page.goto(page_url(server.url, run="nope", tool="overview_page"))
+    page.wait_for_selector('#tool[data-state="ready"], #tool[data-state="error"]', timeout=READY_TIMEOUT_MS)
+    notice = page.locator("#notice")
+    assert notice.get_attribute("role") == "status"
+    assert notice.inner_text() == f"No run named 'nope' in this log directory; showing '{first_run}'."
+    assert parse_qs(urlparse(page.url).query)["run"] == [first_run]
+    # The selectors still send the full names (ids), whatever they show.
+    assert page.eval_on_selector_all("#run-select option", "options => options.map(o => o.value)") == [run["name"] for run in runs]
+    # The user's next choice clears it.
+    page.select_option("#run-select", GPU["run"])
+    wait_ready(page, "overview_page")
+    assert notice.is_hidden()
+
+    # A host the run lacks and a tool that does not exist: the run's first host and the
+    # first tool /api/tools offers are shown, and both misses are said in one line.
+    gpu_host = next(run for run in runs if run["name"] == GPU["run"])["hosts"][0]
+    first_tool = server.get("/api/tools", run=GPU["run"], host=gpu_host).json()["tools"][0]["name"]
+    page.goto(page_url(server.url, run=GPU["run"], host="nope", tool="not_a_tool"))
+    wait_ready(page, first_tool)
+    assert notice.inner_text() == (
+        f"No host named 'nope' in run '{GPU['run']}'; showing '{gpu_host}'. No tool named 'not_a_tool' for this profile; showing '{first_tool}'."
+    )
+    assert parse_qs(urlparse(page.url).query) == {"run": [GPU["run"]], "host": [gpu_host], "tool": [first_tool]}
+    page.select_option("#tool-select", "op_profile")
+    wait_ready(page, "op_profile")
+    assert notice.is_hidden()
+
+
 def test_a_corrupt_run_shows_its_error_and_the_rest_works(page, server, logdir):
     page.goto(page_url(server.url, run="broken", host="worker0", tool="overview_page"))
     page.wait_for_selector('#tool[data-state="error"]', timeout=READY_TIMEOUT_MS)

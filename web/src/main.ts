@@ -1,7 +1,8 @@
 /**
  * The page shell: run / host / tool selectors kept in step with the address bar, the tool
  * area (progress while the server analyses, the tool's page when ready, the error when it
- * cannot be read) and the capture dialog.
+ * cannot be read), the notice saying what a deep link named that is not there, and the
+ * capture dialog.
  *
  * Every load belongs to one selection; a newer selection aborts the older one's requests,
  * and an answer that arrives for a selection that is no longer current is dropped, so
@@ -17,7 +18,8 @@ import { renderProgress } from "./components/progress";
 import { el, replaceChildren } from "./dom";
 import { pageFor } from "./pages";
 import { optionsFromParams, sameOptions } from "./state/options";
-import { buildQuery, keptParams, parseQuery, pickHost, pickTool, resolveRunHost, sameSelection, type Wanted } from "./state/url";
+import { hostLabels, runLabels } from "./state/names";
+import { buildQuery, keptParams, notFoundNotice, parseQuery, pickHost, pickTool, resolveRunHost, sameSelection, type Wanted } from "./state/url";
 
 const RUNS_REFRESH_MS = 5000;
 /** How long a finished capture's run may take to be listed (the server re-reads the logdir at most once a second). */
@@ -36,6 +38,7 @@ const toolArea = byId<HTMLElement>("tool");
 const statusSlot = byId<HTMLElement>("tool-status");
 const content = byId<HTMLElement>("tool-content");
 const logdirLabel = byId<HTMLElement>("logdir");
+const notice = byId<HTMLElement>("notice");
 
 let runs: RunInfo[] = [];
 let current: Selection | null = null;
@@ -51,10 +54,18 @@ interface WantedHere extends Wanted {
   /** The tool's options as they are to be; when absent, read from `params`. */
   options?: Record<string, string>;
   params?: URLSearchParams;
+  /** Read from the address (a deep link, back/forward): what it names that is missing is said. */
+  fromAddress?: boolean;
 }
 
 function fromAddress(): WantedHere {
-  return { ...parseQuery(location.search), params: new URLSearchParams(location.search) };
+  return { ...parseQuery(location.search), params: new URLSearchParams(location.search), fromAddress: true };
+}
+
+/** Shows `text` above the tool area, or hides the notice when it is "". */
+function setNotice(text: string): void {
+  notice.textContent = text;
+  notice.hidden = text === "";
 }
 
 async function toolsFor(run: string, host: string): Promise<ToolInfo[]> {
@@ -66,24 +77,39 @@ async function toolsFor(run: string, host: string): Promise<ToolInfo[]> {
   return tools;
 }
 
-/** Rebuilds a select's options only when they changed (rebuilding closes an open dropdown). */
+/**
+ * Rebuilds a select's options only when they changed (rebuilding closes an open dropdown).
+ * Values are the ids sent to the API; a label that is not its value (a shortened name) has
+ * its value as the option's title, shown on hover.
+ */
 function fillSelect(select: HTMLSelectElement, values: string[], selected: string, labels: string[] = values): void {
-  const existing = Array.from(select.options, (option) => option.value);
-  if (existing.length !== values.length || existing.some((value, index) => value !== values[index])) {
-    select.replaceChildren(...values.map((value, index) => el("option", { value }, labels[index] ?? value)));
+  const existing = Array.from(select.options, (option) => [option.value, option.textContent]);
+  if (existing.length !== values.length || existing.some(([value, text], index) => value !== values[index] || text !== (labels[index] ?? values[index]))) {
+    select.replaceChildren(
+      ...values.map((value, index) => {
+        const label = labels[index] ?? value;
+        return el("option", label === value ? { value } : { value, title: value }, label);
+      }),
+    );
   }
   select.value = selected;
   select.disabled = values.length === 0;
 }
 
+/** The runs selector: full names as values, short ones as labels (see state/names). */
+function fillRuns(selected: string): void {
+  const names = runs.map((candidate) => candidate.name);
+  fillSelect(runSelect, names, selected, runLabels(names));
+}
+
+function fillHosts(hosts: string[], selected: string): void {
+  fillSelect(hostSelect, hosts, selected, hostLabels(hosts));
+}
+
 function showSelection(selection: Selection, tools: ToolInfo[]): void {
   const run = runs.find((candidate) => candidate.name === selection.run);
-  fillSelect(
-    runSelect,
-    runs.map((candidate) => candidate.name),
-    selection.run,
-  );
-  fillSelect(hostSelect, run?.hosts ?? [selection.host], selection.host);
+  fillRuns(selection.run);
+  fillHosts(run?.hosts ?? [selection.host], selection.host);
   fillSelect(
     toolSelect,
     tools.map((tool) => tool.name),
@@ -143,6 +169,7 @@ async function applyWanted(wanted: WantedHere, mode: "push" | "replace", force =
   if (!runHost) {
     loading?.abort();
     current = null;
+    setNotice("");
     toolArea.setAttribute("data-tool", "");
     for (const select of [runSelect, hostSelect, toolSelect]) fillSelect(select, [], "");
     showError(`No profiles found in ${logdirLabel.textContent || "the log directory"} yet; runs appear here as soon as they are written.`);
@@ -176,6 +203,8 @@ async function applyWanted(wanted: WantedHere, mode: "push" | "replace", force =
   const options = wanted.options ?? (wanted.params && tool === wanted.tool ? optionsFromParams(info, wanted.params) : {});
   const selection: Selection = { ...runHost, tool, ...(Object.keys(options).length > 0 ? { options } : {}) };
   showSelection(selection, tools);
+  // A deep link's missing parts are said until the next choice (a user's selection clears it).
+  setNotice(wanted.fromAddress ? notFoundNotice(wanted, selection) : "");
   writeHistory(selection, mode);
   if (force || !sameSelection(selection, current) || stateBefore === "error") {
     void load(selection);
@@ -250,12 +279,8 @@ async function refreshRuns(): Promise<void> {
   if (!changed) return;
   if (current) {
     const run = runs.find((candidate) => candidate.name === current?.run);
-    fillSelect(
-      runSelect,
-      runs.map((candidate) => candidate.name),
-      current.run,
-    );
-    if (run) fillSelect(hostSelect, run.hosts, current.host);
+    fillRuns(current.run);
+    if (run) fillHosts(run.hosts, current.host);
   } else if (runs.length > 0) {
     await applyWanted(fromAddress(), "replace");
   }

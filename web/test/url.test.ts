@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { apiUrl, csvUrl } from "../src/api";
-import { buildQuery, keptParams, parseQuery, pickHost, pickRun, pickTool, resolveRunHost, sameSelection } from "../src/state/url";
+import { buildQuery, keptParams, notFoundNotice, parseQuery, pickHost, pickRun, pickTool, resolveRunHost, sameSelection } from "../src/state/url";
 
 const runs = [
   { name: "a", hosts: ["h1", "h2"] },
@@ -66,5 +66,38 @@ describe("a tool's own state in the address", () => {
   });
   it("never lets extra parameters override the selection", () => {
     expect(buildQuery(selection, new URLSearchParams("tool=x&start_ps=5"))).toBe("?run=a&host=h1&tool=trace_viewer&start_ps=5");
+  });
+});
+
+describe("saying what a deep link named that is not there", () => {
+  const tools = ["overview_page", "op_profile"];
+  function settle(wanted: { run?: string; host?: string; tool?: string }): string {
+    const runHost = resolveRunHost(runs, wanted)!;
+    return notFoundNotice(wanted, { ...runHost, tool: pickTool(tools, wanted.tool) });
+  }
+  it("says nothing when everything was found, or nothing was asked", () => {
+    expect(settle({ run: "b/session 2", host: "h3", tool: "op_profile" })).toBe("");
+    expect(settle({})).toBe("");
+  });
+  it("names the missing run and the run shown instead", () => {
+    // "nope" is no run; the first run, "a", is shown (and its first host, h1).
+    expect(settle({ run: "nope" })).toBe("No run named 'nope' in this log directory; showing 'a'.");
+  });
+  it("names a missing host, and a host the fallback run lacks", () => {
+    // Run "a" has h1 and h2, not h3: its first host, h1, is shown.
+    expect(settle({ run: "a", host: "h3" })).toBe("No host named 'h3' in run 'a'; showing 'h1'.");
+    // The fallback run "a" has h2, so the wanted host is kept and only the run is reported.
+    expect(settle({ run: "nope", host: "h2" })).toBe("No run named 'nope' in this log directory; showing 'a'.");
+  });
+  it("names a missing tool", () => {
+    // "not_a_tool" is not among the tools; the first, overview_page, is shown.
+    expect(settle({ tool: "not_a_tool" })).toBe("No tool named 'not_a_tool' for this profile; showing 'overview_page'.");
+  });
+  it("puts everything not found on one line", () => {
+    const notice = settle({ run: "nope", host: "h3", tool: "not_a_tool" });
+    expect(notice.split("\n")).toHaveLength(1);
+    expect(notice).toBe(
+      "No run named 'nope' in this log directory; showing 'a'. No host named 'h3' in run 'a'; showing 'h1'. No tool named 'not_a_tool' for this profile; showing 'overview_page'.",
+    );
   });
 });

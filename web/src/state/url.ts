@@ -84,3 +84,24 @@ export function resolveRunHost(runs: RunInfo[], wanted: Wanted): { run: string; 
 export function sameSelection(a: Partial<Selection> | null, b: Partial<Selection> | null): boolean {
   return !!a && !!b && a.run === b.run && a.host === b.host && a.tool === b.tool && sameOptions(a.options, b.options);
 }
+
+/**
+ * What a deep link asked for that is not there, in one line, or "" when all of it was
+ * found: the page falls back (so the view is usable) but says so, instead of silently
+ * showing another run under the address's name. `shown` is the selection it settled on
+ * (by `resolveRunHost` and `pickTool`, which keep every wanted part that exists), so a
+ * wanted part that differs from the shown one was not there.
+ */
+export function notFoundNotice(wanted: Wanted, shown: Selection): string {
+  const parts: string[] = [];
+  if (wanted.run !== undefined && wanted.run !== shown.run) {
+    parts.push(`No run named '${wanted.run}' in this log directory; showing '${shown.run}'.`);
+  }
+  if (wanted.host !== undefined && wanted.host !== shown.host) {
+    parts.push(`No host named '${wanted.host}' in run '${shown.run}'; showing '${shown.host}'.`);
+  }
+  if (wanted.tool !== undefined && wanted.tool !== shown.tool) {
+    parts.push(`No tool named '${wanted.tool}' for this profile; showing '${shown.tool}'.`);
+  }
+  return parts.join(" ");
+}
