@@ -127,6 +127,28 @@ def test_overview_page_shows_the_tools_numbers(page, server):
     shot(page, "overview_page_gpu")
 
 
+def test_a_step_bar_opens_the_trace_viewer_on_that_step(page, server):
+    expected = data(server, "overview_page", **GPU)
+    step = expected["steps"][1]
+    open_tool(page, server, "overview_page", **GPU)
+    # The centre of step 1's tallest bar segment, from Chart.js (CSS px in the canvas).
+    point = page.evaluate(
+        """() => { const chart = window.__stepscope.charts.step_time;
+                   const bars = chart.data.datasets.map((_, i) => chart.getDatasetMeta(i)).filter(m => !m.hidden).map(m => m.data[1]);
+                   const bar = bars.reduce((a, b) => (Math.abs(b.base - b.y) > Math.abs(a.base - a.y) ? b : a));
+                   return {x: bar.x, y: (bar.y + bar.base) / 2}; }"""
+    )
+    page.locator('canvas[data-chart="step_time"]').click(position=point)
+    page.wait_for_url("**tool=trace_viewer**", timeout=30_000)
+    wait_ready(page, "trace_viewer")
+    query = parse_qs(urlparse(page.url).query)
+    # The step's window: its start and start + step time, exact picoseconds from the JSON.
+    assert query["start_ps"] == [str(step["start_ps"])] and query["end_ps"] == [str(step["start_ps"] + step["step_time_ps"])]
+    assert query["run"] == [GPU["run"]] and query["host"] == [GPU["host"]]
+    view = page.evaluate("window.__stepscope.trace.view()")
+    assert view["start_ps"] == pytest.approx(step["start_ps"]) and view["end_ps"] == pytest.approx(step["start_ps"] + step["step_time_ps"])
+
+
 def test_a_cpu_only_profile_shows_only_what_applies(page, server, logdir):
     """No accelerator: no device busy figures, no devices table, no all-zero step columns
     (each said in one line), and kernel_stats says there is no GPU instead of empty panels."""

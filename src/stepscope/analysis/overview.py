@@ -66,6 +66,7 @@ DEVICE_COLUMNS = (
 class OverviewStep(TypedDict):
     step: int
     start_us: float
+    start_ps: int  # from the profile start, exact (the trace viewer opens a step by it)
     step_time_us: float
     step_time_ps: int
     breakdown: dict[str, float]  # "<category>_us" and "<category>_ps" (exact) per category and idle
@@ -357,6 +358,7 @@ def overview_page(stats: OpStats) -> OverviewResult:
         OverviewStep(
             step=int(steps.number[index]),
             start_us=ps_to_us(int(steps.start_ps[index])),
+            start_ps=int(steps.start_ps[index]),
             step_time_us=ps_to_us(int(steps.duration_ps[index])),
             step_time_ps=int(steps.duration_ps[index]),
             breakdown={f"{key}_us": ps_to_us(int(parts[key][index])) for key in parts} | {f"{key}_ps": int(parts[key][index]) for key in parts},

@@ -103,12 +103,15 @@ function nonEmptyLegendItem(item: { datasetIndex?: number }, data: { datasets: {
 }
 
 /** Stacked bars per step, values in microseconds. */
-export function stackedBarChart(name: string, label: string, data: CategoryData, xTitle = "step"): HTMLElement {
+/** `onBarClick(index)`: a click on the bar of label `index` (the chart shows a hand cursor over bars). */
+export function stackedBarChart(name: string, label: string, data: CategoryData, xTitle = "step", onBarClick?: (index: number) => void): HTMLElement {
   const { box, canvas } = canvasBox(name, label);
   register(name, canvas, {
     type: "bar",
     data,
     options: {
+      onClick: onBarClick && ((_event, elements) => elements[0] && onBarClick(elements[0].index)),
+      onHover: onBarClick && ((_event, elements) => canvas.style.setProperty("cursor", elements.length > 0 ? "pointer" : "default")),
       scales: {
         x: { stacked: true, title: { display: true, text: xTitle } },
         y: { stacked: true, beginAtZero: true, ticks: { callback: usTick }, title: { display: true, text: "time" } },

@@ -30,6 +30,7 @@ export interface OverviewStep {
   };
   device_time_launched_us: number;
   set_aside: string | null;
+  start_ps: number;
   start_us: number;
   step: number;
   step_time_ps: number;

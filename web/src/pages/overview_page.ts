@@ -4,7 +4,7 @@
  * environment and the recommendation, laid out as XProf's overview page is.
  */
 
-import type { ApiTable, OverviewPage } from "../api";
+import type { ApiTable, OverviewPage, OverviewStep } from "../api";
 import { el } from "../dom";
 import { stepTimeData } from "../components/chart-data";
 import { stackedBarChart } from "../components/charts";
@@ -146,6 +146,12 @@ function recommendationCard(data: OverviewPage, context: PageContext): HTMLEleme
   );
 }
 
+/** The trace viewer's address showing one step's window, on this run and host. */
+export function stepInTraceViewer(context: PageContext, step: OverviewStep): string {
+  const view = new URLSearchParams({ start_ps: String(step.start_ps), end_ps: String(step.start_ps + step.step_time_ps) });
+  return buildQuery({ run: context.selection.run, host: context.selection.host, tool: "trace_viewer" }, view);
+}
+
 function render(root: HTMLElement, context: PageContext): void {
   const data = context.data as OverviewPage;
   const layout = grid(root);
@@ -156,7 +162,12 @@ function render(root: HTMLElement, context: PageContext): void {
     layout,
     card(
       "Step-time graph",
-      data.steps.length > 0 ? stackedBarChart("step_time", "Step time per step, by category", stepTimeData(data)) : note("No steps in this profile."),
+      data.steps.length > 0
+        ? stackedBarChart("step_time", "Step time per step, by category (click a step to open it in the trace viewer)", stepTimeData(data), "step", (index) => {
+            const step = data.steps[index];
+            if (step) location.assign(stepInTraceViewer(context, step));
+          })
+        : note("No steps in this profile."),
       { id: "step-time-graph" },
       true,
     ),
