@@ -110,7 +110,8 @@ def test_overview_page_shows_the_tools_numbers(page, server):
     assert metric(page, "env_framework") == expected["environment"]["framework"]
     # The step-time graph: one stacked bar per step, its parts the breakdown, summing to the step.
     shown = chart(page, "step_time")
-    assert shown["labels"] == [str(step["step"]) for step in expected["steps"]] or shown["labels"] == [step["step"] for step in expected["steps"]]
+    # Labels are the step numbers with thousands separators ("1,009"), as Python's "," format writes them.
+    assert shown["labels"] == [f"{step['step']:,}" for step in expected["steps"]]
     for index, step in enumerate(expected["steps"]):
         parts = [dataset["data"][index] for dataset in shown["datasets"]]
         assert sum(parts) == pytest.approx(step["step_time_us"], rel=1e-9)
@@ -241,6 +242,134 @@ def test_kernel_stats(page, server):
         header.click()
     assert int(rows.first.locator('td[data-key="occurrences"]').get_attribute("data-value")) == max(row["occurrences"] for row in expected["rows"])
     shot(page, "kernel_stats_gpu")
+
+
+def visible_in(page, scroller, cell) -> bool:
+    """Whether the cell lies inside the scroll box's visible width (bounding boxes, CSS px)."""
+    box = page.locator(cell).first.bounding_box()
+    outer = page.locator(scroller).first.bounding_box()
+    return box is not None and outer["x"] - 0.5 <= box["x"] and box["x"] + box["width"] <= outer["x"] + outer["width"] + 0.5
+
+
+@pytest.mark.parametrize("width", [1280, 1600])
+def test_kernel_stats_fits_the_page(browser, server, width):
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    try:
+        open_tool(page, server, "kernel_stats", **GPU)
+        scroller = '[data-table-block="kernels"] .table-scroll'
+        # Unscrolled: occurrences and total time are on screen, no sideways scrolling needed.
+        assert page.eval_on_selector(scroller, "e => e.scrollLeft") == 0
+        for key in ("occurrences", "total_duration_us"):
+            assert visible_in(page, scroller, f'table[data-table="kernels"] th[data-key="{key}"]'), key
+            assert visible_in(page, scroller, f'table[data-table="kernels"] tbody tr td[data-key="{key}"]'), key
+        shot(page, f"kernel_stats_gpu_{width}")
+        # Long kernel names wrap instead of widening the table: the longest name spans several lines.
+        lines = page.eval_on_selector_all(
+            'table[data-table="kernels"] tbody tr td[data-key="kernel_name"]',
+            "cells => Math.max(...cells.map(c => c.getBoundingClientRect().height / parseFloat(getComputedStyle(c).lineHeight)))",
+        )
+        assert lines > 2
+    finally:
+        context.close()
+
+
+def test_tables_sticky_first_column_and_column_chooser(browser, server):
+    # 800 px: narrow enough that the kernel table must scroll sideways.
+    context = browser.new_context(viewport={"width": 800, "height": 900})
+    page = context.new_page()
+    try:
+        open_tool(page, server, "kernel_stats", **GPU)
+        scroller = '[data-table-block="kernels"] .table-scroll'
+        assert page.eval_on_selector(scroller, "e => e.scrollWidth > e.clientWidth")
+        first = 'table[data-table="kernels"] tbody tr td[data-key="kernel_name"]'
+        before = page.locator(first).first.bounding_box()["x"]
+        page.eval_on_selector(scroller, "e => { e.scrollLeft = 300; }")
+        assert page.eval_on_selector(scroller, "e => e.scrollLeft") > 0
+        # Sticky: the name column has not moved while the rest scrolled under it.
+        assert page.locator(first).first.bounding_box()["x"] == pytest.approx(before, abs=1)
+
+        # The chooser lists every column of the API's table; the exact-ps twin of the total starts hidden.
+        expected = tables(server, "kernel_stats", **GPU)["kernels"]
+        keys = [c["key"] for c in expected["columns"]]
+        page.click('details[data-columns="kernels"] > summary')
+        boxes = page.locator('details[data-columns="kernels"] input[data-column]')
+        assert [boxes.nth(i).get_attribute("data-column") for i in range(boxes.count())] == keys
+        header = 'table[data-table="kernels"] th[data-key="{}"]'
+        assert page.locator(header.format("total_duration_ps")).count() == 0
+        page.uncheck('details[data-columns="kernels"] input[data-column="op_name"]')
+        assert page.locator(header.format("op_name")).count() == 0
+        assert page.locator('table[data-table="kernels"] tbody tr').first.locator('td[data-key="op_name"]').count() == 0
+        # Remembered for this table (localStorage) after a reload.
+        page.reload()
+        wait_ready(page, "kernel_stats")
+        assert page.locator(header.format("op_name")).count() == 0
+        assert page.locator(header.format("occurrences")).count() == 1
+        page.click('details[data-columns="kernels"] > summary')
+        page.check('details[data-columns="kernels"] input[data-column="op_name"]')
+        assert page.locator(header.format("op_name")).count() == 1
+    finally:
+        context.close()
+
+
+def address(page) -> dict[str, list[str]]:
+    """The page's query as the page itself has it now (pushState included)."""
+    return parse_qs(page.evaluate("location.search")[1:])
+
+
+def test_table_sort_and_search_in_the_address(page, server, tmp_path):
+    expected = tables(server, "framework_op_stats", **GPU)["framework_ops"]
+    open_tool(page, server, "framework_op_stats", **GPU)
+    table = 'table[data-table="framework_ops"]'
+    rows = page.locator(f"{table} tbody tr")
+    header = page.locator(f'{table} th[data-key="total_self_time_us"]')
+    header.click()  # a new column sorts ascending
+    assert address(page)["sort"] == ["framework_ops:total_self_time_us:asc"]
+    header.click()
+    assert address(page)["sort"] == ["framework_ops:total_self_time_us:desc"]
+    page.fill('input[data-search="framework_ops"]', "conv")
+    query = address(page)
+    assert query["q"] == ["framework_ops:conv"]
+    assert query["run"] == [GPU["run"]] and query["tool"] == ["framework_op_stats"]
+    # The rows a user would get: names or types containing "conv", biggest self time first.
+    matching = sorted(
+        (
+            t
+            for n, k, t in zip(column(expected, "name"), column(expected, "type"), column(expected, "total_self_time_us"))
+            if "conv" in n.lower() or "conv" in k.lower()
+        ),
+        reverse=True,
+    )
+    shared_link = page.evaluate("location.href")
+
+    # A shared link opens the same sorted, filtered table.
+    page.goto(shared_link)
+    wait_ready(page, "framework_op_stats")
+    assert header.get_attribute("aria-sort") == "descending"
+    assert page.input_value('input[data-search="framework_ops"]') == "conv"
+    assert rows.count() == len(matching)
+    assert [float(v) for v in rows.locator('td[data-key="total_self_time_us"]').evaluate_all("cells => cells.map(c => c.dataset.value)")] == pytest.approx(
+        matching
+    )
+
+    # The export is still the whole table, not the sorted, filtered rows.
+    with page.expect_download() as download:
+        page.click('[data-export="framework_ops"]')
+    saved = tmp_path / "ops.csv"
+    download.value.save_as(saved)
+    assert saved.read_bytes() == server.get("/api/csv", **GPU, tool="framework_op_stats", table="framework_ops").body
+
+    # Back: the search goes (one entry for the search), then the descending sort becomes ascending.
+    page.go_back()
+    page.wait_for_function("() => !new URLSearchParams(location.search).has('q')")
+    assert page.input_value('input[data-search="framework_ops"]') == ""
+    assert rows.count() == min(len(expected["rows"]), 500)
+    page.go_back()
+    page.wait_for_function("() => (new URLSearchParams(location.search).get('sort') || '').endsWith(':asc')")
+    assert header.get_attribute("aria-sort") == "ascending"
+    page.go_forward()
+    page.wait_for_function("() => (new URLSearchParams(location.search).get('sort') || '').endsWith(':desc')")
+    assert header.get_attribute("aria-sort") == "descending"
 
 
 def test_op_profile_tree_and_details(page, server):

@@ -12,7 +12,7 @@ import { sourceOf } from "./rawjson";
 export type Raw = number | string | boolean | null | undefined;
 
 /** What a value means, which decides how it is written. */
-export type Kind = "time_us" | "time_ms" | "percent" | "ratio" | "bytes" | "count" | "number" | "string" | "bool";
+export type Kind = "time_us" | "time_ms" | "time_ps" | "percent" | "ratio" | "bytes" | "count" | "number" | "string" | "bool";
 
 export const MISSING = "—";
 
@@ -34,22 +34,55 @@ function usable(value: Raw): value is number {
   return typeof value === "number" && Number.isFinite(value);
 }
 
+const TIME_UNITS = [
+  ["s", 1e9],
+  ["ms", 1e6],
+  ["us", 1e3],
+  ["ns", 1],
+] as const;
+
 /**
- * Microseconds as "850.20 us" below 1 ms, "12.35 ms" up to a second and "98,153.1 ms"
- * beyond (hundredths of a millisecond are noise at that scale).
+ * A duration given in nanoseconds, in the unit that fits its size (ns / us / ms / s) with
+ * two decimals: "0.40 ns", "999.90 us", "1.00 ms", "59.00 s", "-1.50 ms". A value that
+ * would round up to 1000 of a unit is written in the next one ("1.00 ms", never
+ * "1000.00 us"); seconds are the largest unit and get thousands separators. Zero is
+ * written in `zeroUnit` (the unit of the key it came from), a non-zero value too small
+ * for two decimals of a nanosecond with two significant digits.
  */
+export function formatDurationNs(ns: number, zeroUnit: string = "us"): string {
+  if (!Number.isFinite(ns)) return MISSING;
+  if (ns === 0) return `0 ${zeroUnit}`;
+  const size = Math.abs(ns);
+  for (const [unit, scale] of TIME_UNITS) {
+    if (size < scale && unit !== "ns") continue;
+    const text = fixed(ns / scale, 2);
+    if (Math.abs(Number(text)) >= 1000 && unit !== "s") {
+      // Rounds up to the next unit's 1.00.
+      const bigger = TIME_UNITS[TIME_UNITS.findIndex(([name]) => name === unit) - 1]!;
+      return `${fixed(ns / bigger[1], 2)} ${bigger[0]}`;
+    }
+    if (unit === "ns" && size < 0.005) return `${ns.toPrecision(2)} ns`;
+    return `${groupThousands(text)} ${unit}`;
+  }
+  return MISSING;
+}
+
+/** Microseconds (the tools' unit), written in a fitting unit: "850.20 us", "12.35 ms", "98.15 s". */
 export function formatTimeUs(value: Raw): string {
   if (!usable(value)) return MISSING;
-  const ms = value / 1000;
-  if (Math.abs(ms) >= 1000) return `${groupThousands(fixed(ms, 1))} ms`;
-  if (Math.abs(value) >= 1000) return `${fixed(ms, 2)} ms`;
-  return `${fixed(value, 2)} us`;
+  return formatDurationNs(value * 1e3, "us");
 }
 
 /** Milliseconds (the input pipeline's op table is in ms). */
 export function formatTimeMs(value: Raw): string {
   if (!usable(value)) return MISSING;
-  return `${groupThousands(fixed(value, 3))} ms`;
+  return formatDurationNs(value * 1e6, "ms");
+}
+
+/** Picoseconds (exact trace figures, `*_ps`). */
+export function formatTimePs(value: Raw): string {
+  if (!usable(value)) return MISSING;
+  return formatDurationNs(value / 1e3, "ns");
 }
 
 /** A percentage (0..100) with one decimal. */
@@ -114,7 +147,8 @@ const COUNT_KEYS = new Set([
 
 /**
  * The kind a key names, following the tools' naming: `*_us` are microseconds, `*_ms`
- * milliseconds, anything with "percent"/"_pct" a percentage, `*bytes*` a size. `kind` is the
+ * milliseconds, `*_ps` picoseconds (all three written in a fitting unit), anything with
+ * "percent"/"_pct" a percentage, `*bytes*` a size. `kind` is the
  * tables API's column kind, which settles strings and booleans whatever the key.
  */
 export function kindOfKey(key: string, kind?: string): Kind {
@@ -122,7 +156,7 @@ export function kindOfKey(key: string, kind?: string): Kind {
   if (kind === "bool") return "bool";
   if (key.endsWith("_us")) return "time_us";
   if (key.endsWith("_ms")) return "time_ms";
-  if (key.endsWith("_ps")) return "count";
+  if (key.endsWith("_ps")) return "time_ps";
   if (key === "flops_utilization") return "ratio";
   if (key.includes("percent") || key.endsWith("_pct")) return "percent";
   if (key === "bytes" || key.endsWith("_bytes") || key === "bytes_accessed") return "bytes";
@@ -140,6 +174,8 @@ export function formatAs(kind: Kind, value: Raw): string {
       return formatTimeUs(value);
     case "time_ms":
       return formatTimeMs(value);
+    case "time_ps":
+      return formatTimePs(value);
     case "percent":
       return formatPercent(value);
     case "ratio":

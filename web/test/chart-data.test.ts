@@ -8,6 +8,7 @@ import {
   memoryTimelineData,
   opTypePieData,
   opTypeSlices,
+  stepLabel,
   stepTimeData,
 } from "../src/components/chart-data";
 import overviewJson from "./fixtures/overview_v100.json";
@@ -22,10 +23,20 @@ const input = inputJson as unknown as InputPipeline;
 const memory = memoryJson as unknown as MemoryProfile;
 const memoryTpu = memoryTpuJson as unknown as MemoryProfile;
 
+describe("step labels", () => {
+  it("group thousands", () => {
+    // 1009 = one thousand and nine; 1234567 has two groups of three after the first digit.
+    expect(stepLabel(1009)).toBe("1,009");
+    expect(stepLabel(999)).toBe("999");
+    expect(stepLabel(1234567)).toBe("1,234,567");
+  });
+});
+
 describe("step-time graph", () => {
   const chart = stepTimeData(overview);
   it("has one bar per step, labelled by step number", () => {
-    expect(chart.labels).toEqual(overview.steps.map((step) => step.step));
+    // Step numbers written with thousands separators (the fixture's are below 1,000: as is).
+    expect(chart.labels).toEqual(overview.steps.map((step) => String(step.step)));
   });
   it("has one dataset per *_us breakdown category, in the tool's order", () => {
     const keys = Object.keys(overview.steps[0]!.breakdown).filter((key) => key.endsWith("_us"));
@@ -43,7 +54,7 @@ describe("step-time graph", () => {
 describe("input pipeline charts", () => {
   it("splits each step into input and the rest", () => {
     const chart = inputWaitData(input);
-    expect(chart.labels).toEqual(input.steps.map((step) => step.step));
+    expect(chart.labels).toEqual(input.steps.map((step) => String(step.step)));
     const [wait, other] = chart.datasets;
     input.steps.forEach((step, index) => {
       expect(wait!.data[index]).toBe(step.input_us);
@@ -69,10 +80,16 @@ describe("op type pies", () => {
       if (byType.size > 10) {
         expect(slices).toHaveLength(11);
         expect(slices[10]!.label).toBe("other");
-        expect(slices[10]!.value).toBeCloseTo(top.slice(10).reduce((a, b) => a + b, 0), 6);
+        expect(slices[10]!.value).toBeCloseTo(
+          top.slice(10).reduce((a, b) => a + b, 0),
+          6,
+        );
       }
       const total = slices.reduce((sum, slice) => sum + slice.value, 0);
-      expect(total).toBeCloseTo(rows.reduce((sum, row) => sum + row.total_self_time_us, 0), 3);
+      expect(total).toBeCloseTo(
+        rows.reduce((sum, row) => sum + row.total_self_time_us, 0),
+        3,
+      );
     });
   }
   it("leaves IDLE out and has no other slice when there are few types", () => {
@@ -91,7 +108,12 @@ describe("memory timeline", () => {
     const device = memory.devices[1]!;
     const chart = memoryTimelineData(device);
     expect(chart.datasets).toHaveLength(1);
-    expect(chart.datasets[0]!.data).toEqual(device.timeline.map((point) => ({ x: point.time_us / 1000, y: point.allocated_bytes })));
+    expect(chart.datasets[0]!.data).toEqual(
+      device.timeline.map((point) => ({
+        x: point.time_us / 1000,
+        y: point.allocated_bytes,
+      })),
+    );
   });
   it("adds reserved memory where the source records it", () => {
     const device = memoryTpu.devices[0]!;

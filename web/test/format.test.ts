@@ -6,7 +6,9 @@ import {
   formatNumber,
   formatPercent,
   formatRatio,
+  formatDurationNs,
   formatTimeMs,
+  formatTimePs,
   formatTimeUs,
   formatValue,
   groupThousands,
@@ -25,21 +27,67 @@ describe("groupThousands", () => {
 });
 
 describe("times", () => {
+  // Each expectation is the value divided by the unit's size in us (ns = 0.001, ms = 1000,
+  // s = 1e6), written with two decimals.
+  it("writes zero in the key's unit, not as 0.00", () => {
+    expect(formatTimeUs(0)).toBe("0 us");
+    expect(formatTimeMs(0)).toBe("0 ms");
+    expect(formatTimePs(0)).toBe("0 ns");
+  });
+  it("writes sub-microsecond times in ns", () => {
+    // 0.0004 us = 0.4 ns; 0.25 us = 250 ns.
+    expect(formatTimeUs(0.0004)).toBe("0.40 ns");
+    expect(formatTimeUs(0.25)).toBe("250.00 ns");
+    // 1e-6 us = 0.001 ns, below two decimals: two significant digits.
+    expect(formatTimeUs(1e-6)).toBe("0.0010 ns");
+  });
   it("writes microseconds in us below a millisecond", () => {
     expect(formatTimeUs(850.2)).toBe("850.20 us");
-    expect(formatTimeUs(0)).toBe("0.00 us");
+    expect(formatTimeUs(999.9)).toBe("999.90 us");
   });
-  it("writes milliseconds from 1 ms, with separators from 1 s", () => {
+  it("moves to the next unit at 1000 and where rounding reaches 1000", () => {
     expect(formatTimeUs(1000)).toBe("1.00 ms");
+    // 999.999 us rounds to 1000.00 us, which is 1.00 ms.
+    expect(formatTimeUs(999.999)).toBe("1.00 ms");
     expect(formatTimeUs(78828.1616)).toBe("78.83 ms");
-    expect(formatTimeUs(98153063.5)).toBe("98,153.1 ms");
+  });
+  it("writes seconds from 1 s, grouped beyond 1,000 s", () => {
+    // 59 s = 59e6 us.
+    expect(formatTimeUs(59e6)).toBe("59.00 s");
+    expect(formatTimeUs(98153063.5)).toBe("98.15 s");
+    // 3,600 s = one hour, 3.6e9 us.
+    expect(formatTimeUs(3.6e9)).toBe("3,600.00 s");
+  });
+  it("keeps the sign, choosing the unit by size", () => {
+    expect(formatTimeUs(-1500)).toBe("-1.50 ms");
+    expect(formatTimeUs(-0.5)).toBe("-500.00 ns");
   });
   it("never shows a negative zero", () => {
-    expect(formatTimeUs(-0.001)).toBe("0.00 us");
+    // -0.00001 us = -0.01 ns: still two decimals, not rounded to a signed zero.
+    expect(formatTimeUs(-0.00001)).toBe("-0.01 ns");
+    expect(formatDurationNs(-0)).toBe("0 us");
   });
-  it("writes the input pipeline's milliseconds", () => {
-    expect(formatTimeMs(8.522)).toBe("8.522 ms");
-    expect(formatTimeMs(12345.6)).toBe("12,345.600 ms");
+  it("writes the input pipeline's milliseconds and exact picoseconds the same way", () => {
+    expect(formatTimeMs(8.522)).toBe("8.52 ms");
+    // 12,345.6 ms = 12.3456 s.
+    expect(formatTimeMs(12345.6)).toBe("12.35 s");
+    expect(formatTimeMs(0.0005)).toBe("500.00 ns");
+    // 805,338,000 ps = 805.338 us.
+    expect(formatTimePs(805338000)).toBe("805.34 us");
+  });
+  it("shows a dash for null, NaN and infinities", () => {
+    for (const f of [formatTimeUs, formatTimeMs, formatTimePs]) {
+      expect(f(null)).toBe(MISSING);
+      expect(f(undefined)).toBe(MISSING);
+      expect(f(Number.NaN)).toBe(MISSING);
+      expect(f(Number.POSITIVE_INFINITY)).toBe(MISSING);
+    }
+  });
+  it("formats by key suffix", () => {
+    expect(kindOfKey("total_duration_ps")).toBe("time_ps");
+    expect(formatValue("avg_duration_us", 0.0004)).toBe("0.40 ns");
+    expect(formatValue("self_time_ms", 1500)).toBe("1.50 s");
+    expect(formatValue("total_duration_ps", 1500)).toBe("1.50 ns");
   });
 });
 

@@ -1,6 +1,18 @@
 import { describe, expect, it } from "vitest";
 import type { ApiColumn, CellValue } from "../src/api";
-import { compareCells, filterRows, nextSort, shownNote, sortRows, tableView } from "../src/components/table-logic";
+import {
+  compareCells,
+  defaultHidden,
+  filterRows,
+  hiddenColumns,
+  longTextColumns,
+  nextSort,
+  shownNote,
+  sortRows,
+  tableView,
+  toggleHidden,
+  visibleIndexes,
+} from "../src/components/table-logic";
 import { displayLabel, withoutColumns } from "../src/components/table";
 import { formatCount } from "../src/format";
 
@@ -43,7 +55,10 @@ describe("sorting", () => {
     expect(first).toEqual({ key: "total_us", direction: "ascending" });
     expect(nextSort(first, "total_us").direction).toBe("descending");
     expect(nextSort(nextSort(first, "total_us"), "total_us").direction).toBe("ascending");
-    expect(nextSort(first, "name")).toEqual({ key: "name", direction: "ascending" });
+    expect(nextSort(first, "name")).toEqual({
+      key: "name",
+      direction: "ascending",
+    });
   });
 });
 
@@ -84,5 +99,43 @@ describe("table views", () => {
     expect(displayLabel("Total time (us)")).toBe("Total time");
     expect(displayLabel("Peak allocated (bytes)")).toBe("Peak allocated");
     expect(displayLabel("Self time %")).toBe("Self time %");
+  });
+});
+
+describe("column choice", () => {
+  const kernelColumns: ApiColumn[] = [
+    { key: "kernel_name", label: "Kernel name", kind: "string" },
+    { key: "block_dim", label: "Block dim", kind: "string" },
+    { key: "total_duration_us", label: "Total (us)", kind: "number" },
+    { key: "total_duration_ps", label: "Total (ps)", kind: "number" },
+    { key: "other_ps", label: "Other (ps)", kind: "number" },
+  ];
+  it("hides by default an exact _ps column whose _us twin is there", () => {
+    // total_duration_ps has total_duration_us; other_ps has no other_us.
+    expect(defaultHidden(kernelColumns)).toEqual(["total_duration_ps"]);
+    expect(hiddenColumns(null, kernelColumns)).toEqual(["total_duration_ps"]);
+  });
+  it("reads the stored choice, dropping keys the table lacks, defaults on garbage", () => {
+    expect(hiddenColumns('["block_dim","gone"]', kernelColumns)).toEqual(["block_dim"]);
+    // An explicit empty choice shows everything, the _ps column too.
+    expect(hiddenColumns("[]", kernelColumns)).toEqual([]);
+    expect(hiddenColumns("{not json", kernelColumns)).toEqual(["total_duration_ps"]);
+    expect(hiddenColumns('{"a":1}', kernelColumns)).toEqual(["total_duration_ps"]);
+  });
+  it("never shows no column", () => {
+    const all = kernelColumns.map((column) => column.key);
+    expect(visibleIndexes(kernelColumns, ["block_dim"])).toEqual([0, 2, 3, 4]);
+    expect(visibleIndexes(kernelColumns, all)).toEqual([0]);
+    // Hiding the last shown column is refused.
+    const allButOne = all.slice(1);
+    expect(toggleHidden(kernelColumns, allButOne, "kernel_name", false)).toEqual(allButOne);
+    expect(toggleHidden(kernelColumns, ["block_dim"], "block_dim", true)).toEqual([]);
+    expect(toggleHidden(kernelColumns, [], "block_dim", false)).toEqual(["block_dim"]);
+  });
+  it("wraps only string columns with long cells", () => {
+    // 25 characters is over the 24 a short string may have; "256,1,1" is not.
+    const cells: CellValue[][] = [["x".repeat(25), "256,1,1", 1, 1, 1]];
+    expect(longTextColumns(kernelColumns, cells)).toEqual(["kernel_name"]);
+    expect(longTextColumns(kernelColumns, [["x".repeat(24), "256,1,1", 1, 1, 1]])).toEqual([]);
   });
 });

@@ -6,7 +6,7 @@
  */
 
 import type { FrameworkOpRow, IdleRow, InputPipeline, MemoryDevice, OverviewPage } from "../api";
-import { humanize } from "../format";
+import { formatCount, humanize } from "../format";
 
 /** A dataset as the page builds it; `key` is the JSON key the numbers came from. */
 export interface Series {
@@ -34,6 +34,11 @@ export interface LineSeries {
   data: Point[];
   borderColor: string;
   backgroundColor: string;
+}
+
+/** A step number as an axis label: "1,009" (a string, so Chart.js shows it as written). */
+export function stepLabel(step: number): string {
+  return formatCount(step);
 }
 
 /**
@@ -90,7 +95,7 @@ export function breakdownKeys(steps: OverviewPage["steps"]): string[] {
 export function stepTimeData(overview: OverviewPage): CategoryData {
   const keys = breakdownKeys(overview.steps);
   return {
-    labels: overview.steps.map((step) => step.step),
+    labels: overview.steps.map((step) => stepLabel(step.step)),
     datasets: keys.map((key, index) => {
       const category = key.replace(/_us$/, "");
       return {
@@ -107,7 +112,7 @@ export function stepTimeData(overview: OverviewPage): CategoryData {
 /** Input pipeline: per step, the input wait and the rest of the step, stacked. */
 export function inputWaitData(pipeline: InputPipeline): CategoryData {
   return {
-    labels: pipeline.steps.map((step) => step.step),
+    labels: pipeline.steps.map((step) => stepLabel(step.step)),
     datasets: [
       {
         label: "Input",
@@ -165,7 +170,11 @@ export function opTypeSlices(rows: (FrameworkOpRow | IdleRow)[], side: string, t
     .sort((a, b) => b.value - a.value || (a.label < b.label ? -1 : a.label > b.label ? 1 : 0));
   const head = sorted.slice(0, top);
   const rest = sorted.slice(top);
-  if (rest.length > 0) head.push({ label: "other", value: rest.reduce((sum, slice) => sum + slice.value, 0) });
+  if (rest.length > 0)
+    head.push({
+      label: "other",
+      value: rest.reduce((sum, slice) => sum + slice.value, 0),
+    });
   return head;
 }
 
@@ -187,12 +196,17 @@ export function opTypePieData(rows: FrameworkOpRow[], side: string, top = 10): C
 }
 
 /** Memory over time: x in milliseconds from the profile start, y in bytes. */
-export function memoryTimelineData(device: MemoryDevice): { datasets: LineSeries[] } {
+export function memoryTimelineData(device: MemoryDevice): {
+  datasets: LineSeries[];
+} {
   const datasets: LineSeries[] = [
     {
       label: "Allocated",
       key: "allocated_bytes",
-      data: device.timeline.map((point) => ({ x: point.time_us / 1000, y: point.allocated_bytes })),
+      data: device.timeline.map((point) => ({
+        x: point.time_us / 1000,
+        y: point.allocated_bytes,
+      })),
       borderColor: "#1a73e8",
       backgroundColor: "rgba(26, 115, 232, 0.15)",
     },

@@ -75,7 +75,10 @@ export function filterRows(rows: CellValue[][], columns: ApiColumn[], text: stri
  */
 export function nextSort(current: SortState | null, key: string): SortState {
   if (current && current.key === key) {
-    return { key, direction: current.direction === "ascending" ? "descending" : "ascending" };
+    return {
+      key,
+      direction: current.direction === "ascending" ? "descending" : "ascending",
+    };
   }
   return { key, direction: "ascending" };
 }
@@ -98,11 +101,65 @@ export function tableView(
   let result = filterRows(rows, columns, filter);
   const index = sort ? columns.findIndex((column) => column.key === sort.key) : -1;
   if (sort && index >= 0) result = sortRows(result, index, sort.direction);
-  return { rows: result.slice(0, limit), matching: result.length, total: rows.length };
+  return {
+    rows: result.slice(0, limit),
+    matching: result.length,
+    total: rows.length,
+  };
 }
 
 /** "showing 500 of 3,120 rows" (and "(12,000 in all)" when a filter is on). */
 export function shownNote(view: View, group: (n: number) => string): string {
   const base = `showing ${group(view.rows.length)} of ${group(view.matching)} rows`;
   return view.matching === view.total ? base : `${base} (${group(view.total)} in all)`;
+}
+
+// ---------------------------------------------------------------- column choice
+
+/**
+ * Columns hidden when the user has chosen nothing for a table: an exact `X_ps` column
+ * whose `X_us` twin is shown (the same time, to the picosecond, for export and tests).
+ */
+export function defaultHidden(columns: ApiColumn[]): string[] {
+  const keys = new Set(columns.map((column) => column.key));
+  return columns.flatMap((column) => (column.key.endsWith("_ps") && keys.has(`${column.key.slice(0, -3)}_us`) ? [column.key] : []));
+}
+
+/**
+ * The hidden columns from what was stored for the table (a JSON list of keys, or null when
+ * the user never chose): keys the table lacks are dropped, anything unreadable counts as
+ * no choice.
+ */
+export function hiddenColumns(stored: string | null, columns: ApiColumn[]): string[] {
+  if (stored === null) return defaultHidden(columns);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(stored);
+  } catch {
+    return defaultHidden(columns);
+  }
+  if (!Array.isArray(parsed)) return defaultHidden(columns);
+  return columns.flatMap((column) => (parsed.includes(column.key) ? [column.key] : []));
+}
+
+/** Indexes of the columns shown; never none (with every column hidden, the first shows). */
+export function visibleIndexes(columns: ApiColumn[], hidden: string[]): number[] {
+  const shown = columns.flatMap((column, index) => (hidden.includes(column.key) ? [] : [index]));
+  return shown.length > 0 || columns.length === 0 ? shown : [0];
+}
+
+/** The hidden list after a checkbox changed; the last shown column cannot be hidden. */
+export function toggleHidden(columns: ApiColumn[], hidden: string[], key: string, show: boolean): string[] {
+  const next = show ? hidden.filter((other) => other !== key) : hidden.includes(key) ? hidden : [...hidden, key];
+  return columns.length > 0 && columns.every((column) => next.includes(column.key)) ? hidden : next;
+}
+
+/**
+ * String columns whose cells run long (kernel and op names): these wrap, inside a width
+ * range, instead of widening the table; short strings ("256,1,1") stay on one line.
+ */
+export function longTextColumns(columns: ApiColumn[], rows: CellValue[][], longer = 24): string[] {
+  return columns.flatMap((column, index) =>
+    column.kind === "string" && rows.some((row) => typeof row[index] === "string" && row[index].length > longer) ? [column.key] : [],
+  );
 }

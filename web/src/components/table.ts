@@ -1,16 +1,33 @@
 /**
  * A table from the tables API, sortable (click a header; again to reverse), searchable
- * (over its string columns) and exportable (the server's CSV of the same table). The
- * markup follows the conventions browser tests rely on: `table[data-table]`,
- * `th[data-key][aria-sort]`, `td[data-key][data-value]`, `input[data-search]`,
- * `a[data-export]` and a `[data-shown]` note with the number of rows on screen.
+ * (over its string columns), exportable (the server's CSV of the whole table: every row
+ * and column, whatever is sorted, searched or hidden here) and with a column chooser.
+ * Sort and search live in the address (state/table-url.ts): a change is a history entry,
+ * back/forward puts it back. Hidden columns live in localStorage per table name (a layout
+ * preference of this browser, like a column width, kept across runs and reloads, not a
+ * property of the view a shared link shows). The markup follows the conventions browser
+ * tests rely on: `table[data-table]`, `th[data-key][aria-sort]`, `td[data-key][data-value]`,
+ * `input[data-search]`, `a[data-export]`, `details[data-columns]` with one
+ * `input[data-column=KEY]` checkbox per column, and a `[data-shown]` note with the number
+ * of rows on screen.
  */
 
 import { csvUrl, type ApiColumn, type ApiTable, type CellValue, type Selection } from "../api";
 import { el, replaceChildren, type Attrs } from "../dom";
 import { formatCount, formatValue, rawAttr } from "../format";
 import { setSource, sourceOf } from "../rawjson";
-import { shownNote, tableView, nextSort, MAX_VISIBLE_ROWS, type SortState } from "./table-logic";
+import { sameTableAddress, tableAddress, withTableAddress } from "../state/table-url";
+import {
+  hiddenColumns,
+  longTextColumns,
+  shownNote,
+  tableView,
+  nextSort,
+  toggleHidden,
+  visibleIndexes,
+  MAX_VISIBLE_ROWS,
+  type SortState,
+} from "./table-logic";
 
 export interface TableOptions {
   /** Heading over the table; none when the card it sits in has one. */
@@ -25,7 +42,8 @@ export interface TableOptions {
   limit?: number;
   /**
    * Sort and search kept outside the table, for a table that is rebuilt (the framework op
-   * table when "include idle" changes) without losing what the user had set.
+   * table when "include idle" changes) without losing what the user had set. Without it,
+   * the table starts from the address.
    */
   state?: TableState;
 }
@@ -64,7 +82,49 @@ export function displayLabel(label: string): string {
   return label.replace(/\s*\((us|ms|ps|bytes)\)$/, "");
 }
 
-function cell(column: ApiColumn, row: CellValue[], index: number): HTMLTableCellElement {
+/** The localStorage key of a table's hidden columns. */
+export function hiddenStorageKey(table: string): string {
+  return `stepscope.hidden-columns.${table}`;
+}
+
+function readStored(key: string): string | null {
+  try {
+    return window.localStorage.getItem(key);
+  } catch {
+    return null; // storage refused (private mode, file://): the defaults
+  }
+}
+
+function writeStored(key: string, value: string): void {
+  try {
+    window.localStorage.setItem(key, value);
+  } catch {
+    // Not remembered; the choice still holds for this page.
+  }
+}
+
+/** The table's sort and search as the current address gives them. */
+export function addressState(table: string): TableState {
+  return tableAddress(new URLSearchParams(location.search), table);
+}
+
+/** Tables on the page that follow the address on back/forward. */
+const live = new Set<{ root: HTMLElement; apply: () => void }>();
+let listening = false;
+
+function followHistory(entry: { root: HTMLElement; apply: () => void }): void {
+  live.add(entry);
+  if (listening) return;
+  listening = true;
+  window.addEventListener("popstate", () => {
+    for (const table of [...live]) {
+      if (table.root.isConnected) table.apply();
+      else live.delete(table);
+    }
+  });
+}
+
+function cell(column: ApiColumn, row: CellValue[], index: number, long: boolean): HTMLTableCellElement {
   const value = row[index] ?? null;
   const text = formatValue(column.key, value, column.kind);
   return el(
@@ -72,9 +132,7 @@ function cell(column: ApiColumn, row: CellValue[], index: number): HTMLTableCell
     {
       "data-key": column.key,
       "data-value": rawAttr(value, row, index),
-      class: column.kind === "number" ? "num" : column.kind === "bool" ? "bool" : "text",
-      // Long kernel names are cut by CSS; the whole name stays one hover away.
-      title: column.kind === "string" && text.length > 40 ? text : null,
+      class: column.kind === "number" ? "num" : column.kind === "bool" ? "bool" : long ? "text long" : "text",
     },
     text,
   );
@@ -82,9 +140,13 @@ function cell(column: ApiColumn, row: CellValue[], index: number): HTMLTableCell
 
 export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLElement {
   const { columns, rows, name } = table;
-  const state: TableState = options.state ?? { sort: null, filter: "" };
+  const state: TableState = options.state ?? addressState(name);
   const limit = options.limit ?? MAX_VISIBLE_ROWS;
+  const storageKey = hiddenStorageKey(name);
+  let hidden = hiddenColumns(readStored(storageKey), columns);
+  const long = new Set(longTextColumns(columns, rows));
 
+  const headRow = el("tr");
   const tbody = el("tbody");
   const note = el("p", { class: "table-note" });
   const headers = columns.map((column) =>
@@ -95,7 +157,7 @@ export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLEl
         "data-kind": column.kind,
         scope: "col",
         tabindex: 0,
-        class: column.kind === "number" ? "num" : "text",
+        class: column.kind === "number" ? "num" : long.has(column.key) ? "text long" : "text",
         title: `${column.label}: click to sort`,
         onclick: () => sortBy(column),
         onkeydown: (event: Event) => {
@@ -110,10 +172,21 @@ export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLEl
     ),
   );
 
+  /** Puts the table's state into the address: a new entry, or in place while a search is typed. */
+  function writeAddress(mode: "push" | "replace"): void {
+    const params = withTableAddress(new URLSearchParams(location.search), name, state);
+    const query = params.toString();
+    const url = `${location.pathname}${query ? `?${query}` : ""}`;
+    if (url === `${location.pathname}${location.search}`) return;
+    if (mode === "push") history.pushState(history.state, "", url);
+    else history.replaceState(history.state, "", url);
+  }
+
   function sortBy(column: ApiColumn): void {
     state.sort = nextSort(state.sort, column.key);
     markSorted();
     update();
+    writeAddress("push");
   }
 
   function markSorted(): void {
@@ -124,16 +197,21 @@ export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLEl
   }
 
   function update(): void {
+    const shown = visibleIndexes(columns, hidden);
+    replaceChildren(
+      headRow,
+      shown.map((index) => headers[index]!),
+    );
     const view = tableView(rows, columns, state.filter, state.sort, limit);
     const body = view.rows.map((row) =>
       el(
         "tr",
         options.rowAttrs?.(row, columns) ?? {},
-        columns.map((column, index) => cell(column, row, index)),
+        shown.map((index) => cell(columns[index]!, row, index, long.has(columns[index]!.key))),
       ),
     );
     if (body.length === 0) {
-      body.push(el("tr", { class: "empty" }, el("td", { colspan: columns.length }, state.filter ? "No matching rows" : "No rows")));
+      body.push(el("tr", { class: "empty" }, el("td", { colspan: shown.length }, state.filter ? "No matching rows" : "No rows")));
     }
     replaceChildren(tbody, body);
     note.textContent = shownNote(view, formatCount);
@@ -153,8 +231,11 @@ export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLEl
           value: state.filter || null,
           "aria-label": `Search ${options.title ?? name}`,
           oninput: (event: Event) => {
+            // A search begun is a history entry; the keys typed after it edit that entry.
+            const before = addressState(name).filter;
             state.filter = (event.target as HTMLInputElement).value;
             update();
+            writeAddress(before.trim() ? "replace" : "push");
           },
         });
   const exportLink = options.selection
@@ -170,16 +251,65 @@ export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLEl
       )
     : null;
 
+  const boxes = columns.map((column) =>
+    el("input", {
+      type: "checkbox",
+      "data-column": column.key,
+      onchange: (event: Event) => {
+        const box = event.target as HTMLInputElement;
+        hidden = toggleHidden(columns, hidden, column.key, box.checked);
+        writeStored(storageKey, JSON.stringify(hidden));
+        markBoxes();
+        update();
+      },
+    }),
+  );
+  function markBoxes(): void {
+    const shown = visibleIndexes(columns, hidden);
+    boxes.forEach((box, index) => {
+      box.checked = shown.includes(index);
+      // The last column shown cannot go.
+      box.disabled = box.checked && shown.length === 1;
+    });
+  }
+  const chooser = el("details", { class: "column-chooser", "data-columns": name }, [
+    el("summary", { class: "button-link", title: "Choose the columns shown" }, "Columns"),
+    el(
+      "div",
+      {
+        class: "column-menu",
+        role: "group",
+        "aria-label": `Columns of ${options.title ?? name}`,
+      },
+      columns.map((column, index) => el("label", {}, [boxes[index]!, ` ${displayLabel(column.label)}`])),
+    ),
+  ]);
+
   markSorted();
+  markBoxes();
   update();
-  return el("section", { class: "table-block", "data-table-block": name }, [
+  const root = el("section", { class: "table-block", "data-table-block": name }, [
     el("div", { class: "table-toolbar" }, [
       options.title ? el("h3", {}, options.title) : null,
       el("span", { class: "spacer" }),
       search,
+      chooser,
       exportLink,
     ]),
-    el("div", { class: "table-scroll" }, el("table", { "data-table": name }, [el("thead", {}, el("tr", {}, headers)), tbody])),
+    el("div", { class: "table-scroll" }, el("table", { "data-table": name }, [el("thead", {}, headRow), tbody])),
     note,
   ]);
+  followHistory({
+    root,
+    apply: () => {
+      const wanted = addressState(name);
+      if (sameTableAddress(wanted, state)) return;
+      state.sort = wanted.sort;
+      state.filter = wanted.filter;
+      if (search) search.value = wanted.filter;
+      markSorted();
+      update();
+    },
+  });
+  return root;
 }

@@ -8,7 +8,7 @@ import type { ApiTable, CellValue, FrameworkOpStats } from "../api";
 import { opTypePieData } from "../components/chart-data";
 import { doughnutChart } from "../components/charts";
 import { card, note } from "../components/metric";
-import { findTable, renderTable, withoutColumns, type TableState } from "../components/table";
+import { addressState, findTable, renderTable, withoutColumns, type TableState } from "../components/table";
 import { el } from "../dom";
 import { add, grid, twoUp } from "./common";
 import type { PageContext, ToolPage } from "./types";
@@ -27,9 +27,13 @@ export function opsView(ops: ApiTable, idle: ApiTable | undefined, includeIdle: 
 function pieCard(data: FrameworkOpStats, side: "Host" | "Device", name: string): HTMLElement {
   const chart = opTypePieData(data.rows, side);
   const title = `${side} self time by op type`;
-  return card(title, chart.labels.length > 0 ? doughnutChart(name, title, chart, "pie") : note(`No ${side.toLowerCase()}-side ops in this profile.`), {
-    id: name.replace(/_/g, "-"),
-  });
+  return card(
+    title,
+    chart.labels.length > 0 ? doughnutChart(name, title, chart, "pie") : note(`No ${side.toLowerCase()}-side ops in this profile.`),
+    {
+      id: name.replace(/_/g, "-"),
+    },
+  );
 }
 
 function render(root: HTMLElement, context: PageContext): void {
@@ -40,7 +44,8 @@ function render(root: HTMLElement, context: PageContext): void {
   const ops = findTable(context.tables, "framework_ops");
   const idle = findTable(context.tables, "idle");
   if (!ops) return;
-  const state: TableState = { sort: null, filter: "" };
+  // One state for both views (with and without idle), starting from the address.
+  const state: TableState = addressState("framework_ops");
   const slot = el("div", { class: "table-slot" });
   const checkbox = el("input", { type: "checkbox", id: "include-idle" });
   const show = (): void => {
@@ -60,12 +65,7 @@ function render(root: HTMLElement, context: PageContext): void {
   show();
   add(
     layout,
-    card(
-      "Framework ops",
-      [el("label", { class: "toggle" }, [checkbox, " Include idle time"]), slot],
-      { id: "framework-ops" },
-      true,
-    ),
+    card("Framework ops", [el("label", { class: "toggle" }, [checkbox, " Include idle time"]), slot], { id: "framework-ops" }, true),
   );
 }
 
