@@ -235,10 +235,10 @@ def test_the_steps_track_is_on_top_with_the_profiler_steps(gpu_trace):
     assert names == sorted(f"Step {n}" for n in set(numbers))
 
 
-def test_sections_put_hosts_first_then_devices_by_ordinal():
+def test_sections_put_devices_first_by_ordinal_then_hosts():
     profile = random_profile(2)  # planes GPU:1, CPU, GPU:0, python-tracer, metadata
     index = build_index(profile)
-    assert index.sections == ["Steps", "/host:CPU", "/host:python-tracer", "/device:GPU:0", "/device:GPU:1"]
+    assert index.sections == ["Steps", "/device:GPU:0", "/device:GPU:1", "/host:CPU", "/host:python-tracer"]
     for track in index.tracks[1:]:
         plane = profile.planes[track.plane]
         assert track.section == plane.name
@@ -251,3 +251,18 @@ def test_details_refuses_a_bad_reference(gpu_trace):
     for ref in ((99, 0), (0, 10**9), ("x", 1), (STEPS_PLANE, 99)):
         with pytest.raises(ValueError):
             details(profile, ref)
+
+
+def test_tpu_device_sections_come_before_the_host_threads():
+    """XProf's order: on the TPU sample (4 chips and a host with many threads) the chips'
+    sections come first (after Steps, where a profile has steps), by ordinal, then the host."""
+    from stepscope.trace.readers import load
+    from tests.support.traces import shared
+
+    profile = load(shared("xplane/tpu_v_inference_4chips.xplane.pb"))
+    chips = sorted((p.name for p in profile.planes if p.name.startswith("/device:TPU:")), key=lambda name: int(name.rsplit(":", 1)[1]))
+    index = build_index(profile)
+    assert len(chips) == 4
+    planes = [section for section in index.sections if section != "Steps"]  # the Steps track is on top when there are steps
+    assert planes[: len(chips)] == chips
+    assert planes.index("/host:CPU") == len(chips)

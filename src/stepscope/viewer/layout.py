@@ -26,18 +26,20 @@ _ORDINAL = re.compile(r"^(.*?)(\d+)$")
 
 
 def plane_order(profile: Profile) -> list[int]:
-    """Plane indices in display order: host planes (``/host:CPU`` first), then devices by
-    kind and ordinal (``/device:GPU:2`` before ``/device:GPU:10``), then the rest."""
+    """Plane indices in display order: devices by kind and ordinal (``/device:GPU:2``
+    before ``/device:GPU:10``), then host planes (``/host:CPU`` first), then the rest.
+    Devices first, as XProf has them: on a TPU host the device tracks would otherwise sit
+    below a hundred host threads."""
 
     def key(index: int) -> tuple:
         name = profile.planes[index].name
-        if name.startswith(names.HOST_PLANE_PREFIX):
-            return (0, name != names.HOST_PLANE, name, 0, index)
         if names.is_device_plane(name):
             match = _ORDINAL.match(name)
             if match:
-                return (1, 0, match.group(1), int(match.group(2)), index)
-            return (1, 1, name, 0, index)
+                return (0, 0, match.group(1), int(match.group(2)), index)
+            return (0, 1, name, 0, index)
+        if name.startswith(names.HOST_PLANE_PREFIX):
+            return (1, name != names.HOST_PLANE, name, 0, index)
         return (2, 0, name, 0, index)
 
     return sorted(range(len(profile.planes)), key=key)
