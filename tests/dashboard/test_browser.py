@@ -150,6 +150,24 @@ def test_a_step_bar_opens_the_trace_viewer_on_that_step(page, server):
     assert view["start_ps"] == pytest.approx(step["start_ps"]) and view["end_ps"] == pytest.approx(step["start_ps"] + step["step_time_ps"])
 
 
+def test_an_op_row_opens_its_events_in_the_trace_viewer(page, server):
+    """An op's name links to the trace viewer, which opens searching for it and shows the
+    first of its events; the count of matches is the trace's count of events holding the name."""
+    expected = data(server, "framework_op_stats", **GPU)
+    op = expected["rows"][0]["name"]
+    open_tool(page, server, "framework_op_stats", **GPU)
+    page.locator(f'table[data-table="framework_ops"] td[data-key="name"] a.cell-link:text-is("{op}")').first.click()
+    page.wait_for_url("**tool=trace_viewer**", timeout=30_000)
+    wait_ready(page, "trace_viewer")
+    assert parse_qs(urlparse(page.url).query)["find"] == [op]
+    assert page.locator("#tv-search").input_value() == op
+    status = page.locator("#tv-search-status[data-total]")
+    status.wait_for(timeout=60_000)
+    first = server.get("/api/trace/find", **GPU, text=op).json()["match"]
+    assert int(status.get_attribute("data-total")) == first["total"] and int(status.get_attribute("data-ordinal")) == 1
+    page.wait_for_function("id => document.querySelector('#tv-details').dataset.id === String(id)", arg=first["id"], timeout=60_000)
+
+
 def test_a_cpu_only_profile_shows_only_what_applies(page, server, logdir):
     """No accelerator: no device busy figures, no devices table, no all-zero step columns
     (each said in one line), and kernel_stats says there is no GPU instead of empty panels."""

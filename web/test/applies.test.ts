@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ApiTable } from "../src/api";
-import { withoutColumns, zeroColumns } from "../src/pages/applies";
+import { withoutColumns } from "../src/components/table";
+import { zeroColumns } from "../src/pages/applies";
 
 // Three steps of a CPU-only profile: device compute is 0 in each, host compute is not, and
 // the last column is text (never "all zero").

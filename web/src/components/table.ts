@@ -39,6 +39,8 @@ export interface TableOptions {
   searchable?: boolean;
   /** Extra attributes per body row (e.g. marking IDLE rows). */
   rowAttrs?: (row: CellValue[], columns: ApiColumn[]) => Attrs;
+  /** Where a cell links to (an op's events in the trace viewer), or null for plain text. */
+  cellHref?: (column: ApiColumn, row: CellValue[], columns: ApiColumn[]) => string | null;
   limit?: number;
   /**
    * Sort and search kept outside the table, for a table that is rebuilt (the framework op
@@ -124,9 +126,10 @@ function followHistory(entry: { root: HTMLElement; apply: () => void }): void {
   });
 }
 
-function cell(column: ApiColumn, row: CellValue[], index: number, long: boolean): HTMLTableCellElement {
+function cell(column: ApiColumn, row: CellValue[], index: number, long: boolean, href: string | null): HTMLTableCellElement {
   const value = row[index] ?? null;
-  const text = formatValue(column.key, value, column.kind);
+  const formatted = formatValue(column.key, value, column.kind);
+  const text = href === null ? formatted : el("a", { href, class: "cell-link" }, formatted);
   return el(
     "td",
     {
@@ -207,7 +210,7 @@ export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLEl
       el(
         "tr",
         options.rowAttrs?.(row, columns) ?? {},
-        shown.map((index) => cell(columns[index]!, row, index, long.has(columns[index]!.key))),
+        shown.map((index) => cell(columns[index]!, row, index, long.has(columns[index]!.key), options.cellHref?.(columns[index]!, row, columns) ?? null)),
       ),
     );
     if (body.length === 0) {

@@ -16,9 +16,3 @@ export function zeroColumns(table: ApiTable, candidates?: string[]): string[] {
     .filter(({ index }) => table.rows.every((row) => row[index] === 0))
     .map(({ key }) => key);
 }
-
-/** `table` without the columns `keys` names (a view: the CSV export still has them all). */
-export function withoutColumns(table: ApiTable, keys: string[]): ApiTable {
-  const kept = table.columns.map((column, index) => ({ column, index })).filter(({ column }) => !keys.includes(column.key));
-  return { ...table, columns: kept.map(({ column }) => column), rows: table.rows.map((row) => kept.map(({ index }) => row[index] ?? null)) };
-}

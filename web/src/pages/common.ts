@@ -3,13 +3,30 @@
 import { el } from "../dom";
 import { card } from "../components/metric";
 import { findTable, renderTable, type TableOptions } from "../components/table";
+import type { ApiColumn, CellValue } from "../api";
+import { FIND_PARAM, traceViewerAddress } from "../state/url";
 import type { PageContext } from "./types";
+
+const IDLE = "IDLE";
+
+/**
+ * An op's name cell links to its events in the trace viewer (which opens searching for
+ * the name, on the first match): for the `name` column (op tables) and `kernel_name`
+ * (kernel stats); never for an IDLE row, which has no events.
+ */
+export function opInTraceViewer(context: PageContext, column: ApiColumn, row: CellValue[], columns: ApiColumn[]): string | null {
+  if (column.key !== "name" && column.key !== "kernel_name") return null;
+  const name = row[columns.indexOf(column)];
+  if (typeof name !== "string" || name === "" || name === IDLE) return null;
+  return traceViewerAddress(context.selection, { [FIND_PARAM]: name });
+}
 
 /** A card holding the named table from the tables API, or nothing when the tool has no such table. */
 export function tableCard(context: PageContext, name: string, title: string, options: TableOptions = {}): HTMLElement | null {
   const table = findTable(context.tables, name);
   if (!table) return null;
-  return card(title, renderTable(table, { selection: context.selection, ...options }), { "data-card": name }, true);
+  const cellHref = (column: ApiColumn, row: CellValue[], columns: ApiColumn[]): string | null => opInTraceViewer(context, column, row, columns);
+  return card(title, renderTable(table, { selection: context.selection, cellHref, ...options }), { "data-card": name }, true);
 }
 
 /** The grid every page lays its cards out in. */

@@ -10,7 +10,7 @@ import { doughnutChart } from "../components/charts";
 import { card, note } from "../components/metric";
 import { addressState, findTable, renderTable, withoutColumns, type TableState } from "../components/table";
 import { el } from "../dom";
-import { add, grid, twoUp } from "./common";
+import { add, grid, opInTraceViewer, twoUp } from "./common";
 import type { PageContext, ToolPage } from "./types";
 
 /**
@@ -58,6 +58,7 @@ function render(root: HTMLElement, context: PageContext): void {
           const type = row[columns.findIndex((column) => column.key === "type")];
           return type === "IDLE" ? { class: "idle-row", "data-idle": "true" } : {};
         },
+        cellHref: (column, row, columns) => opInTraceViewer(context, column, row, columns),
       }),
     );
   };

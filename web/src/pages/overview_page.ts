@@ -9,10 +9,10 @@ import { el } from "../dom";
 import { stepTimeData } from "../components/chart-data";
 import { stackedBarChart } from "../components/charts";
 import { at, card, metric, metricValue, metrics, note } from "../components/metric";
-import { findTable } from "../components/table";
+import { findTable, withoutColumns } from "../components/table";
 import { humanize } from "../format";
-import { buildQuery } from "../state/url";
-import { withoutColumns, zeroColumns } from "./applies";
+import { buildQuery, traceViewerAddress } from "../state/url";
+import { zeroColumns } from "./applies";
 import { add, grid, tableCard } from "./common";
 import type { PageContext, ToolPage } from "./types";
 
@@ -148,8 +148,7 @@ function recommendationCard(data: OverviewPage, context: PageContext): HTMLEleme
 
 /** The trace viewer's address showing one step's window, on this run and host. */
 export function stepInTraceViewer(context: PageContext, step: OverviewStep): string {
-  const view = new URLSearchParams({ start_ps: String(step.start_ps), end_ps: String(step.start_ps + step.step_time_ps) });
-  return buildQuery({ run: context.selection.run, host: context.selection.host, tool: "trace_viewer" }, view);
+  return traceViewerAddress(context.selection, { start_ps: String(step.start_ps), end_ps: String(step.start_ps + step.step_time_ps) });
 }
 
 function render(root: HTMLElement, context: PageContext): void {

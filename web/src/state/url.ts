@@ -81,6 +81,15 @@ export function resolveRunHost(runs: RunInfo[], wanted: Wanted): { run: string; 
   return { run: run.name, host: pickHost(run, wanted.host) };
 }
 
+export const TRACE_VIEWER = "trace_viewer";
+/** The trace viewer's parameter that searches for a name when the page opens. */
+export const FIND_PARAM = "find";
+
+/** The trace viewer's address on the selection's run and host, with its own parameters. */
+export function traceViewerAddress(selection: Pick<Selection, "run" | "host">, params: Record<string, string>): string {
+  return buildQuery({ run: selection.run, host: selection.host, tool: TRACE_VIEWER }, new URLSearchParams(params));
+}
+
 export function sameSelection(a: Partial<Selection> | null, b: Partial<Selection> | null): boolean {
   return !!a && !!b && a.run === b.run && a.host === b.host && a.tool === b.tool && sameOptions(a.options, b.options);
 }

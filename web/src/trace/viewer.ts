@@ -31,6 +31,7 @@ import { Prepared, type RunHit } from "./model";
 import { answerText, buildPanels, fitHeight, HoverView, showStatus, showTiming, showTool, sizeCanvas, type Panels } from "./panels";
 import { Renderer, type AreaMark } from "./render";
 import { RequestScheduler } from "./scheduler";
+import { FIND_PARAM } from "../state/url";
 import { Search } from "./search";
 import { SelectionDetails } from "./selection";
 import { sameParams, type QueryParams, type TimeRange } from "./timeline";
@@ -138,6 +139,12 @@ export class TraceViewer implements Intents, FrameClient {
     // The first request goes at once: nothing is on screen yet.
     this.wantData(true);
     this.loop.request();
+    // A link from a tool's op row (`&find=<name>`): search for it and go to the first match.
+    const wanted = new URLSearchParams(location.search).get(FIND_PARAM);
+    if (wanted) {
+      this.panels.searchInput.value = wanted;
+      void this.search.find(false);
+    }
   }
 
   destroy(): void {
