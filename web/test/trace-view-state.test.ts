@@ -119,6 +119,14 @@ describe("the view state's range and scroll", () => {
 });
 
 describe("the view state's marks", () => {
+  it("exports the dragged range when there is one, else the view", () => {
+    const state = sized();
+    expect(state.exportRange()).toEqual(state.view);
+    state.area = { start_ps: 10.4, end_ps: 20.6, top: 0, bottom: 5 };
+    expect(state.exportRange()).toEqual({ start_ps: 10, end_ps: 21 }); // whole picoseconds covering it
+    state.area = null;
+    expect(state.exportRange()).toEqual(state.view);
+  });
   it("selecting an event drops the dragged range and the old flows; Esc clears timing, then range, then event", () => {
     const state = sized();
     state.area = { start_ps: 0, end_ps: 10, top: 0, bottom: 5 };

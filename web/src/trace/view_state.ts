@@ -265,6 +265,14 @@ export class ViewState {
     return { x: (x0 + Math.max(x0, x1)) / 2, y };
   }
 
+  /** What "Export this range" exports: the dragged range when there is one (its whole
+   * picoseconds), else the view. */
+  exportRange(): TimeRange {
+    const area = this.area;
+    if (!area) return this.view;
+    return { start_ps: Math.max(0, Math.floor(area.start_ps)), end_ps: Math.max(1, Math.ceil(area.end_ps)) };
+  }
+
   /** What a dragged range summarizes: its whole picoseconds over the tracks it covers. */
   summaryAsk(area: AreaMark): SummaryAsk {
     const tracks = this.layout.tracksBetween(area.top, area.bottom);

@@ -217,7 +217,8 @@ export class TraceViewer implements Intents, FrameClient {
   }
 
   private updateExport(): void {
-    this.panels.exportLink.href = exportUrl(this.context.selection, this.state.view.start_ps, this.state.view.end_ps);
+    const range = this.state.exportRange();
+    this.panels.exportLink.href = exportUrl(this.context.selection, range.start_ps, range.end_ps);
   }
 
   // ------------------------------------------------------------------ intents (Intents)
