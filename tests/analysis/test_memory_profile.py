@@ -134,6 +134,8 @@ def test_legacy_gpu_peak_time_and_step(legacy):
     assert gpu["peak_time_us"] == 112.0 and gpu["peak_time_ps"] == 112 * PS_PER_US
     assert gpu["peak_step"] == 2
     assert gpu["peak_reserved_bytes"] is None and gpu["lifetime_peak_bytes"] is None
+    # The 2021 schema has no Total Reserved: not recorded (null), never 0.
+    assert gpu["reserved_from"] is None and gpu["peak_in_use_bytes"] is None
 
 
 def test_legacy_gpu_timeline_is_the_running_sum(legacy):
@@ -272,6 +274,8 @@ def test_current_schema_uses_the_allocator_totals(current):
     # 7000 is reached at 27 µs and again at 57 µs: the peak is the first, in step 7.
     assert (gpu0["peak_allocated_bytes"], gpu0["peak_time_us"], gpu0["peak_step"]) == (7000, 27.0, 7)
     assert gpu0["peak_reserved_bytes"] == 10000
+    # Kineto's Total Reserved holds the allocated bytes: no separate in-use sum.
+    assert (gpu0["reserved_from"], gpu0["peak_in_use_bytes"]) == ("Total Reserved", None)
     # Step 7 [0, 50): 5400, 6000, 5000, 7000, 6600 -> 7000. Step 8 [50, 100): from 6600; 7000, 5000 -> 7000.
     assert gpu0["step_peaks"] == [{"step": 7, "peak_allocated_bytes": 7000}, {"step": 8, "peak_allocated_bytes": 7000}]
 
@@ -414,6 +418,8 @@ def test_xspace_memory_events(tmp_path: Path):
     assert points(gpu) == [(12.0, 5096), (15.0, 6120), (30.0, 5096), (62.0, 7144), (80.0, 3048)]
     assert (gpu["peak_allocated_bytes"], gpu["peak_time_us"], gpu["peak_step"]) == (7144, 62.0, 1)
     assert (gpu["peak_reserved_bytes"], gpu["lifetime_peak_bytes"]) == (256, 9000)
+    # bytes_reserved (256 throughout) is beside the heap: in use peaks at 7144 + 256.
+    assert (gpu["reserved_from"], gpu["peak_in_use_bytes"]) == ("bytes_reserved", 7400)
     # Live after 62 µs: 0x10 (4096, MatMul's tf_op) and 0x30 (2048); 7144 - 6144 = 1000 from before.
     assert holders(gpu) == [("model/dense/MatMul", 4096, 1), ("model/dense/Relu", 2048, 1), (BEFORE_PROFILE, 1000, 0)]
     # Step 0: level before the first event 5096 - 4096 = 1000; then 5096, 6120, 5096 -> 6120.
@@ -505,6 +511,39 @@ def test_tpu_xspace_peaks_and_holders_from_the_file_itself():
         assert entry["peak_allocated_bytes"] == peak
         assert entry["lifetime_peak_bytes"] == max(e.stats["peak_bytes_in_use"] for e in events)
         _check_xspace_holders(entry, events, peak)
+
+
+def test_tpu_reserved_memory_is_the_files_bytes_reserved_beside_the_heap():
+    """Issue 16: "reserved reads 0 while 15 GiB is allocated". The file's bytes_reserved is 0
+    (then 5,414,912) while bytes_allocated climbs to 16 GB, and 21,491,712,000 only later: it
+    is memory reserved beside the heap (allocated + reserved + available is the same on every
+    event), not a pool holding the allocated bytes. The tool reports the file's figures."""
+    path = shared("xplane/tpu_v_inference_4chips.xplane.pb")
+    space = read_xspace_independently(path)
+    memory_events = sorted((e for e in space.events if e.name in ("MemoryAllocation", "MemoryDeallocation")), key=lambda e: e.start_ps)
+    result = memory_profile(stepscope.load(path))
+    by_index: dict[int, list] = defaultdict(list)
+    for event in memory_events:
+        by_index[event.stats["index_on_host"]].append(event)
+    for index, events in by_index.items():
+        entry = device(result, f"device {index}")
+        # The capacity the three figures share: one value per chip in the file.
+        assert len({e.stats["bytes_allocated"] + e.stats["bytes_reserved"] + e.stats["bytes_available"] for e in events}) == 1
+        assert entry["reserved_from"] == "bytes_reserved"
+        assert entry["peak_reserved_bytes"] == max(e.stats["bytes_reserved"] for e in events)
+        assert entry["peak_in_use_bytes"] == max(e.stats["bytes_allocated"] + e.stats["bytes_reserved"] for e in events)
+        # Fewer events than MAX_TIMELINE_POINTS: every event is a point, with the file's figures.
+        assert len(events) <= MAX_TIMELINE_POINTS
+        # Times from the device's first memory event (the file's clock and the profile's differ by a constant).
+        first_ps, first_us = events[0].start_ps, entry["timeline"][0]["time_us"]
+        expected = sorted((round((e.start_ps - first_ps) / PS_PER_US, 3), e.stats["bytes_allocated"], e.stats["bytes_reserved"]) for e in events)
+        got = sorted((round(p["time_us"] - first_us, 3), p["allocated_bytes"], p["reserved_bytes"]) for p in entry["timeline"])
+        assert got == expected
+        # At the allocated peak (its first event) reserved is what the file says there, not 21 GB.
+        peak = max(e.stats["bytes_allocated"] for e in events)
+        at_peak = next(e for e in events if e.stats["bytes_allocated"] == peak)
+        assert next(p["reserved_bytes"] for p in entry["timeline"] if p["time_us"] == entry["peak_time_us"]) == at_peak.stats["bytes_reserved"]
+    assert "beside the heap" in result.note
 
 
 def _check_xspace_holders(entry: dict[str, Any], events: list, peak: int) -> None:

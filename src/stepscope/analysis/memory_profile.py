@@ -17,8 +17,12 @@ Sources
   after the event), ``bytes_reserved``, ``allocation_bytes``, ``requested_bytes``, ``addr``,
   ``tf_op``. Grouped by allocator (XProf's memory id: ``allocator_name``, else the device
   ordinal). ``allocated_bytes`` is ``bytes_allocated``; ``reserved_bytes`` is the source's
-  ``bytes_reserved`` (XProf calls it "stack reserved" and adds it to its peak usage; here it
-  is reported beside the allocated figure, not added to it).
+  ``bytes_reserved``: memory reserved beside the heap, not inside it (on the TPU sample
+  ``bytes_allocated + bytes_reserved + bytes_available`` is the same on every event, the
+  chip's HBM), so it can read 0 while gigabytes are allocated, unlike Kineto's
+  ``Total Reserved``, the caching allocator's pool that holds the allocated bytes. XProf
+  calls it "stack reserved" and adds it to its peak usage; here it is reported beside the
+  allocated figure, with the sum's peak as ``peak_in_use_bytes``.
 
 Definitions
 -----------
@@ -169,6 +173,10 @@ class MemoryDevice(TypedDict):
     frees_matched_by: str  # "address" | "size": how peak holders were found (see above)
     peak_allocated_bytes: int
     peak_reserved_bytes: int | None  # the largest reserved figure, where the source has one
+    # "Total Reserved" (Kineto: the caching allocator's pool, which holds the allocated bytes)
+    # | "bytes_reserved" (XSpace: reserved beside the heap, not part of the allocated bytes) | None
+    reserved_from: str | None
+    peak_in_use_bytes: int | None  # XSpace with bytes_reserved: the largest allocated + reserved
     lifetime_peak_bytes: int | None  # the allocator's own peak_bytes_in_use (XSpace)
     peak_time_us: float  # from the profile start
     peak_time_ps: int  # the same, exact
@@ -249,6 +257,13 @@ def _note(results: list[MemoryDevice]) -> str:
             text += ")"
         else:
             text = f"{device['device']}: allocated bytes are the source's {source!r}"
+        if device["reserved_from"] == names.BYTES_RESERVED:
+            text += (
+                f"; reserved bytes are the source's {names.BYTES_RESERVED!r}, memory the runtime reserves beside "
+                f"the heap (not part of the allocated bytes); allocated + reserved peaks at {device['peak_in_use_bytes']:,} bytes"
+            )
+        elif device["reserved_from"] is None:
+            text += "; reserved memory is not recorded"
         if device["frees_matched_by"] == "size":
             text += (
                 "; the trace has no addresses, so peak holders match each free to the latest live "
@@ -431,6 +446,10 @@ def _analyse(name: str, raw: _DeviceEvents, steps: Steps) -> MemoryDevice:
         counts_earlier_memory = False
     reserved_values = ordered(raw.reserved)
     reserved = np.asarray(reserved_values, dtype=np.int64) if all(v is not None for v in reserved_values) else None
+    reserved_from = None if reserved is None else KINETO_TOTAL_RESERVED if raw.kind == "kineto" else names.BYTES_RESERVED
+    # XSpace's bytes_reserved is held beside the heap (allocated + reserved + available is the
+    # allocator's capacity), so what is in use is their sum (XProf's peak: heap + stack).
+    in_use = allocated + reserved if reserved is not None and raw.kind == "xspace" else None
     lifetime = [value for value in raw.lifetime_peak if value is not None]
 
     peak_index = int(np.argmax(allocated))
@@ -450,6 +469,8 @@ def _analyse(name: str, raw: _DeviceEvents, steps: Steps) -> MemoryDevice:
         "frees_matched_by": "address" if all(a is not None for a in address) else "size",
         "peak_allocated_bytes": peak,
         "peak_reserved_bytes": int(reserved.max()) if reserved is not None else None,
+        "reserved_from": reserved_from,
+        "peak_in_use_bytes": int(in_use.max()) if in_use is not None else None,
         "lifetime_peak_bytes": max(lifetime) if lifetime else None,
         "peak_time_us": ps_to_us(peak_time),
         "peak_time_ps": peak_time,

@@ -19,10 +19,12 @@ export interface MemoryDevice {
   lifetime_peak_bytes: number | null;
   peak_allocated_bytes: number;
   peak_holders: PeakHolder[];
+  peak_in_use_bytes: number | null;
   peak_reserved_bytes: number | null;
   peak_step: number | null;
   peak_time_ps: number;
   peak_time_us: number;
+  reserved_from: string | null;
   step_peaks: StepPeak[];
   timeline: MemoryPoint[];
 }
