@@ -487,14 +487,48 @@ def test_memory_profile_of_a_cpu_capture(page, server, logdir):
     where = dict(run=logdir.cpu_run, host=logdir.cpu_host)
     expected = data(server, "memory_profile", **where)
     assert expected["devices"], "the capture at host_tracer_level=3 records memory"
-    device = expected["devices"][0]
+    device = max(expected["devices"], key=lambda d: d["peak_allocated_bytes"])  # the page opens on the largest peak
     open_tool(page, server, "memory_profile", **where)
     assert int(metric(page, "peak_allocated_bytes")) == device["peak_allocated_bytes"]
+    reserved = page.locator('[data-metric="peak_reserved_bytes"]').first
+    if device["peak_reserved_bytes"] is None:  # a source without a reserved figure says so
+        assert reserved.inner_text() == "not recorded"
+    else:
+        assert int(reserved.get_attribute("data-value")) == device["peak_reserved_bytes"]
     shown = chart(page, "memory_timeline")
     allocated = next(d for d in shown["datasets"] if "alloc" in d["label"].lower())
     values = [point["y"] if isinstance(point, dict) else point for point in allocated["data"]]
     assert max(values) == device["peak_allocated_bytes"] or max(values) == pytest.approx(device["peak_allocated_bytes"] / 2**20)
     shot(page, "memory_profile_cpu")
+
+
+def test_memory_profile_opens_on_the_largest_peak_keeps_the_device_and_marks_the_peak(page, server):
+    expected = {d["device"]: d for d in data(server, "memory_profile", **TPU)["devices"]}
+    # The device with the largest peak in the API's JSON (the first of equal ones, in its order).
+    largest = max(expected.values(), key=lambda d: d["peak_allocated_bytes"])
+    open_tool(page, server, "memory_profile", **TPU)
+    summary = page.locator("#memory-summary")
+    assert summary.get_attribute("data-device") == largest["device"]
+    assert page.locator("#memory-device").input_value() == largest["device"]
+    assert int(metric(page, "peak_allocated_bytes")) == largest["peak_allocated_bytes"]
+    # XSpace's bytes_reserved: labelled as beside the allocated bytes, with their sum's peak.
+    assert int(metric(page, "peak_reserved_bytes")) == largest["peak_reserved_bytes"]
+    assert "Peak reserved (beside allocated)" in summary.inner_text()
+    assert int(metric(page, "peak_in_use_bytes")) == largest["peak_in_use_bytes"]
+    peak = next(d for d in chart(page, "memory_timeline")["datasets"] if d["label"].startswith("Peak "))
+    assert peak["data"] == [{"x": largest["peak_time_us"] / 1000, "y": largest["peak_allocated_bytes"]}]
+    shot(page, "memory_profile_tpu")
+
+    other = next(name for name in expected if name != largest["device"])
+    page.select_option("#memory-device", other)
+    page.wait_for_function("name => document.querySelector('#memory-summary').dataset.device === name", arg=other)
+    page.wait_for_function("name => new URLSearchParams(location.search).get('memory_device') === name", arg=other)
+    assert int(metric(page, "peak_allocated_bytes")) == expected[other]["peak_allocated_bytes"]
+    page.reload()
+    wait_ready(page, "memory_profile")
+    assert page.locator("#memory-summary").get_attribute("data-device") == other
+    assert page.locator("#memory-device").input_value() == other
+    assert parse_qs(urlparse(page.url).query)["memory_device"] == [other]
 
 
 def test_switch_runs_and_hosts_and_deep_links(page, server, logdir):

@@ -107,18 +107,13 @@ describe("memory timeline", () => {
   it("puts time in ms on x and allocated bytes on y", () => {
     const device = memory.devices[1]!;
     const chart = memoryTimelineData(device);
-    expect(chart.datasets).toHaveLength(1);
-    expect(chart.datasets[0]!.data).toEqual(
-      device.timeline.map((point) => ({
-        x: point.time_us / 1000,
-        y: point.allocated_bytes,
-      })),
-    );
+    expect(chart.datasets.map((dataset) => dataset.key)).toEqual(["allocated_bytes", "peak"]);
+    expect(chart.datasets[0]!.data).toEqual(device.timeline.map((point) => ({ x: point.time_us / 1000, y: point.allocated_bytes })));
   });
   it("adds reserved memory where the source records it", () => {
     const device = memoryTpu.devices[0]!;
     const chart = memoryTimelineData(device);
-    expect(chart.datasets.map((dataset) => dataset.key)).toEqual(["allocated_bytes", "reserved_bytes"]);
+    expect(chart.datasets.map((dataset) => dataset.key)).toEqual(["allocated_bytes", "reserved_bytes", "peak"]);
     expect(chart.datasets[1]!.data).toHaveLength(device.timeline.filter((point) => point.reserved_bytes !== null).length);
   });
 });

@@ -6,7 +6,7 @@
  */
 
 import type { FrameworkOpRow, IdleRow, InputPipeline, MemoryDevice, OverviewPage } from "../api";
-import { formatCount, humanize } from "../format";
+import { formatBytes, formatCount, humanize } from "../format";
 
 /** A dataset as the page builds it; `key` is the JSON key the numbers came from. */
 export interface Series {
@@ -213,7 +213,8 @@ export function memoryTimelineData(device: MemoryDevice): {
   ];
   if (device.timeline.some((point) => point.reserved_bytes !== null && point.reserved_bytes !== undefined)) {
     datasets.push({
-      label: "Reserved",
+      // XSpace's bytes_reserved is held beside the heap, not inside it (see memory_profile.md).
+      label: device.reserved_from === "bytes_reserved" ? "Reserved (beside allocated)" : "Reserved",
       key: "reserved_bytes",
       data: device.timeline.flatMap((point) =>
         point.reserved_bytes === null || point.reserved_bytes === undefined ? [] : [{ x: point.time_us / 1000, y: point.reserved_bytes }],
@@ -222,6 +223,14 @@ export function memoryTimelineData(device: MemoryDevice): {
       backgroundColor: "rgba(251, 140, 0, 0.1)",
     });
   }
+  // The peak, one marked point at its time and value (its label says both).
+  datasets.push({
+    label: `Peak ${formatBytes(device.peak_allocated_bytes)} at ${(device.peak_time_us / 1000).toFixed(3)} ms`,
+    key: "peak",
+    data: [{ x: device.peak_time_us / 1000, y: device.peak_allocated_bytes }],
+    borderColor: "#d93025",
+    backgroundColor: "#d93025",
+  });
   return { datasets };
 }
 

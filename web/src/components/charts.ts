@@ -161,14 +161,19 @@ export function memoryLineChart(name: string, label: string, data: { datasets: L
   register(name, canvas, {
     type: "line",
     data: {
-      datasets: data.datasets.map((series) => ({
-        ...series,
-        fill: series.key === "allocated_bytes",
-        pointRadius: 0,
-        borderWidth: 1.5,
-        // A point is the level just after an event, held until the next one.
-        stepped: "after" as const,
-      })),
+      datasets: data.datasets.map((series) =>
+        series.key === "peak"
+          ? // The peak marker: one point, no line.
+            { ...series, fill: false, showLine: false, pointRadius: 6, pointHoverRadius: 8, pointStyle: "triangle" as const, order: -1 }
+          : {
+              ...series,
+              fill: series.key === "allocated_bytes",
+              pointRadius: 0,
+              borderWidth: 1.5,
+              // A point is the level just after an event, held until the next one.
+              stepped: "after" as const,
+            },
+      ),
     },
     options: {
       parsing: false,

@@ -1,7 +1,8 @@
 /**
  * memory_profile: per device (or allocator), memory over time with its peak, and the ops
  * holding memory at the peak. One device is shown at a time (#memory-device), as XProf's
- * memory profile does; the tables cover every device.
+ * memory profile does: the one the address names (`memory_device`), else the largest peak;
+ * the chart marks the peak. The tables cover every device.
  */
 
 import type { MemoryDevice, MemoryProfile } from "../api";
@@ -10,6 +11,7 @@ import { memoryLineChart } from "../components/charts";
 import { at, card, metric, metrics, note } from "../components/metric";
 import { el } from "../dom";
 import { add, grid, tableCard } from "./common";
+import { memoryDeviceAddress, pickMemoryDevice, reservedLabel, wantedMemoryDevice } from "./memory_device";
 import type { PageContext, ToolPage } from "./types";
 
 function deviceView(device: MemoryDevice): HTMLElement[] {
@@ -20,7 +22,9 @@ function deviceView(device: MemoryDevice): HTMLElement[] {
         metric("peak_allocated_bytes", at(device, "peak_allocated_bytes"), "Peak allocated"),
         metric("peak_time_us", at(device, "peak_time_us"), "Peak at"),
         metric("peak_step", at(device, "peak_step"), "Peak step"),
-        metric("peak_reserved_bytes", at(device, "peak_reserved_bytes"), "Peak reserved"),
+        // A source without a reserved figure says so, rather than a dash that reads as 0.
+        metric("peak_reserved_bytes", device.peak_reserved_bytes === null ? "not recorded" : at(device, "peak_reserved_bytes"), reservedLabel(device)),
+        ...(device.peak_in_use_bytes === null ? [] : [metric("peak_in_use_bytes", at(device, "peak_in_use_bytes"), "Peak allocated + reserved")]),
         metric("lifetime_peak_bytes", at(device, "lifetime_peak_bytes"), "Allocator's lifetime peak"),
         metric("events", at(device, "events"), "Memory events"),
         metric("allocated_from", device.allocated_from, "Allocated figure from"),
@@ -41,21 +45,28 @@ function render(root: HTMLElement, context: PageContext): void {
     return;
   }
   const slot = el("div", { class: "grid-contents" });
-  const show = (name: string): void => {
-    const device = data.devices.find((candidate) => candidate.device === name) ?? data.devices[0]!;
+  const show = (device: MemoryDevice): void => {
     slot.replaceChildren(...deviceView(device));
   };
+  // The device the address names, else the largest peak (memory_device.ts).
+  const first = pickMemoryDevice(data.devices, wantedMemoryDevice(location.search))!;
   if (data.devices.length > 1) {
     const select = el(
       "select",
       { id: "memory-device", "aria-label": "Memory device" },
       data.devices.map((device) => el("option", { value: device.device }, device.device)),
     );
-    select.addEventListener("change", () => show(select.value));
+    select.value = first.device;
+    select.addEventListener("change", () => {
+      const device = pickMemoryDevice(data.devices, select.value)!;
+      show(device);
+      const next = memoryDeviceAddress(location.pathname, location.search, context.selection, device.device);
+      if (next !== null && next !== `${location.pathname}${location.search}`) history.replaceState(history.state, "", next);
+    });
     add(layout, el("div", { class: "inline-control wide" }, [el("label", { for: "memory-device" }, "Device / allocator "), select]));
   }
   add(layout, slot);
-  show(data.devices[0]!.device);
+  show(first);
   add(
     layout,
     tableCard(context, "memory_peaks", "Peaks per device"),
