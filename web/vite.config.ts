@@ -21,5 +21,8 @@ export default defineConfig({
   test: {
     environment: "node",
     include: ["test/**/*.test.ts"],
+    // The zoom plugin's hammerjs needs a window to load (test/stubs/chartjs-plugin-zoom.ts);
+    // the build and the browser tests use the real plugin.
+    alias: { "chartjs-plugin-zoom": new URL("./test/stubs/chartjs-plugin-zoom.ts", import.meta.url).pathname },
   },
 });

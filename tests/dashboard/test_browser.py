@@ -531,6 +531,53 @@ def test_memory_profile_opens_on_the_largest_peak_keeps_the_device_and_marks_the
     assert parse_qs(urlparse(page.url).query)["memory_device"] == [other]
 
 
+def drag_on_chart(page, name: str, start_ms: float, end_ms: float) -> None:
+    """A mouse drag across a chart from one x value to another (mid-height)."""
+    box = page.evaluate(
+        """([name, a, b]) => { const chart = window.__stepscope.charts[name];
+                               const rect = chart.canvas.getBoundingClientRect();
+                               return {x0: rect.left + chart.scales.x.getPixelForValue(a), x1: rect.left + chart.scales.x.getPixelForValue(b),
+                                       y: rect.top + (chart.chartArea.top + chart.chartArea.bottom) / 2}; }""",
+        [name, start_ms, end_ms],
+    )
+    page.mouse.move(box["x0"], box["y"])
+    page.mouse.down()
+    page.mouse.move((box["x0"] + box["x1"]) / 2, box["y"], steps=4)
+    page.mouse.move(box["x1"], box["y"], steps=4)
+    page.mouse.up()
+
+
+def test_memory_profile_drag_selects_a_range_that_filters_the_peak_holders(page, server):
+    expected = {d["device"]: d for d in data(server, "memory_profile", **TPU)["devices"]}
+    holders = tables(server, "memory_profile", **TPU)["peak_holders"]
+    largest = max(expected.values(), key=lambda d: d["peak_allocated_bytes"])
+    peak_ms = largest["peak_time_us"] / 1000
+    open_tool(page, server, "memory_profile", **TPU)
+    rows = page.locator('[data-card="peak_holders"] tbody tr:not(.empty)')
+    assert rows.count() == len(holders["rows"])
+    # A range around the peak: the shown device's holders only (from the tables API).
+    drag_on_chart(page, "memory_timeline", peak_ms - 1000, peak_ms + 1000)
+    page.wait_for_selector("#memory-range[data-start-ms]")
+    start, end = (float(page.locator("#memory-range").get_attribute(f"data-{edge}-ms")) for edge in ("start", "end"))
+    assert start < peak_ms < end and end - start == pytest.approx(2000, rel=0.05)
+    zoomed = page.evaluate("() => { const x = window.__stepscope.charts.memory_timeline.scales.x; return [x.min, x.max]; }")
+    assert zoomed == [start, end]
+    mine = [op for name, op in zip(column(holders, "device"), column(holders, "op")) if name == largest["device"]]
+    assert rows.count() == len(mine) > 0
+    assert {rows.nth(i).locator("td").nth(1).inner_text() for i in range(rows.count())} == set(mine)
+    assert "holds the peak" in page.locator("#memory-range").inner_text()
+    # Reset, then a range after the peak (the last tenth of the timeline): no holders, and why.
+    page.click("#memory-reset-zoom")
+    page.wait_for_selector("#memory-range:not([data-start-ms])")
+    assert rows.count() == len(holders["rows"])
+    last_ms = largest["timeline"][-1]["time_us"] / 1000
+    drag_on_chart(page, "memory_timeline", last_ms * 0.9, last_ms)
+    page.wait_for_selector("#memory-range[data-start-ms]")
+    assert rows.count() == 0
+    assert "does not hold the peak" in page.locator("#memory-range").inner_text()
+    shot(page, "memory_profile_tpu_range")
+
+
 def test_switch_runs_and_hosts_and_deep_links(page, server, logdir):
     open_tool(page, server, "overview_page", **GPU)
     page.select_option("#host-select", "alexnet_small")

@@ -23,6 +23,7 @@ import {
   type ChartConfiguration,
   type TooltipItem,
 } from "chart.js";
+import zoomPlugin from "chartjs-plugin-zoom";
 import { el } from "../dom";
 import { formatBytes, formatTimeUs } from "../format";
 import { byteTickStep, type CategoryData, type LineSeries } from "./chart-data";
@@ -41,6 +42,7 @@ Chart.register(
   PieController,
   PointElement,
   Tooltip,
+  zoomPlugin,
 );
 Chart.defaults.animation = false;
 // The page's own system font stack (style.css): nothing is fetched from the network.
@@ -154,8 +156,18 @@ export function doughnutChart(name: string, label: string, data: CategoryData, t
   return box;
 }
 
-/** Memory over time: a line chart on a linear x axis in ms, bytes on y. */
-export function memoryLineChart(name: string, label: string, data: { datasets: LineSeries[] }): HTMLElement {
+/** A time range on a chart's x axis (ms for the memory chart). */
+export interface XRange {
+  start_ms: number;
+  end_ms: number;
+}
+
+/**
+ * Memory over time: a line chart on a linear x axis in ms, bytes on y. Dragging across it
+ * zooms into that time range (chartjs-plugin-zoom's drag zoom; ctrl + wheel zooms too,
+ * shift + drag pans); `onRange` gets the range shown after each zoom or pan.
+ */
+export function memoryLineChart(name: string, label: string, data: { datasets: LineSeries[] }, onRange?: (range: XRange) => void): HTMLElement {
   const { box, canvas } = canvasBox(name, label, true);
   const top = Math.max(0, ...data.datasets.flatMap((series) => series.data.map((point) => point.y)));
   register(name, canvas, {
@@ -188,6 +200,16 @@ export function memoryLineChart(name: string, label: string, data: { datasets: L
         },
       },
       plugins: {
+        zoom: {
+          limits: { x: { min: "original", max: "original" } },
+          zoom: {
+            drag: { enabled: true, backgroundColor: "rgba(26, 115, 232, 0.15)", borderColor: "#1a73e8", borderWidth: 1 },
+            wheel: { enabled: true, modifierKey: "ctrl" },
+            mode: "x",
+            onZoomComplete: ({ chart }) => onRange?.({ start_ms: chart.scales.x!.min, end_ms: chart.scales.x!.max }),
+          },
+          pan: { enabled: true, mode: "x", modifierKey: "shift", onPanComplete: ({ chart }) => onRange?.({ start_ms: chart.scales.x!.min, end_ms: chart.scales.x!.max }) },
+        },
         legend: { position: "bottom", labels: { boxWidth: 12 } },
         tooltip: {
           callbacks: {
@@ -199,4 +221,9 @@ export function memoryLineChart(name: string, label: string, data: { datasets: L
     },
   });
   return box;
+}
+
+/** Back to the whole x axis of a chart zoomed by the zoom plugin. */
+export function resetChartZoom(name: string): void {
+  chartRegistry()[name]?.resetZoom();
 }

@@ -1,0 +1,49 @@
+/**
+ * The memory chart's selected time range (drag on the chart to zoom into it, "Reset zoom"
+ * to go back): pure rules for what the tables show for a range.
+ */
+
+import type { ApiTable, MemoryDevice } from "../api";
+
+/** A time range in ms from the profile start, both ends included (the chart's x axis). */
+export interface RangeMs {
+  start_ms: number;
+  end_ms: number;
+}
+
+/** Whether the device's peak (its first occurrence) lies in the range; any peak when no range. */
+export function peakInRange(device: Pick<MemoryDevice, "peak_time_us">, range: RangeMs | null): boolean {
+  if (!range) return true;
+  const at = device.peak_time_us / 1000;
+  return range.start_ms <= at && at <= range.end_ms;
+}
+
+/**
+ * The highest allocated level during the range, from the timeline (each point is the level
+ * just after an event, held until the next): the level the range starts with counts. Its
+ * time is the point's, or the range start for the level carried in. Null before any point.
+ */
+export function rangePeak(device: Pick<MemoryDevice, "timeline">, range: RangeMs): { bytes: number; time_ms: number } | null {
+  let best: { bytes: number; time_ms: number } | null = null;
+  for (const point of device.timeline) {
+    const at = point.time_us / 1000;
+    if (at > range.end_ms) break;
+    if (at < range.start_ms) {
+      best = { bytes: point.allocated_bytes, time_ms: range.start_ms };
+    } else if (!best || point.allocated_bytes > best.bytes) {
+      best = { bytes: point.allocated_bytes, time_ms: at };
+    }
+  }
+  return best;
+}
+
+/**
+ * The peak holders table for a range: every row without one; with one, the shown device's
+ * rows when its peak lies in the range, else none (the holders are those at the peak).
+ */
+export function holdersForRange(table: ApiTable, device: Pick<MemoryDevice, "device" | "peak_time_us">, range: RangeMs | null): ApiTable {
+  if (!range) return table;
+  const column = table.columns.findIndex((candidate) => candidate.key === "device");
+  const keep = peakInRange(device, range);
+  return { ...table, rows: keep ? table.rows.filter((row) => row[column] === device.device) : [] };
+}

@@ -1,0 +1,54 @@
+import { describe, expect, it } from "vitest";
+import type { ApiTable, MemoryProfile } from "../src/api";
+import { holdersForRange, peakInRange, rangePeak } from "../src/pages/memory_range";
+import memoryJson from "./fixtures/memory_profile_legacy.json";
+
+const legacy = memoryJson as unknown as MemoryProfile;
+const gpu = legacy.devices[1]!; // GPU:0, peak 2,791,505,408 B at 115,103 us
+
+function timeline(points: [number, number][]) {
+  return { timeline: points.map(([time_us, allocated_bytes]) => ({ time_us, allocated_bytes, reserved_bytes: null })) };
+}
+
+describe("memory range", () => {
+  it("says whether the peak lies in the range (ends included)", () => {
+    expect(peakInRange(gpu, null)).toBe(true);
+    expect(peakInRange(gpu, { start_ms: 115.103, end_ms: 200 })).toBe(true);
+    expect(peakInRange(gpu, { start_ms: 0, end_ms: 115.102 })).toBe(false);
+  });
+  it("finds the highest level in a range, counting the level carried in", () => {
+    // Levels: 100 from 1 ms, 300 from 2 ms, 50 from 4 ms, 80 from 6 ms.
+    const device = timeline([
+      [1000, 100],
+      [2000, 300],
+      [4000, 50],
+      [6000, 80],
+    ]);
+    expect(rangePeak(device, { start_ms: 0, end_ms: 10 })).toEqual({ bytes: 300, time_ms: 2 });
+    // 3-5 ms: starts at 300 (set at 2 ms), then 50: the carried-in 300, at the range start.
+    expect(rangePeak(device, { start_ms: 3, end_ms: 5 })).toEqual({ bytes: 300, time_ms: 3 });
+    // 4.5-7 ms: starts at 50, then 80 at 6 ms.
+    expect(rangePeak(device, { start_ms: 4.5, end_ms: 7 })).toEqual({ bytes: 80, time_ms: 6 });
+    expect(rangePeak(device, { start_ms: 0, end_ms: 0.5 })).toBeNull();
+  });
+  it("keeps the shown device's holders when its peak is in the range, none otherwise", () => {
+    const table: ApiTable = {
+      name: "peak_holders",
+      columns: [
+        { key: "device", label: "Device", kind: "string" },
+        { key: "op", label: "Op", kind: "string" },
+      ],
+      rows: [
+        ["CPU", "a"],
+        ["GPU:0", "b"],
+        ["GPU:0", "c"],
+      ],
+    };
+    expect(holdersForRange(table, gpu, null)).toBe(table);
+    expect(holdersForRange(table, gpu, { start_ms: 100, end_ms: 120 }).rows).toEqual([
+      ["GPU:0", "b"],
+      ["GPU:0", "c"],
+    ]);
+    expect(holdersForRange(table, gpu, { start_ms: 0, end_ms: 1 }).rows).toEqual([]);
+  });
+});
