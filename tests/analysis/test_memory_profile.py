@@ -198,8 +198,8 @@ def test_legacy_note_says_the_running_sum_starts_at_zero(legacy):
 
 
 def test_tables_summary_and_renderers(legacy):
-    peaks, held = legacy.tables()
-    assert peaks.name == "memory_peaks" and held.name == "peak_holders"
+    peaks, held, allocations = legacy.tables()
+    assert (peaks.name, held.name, allocations.name) == ("memory_peaks", "peak_holders", "allocations")
     assert [(r["device"], r["peak_allocated_bytes"], r["peak_step"]) for r in peaks.records()] == [("CPU", 320, 2), ("GPU:0", 2200, 2)]
     assert [(r["device"], r["op"], r["bytes"]) for r in held.records()] == [
         ("CPU", "aten::add", 256),
@@ -212,6 +212,8 @@ def test_tables_summary_and_renderers(legacy):
     assert legacy.summary()[1].startswith("GPU:0: peak 2.1 KiB allocated at 112.000 us (step 2); held by aten::conv2d 1,000 B")
     assert json.loads(render_json([legacy]))["memory_profile"]["devices"][1]["peak_allocated_bytes"] == 2200
     assert "aten::conv2d" in render_text([legacy]) and "# memory_profile.peak_holders" in render_csv([legacy])
+    assert "# memory_profile.allocations" in render_csv([legacy])
+    assert len(allocations.records()) == sum(len(d["allocations"]) for d in legacy.to_json()["devices"])
     assert TOOLS["memory_profile"].function is memory_profile.__wrapped__
 
 
@@ -285,6 +287,23 @@ def test_current_schema_holders_match_frees_by_address(current):
     # aten::softmax: 3000 B. The peak is 7000, so 4000 B were allocated before the profile
     # (5000 before it, minus the 1000 at Addr 99 freed at 20 µs).
     assert holders(device(current, "GPU:0")) == [(BEFORE_PROFILE, 4000, 0), ("aten::softmax", 2000, 1), ("aten::linear", 1000, 2)]
+
+
+def test_current_schema_allocations_with_lifetimes(current):
+    # From current_events' table, frees matched by Addr: Addr 1 (400, aten::linear) 6 -> 30 µs;
+    # Addr 2 (600, aten::linear) 8 µs, never freed; Addr 3 (2000, aten::softmax) 27 -> 60 µs;
+    # Addr 1 again (400, aten::linear) 57 µs, never freed. The free of Addr 99 at 20 µs has no
+    # allocation in the profile. Largest first, then by start.
+    assert device(current, "GPU:0")["allocations"] == [
+        {"bytes": 2000, "start_us": 27.0, "end_us": 60.0, "lifetime_us": 33.0, "op": "aten::softmax"},
+        {"bytes": 600, "start_us": 8.0, "end_us": None, "lifetime_us": None, "op": "aten::linear"},
+        {"bytes": 400, "start_us": 6.0, "end_us": 30.0, "lifetime_us": 24.0, "op": "aten::linear"},
+        {"bytes": 400, "start_us": 57.0, "end_us": None, "lifetime_us": None, "op": "aten::linear"},
+    ]
+    # GPU:1: Addr 7 (4096, aten::copy_) 12 -> 70 µs.
+    assert device(current, "GPU:1")["allocations"] == [{"bytes": 4096, "start_us": 12.0, "end_us": 70.0, "lifetime_us": 58.0, "op": "aten::copy_"}]
+    table = next(t for t in current.tables() if t.name == "allocations")
+    assert [(r["device"], r["bytes"], r["state"]) for r in table.records()][:2] == [("GPU:0", 2000, "freed"), ("GPU:0", 600, mp.LIVE_AT_END)]
 
 
 def test_current_schema_second_gpu(current):
@@ -544,6 +563,36 @@ def test_tpu_reserved_memory_is_the_files_bytes_reserved_beside_the_heap():
         at_peak = next(e for e in events if e.stats["bytes_allocated"] == peak)
         assert next(p["reserved_bytes"] for p in entry["timeline"] if p["time_us"] == entry["peak_time_us"]) == at_peak.stats["bytes_reserved"]
     assert "beside the heap" in result.note
+
+
+def test_tpu_allocations_are_the_largest_with_their_frees_from_the_file():
+    path = shared("xplane/tpu_v_inference_4chips.xplane.pb")
+    space = read_xspace_independently(path)
+    memory_events = sorted((e for e in space.events if e.name in ("MemoryAllocation", "MemoryDeallocation")), key=lambda e: e.start_ps)
+    result = memory_profile(stepscope.load(path))
+    by_index: dict[int, list] = defaultdict(list)
+    for event in memory_events:
+        by_index[event.stats["index_on_host"]].append(event)
+    for index, events in by_index.items():
+        # Each MemoryAllocation, ended by the next MemoryDeallocation of its addr.
+        made: list[list[Any]] = []  # [start_ps, bytes, end_ps or None]
+        live: dict[int, list[Any]] = {}
+        for event in events:
+            if event.name == "MemoryAllocation":
+                live[event.stats["addr"]] = record = [event.start_ps, event.stats["allocation_bytes"], None]
+                made.append(record)
+            elif event.stats["addr"] in live:
+                live.pop(event.stats["addr"])[2] = event.start_ps
+        largest = sorted(made, key=lambda r: (-r[1], r[0]))[: mp.MAX_ALLOCATIONS]
+        entry = device(result, f"device {index}")
+        assert len(made) > mp.MAX_ALLOCATIONS and len(entry["allocations"]) == mp.MAX_ALLOCATIONS
+        assert [a["bytes"] for a in entry["allocations"]] == [r[1] for r in largest]
+        assert [a["end_us"] is None for a in entry["allocations"]] == [r[2] is None for r in largest]
+        lifetimes = [a["lifetime_us"] for a in entry["allocations"] if a["lifetime_us"] is not None]
+        assert lifetimes == pytest.approx([(r[2] - r[0]) / PS_PER_US for r in largest if r[2] is not None], abs=1e-3)
+        # Times from the device's first memory event (the file's clock and the profile's differ by a constant).
+        offset_us = entry["timeline"][0]["time_us"] - events[0].start_ps / PS_PER_US
+        assert [a["start_us"] for a in entry["allocations"]] == pytest.approx([r[0] / PS_PER_US + offset_us for r in largest], abs=1e-3)
 
 
 def _check_xspace_holders(entry: dict[str, Any], events: list, peak: int) -> None:

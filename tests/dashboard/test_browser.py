@@ -555,6 +555,9 @@ def test_memory_profile_drag_selects_a_range_that_filters_the_peak_holders(page,
     open_tool(page, server, "memory_profile", **TPU)
     rows = page.locator('[data-card="peak_holders"] tbody tr:not(.empty)')
     assert rows.count() == len(holders["rows"])
+    allocation_rows = tables(server, "memory_profile", **TPU)["allocations"]["rows"]
+    # 100 per device (MAX_ALLOCATIONS), each device has more allocations than that.
+    assert len(allocation_rows) == 100 * len(expected)
     # A range around the peak: the shown device's holders only (from the tables API).
     drag_on_chart(page, "memory_timeline", peak_ms - 1000, peak_ms + 1000)
     page.wait_for_selector("#memory-range[data-start-ms]")
@@ -566,6 +569,17 @@ def test_memory_profile_drag_selects_a_range_that_filters_the_peak_holders(page,
     assert rows.count() == len(mine) > 0
     assert {rows.nth(i).locator("td").nth(1).inner_text() for i in range(rows.count())} == set(mine)
     assert "holds the peak" in page.locator("#memory-range").inner_text()
+    # The allocations alive during the range, from the tables API's rows of that device.
+    allocations = tables(server, "memory_profile", **TPU)["allocations"]
+    alive = [
+        (size, end)
+        for name, size, begin, end in zip(*(column(allocations, key) for key in ("device", "bytes", "start_us", "end_us")))
+        if name == largest["device"] and begin / 1000 <= zoomed[1] and (end is None or end / 1000 >= zoomed[0])
+    ]
+    shown = page.locator('[data-card="allocations"] tbody tr:not(.empty)')
+    assert shown.count() == len(alive) > 0
+    live = page.locator('[data-card="allocations"] tbody td', has_text="live at end")
+    assert live.count() == sum(1 for _, end in alive if end is None)
     # Reset, then a range after the peak (the last tenth of the timeline): no holders, and why.
     page.click("#memory-reset-zoom")
     page.wait_for_selector("#memory-range:not([data-start-ms])")

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ApiTable, MemoryProfile } from "../src/api";
-import { holdersForRange, peakInRange, rangePeak } from "../src/pages/memory_range";
+import { allocationsForRange, holdersForRange, peakInRange, rangePeak } from "../src/pages/memory_range";
 import memoryJson from "./fixtures/memory_profile_legacy.json";
 
 const legacy = memoryJson as unknown as MemoryProfile;
@@ -50,5 +50,26 @@ describe("memory range", () => {
       ["GPU:0", "c"],
     ]);
     expect(holdersForRange(table, gpu, { start_ms: 0, end_ms: 1 }).rows).toEqual([]);
+  });
+});
+
+describe("allocations in a range", () => {
+  const table: ApiTable = {
+    name: "allocations",
+    columns: ["device", "bytes", "start_us", "end_us"].map((key) => ({ key, label: key, kind: key === "device" ? "string" : "number" })),
+    rows: [
+      ["GPU:0", 10, 1000, 2000], // alive 1-2 ms
+      ["GPU:0", 20, 3000, null], // from 3 ms, live at the end
+      ["CPU", 30, 1000, 9000],
+    ],
+  };
+  it("keeps the shown device's allocations alive during the range", () => {
+    expect(allocationsForRange(table, gpu, null)).toBe(table);
+    expect(allocationsForRange(table, gpu, { start_ms: 1.5, end_ms: 2.5 }).rows).toEqual([["GPU:0", 10, 1000, 2000]]);
+    // Live at the end: alive in any range after its start.
+    expect(allocationsForRange(table, gpu, { start_ms: 50, end_ms: 60 }).rows).toEqual([["GPU:0", 20, 3000, null]]);
+    // Ends included: freed at 2 ms is alive in [2, 2.5]; started at 3 ms is alive in [0, 3].
+    expect(allocationsForRange(table, gpu, { start_ms: 2, end_ms: 3 }).rows).toHaveLength(2);
+    expect(allocationsForRange(table, gpu, { start_ms: 2.1, end_ms: 2.9 }).rows).toEqual([]);
   });
 });

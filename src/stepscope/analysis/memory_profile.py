@@ -51,7 +51,11 @@ Definitions
 
 The JSON form is ``MemoryProfileResult``'s fields (their types are its schema).
 
-Tables: ``memory_peaks`` (one row per device) and ``peak_holders`` (device, op, bytes).
+- Allocations: the ``MAX_ALLOCATIONS`` largest made during the profile, each with its size,
+  start, end (the free matched to it as above; null when live at the end), lifetime and op.
+
+Tables: ``memory_peaks`` (one row per device), ``peak_holders`` (device, op, bytes) and
+``allocations``.
 """
 
 from __future__ import annotations
@@ -74,6 +78,10 @@ from stepscope.trace.model import NO_ID, Plane, Profile
 
 TOOL = "memory_profile"
 MAX_TIMELINE_POINTS = 2000
+# Allocations listed per device: the largest, since they are what a memory question is
+# about; 100 keeps the JSON and the page's table small where a trace recorded with
+# profile_memory holds millions of (mostly tiny) allocations.
+MAX_ALLOCATIONS = 100
 
 # Kineto [memory] args (keys as PyTorch writes them; Bytes arrives as names.ALLOCATION_BYTES).
 KINETO_BYTES = names.KINETO_MEMORY_BYTES
@@ -138,6 +146,16 @@ PEAK_COLUMNS = (
     Column("events", "Memory events"),
     Column("allocated_from", "Allocated from", "string"),
 )
+ALLOCATION_COLUMNS = (
+    Column("device", "Device", "string"),
+    Column("bytes", "Bytes"),
+    Column("start_us", "Start (us)"),
+    Column("end_us", "End (us)"),
+    Column("state", "State", "string"),
+    Column("lifetime_us", "Lifetime (us)"),
+    Column("op", "Op", "string"),
+)
+LIVE_AT_END = "live at end"
 HOLDER_COLUMNS = (
     Column("device", "Device", "string"),
     Column("op", "Op", "string"),
@@ -163,6 +181,16 @@ class PeakHolder(TypedDict):
     allocations: int
 
 
+class Allocation(TypedDict):
+    """One allocation made during the profile (see ``allocations``)."""
+
+    bytes: int
+    start_us: float  # from the profile start
+    end_us: float | None  # when it was freed; null: live at the end of the profile
+    lifetime_us: float | None  # end - start; null when live at the end
+    op: str  # the op that made it (as for peak holders)
+
+
 class MemoryDevice(TypedDict):
     """One device or allocator."""
 
@@ -184,6 +212,9 @@ class MemoryDevice(TypedDict):
     timeline: list[MemoryPoint]
     step_peaks: list[StepPeak]
     peak_holders: list[PeakHolder]  # bytes descending
+    # The MAX_ALLOCATIONS largest allocations made during the profile (bytes descending, then
+    # start); frees matched to them as for peak holders (frees_matched_by).
+    allocations: list[Allocation]
 
 
 @dataclass
@@ -193,7 +224,24 @@ class MemoryProfileResult(ToolResult):
 
     def tables(self) -> list[Table]:
         holders = [(device["device"], holder["op"], holder["bytes"], holder["allocations"]) for device in self.devices for holder in device["peak_holders"]]
-        return [Table.of("memory_peaks", PEAK_COLUMNS, self.devices), Table("peak_holders", HOLDER_COLUMNS, holders)]
+        allocations = [
+            (
+                device["device"],
+                a["bytes"],
+                a["start_us"],
+                a["end_us"],
+                LIVE_AT_END if a["end_us"] is None else "freed",
+                a["lifetime_us"],
+                a["op"],
+            )
+            for device in self.devices
+            for a in device["allocations"]
+        ]
+        return [
+            Table.of("memory_peaks", PEAK_COLUMNS, self.devices),
+            Table("peak_holders", HOLDER_COLUMNS, holders),
+            Table("allocations", ALLOCATION_COLUMNS, allocations),
+        ]
 
     def summary(self) -> list[str]:
         if not self.devices:
@@ -478,6 +526,7 @@ def _analyse(name: str, raw: _DeviceEvents, steps: Steps) -> MemoryDevice:
         "timeline": _timeline(time_ps, allocated, reserved, peak_index),
         "step_peaks": _step_peaks(steps, time_ps, allocated, int(allocated[0] - delta[0])),
         "peak_holders": holders,
+        "allocations": _allocations(time_ps, size, free, address, op),
     }
 
 
@@ -542,6 +591,46 @@ def _peak_holders(size: np.ndarray, free: np.ndarray, address: list[int | None],
         entry[0] += int(size[index])
         entry[1] += 1
     return [{"op": name, "bytes": total, "allocations": count} for name, (total, count) in grouped.items()]
+
+
+def _allocations(time_ps: np.ndarray, size: np.ndarray, free: np.ndarray, address: list[int | None], op: list[str]) -> list[Allocation]:
+    """The MAX_ALLOCATIONS largest allocations, each with the time of the free matched to it
+    (as ``_peak_holders`` matches them: by address, else the latest live block of its size)."""
+    by_address = all(a is not None for a in address)
+    made: list[tuple[int, int, str]] = []  # (start_ps, bytes, op)
+    ended: dict[int, int] = {}  # index in made -> end_ps
+    live_at: dict[int | None, int] = {}
+    live_of_size: dict[int, list[int]] = defaultdict(list)
+    for index, (when, value, freeing) in enumerate(zip(time_ps.tolist(), size.tolist(), free.tolist())):
+        if freeing:
+            if by_address:
+                which = live_at.pop(address[index], None)
+            else:
+                stack = live_of_size.get(value)
+                which = stack.pop() if stack else None
+            if which is not None:
+                ended[which] = when
+        elif value > 0:
+            made.append((when, value, op[index]))
+            if by_address:
+                live_at[address[index]] = len(made) - 1
+            else:
+                live_of_size[value].append(len(made) - 1)
+    largest = sorted(range(len(made)), key=lambda i: (-made[i][1], made[i][0], i))[:MAX_ALLOCATIONS]
+    out: list[Allocation] = []
+    for index in largest:
+        start, value, name = made[index]
+        end = ended.get(index)
+        out.append(
+            {
+                "bytes": value,
+                "start_us": ps_to_us(start),
+                "end_us": ps_to_us(end) if end is not None else None,
+                "lifetime_us": ps_to_us(end - start) if end is not None else None,
+                "op": name,
+            }
+        )
+    return out
 
 
 def _timeline(time_ps: np.ndarray, allocated: np.ndarray, reserved: np.ndarray | None, peak_index: int) -> list[MemoryPoint]:

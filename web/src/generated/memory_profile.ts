@@ -13,6 +13,7 @@ export interface MemoryProfile {
  */
 export interface MemoryDevice {
   allocated_from: string;
+  allocations: Allocation[];
   device: string;
   events: number;
   frees_matched_by: string;
@@ -27,6 +28,16 @@ export interface MemoryDevice {
   reserved_from: string | null;
   step_peaks: StepPeak[];
   timeline: MemoryPoint[];
+}
+/**
+ * One allocation made during the profile (see ``allocations``).
+ */
+export interface Allocation {
+  bytes: number;
+  end_us: number | null;
+  lifetime_us: number | null;
+  op: string;
+  start_us: number;
 }
 export interface PeakHolder {
   allocations: number;

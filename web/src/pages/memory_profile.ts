@@ -3,7 +3,8 @@
  * holding memory at the peak. One device is shown at a time (#memory-device), as XProf's
  * memory profile does: the one the address names (`memory_device`), else the largest peak;
  * the chart marks the peak. Dragging across the chart zooms into a time range, which the
- * peak holders table follows (memory_range.ts); "Reset zoom" goes back to the whole profile.
+ * peak holders and allocations tables follow (memory_range.ts); "Reset zoom" goes back to
+ * the whole profile.
  * The peaks table covers every device.
  */
 
@@ -16,7 +17,7 @@ import { el } from "../dom";
 import { formatBytes } from "../format";
 import { add, grid, tableCard } from "./common";
 import { memoryDeviceAddress, pickMemoryDevice, reservedLabel, wantedMemoryDevice } from "./memory_device";
-import { holdersForRange, peakInRange, rangePeak, type RangeMs } from "./memory_range";
+import { allocationsForRange, holdersForRange, peakInRange, rangePeak, type RangeMs } from "./memory_range";
 import type { PageContext, ToolPage } from "./types";
 
 const CHART = "memory_timeline";
@@ -43,7 +44,7 @@ function summaryCard(device: MemoryDevice): HTMLElement {
 
 /** The line under the chart saying which range the tables cover. */
 function rangeText(device: MemoryDevice, range: RangeMs | null): string {
-  if (!range) return "Whole profile. Drag across the chart to zoom into a time range; the peak holders table follows it.";
+  if (!range) return "Whole profile. Drag across the chart to zoom into a time range; the peak holders and allocations tables follow it.";
   const span = `${range.start_ms.toFixed(3)} – ${range.end_ms.toFixed(3)} ms`;
   const highest = rangePeak(device, range);
   const level = highest ? `; highest level ${formatBytes(highest.bytes)} at ${highest.time_ms.toFixed(3)} ms` : "";
@@ -61,6 +62,7 @@ function render(root: HTMLElement, context: PageContext): void {
   const slot = el("div", { class: "grid-contents" });
   const holdersSlot = el("div", { class: "grid-contents" });
   const holders = findTable(context.tables, "peak_holders");
+  const allocations = findTable(context.tables, "allocations");
   let device = pickMemoryDevice(data.devices, wantedMemoryDevice(location.search))!;
   let range: RangeMs | null = null;
   const rangeLine = el("p", { class: "note", id: "memory-range" });
@@ -75,6 +77,19 @@ function render(root: HTMLElement, context: PageContext): void {
     holdersSlot.replaceChildren(
       ...(holders
         ? [card("Memory held at the peak, by op", renderTable(holdersForRange(holders, device, range), { selection: context.selection }), { "data-card": "peak_holders" }, true)]
+        : []),
+      ...(allocations
+        ? [
+            card(
+              "Largest allocations",
+              [
+                note("The largest allocations made during the profile (the tool keeps 100 per device), with their lifetimes and the op that made them.", "note"),
+                renderTable(allocationsForRange(allocations, device, range), { selection: context.selection }),
+              ],
+              { "data-card": "allocations" },
+              true,
+            ),
+          ]
         : []),
     );
   };

@@ -47,3 +47,22 @@ export function holdersForRange(table: ApiTable, device: Pick<MemoryDevice, "dev
   const keep = peakInRange(device, range);
   return { ...table, rows: keep ? table.rows.filter((row) => row[column] === device.device) : [] };
 }
+
+/**
+ * The allocations table for a range: every row without one; with one, the shown device's
+ * allocations alive at some time in it (start <= range end, and freed at or after the range
+ * start or live at the end).
+ */
+export function allocationsForRange(table: ApiTable, device: Pick<MemoryDevice, "device">, range: RangeMs | null): ApiTable {
+  if (!range) return table;
+  const index = (key: string): number => table.columns.findIndex((column) => column.key === key);
+  const [deviceAt, startAt, endAt] = [index("device"), index("start_us"), index("end_us")];
+  return {
+    ...table,
+    rows: table.rows.filter((row) => {
+      const start = Number(row[startAt]) / 1000;
+      const end = row[endAt] === null || row[endAt] === undefined ? Infinity : Number(row[endAt]) / 1000;
+      return row[deviceAt] === device.device && start <= range.end_ms && end >= range.start_ms;
+    }),
+  };
+}
