@@ -168,6 +168,22 @@ def test_an_op_row_opens_its_events_in_the_trace_viewer(page, server):
     page.wait_for_function("id => document.querySelector('#tv-details').dataset.id === String(id)", arg=first["id"], timeout=60_000)
 
 
+def test_collapsed_trace_sections_stay_collapsed_after_a_reload(page, server):
+    """The sections a user collapsed are kept per run and host (localStorage), and the
+    timeline opens with them collapsed."""
+    open_tool(page, server, "trace_viewer", **GPU)
+    tracks = server.get("/api/trace/tracks", **GPU).json()
+    device = next(section for section in tracks["sections"] if section.startswith("/device:"))
+    assert page.evaluate("() => window.__stepscope.trace.collapsed()") == []
+    key = f"stepscope.trace.collapsed:{GPU['run']}\u0000{GPU['host']}"
+    page.evaluate("([key, name]) => localStorage.setItem(key, JSON.stringify([name]))", [key, device])
+    page.reload()
+    wait_ready(page, "trace_viewer")
+    page.wait_for_function("() => window.__stepscope.trace.drawn().lanes > 0")
+    assert page.evaluate("() => window.__stepscope.trace.collapsed()") == [device]
+    assert page.evaluate("() => window.__stepscope.trace.drawn().lanes") > 0  # the other sections still draw
+
+
 def test_a_cpu_only_profile_shows_only_what_applies(page, server, logdir):
     """No accelerator: no device busy figures, no devices table, no all-zero step columns
     (each said in one line), and kernel_stats says there is no GPU instead of empty panels."""

@@ -6,6 +6,7 @@ import { LANE_HEIGHT } from "../src/trace/layout";
 import { Prepared } from "../src/trace/model";
 import { AXIS_HEIGHT, GUTTER_WIDTH, SCROLLBAR_WIDTH } from "../src/trace/render";
 import { MIN_VIEW_PS, requestFor } from "../src/trace/timeline";
+import { parseCollapsed, storageKey } from "../src/trace/collapsed";
 import { ViewState } from "../src/trace/view_state";
 
 const fixture = (name: string): string => new URL(`./fixtures/${name}`, import.meta.url).pathname;
@@ -115,6 +116,23 @@ describe("the view state's range and scroll", () => {
     expect(state.framing()).toEqual({ start_ps: 999, end_ps: 1001 });
     const centred = state.centredOn(1e9, 2e6);
     expect((centred.start_ps + centred.end_ps) / 2).toBe(1e9 + 1e6);
+  });
+});
+
+describe("collapsed sections kept across reloads", () => {
+  it("starts with the stored sections collapsed, ignoring names the profile lacks", () => {
+    const name = info.sections[1]!;
+    const state = new ViewState(info, null, [name, "/device:NOPE:9"]);
+    expect([...state.collapsed]).toEqual([name]);
+    const header = state.layout.rows.find((row) => row.kind === "section" && row.name === name);
+    expect(header?.kind === "section" && header.collapsed).toBe(true);
+  });
+  it("reads only a list of names from storage", () => {
+    expect(parseCollapsed('["/host:CPU", 3, "/device:GPU:0"]')).toEqual(["/host:CPU", "/device:GPU:0"]);
+    expect(parseCollapsed("not json")).toEqual([]);
+    expect(parseCollapsed('{"a": 1}')).toEqual([]);
+    expect(parseCollapsed(null)).toEqual([]);
+    expect(storageKey({ run: "r", host: "h" })).not.toBe(storageKey({ run: "r", host: "h2" }));
   });
 });
 

@@ -15,6 +15,8 @@ export interface TraceHooks {
   /** Milliseconds between consecutive frames while the view is animating (held keys). */
   frameIntervals: number[];
   setView(start_ps: number, end_ps: number): void;
+  /** The collapsed sections' names. */
+  collapsed(): string[];
 }
 
 /** Installs `hooks` for `owner` (replacing any earlier viewer's). */

@@ -61,11 +61,14 @@ export class ViewState {
   /** The name filter the timeline is drawn with ("Only matches"); "" for every event. */
   filter = "";
 
+  /** `collapsed`: sections to start collapsed (names the profile lacks are ignored). */
   constructor(
     private readonly info: TrackSet,
     view: TimeRange | null = null,
+    collapsed: Iterable<string> = [],
   ) {
     this.span = Math.max(1, info.span_ps);
+    for (const name of collapsed) if (info.sections.includes(name)) this.collapsed.add(name);
     this.layout = new Layout(info.sections, info.tracks, this.collapsed);
     this.view = view ?? wholeProfile(this.span);
   }

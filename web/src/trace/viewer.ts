@@ -32,6 +32,7 @@ import { answerText, buildPanels, fitHeight, HoverView, showStatus, showTiming, 
 import { Renderer, type AreaMark } from "./render";
 import { RequestScheduler } from "./scheduler";
 import { FIND_PARAM } from "../state/url";
+import { loadCollapsed, saveCollapsed } from "./collapsed";
 import { Search } from "./search";
 import { SelectionDetails } from "./selection";
 import { sameParams, type QueryParams, type TimeRange } from "./timeline";
@@ -78,7 +79,7 @@ export class TraceViewer implements Intents, FrameClient {
     info: TracksInfo,
   ) {
     const selection = context.selection;
-    const state = new ViewState(info, viewFromAddress(location.search, Math.max(1, info.span_ps)));
+    const state = new ViewState(info, viewFromAddress(location.search, Math.max(1, info.span_ps)), loadCollapsed(selection));
     this.state = state;
     this.panels = buildPanels(info.event_count, {
       tool: (tool) => this.setTool(tool),
@@ -133,6 +134,7 @@ export class TraceViewer implements Intents, FrameClient {
       frameTimes: this.loop.frameTimes,
       frameIntervals: this.loop.frameIntervals,
       setView: (start_ps, end_ps) => this.setView({ start_ps, end_ps }),
+      collapsed: () => [...state.collapsed],
     });
     this.updateExport();
     this.panels.canvas.focus({ preventScroll: true });
@@ -282,6 +284,7 @@ export class TraceViewer implements Intents, FrameClient {
 
   toggleSection(name: string): void {
     this.state.toggleSection(name);
+    saveCollapsed(this.context.selection, this.state.collapsed);
     this.loop.dataChanged();
   }
 
