@@ -515,14 +515,20 @@ def test_legacy_trace_peaks_are_the_running_sums_maxima():
     assert device(result, "GPU:0")["peak_allocated_bytes"] > 2_000_000_000  # ResNet-50 activations on a V100
 
 
-def test_tpu_xspace_peaks_and_holders_from_the_file_itself():
+def _tpu_memory_events() -> tuple[Any, dict[int, list]]:
+    """The tool's result on the TPU file, and the file's memory events per chip
+    (index_on_host), in time order, read with protobuf (independently of the tool)."""
     path = shared("xplane/tpu_v_inference_4chips.xplane.pb")
     space = read_xspace_independently(path)
     memory_events = sorted((e for e in space.events if e.name in ("MemoryAllocation", "MemoryDeallocation")), key=lambda e: e.start_ps)
-    result = memory_profile(stepscope.load(path))
     by_index: dict[int, list] = defaultdict(list)
     for event in memory_events:
         by_index[event.stats["index_on_host"]].append(event)
+    return memory_profile(stepscope.load(path)), by_index
+
+
+def test_tpu_xspace_peaks_and_holders_from_the_file_itself():
+    result, by_index = _tpu_memory_events()
     assert sorted(d["device"] for d in result.to_json()["devices"]) == [f"device {i}" for i in sorted(by_index)]
     for index, events in by_index.items():
         entry = device(result, f"device {index}")
@@ -537,13 +543,7 @@ def test_tpu_reserved_memory_is_the_files_bytes_reserved_beside_the_heap():
     (then 5,414,912) while bytes_allocated climbs to 16 GB, and 21,491,712,000 only later: it
     is memory reserved beside the heap (allocated + reserved + available is the same on every
     event), not a pool holding the allocated bytes. The tool reports the file's figures."""
-    path = shared("xplane/tpu_v_inference_4chips.xplane.pb")
-    space = read_xspace_independently(path)
-    memory_events = sorted((e for e in space.events if e.name in ("MemoryAllocation", "MemoryDeallocation")), key=lambda e: e.start_ps)
-    result = memory_profile(stepscope.load(path))
-    by_index: dict[int, list] = defaultdict(list)
-    for event in memory_events:
-        by_index[event.stats["index_on_host"]].append(event)
+    result, by_index = _tpu_memory_events()
     for index, events in by_index.items():
         entry = device(result, f"device {index}")
         # The capacity the three figures share: one value per chip in the file.
@@ -566,13 +566,7 @@ def test_tpu_reserved_memory_is_the_files_bytes_reserved_beside_the_heap():
 
 
 def test_tpu_allocations_are_the_largest_with_their_frees_from_the_file():
-    path = shared("xplane/tpu_v_inference_4chips.xplane.pb")
-    space = read_xspace_independently(path)
-    memory_events = sorted((e for e in space.events if e.name in ("MemoryAllocation", "MemoryDeallocation")), key=lambda e: e.start_ps)
-    result = memory_profile(stepscope.load(path))
-    by_index: dict[int, list] = defaultdict(list)
-    for event in memory_events:
-        by_index[event.stats["index_on_host"]].append(event)
+    result, by_index = _tpu_memory_events()
     for index, events in by_index.items():
         # Each MemoryAllocation, ended by the next MemoryDeallocation of its addr.
         made: list[list[Any]] = []  # [start_ps, bytes, end_ps or None]
