@@ -8,27 +8,25 @@ Launch configuration comes from XSpace's ``kernel_details`` stat (Kineto's kerne
 translated to it on import): registers per thread, static + dynamic shared memory, block
 and grid dimensions, occupancy. TensorCore use is read from the kernel name (the
 instruction-shape tags cuBLAS/cuDNN/CUTLASS put there); eligibility from the framework op
-(matrix multiplies and convolutions).
+(matrix multiplies and convolutions). ``tensor_core_percent`` is the share of kernel
+time in kernels whose name says TensorCore.
+
+The kernels themselves come from ``OpStats.kernels`` (``kernels.find_kernels``), which
+the overview's GPU figures read too.
 """
 
 from __future__ import annotations
 
-import functools
 import re
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-import numpy as np
-
-from stepscope.analysis.classify import Activity, event_activities
+from stepscope.analysis.kernels import TENSOR_CORE_KERNEL, LaunchConfig
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import ToolResult, tool
-from stepscope.analysis.tables import Column, Table, ps_to_us
-from stepscope.trace import names
+from stepscope.analysis.tables import Column, Table, percent, ps_to_us
 
 TOOL = "kernel_stats"
-_DETAIL = re.compile(r"(\w+):([^\s]+)")
-TENSOR_CORE_KERNEL = re.compile(r"(?:[hsi](?:884|1688|16816|1684|8816)|hmma|imma|wmma|xmma|tensorop|_tc_|gmma|mma_)", re.IGNORECASE)
 TENSOR_CORE_OP = re.compile(r"conv|matmul|mm\b|addmm|bmm|linear|gemm|einsum|dot|attention", re.IGNORECASE)
 
 COLUMNS = (
@@ -48,40 +46,6 @@ COLUMNS = (
     Column("max_duration_us", "Max duration (us)"),
     Column("total_duration_ps", "Total duration (ps)"),
 )
-
-
-@dataclass(frozen=True)
-class LaunchConfig:
-    registers_per_thread: int = 0
-    shared_memory_bytes: int = 0
-    block_dim: str = ""
-    grid_dim: str = ""
-    occupancy_pct: float | None = None
-
-
-@functools.lru_cache(maxsize=4096)
-def parse_kernel_details(text: str) -> LaunchConfig:
-    """``regs:32 static_shared:0 dynamic_shared:16384 grid:2,1,1 block:32,1,1 occ_pct:100``."""
-    fields = dict(_DETAIL.findall(text))
-
-    def number(key: str) -> int:
-        try:
-            return int(float(fields.get(key, "0")))
-        except ValueError:
-            return 0
-
-    occupancy = fields.get("occ_pct")
-    try:
-        occupancy_value = float(occupancy) if occupancy is not None else None
-    except ValueError:
-        occupancy_value = None
-    return LaunchConfig(
-        registers_per_thread=number("regs"),
-        shared_memory_bytes=number("static_shared") + number("dynamic_shared"),
-        block_dim=fields.get("block", ""),
-        grid_dim=fields.get("grid", ""),
-        occupancy_pct=occupancy_value,
-    )
 
 
 class KernelRow(TypedDict):
@@ -110,6 +74,10 @@ class KernelStatsResult(ToolResult):
     total_kernel_time_us: float = 0.0
     total_kernel_time_ps: int = 0
     devices: list[str] = field(default_factory=list)
+    # Kernel time in kernels whose name carries a TensorCore tag, and its share of all
+    # kernel time (the PyTorch TensorBoard plugin's "Kernel time using Tensor Cores").
+    tensor_core_time_us: float = 0.0
+    tensor_core_percent: float = 0.0
 
     def tables(self) -> list[Table]:
         return [Table.of("kernels", COLUMNS, self.rows)]
@@ -118,7 +86,10 @@ class KernelStatsResult(ToolResult):
         if not self.rows:
             return ["No GPU kernels in this profile."]
         kernels = sum(row["occurrences"] for row in self.rows)
-        return [f"{kernels:,} kernel launches on {', '.join(self.devices)}: {ps_to_us(self.total_kernel_time_ps):,.3f} us of kernel time"]
+        return [
+            f"{kernels:,} kernel launches on {', '.join(self.devices)}: {ps_to_us(self.total_kernel_time_ps):,.3f} us of kernel time",
+            f"TensorCore kernels (by name): {self.tensor_core_percent:.1f}% of kernel time ({self.tensor_core_time_us:,.3f} us)",
+        ]
 
 
 @tool(
@@ -128,31 +99,18 @@ class KernelStatsResult(ToolResult):
     description="Which GPU kernels run, how often, how long, with what launch shape and occupancy?",
 )
 def kernel_stats(stats: OpStats) -> KernelStatsResult:
-    profile, ops = stats.profile, stats.ops
+    ops = stats.ops
     op_of: dict[tuple[int, int], str] = {
         (int(plane), int(row)): str(name) for plane, row, name, side in zip(ops.plane, ops.row, ops.name, ops.side) if side == 1
     }
     groups: dict[tuple[str, str, LaunchConfig], list[int]] = {}
-    devices: list[str] = []
-    for plane_index, plane in enumerate(profile.planes):
-        if not plane.name.startswith(names.GPU_PLANE_PREFIX):
-            continue
-        activity = event_activities(plane)
-        rows = np.flatnonzero((activity == Activity.DEVICE_COMPUTE) | (activity == Activity.DEVICE_COLLECTIVES))
-        if len(rows):
-            devices.append(plane.name)
-        meta = plane.metadata
-        for row in rows.tolist():
-            metadata_id = int(plane.events.metadata_id[row])
-            name, category = meta.names[metadata_id], meta.categories[metadata_id]
-            details = plane.stats.value(row, names.KERNEL_DETAILS, name, category)
-            if details is None:  # on the kernel's metadata in some XSpace writers
-                details = next((s.value for s in meta.stats[metadata_id] if s.name == names.KERNEL_DETAILS), "")
-            config = parse_kernel_details(str(details))
-            op_name = op_of.get((plane_index, row), "")
+    tensor_core_ps = 0
+    for device in stats.kernels:
+        tensor_core_ps += int(device.duration_ps[device.uses_tensor_core].sum())
+        for row, name, config, duration in zip(device.rows.tolist(), device.names, device.configs, device.duration_ps.tolist()):
+            op_name = op_of.get((device.plane_index, row), "")
             op_name = "" if op_name == name else op_name
-            key = (name, op_name, config)
-            groups.setdefault(key, []).append(int(plane.events.duration_ps[row]))
+            groups.setdefault((name, op_name, config), []).append(duration)
     rows_out: list[KernelRow] = []
     for (name, op_name, config), durations in groups.items():
         total = sum(durations)
@@ -177,4 +135,11 @@ def kernel_stats(stats: OpStats) -> KernelStatsResult:
         )
     rows_out.sort(key=lambda row: (-row["total_duration_ps"], row["kernel_name"]))
     total_ps = sum(row["total_duration_ps"] for row in rows_out)
-    return KernelStatsResult(rows=rows_out, total_kernel_time_us=ps_to_us(total_ps), total_kernel_time_ps=total_ps, devices=devices)
+    return KernelStatsResult(
+        rows=rows_out,
+        total_kernel_time_us=ps_to_us(total_ps),
+        total_kernel_time_ps=total_ps,
+        devices=[device.device for device in stats.kernels],
+        tensor_core_time_us=ps_to_us(tensor_core_ps),
+        tensor_core_percent=percent(tensor_core_ps, total_ps),
+    )

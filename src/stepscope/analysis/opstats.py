@@ -3,7 +3,8 @@
 A profile's steps, the step-time breakdown (activity unions claimed in priority order),
 the steps set aside as warm-up or outliers, the framework ops and each side's op table
 rows are needed by several tools: the overview reads all of them, the input pipeline
-analyzer the steps and breakdown, framework_op_stats and op_profile the ops. Each is a
+analyzer the steps and breakdown, framework_op_stats and op_profile the ops, kernel_stats
+and the overview the GPU kernels. Each is a
 lazily built attribute of one ``OpStats``, so tools never run each other to get them and
 nothing is computed twice within one analysis (``run_tool`` takes a profile or an
 ``OpStats``; the CLI's ``report --tool all`` and the dashboard's workers build one per
@@ -19,6 +20,7 @@ import numpy as np
 from stepscope.analysis.breakdown import activity_unions, step_breakdown
 from stepscope.analysis.classify import Activity
 from stepscope.analysis.intervals import Union
+from stepscope.analysis.kernels import DeviceKernels, find_kernels
 from stepscope.analysis.op_table import OpRow, ridge_point, side_idle_ps, side_rows
 from stepscope.analysis.ops import Ops, find_ops
 from stepscope.analysis.step_outliers import SetAside, set_aside
@@ -59,6 +61,11 @@ class OpStats:
     @cached_property
     def ops(self) -> Ops:
         return find_ops(self.profile)
+
+    @cached_property
+    def kernels(self) -> list[DeviceKernels]:
+        """Each GPU plane's kernels with their launch configurations (kernel_stats, overview)."""
+        return find_kernels(self.profile)
 
     @cached_property
     def ridge(self) -> float | None:

@@ -7,7 +7,9 @@ higher-priority one claims the time (device compute first, then collectives, cop
 input, compile, kernel launch, host compute; see ``classify.Activity``); what nothing
 covers is idle. Device busy time is the union of a device's activity intervals
 (overlapping kernels on several streams count once), over the device's active span (the
-headline) and over the profile window.
+headline) and over the profile window. On GPU profiles, ``gpus`` holds the PyTorch
+TensorBoard plugin's figures (utilisation, estimated SM efficiency and achieved occupancy,
+TensorCore share, top kernels) over the same active span (``gpu_metrics``).
 
 Warm-up and one-off steps (``step_outliers``) stay in the steps table, flagged, and out of
 the summary statistics, the breakdown percentages and the verdict (``verdict``); the
@@ -24,6 +26,7 @@ import numpy as np
 
 from stepscope.analysis.breakdown import BREAKDOWN, IDLE
 from stepscope.analysis.classify import DEVICE_ACTIVITIES, event_activities
+from stepscope.analysis.gpu_metrics import GpuMetrics, gpu_metrics
 from stepscope.analysis.intervals import Union
 from stepscope.analysis.op_table import SIDES
 from stepscope.analysis.ops import DEVICE, HOST
@@ -142,6 +145,7 @@ class OverviewResult(ToolResult):
     environment: Environment
     recommendation: Recommendation
     flops: Flops
+    gpus: list[GpuMetrics]  # per GPU plane with kernels (``gpu_metrics``); empty without
 
     def tables(self) -> list[Table]:
         step_rows = [(s["step"], s["step_time_us"], *(s["breakdown"][f"{k}_us"] for k in [*BREAKDOWN.values(), IDLE]), s["set_aside"]) for s in self.steps]
@@ -166,9 +170,21 @@ class OverviewResult(ToolResult):
             f"{device['device']}: busy {device['busy_percent']:.1f}% of its active span ({device['busy_percent_of_window']:.1f}% of the profile window)"
             for device in self.devices
         )
+        lines.extend(_gpu_line(gpu) for gpu in self.gpus)
         lines.append(f"recommendation: {self.recommendation['summary']}")
         lines.extend(f"  - {step}" for step in self.recommendation["next_steps"])
         return lines
+
+
+def _gpu_line(gpu: GpuMetrics) -> str:
+    def shown(value: float | None) -> str:
+        return "n/a" if value is None else f"{value:.1f}%"
+
+    return (
+        f"{gpu['device']}: GPU utilisation {gpu['utilization_percent']:.1f}% (kernels over the active span), "
+        f"est. SM efficiency {shown(gpu['sm_efficiency_percent'])}, est. achieved occupancy {shown(gpu['achieved_occupancy_percent'])}, "
+        f"TensorCore kernels {gpu['tensor_core_percent']:.1f}% of kernel time"
+    )
 
 
 # A framework is named when an event type of the profile shows its hand (a capture may
@@ -385,4 +401,5 @@ def overview_page(stats: OpStats) -> OverviewResult:
         environment=_environment(profile),
         recommendation=recommendation(shares, set_aside_note(set_aside)),
         flops=_flop_rate(stats, devices),
+        gpus=gpu_metrics(stats.kernels, {device["device"]: device["active_span_ps"] for device in devices}),
     )

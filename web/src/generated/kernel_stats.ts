@@ -9,6 +9,8 @@ export interface KernelStats {
   total_kernel_time_us: number;
   total_kernel_time_ps: number;
   devices: string[];
+  tensor_core_time_us: number;
+  tensor_core_percent: number;
 }
 /**
  * One kernel, launch configuration and framework op: the ``kernels`` table's row.

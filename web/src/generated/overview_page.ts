@@ -23,6 +23,7 @@ export interface OverviewPage {
   environment: Environment;
   recommendation: Recommendation;
   flops: Flops;
+  gpus: GpuMetrics[];
 }
 export interface OverviewStep {
   breakdown: {
@@ -117,4 +118,31 @@ export interface Flops {
   gflops_per_second: number | null;
   peak_tflops_per_second: number | null;
   utilization_percent: number | null;
+}
+export interface GpuMetrics {
+  achieved_occupancy_percent: number | null;
+  active_span_us: number;
+  device: string;
+  kernel_busy_time_us: number;
+  kernel_count: number;
+  kernel_time_us: number;
+  occupancy_note: string | null;
+  sm_count: number | null;
+  sm_efficiency_note: string | null;
+  sm_efficiency_percent: number | null;
+  tensor_core_percent: number;
+  tensor_core_time_us: number;
+  top_kernels: KernelSlice[];
+  utilization_percent: number;
+}
+/**
+ * One slice of the top-kernels pie: a kernel name's total time on the device, or
+ * (``other``) the kernels past the top ones together.
+ */
+export interface KernelSlice {
+  kernel_name: string;
+  other: boolean;
+  percent: number;
+  total_duration_ps: number;
+  total_duration_us: number;
 }
