@@ -128,6 +128,72 @@ def test_overview_page_shows_the_tools_numbers(page, server):
     shot(page, "overview_page_gpu")
 
 
+GPU_FIGURES = {
+    "gpu_utilization_percent": "utilization_percent",
+    "gpu_sm_efficiency_percent": "sm_efficiency_percent",
+    "gpu_achieved_occupancy_percent": "achieved_occupancy_percent",
+    "gpu_tensor_core_percent": "tensor_core_percent",
+}
+
+
+def test_overview_gpu_section_shows_the_figures_and_the_top_kernels_pie(page, server):
+    """The GPU card: the four figures of the tool's ``gpus`` entry (each with its definition
+    under it and on hover) and the top-kernels pie, its slices the tool's."""
+    (gpu,) = data(server, "overview_page", **GPU)["gpus"]
+    open_tool(page, server, "overview_page", **GPU)
+    section = page.locator(f'#gpu .gpu-device[data-device="{gpu["device"]}"]')
+    assert section.is_visible()
+    assert section.locator("h3").inner_text() == f"{gpu['device']} ({gpu['sm_count']} SMs)"
+    for key, field in GPU_FIGURES.items():
+        value = section.locator(f'[data-metric="{key}"]')
+        assert float(value.get_attribute("data-value")) == pytest.approx(gpu[field])
+        # What the user reads: the percentage to one decimal ("97.5%").
+        assert number_shown(value.inner_text()) == pytest.approx(round(gpu[field], 1))
+        figure = value.locator("xpath=..")
+        definition = figure.locator(".metric-definition")
+        assert definition.is_visible() and definition.inner_text() == figure.get_attribute("title")
+    # All four figures are known on this trace: no note saying why one is missing.
+    assert section.locator("[data-note]").count() == 0
+    shown = chart(page, "top_kernels_0")
+    assert shown["datasets"][0]["data"] == [s["total_duration_us"] for s in gpu["top_kernels"]]
+    assert len(shown["labels"]) == len(gpu["top_kernels"]) == 11
+    assert shown["labels"][-1] == "other" and gpu["top_kernels"][-1]["other"]
+    # Short labels: the kernel's name without "void " and its parameter list.
+    assert shown["labels"][0] == gpu["top_kernels"][0]["kernel_name"].removeprefix("void ").split("(")[0][:63] + "…"
+    assert section.locator('canvas[data-chart="top_kernels_0"]').is_visible()
+    SCREENSHOTS.mkdir(exist_ok=True)
+    section.screenshot(path=str(SCREENSHOTS / "overview_page_gpu_section.png"))
+
+
+def test_overview_gpu_section_says_why_a_figure_is_missing(page, server, logdir):
+    """The ROCm trace records no grids and no occupancy: those figures show a dash and a
+    line says why; utilisation and the pie are still there."""
+    (logdir.root / "rocm").mkdir()
+    shutil.copy(shared("kineto/mi250_rocm_toy_train.pt.trace.json.gz"), logdir.root / "rocm")
+    where = dict(run="rocm", host="mi250_rocm_toy_train")
+    deadline = time.monotonic() + 10
+    while not any(run["name"] == "rocm" for run in server.get("/api/runs").json()["runs"]):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    (gpu,) = data(server, "overview_page", **where)["gpus"]
+    assert gpu["sm_efficiency_percent"] is None and gpu["achieved_occupancy_percent"] is None
+    open_tool(page, server, "overview_page", **where)
+    section = page.locator(f'#gpu .gpu-device[data-device="{gpu["device"]}"]')
+    assert section.locator('[data-metric="gpu_sm_efficiency_percent"]').get_attribute("data-value") == "null"
+    assert section.locator('[data-metric="gpu_achieved_occupancy_percent"]').get_attribute("data-value") == "null"
+    assert section.locator('[data-note="sm_efficiency"]').inner_text() == f"SM efficiency: {gpu['sm_efficiency_note']}"
+    assert section.locator('[data-note="occupancy"]').inner_text() == f"Achieved occupancy: {gpu['occupancy_note']}"
+    assert float(section.locator('[data-metric="gpu_utilization_percent"]').get_attribute("data-value")) == pytest.approx(gpu["utilization_percent"])
+    assert chart(page, "top_kernels_0")["datasets"][0]["data"] == [s["total_duration_us"] for s in gpu["top_kernels"]]
+
+
+def test_a_tpu_profile_has_no_gpu_section(page, server):
+    assert data(server, "overview_page", **TPU)["gpus"] == []
+    open_tool(page, server, "overview_page", **TPU)
+    assert page.locator("#summary").is_visible()
+    assert page.locator("#gpu").count() == 0
+
+
 def test_a_step_bar_opens_the_trace_viewer_on_that_step(page, server):
     expected = data(server, "overview_page", **GPU)
     step = expected["steps"][1]
@@ -204,6 +270,10 @@ def test_a_cpu_only_profile_shows_only_what_applies(page, server, logdir):
     assert shown == [k for k in keys if k not in zero]
     assert page.locator("#breakdown-zero").is_visible()
     assert page.locator('[data-metric="breakdown_device_compute_percent"]').count() == 0
+    # No GPU: no GPU card, no top-kernels pie.
+    assert expected["gpus"] == []
+    assert page.locator("#gpu").count() == 0
+    assert page.locator('canvas[data-chart^="top_kernels"]').count() == 0
     shot(page, "overview_page_cpu")
     open_tool(page, server, "kernel_stats", **where)
     assert "No GPU in this profile" in page.locator("#no-gpu").inner_text()
@@ -268,6 +338,8 @@ def test_kernel_stats(page, server):
     expected = data(server, "kernel_stats", **GPU)
     open_tool(page, server, "kernel_stats", **GPU)
     assert float(metric(page, "total_kernel_time_us")) == pytest.approx(expected["total_kernel_time_us"])
+    assert float(metric(page, "tensor_core_percent")) == pytest.approx(expected["tensor_core_percent"])
+    assert page.locator("#tensor-core-share").inner_text().startswith(f"TensorCore kernels (by name): {expected['tensor_core_percent']:.1f}% of kernel time")
     rows = page.locator('table[data-table="kernels"] tbody tr')
     assert rows.count() == min(len(expected["rows"]), 500)
     header = page.locator('table[data-table="kernels"] th[data-key="occurrences"]')

@@ -5,11 +5,13 @@ import {
   byteTickStep,
   hostBreakdownData,
   inputWaitData,
+  kernelLabel,
   memoryTimelineData,
   opTypePieData,
   opTypeSlices,
   stepLabel,
   stepTimeData,
+  topKernelsPieData,
 } from "../src/components/chart-data";
 import overviewJson from "./fixtures/overview_v100.json";
 import fosJson from "./fixtures/framework_op_stats_v100.json";
@@ -100,6 +102,42 @@ describe("op type pies", () => {
     const chart = opTypePieData(fos.rows, "Device");
     expect(chart.datasets).toHaveLength(1);
     expect(chart.labels).toEqual(opTypeSlices(fos.rows, "Device").map((slice) => slice.label));
+  });
+});
+
+describe("kernel labels", () => {
+  it("drops void and the parameter list, keeps templates and anonymous namespaces", () => {
+    expect(kernelLabel("void fft2d_c2r_32x32<float, false>(float*, float2 const*, int)")).toBe("fft2d_c2r_32x32<float, false>");
+    expect(kernelLabel("void at::native::(anonymous namespace)::max_pool<float>(int, float const*)")).toBe("at::native::(anonymous namespace)::max_pool<float>");
+    expect(kernelLabel("volta_sgemm_64x64_nt")).toBe("volta_sgemm_64x64_nt");
+    // A name cut short by the tracer ends without its ")": nothing to drop.
+    expect(kernelLabel("void k<int>(int, fl")).toBe("k<int>(int, fl");
+  });
+  it("cuts long names at the limit with an ellipsis", () => {
+    const label = kernelLabel(`void ${"a".repeat(100)}(int)`, 10);
+    expect(label).toBe(`${"a".repeat(9)}…`);
+    expect(label).toHaveLength(10);
+  });
+});
+
+describe("top kernels pie", () => {
+  const gpu = overview.gpus[0]!;
+  it("charts the tool's slices in its order, other last and grey", () => {
+    const chart = topKernelsPieData(gpu);
+    expect(chart.datasets).toHaveLength(1);
+    expect(chart.datasets[0]!.data).toEqual(gpu.top_kernels.map((slice) => slice.total_duration_us));
+    expect(chart.labels).toHaveLength(gpu.top_kernels.length);
+    const last = gpu.top_kernels.length - 1;
+    expect(gpu.top_kernels[last]!.other).toBe(true);
+    expect(chart.labels[last]).toBe("other");
+    const colors = chart.datasets[0]!.backgroundColor as string[];
+    expect(colors[last]).toBe("#9e9e9e");
+    expect(new Set(colors.slice(0, last)).size).toBe(last);
+  });
+  it("numbers kernels whose short labels read the same", () => {
+    const slice = (name: string, us: number) => ({ kernel_name: name, other: false, total_duration_us: us, total_duration_ps: us * 1e6, percent: 0 });
+    const chart = topKernelsPieData({ ...gpu, top_kernels: [slice("void k<1>(int)", 3), slice("void k<1>(float)", 2)] });
+    expect(chart.labels).toEqual(["k<1>", "k<1> (2)"]);
   });
 });
 

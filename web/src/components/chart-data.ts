@@ -5,7 +5,7 @@
  * bytes); only the axes format them, except the memory timeline's x axis, which is in ms.
  */
 
-import type { FrameworkOpRow, IdleRow, InputPipeline, MemoryDevice, OverviewPage } from "../api";
+import type { FrameworkOpRow, GpuMetrics, IdleRow, InputPipeline, MemoryDevice, OverviewPage } from "../api";
 import { formatBytes, formatCount, humanize } from "../format";
 
 /** A dataset as the page builds it; `key` is the JSON key the numbers came from. */
@@ -187,9 +187,62 @@ export function opTypePieData(rows: FrameworkOpRow[], side: string, top = 10): C
         label: `${side} self time (us)`,
         key: "total_self_time_us",
         data: slices.map((slice) => slice.value),
-        backgroundColor: slices.map((slice, index) =>
-          slice.label === "other" && index === slices.length - 1 ? PALETTE[PALETTE.length - 1]! : PALETTE[index % (PALETTE.length - 1)]!,
-        ),
+        backgroundColor: sliceColors(slices.map((slice) => slice.label === "other")),
+      },
+    ],
+  };
+}
+
+/** A pie's colours: the palette in order, its last (grey) colour for a final "other" slice. */
+function sliceColors(isOther: boolean[]): string[] {
+  return isOther.map((other, index) => (other && index === isOther.length - 1 ? PALETTE[PALETTE.length - 1]! : PALETTE[index % (PALETTE.length - 1)]!));
+}
+
+/**
+ * A kernel's name short enough for a legend: C++ kernels carry their whole signature
+ * ("void at::native::vectorized_elementwise_kernel<4, ...>(int, ...)", 200+ characters),
+ * so the leading "void " and the trailing parameter list go, and what is left is cut at
+ * `max` characters. The full names are on the kernel stats page.
+ */
+export function kernelLabel(name: string, max = 64): string {
+  let label = name.startsWith("void ") ? name.slice(5) : name;
+  if (label.endsWith(")")) {
+    // The parameter list: the parenthesised group the name ends with ("(anonymous
+    // namespace)" earlier in the name is left alone).
+    let depth = 0;
+    for (let index = label.length - 1; index >= 0; index--) {
+      const char = label[index];
+      if (char === ")") depth++;
+      else if (char === "(" && --depth === 0) {
+        if (index > 0) label = label.slice(0, index);
+        break;
+      }
+    }
+  }
+  return label.length > max ? `${label.slice(0, max - 1)}…` : label;
+}
+
+/**
+ * Overview's top-kernels pie for one GPU: the tool's slices in its order (largest first,
+ * then "other"), values in microseconds. Labels are `kernelLabel`s, numbered where two
+ * kernels' short labels would read the same.
+ */
+export function topKernelsPieData(gpu: GpuMetrics): CategoryData {
+  const seen = new Map<string, number>();
+  const labels = gpu.top_kernels.map((slice) => {
+    const label = slice.other ? "other" : kernelLabel(slice.kernel_name);
+    const count = (seen.get(label) ?? 0) + 1;
+    seen.set(label, count);
+    return count > 1 ? `${label} (${count})` : label;
+  });
+  return {
+    labels,
+    datasets: [
+      {
+        label: `Kernel time on ${gpu.device} (us)`,
+        key: "total_duration_us",
+        data: gpu.top_kernels.map((slice) => slice.total_duration_us),
+        backgroundColor: sliceColors(gpu.top_kernels.map((slice) => slice.other)),
       },
     ],
   };

@@ -2,6 +2,7 @@
 
 import type { KernelStats } from "../api";
 import { at, card, metric, metrics, note } from "../components/metric";
+import { formatPercent, formatTimeUs } from "../format";
 import { add, grid, tableCard } from "./common";
 import type { PageContext, ToolPage } from "./types";
 
@@ -22,10 +23,16 @@ function render(root: HTMLElement, context: PageContext): void {
         metrics([
           metric("total_kernel_time_us", at(data, "total_kernel_time_us"), "Total kernel time"),
           metric("kernel_count", data.rows.length, "Kernel rows"),
-          metric("tensor_core_kernel_count", tensorCore, "Using TensorCore"),
+          metric("tensor_core_kernel_count", tensorCore, "Rows using TensorCore"),
+          metric("tensor_core_percent", at(data, "tensor_core_percent"), "TensorCore kernel time", "Share of kernel time in kernels whose names say TensorCore"),
           metric("kernel_devices", data.devices.join(", "), "Devices"),
         ]),
         data.rows.length === 0 ? note("No GPU kernels in this profile.") : null,
+        data.rows.length > 0
+          ? note(`TensorCore kernels (by name): ${formatPercent(data.tensor_core_percent)} of kernel time (${formatTimeUs(data.tensor_core_time_us)}).`, "note", {
+              id: "tensor-core-share",
+            })
+          : null,
       ],
       { id: "kernel-summary" },
       true,

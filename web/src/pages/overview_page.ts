@@ -1,13 +1,14 @@
 /**
  * overview_page: the performance summary (step time, input share, device busy), the
  * step-time graph (each step's time split into the tool's categories), top ops, the run
- * environment and the recommendation, laid out as XProf's overview page is.
+ * environment and the recommendation, laid out as XProf's overview page is; on GPU
+ * profiles a GPU card with the PyTorch TensorBoard plugin's figures and a top-kernels pie.
  */
 
-import type { ApiTable, OverviewPage, OverviewStep } from "../api";
+import type { ApiTable, GpuMetrics, OverviewPage, OverviewStep } from "../api";
 import { el } from "../dom";
-import { stepTimeData } from "../components/chart-data";
-import { stackedBarChart } from "../components/charts";
+import { stepTimeData, topKernelsPieData } from "../components/chart-data";
+import { doughnutChart, stackedBarChart } from "../components/charts";
 import { at, card, metric, metricValue, metrics, note } from "../components/metric";
 import { findTable, withoutColumns } from "../components/table";
 import { humanize } from "../format";
@@ -53,7 +54,7 @@ function summaryCard(data: OverviewPage): HTMLElement {
       metrics(items.filter((item): item is HTMLElement => item !== false)),
       hasDevice
         ? null
-        : note("No accelerator in this profile: its steps are host work, so device busy time, kernel launch, the devices table and the device categories are left out.", "note", {
+        : note("No accelerator in this profile: its steps are host work, so device busy time, kernel launch, the devices table, the GPU figures and the device categories are left out.", "note", {
             id: "no-device",
           }),
       data.steps_inferred
@@ -117,6 +118,46 @@ function environmentCard(data: OverviewPage): HTMLElement {
   );
 }
 
+/** The GPU figures' one-line definitions (shown under each figure and on hover). */
+export const GPU_DEFINITIONS = {
+  utilization: "Time at least one kernel ran, over the device's active span",
+  sm_efficiency: "Per kernel min(1, blocks ÷ SMs), weighted by its time, over the active span",
+  occupancy: "The kernels' estimated achieved occupancy, weighted by their time",
+  tensor_core: "Share of kernel time in kernels whose names say TensorCore",
+};
+
+/** A figure with its definition written under it. */
+function defined(key: string, source: Parameters<typeof metric>[1], label: string, definition: string): HTMLElement {
+  const item = metric(key, source, label, definition);
+  item.appendChild(el("div", { class: "metric-definition" }, definition));
+  return item;
+}
+
+function gpuDevice(gpu: GpuMetrics, index: number): HTMLElement {
+  const notes = [
+    gpu.sm_efficiency_note ? note(`SM efficiency: ${gpu.sm_efficiency_note}`, "note", { "data-note": "sm_efficiency" }) : null,
+    gpu.occupancy_note ? note(`Achieved occupancy: ${gpu.occupancy_note}`, "note", { "data-note": "occupancy" }) : null,
+  ];
+  return el("div", { class: "gpu-device", "data-device": gpu.device }, [
+    el("h3", {}, gpu.sm_count !== null ? `${gpu.device} (${gpu.sm_count} SMs)` : gpu.device),
+    metrics([
+      defined("gpu_utilization_percent", at(gpu, "utilization_percent"), "GPU utilisation", GPU_DEFINITIONS.utilization),
+      defined("gpu_sm_efficiency_percent", at(gpu, "sm_efficiency_percent"), "Est. SM efficiency", GPU_DEFINITIONS.sm_efficiency),
+      defined("gpu_achieved_occupancy_percent", at(gpu, "achieved_occupancy_percent"), "Est. achieved occupancy", GPU_DEFINITIONS.occupancy),
+      defined("gpu_tensor_core_percent", at(gpu, "tensor_core_percent"), "TensorCore kernels", GPU_DEFINITIONS.tensor_core),
+    ]),
+    ...notes,
+    gpu.top_kernels.length > 0 ? doughnutChart(`top_kernels_${index}`, `Top kernels by time on ${gpu.device}`, topKernelsPieData(gpu), "pie") : null,
+  ]);
+}
+
+/** Only on profiles with GPU kernels (none on CPU-only and TPU profiles). */
+function gpuCard(data: OverviewPage): HTMLElement | null {
+  const gpus = data.gpus ?? [];
+  if (gpus.length === 0) return null;
+  return card("GPU", gpus.map(gpuDevice), { id: "gpu" }, true);
+}
+
 /** Each finding's numbers, linked to the tool that shows them. */
 function evidenceList(data: OverviewPage, context: PageContext): HTMLElement | null {
   const evidence = data.recommendation.evidence ?? [];
@@ -156,7 +197,7 @@ function render(root: HTMLElement, context: PageContext): void {
   const layout = grid(root);
   const steps = findTable(context.tables, STEPS_TABLE);
   const zero = zeroBreakdown(steps);
-  add(layout, summaryCard(data), recommendationCard(data, context), environmentCard(data), breakdownCard(data, zero));
+  add(layout, summaryCard(data), recommendationCard(data, context), environmentCard(data), breakdownCard(data, zero), gpuCard(data));
   add(
     layout,
     card(
