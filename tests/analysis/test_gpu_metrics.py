@@ -8,10 +8,8 @@ events of category ``kernel``, Kineto's own ``blocks per SM`` and ``est. achieve
 
 from __future__ import annotations
 
-import gzip
 import json
 import math
-from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -21,6 +19,7 @@ from stepscope.analysis import run_tool
 from stepscope.analysis.gpu_metrics import top_kernels
 from stepscope.analysis.kernels import TENSOR_CORE_KERNEL
 from stepscope.analysis.opstats import OpStats
+from tests.support.frameworks import read_json_exact
 from tests.support.traces import shared
 
 
@@ -184,17 +183,10 @@ def _capped_sweep(kernels: list[tuple[float, float, float]]) -> float:
     return total
 
 
-def _read_exact(path: Path) -> dict:
-    """The JSON with its floats as Decimal: ns-resolution timestamps (1712195495519689.047 us)
-    need more digits than a float holds."""
-    with gzip.open(path, "rt", encoding="utf-8") as stream:
-        return json.load(stream, parse_float=Decimal)
-
-
 def expected_from_json(path: Path) -> dict:
     """Every figure of the one GPU in ``path``, from the JSON (times in us, from the
     device's first work)."""
-    document = _read_exact(path)
+    document = read_json_exact(path)  # ns-resolution timestamps need more digits than a float
     events = [e for e in document["traceEvents"] if e.get("ph") == "X"]
     kernels = [e for e in events if e.get("cat") == "kernel"]
     (device,) = {e["args"]["device"] for e in kernels}
@@ -280,12 +272,21 @@ def test_real_traces_against_the_json(name: str):
     assert run_tool("kernel_stats", profile).to_json()["tensor_core_percent"] == pytest.approx(expected["tensor_core_percent"], rel=1e-6, abs=1e-9)
 
 
+def test_the_figures_are_the_same_after_saving_as_xspace(tmp_path: Path):
+    """The SM count travels as the GPU plane's core_count stat and the launch shapes as
+    kernel_details, so a Kineto trace saved as .xplane.pb gives the same figures."""
+    profile = stepscope.load(shared("kineto/alexnet_small.pt.trace.json.gz"))
+    target = tmp_path / "alexnet.xplane.pb"
+    stepscope.save(profile, target)
+    assert _gpus(stepscope.load(target)) == _gpus(profile)
+
+
 def test_the_overlap_cap_is_what_tells_the_ddp_trace_apart():
     """On the DDP trace NCCL kernels run beside compute: summing each kernel's
     min(1, blocks per SM) without the cap gives a larger figure than the capped sweep,
     so the test above checks the cap, not only the per-kernel formula."""
     path = shared("kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz")
-    kernels = [e for e in _read_exact(path)["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"]
+    kernels = [e for e in read_json_exact(path)["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "kernel"]
     origin = min(e["ts"] for e in kernels)
     uncapped = sum(float(e["dur"]) * min(1.0, float(e["args"]["blocks per SM"])) for e in kernels)
     capped = _capped_sweep([(float(e["ts"] - origin), float(e["ts"] + e["dur"] - origin), float(e["args"]["blocks per SM"])) for e in kernels])
