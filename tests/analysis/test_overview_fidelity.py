@@ -18,6 +18,7 @@ import pytest
 import stepscope
 from stepscope.analysis import run_tool, tool_names
 from stepscope.analysis.step_outliers import COMPILED, KEPT, OUTLIER, leave_one_out_median, set_aside
+from tests.support.tables import biggest_first, cell, searched
 from tests.support.traces import shared
 
 US = 1_000_000  # ps
@@ -268,6 +269,10 @@ def test_cpu_only_profile_gets_a_host_bound_verdict(tmp_path: Path):
             "finding": "host",
             "text": "no device in the profile: host compute 70.0%, idle 30.0% of the step time (medians over 1 step(s))",
             "tool": "framework_op_stats",
+            # The host op with the most self time: "op" (the step marker "train" is no op).
+            "table": "framework_ops",
+            "sort_key": "total_self_time_us",
+            "query": "op",
         }
     ]
 
@@ -307,6 +312,140 @@ def test_every_finding_names_its_evidence_and_a_tool(tmp_path: Path):
         "finding": "input",
         "text": "input wait is 40.0% of the step time (mean over 1 step(s))",
         "tool": "input_pipeline_analyzer",
+        "table": "steps",
+        "sort_key": "input_percent",
+        "query": "",
     }
     for finding in recommendation["evidence"]:
         assert finding["tool"] in [*tool_names(), "trace_viewer"]
+
+
+def _tables(tool: str, source) -> dict[str, dict]:
+    """The tool's tables as the tables API serves them (columns' key and kind, rows)."""
+    tables = run_tool(tool, source).tables()
+    return {table.name: {"columns": [{"key": c.key, "kind": c.kind} for c in table.columns], "rows": [list(row) for row in table.rows]} for table in tables}
+
+
+def _side_rows(ops: dict, side: str) -> list[list]:
+    return [row for row in ops["rows"] if cell(ops, row, "host_or_device") == side]
+
+
+def _check_evidence_rows(source, finding: dict) -> list[list]:
+    """The finding's tool is the registry's, its table one of that tool's result, its sort
+    key a column of it; returns the rows its search keeps, biggest first (none may be lost)."""
+    if finding["table"] is None:
+        assert finding["tool"] == "trace_viewer" and finding["sort_key"] is None and finding["query"] == ""
+        return []
+    assert finding["tool"] in tool_names()
+    tables = _tables(finding["tool"], source)
+    assert finding["table"] in tables, f"{finding['tool']} has no table {finding['table']}"
+    table = tables[finding["table"]]
+    assert finding["sort_key"] in [column["key"] for column in table["columns"]]
+    kept = biggest_first(table, searched(table, finding["query"]), finding["sort_key"])
+    assert kept, f"the search {finding['query']!r} keeps no row of {finding['table']}"
+    return kept
+
+
+# The evidence of each real trace's findings: the rows it points at, found here from the
+# tool's table by the side's largest self time (host: the host side; device: the device
+# side; collectives: the NCCL kernels' rows, by name).
+REAL_FINDINGS = [
+    ("kineto/cpu_only_rank34.pt.trace.json.gz", ["host"]),
+    ("kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz", ["host"]),
+    ("kineto/recsys_sampled_rank0_of_128.pt.trace.json.gz", ["host", "collectives"]),
+    ("kineto/v100_resnet50_dataloader4_legacy_schema.pt.trace.json.gz", ["device"]),
+    ("xplane/tpu_v_inference_4chips.xplane.pb", ["device"]),
+]
+
+
+@pytest.mark.parametrize(("name", "findings"), REAL_FINDINGS, ids=[name.split("/")[1].split(".")[0] for name, _ in REAL_FINDINGS])
+def test_each_findings_evidence_links_to_the_rows_that_support_it(name: str, findings: list[str]):
+    profile = stepscope.load(shared(name))
+    evidence = run_tool("overview_page", profile).to_json()["recommendation"]["evidence"]
+    assert [finding["finding"] for finding in evidence] == findings
+    ops = _tables("framework_op_stats", profile)["framework_ops"]
+    for finding in evidence:
+        kept = _check_evidence_rows(profile, finding)
+        assert finding["tool"] == "framework_op_stats" and finding["table"] == "framework_ops" and finding["sort_key"] == "total_self_time_us"
+        if finding["finding"] == "collectives":
+            # The collective with the most self time: on the device side, the NCCL kernels.
+            nccl = [row for row in _side_rows(ops, "Device") if "nccl" in cell(ops, row, "name").lower()]
+            expected = max(nccl, key=lambda row: cell(ops, row, "total_self_time_us"))
+        else:
+            side = _side_rows(ops, "Host" if finding["finding"] == "host" else "Device")
+            expected = max(side, key=lambda row: cell(ops, row, "total_self_time_us"))
+        assert finding["query"] == cell(ops, expected, "name")
+        assert expected in kept
+
+
+def test_the_input_findings_evidence_is_the_steps_most_input_bound_first(tmp_path: Path):
+    # Two 100 us steps: step 1 waits 10 us for input, step 2 waits 40 us (mean 25%: highly
+    # input-bound). The steps table sorted by its input share shows step 2 first.
+    loader = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"
+    events = [
+        x("ProfilerStep#1", 0, 100, cat="user_annotation"),
+        x(loader, 0, 10, cat="user_annotation"),
+        kernel("k", 10, 90),
+        x("ProfilerStep#2", 100, 100, cat="user_annotation"),
+        x(loader, 100, 40, cat="user_annotation"),
+        kernel("k", 140, 60),
+    ]
+    document = {"schemaVersion": 1, "traceEvents": [{"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}}, *events]}
+    path = tmp_path / "trace.pt.trace.json"
+    path.write_text(json.dumps(document))
+    profile = stepscope.load(path)
+    finding = run_tool("overview_page", profile).to_json()["recommendation"]["evidence"][0]
+    assert (finding["finding"], finding["tool"], finding["table"], finding["sort_key"], finding["query"]) == (
+        "input",
+        "input_pipeline_analyzer",
+        "steps",
+        "input_percent",
+        "",
+    )
+    steps = _tables("input_pipeline_analyzer", profile)["steps"]
+    kept = _check_evidence_rows(profile, finding)
+    assert [cell(steps, row, "step") for row in kept] == [2, 1]
+    assert [cell(steps, row, "input_percent") for row in kept] == pytest.approx([40.0, 10.0])
+
+
+def test_the_kernel_launch_findings_evidence_is_the_kernels_launched_most(tmp_path: Path):
+    # One 100 us step: a 30 us cudaLaunchKernel (30% >= 10%: launch-bound) that starts
+    # "small" (twice) and "big" (once) on the GPU.
+    events = [
+        x("ProfilerStep#1", 0, 100, cat="user_annotation"),
+        x("cudaLaunchKernel", 0, 10, cat="cuda_runtime"),
+        x("cudaLaunchKernel", 10, 10, cat="cuda_runtime"),
+        x("cudaLaunchKernel", 20, 10, cat="cuda_runtime"),
+        kernel("small", 35, 5),
+        kernel("small", 45, 5),
+        kernel("big", 55, 20),
+    ]
+    document = {"schemaVersion": 1, "traceEvents": [{"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}}, *events]}
+    path = tmp_path / "trace.pt.trace.json"
+    path.write_text(json.dumps(document))
+    profile = stepscope.load(path)
+    evidence = {finding["finding"]: finding for finding in run_tool("overview_page", profile).to_json()["recommendation"]["evidence"]}
+    finding = evidence["kernel_launch"]
+    assert (finding["tool"], finding["table"], finding["sort_key"], finding["query"]) == ("kernel_stats", "kernels", "occurrences", "")
+    kernels = _tables("kernel_stats", profile)["kernels"]
+    assert [(cell(kernels, row, "kernel_name"), cell(kernels, row, "occurrences")) for row in _check_evidence_rows(profile, finding)] == [
+        ("small", 2),
+        ("big", 1),
+    ]
+
+
+def test_exposed_collectives_evidence_names_the_collective(tmp_path: Path):
+    # The step of test_exposed_collectives_get_advice: the all-reduce kernel is the only
+    # collective, so the evidence searches framework_op_stats for it.
+    events = [
+        x("ProfilerStep#1", 0, 100, cat="user_annotation"),
+        kernel("gemm", 0, 50),
+        kernel("ncclKernel_AllReduce_RING_LL_Sum_float", 40, 29),
+    ]
+    evidence = overview(tmp_path, events, kineto=True)["recommendation"]["evidence"]
+    collectives = next(finding for finding in evidence if finding["finding"] == "collectives")
+    assert (collectives["tool"], collectives["table"], collectives["query"]) == (
+        "framework_op_stats",
+        "framework_ops",
+        "ncclKernel_AllReduce_RING_LL_Sum_float",
+    )

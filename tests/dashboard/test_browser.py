@@ -22,6 +22,7 @@ from tests.support.dashboard.browser import (
 )
 from tests.support.dashboard.logdir import TPU_SESSION
 from tests.support.service_job import Job
+from tests.support.tables import biggest_first, searched
 from tests.support.traces import shared
 
 GPU = dict(run="gpu", host="v100_resnet_ns_resolution")
@@ -116,13 +117,19 @@ def test_overview_page_shows_the_tools_numbers(page, server):
         parts = [dataset["data"][index] for dataset in shown["datasets"]]
         assert sum(parts) == pytest.approx(step["step_time_us"], rel=1e-9)
     assert expected["recommendation"]["summary"] in page.locator("#recommendation").inner_text()
-    # Each finding shows its evidence and links to the tool that shows it, on this run and host.
+    # Each finding shows its evidence and links to the tool and rows that show it, on this run and host.
     assert expected["recommendation"]["evidence"]
     for finding in expected["recommendation"]["evidence"]:
         item = page.locator(f'#recommendation li[data-finding="{finding["finding"]}"]')
         assert finding["text"] in item.inner_text()
         href = parse_qs(urlparse(item.locator("a").get_attribute("href")).query)
-        assert href == {"run": [GPU["run"]], "host": [GPU["host"]], "tool": [finding["tool"]]}
+        assert href == {
+            "run": [GPU["run"]],
+            "host": [GPU["host"]],
+            "tool": [finding["tool"]],
+            "sort": [f"{finding['table']}:{finding['sort_key']}:desc"],
+            "q": [f"{finding['table']}:{finding['query']}"],
+        }
     top = page.locator('table[data-table="top_ops"] tbody tr')
     assert top.count() == len(expected["top_ops"])
     shot(page, "overview_page_gpu")
@@ -192,6 +199,36 @@ def test_a_tpu_profile_has_no_gpu_section(page, server):
     open_tool(page, server, "overview_page", **TPU)
     assert page.locator("#summary").is_visible()
     assert page.locator("#gpu").count() == 0
+
+
+@pytest.mark.parametrize("where", ["gpu", "cpu"])
+def test_a_recommendations_evidence_link_opens_the_rows_it_rests_on(page, server, logdir, where):
+    """Clicking a finding's evidence opens its tool with its table sorted and searched: the
+    rows shown are those of the tool's table (from the tables API) that hold the search text
+    in a text column, biggest first by the sort key."""
+    place = GPU if where == "gpu" else dict(run=logdir.cpu_run, host=logdir.cpu_host)
+    evidence = data(server, "overview_page", **place)["recommendation"]["evidence"]
+    for finding in evidence:
+        assert finding["table"] is not None, "both runs' findings point at rows"
+        expected = tables(server, finding["tool"], **place)[finding["table"]]
+        rows = biggest_first(expected, searched(expected, finding["query"]), finding["sort_key"])
+        assert rows
+        open_tool(page, server, "overview_page", **place)
+        page.locator(f'#recommendation li[data-finding="{finding["finding"]}"] a').click()
+        page.wait_for_url(f"**tool={finding['tool']}**", timeout=30_000)
+        wait_ready(page, finding["tool"])
+        table = f'table[data-table="{finding["table"]}"]'
+        assert page.input_value(f'input[data-search="{finding["table"]}"]') == finding["query"]
+        assert page.locator(f'{table} th[data-key="{finding["sort_key"]}"]').get_attribute("aria-sort") == "descending"
+        shown = page.locator(f"{table} tbody tr")
+        assert shown.count() == min(len(rows), 500)
+        key = [c["key"] for c in expected["columns"]].index(finding["sort_key"])
+        values = page.locator(f'{table} td[data-key="{finding["sort_key"]}"]').evaluate_all("cells => cells.map(c => c.dataset.value)")
+        assert [float(v) for v in values] == pytest.approx([row[key] for row in rows[:500]])
+        if finding["query"]:
+            names = page.locator(f'{table} td[data-key="name"]').evaluate_all("cells => cells.map(c => c.textContent)")
+            assert finding["query"] in names, "the op the finding names is among the rows shown"
+    shot(page, f"evidence_link_{where}")
 
 
 def test_a_step_bar_opens_the_trace_viewer_on_that_step(page, server):

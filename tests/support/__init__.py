@@ -15,6 +15,7 @@ here; ``conftest.py`` files hold fixtures only.
 - ``service_job``, ``remote_jobs``: training processes with a profiler server, captured
   remotely;
 - ``cli``: what the CLI's error answers must look like;
+- ``tables``: the dashboard's table search and sort, to say which rows an address shows;
 - ``dashboard``: a served dashboard (its own process or in-process), its log directory,
   fake worker-pool jobs, the browser.
 

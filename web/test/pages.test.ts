@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { ApiTable, OpProfile } from "../src/api";
 import { findNode, nodePath, shareOf } from "../src/pages/op_profile";
 import { opsView } from "../src/pages/framework_op_stats";
+import { evidenceLinkText } from "../src/pages/overview_page";
 import { PAGES, pageFor } from "../src/pages";
 import { genericPage } from "../src/pages/generic";
 import opJson from "./fixtures/op_profile_tpu.json";
@@ -61,5 +62,18 @@ describe("page registry", () => {
     expect(pageFor("trace_viewer").mount).toBeTypeOf("function");
     expect(pageFor("trace_viewer").tables).toBe(false);
     expect(pageFor("overview_page").mount).toBeUndefined();
+  });
+});
+
+describe("an evidence link's text", () => {
+  it("names the tool and the op it searches for, cut to 60 characters", () => {
+    expect(evidenceLinkText({ tool: "framework_op_stats", table: "framework_ops", sort_key: "total_self_time_us", query: "aten::conv2d" })).toBe("Framework op stats: aten::conv2d");
+    const long = "x".repeat(70);
+    // 59 characters of the name and an ellipsis: 60 in all.
+    expect(evidenceLinkText({ tool: "framework_op_stats", table: "framework_ops", sort_key: "total_self_time_us", query: long })).toBe(`Framework op stats: ${"x".repeat(59)}…`);
+  });
+  it("names the table and its sort when it keeps every row, the tool alone without a table", () => {
+    expect(evidenceLinkText({ tool: "input_pipeline_analyzer", table: "steps", sort_key: "input_percent", query: "" })).toBe("Input pipeline analyzer: steps by input percent, largest first");
+    expect(evidenceLinkText({ tool: "trace_viewer", table: null, sort_key: null, query: "" })).toBe("Trace viewer");
   });
 });

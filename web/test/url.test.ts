@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { apiUrl, csvUrl } from "../src/api";
-import { buildQuery, keptParams, notFoundNotice, parseQuery, pickHost, pickRun, pickTool, resolveRunHost, sameSelection } from "../src/state/url";
+import { buildQuery, evidenceAddress, keptParams, notFoundNotice, parseQuery, pickHost, pickRun, pickTool, resolveRunHost, sameSelection } from "../src/state/url";
+import { tableAddress } from "../src/state/table-url";
 
 const runs = [
   { name: "a", hosts: ["h1", "h2"] },
@@ -99,5 +100,31 @@ describe("saying what a deep link named that is not there", () => {
     expect(notice).toBe(
       "No run named 'nope' in this log directory; showing 'a'. No host named 'h3' in run 'a'; showing 'h1'. No tool named 'not_a_tool' for this profile; showing 'overview_page'.",
     );
+  });
+});
+
+describe("a recommendation's evidence link", () => {
+  const selection = { run: "b/session 2", host: "h1", tool: "overview_page", options: {} };
+  it("opens its tool with its table sorted biggest first and searched for its op", () => {
+    const address = evidenceAddress(selection, { tool: "framework_op_stats", table: "framework_ops", sort_key: "total_self_time_us", query: "aten::conv2d" });
+    // Written by hand: the selection's run and host, the evidence's tool, then sort and q.
+    expect(address).toBe("?run=b%2Fsession+2&host=h1&tool=framework_op_stats&sort=framework_ops%3Atotal_self_time_us%3Adesc&q=framework_ops%3Aaten%3A%3Aconv2d");
+    // The page reads back the same sort and search from it.
+    const params = new URLSearchParams(address);
+    expect(tableAddress(params, "framework_ops")).toEqual({ sort: { key: "total_self_time_us", direction: "descending" }, filter: "aten::conv2d" });
+    expect(parseQuery(address)).toEqual({ run: "b/session 2", host: "h1", tool: "framework_op_stats" });
+  });
+  it("sorts without a search when the evidence keeps every row", () => {
+    const address = evidenceAddress(selection, { tool: "input_pipeline_analyzer", table: "steps", sort_key: "input_percent", query: "" });
+    expect(address).toBe("?run=b%2Fsession+2&host=h1&tool=input_pipeline_analyzer&sort=steps%3Ainput_percent%3Adesc");
+    expect(tableAddress(new URLSearchParams(address), "steps")).toEqual({ sort: { key: "input_percent", direction: "descending" }, filter: "" });
+  });
+  it("keeps a search text with colons, spaces and ampersands whole", () => {
+    const name = "%all-reduce = f32[5]{0} all-reduce(a & b), replica_groups={}";
+    const address = evidenceAddress(selection, { tool: "framework_op_stats", table: "framework_ops", sort_key: "total_self_time_us", query: name });
+    expect(tableAddress(new URLSearchParams(address), "framework_ops").filter).toBe(name);
+  });
+  it("is the tool alone when the evidence names no table", () => {
+    expect(evidenceAddress(selection, { tool: "trace_viewer", table: null, sort_key: null, query: "" })).toBe("?run=b%2Fsession+2&host=h1&tool=trace_viewer");
   });
 });

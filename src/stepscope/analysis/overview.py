@@ -35,7 +35,7 @@ from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.step_outliers import SetAsideStep, set_aside_note, set_aside_rows
 from stepscope.analysis.steps import launching_steps
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
-from stepscope.analysis.verdict import Recommendation, Shares, recommendation
+from stepscope.analysis.verdict import Leads, Recommendation, Shares, recommendation
 from stepscope.trace import names
 from stepscope.trace.model import Profile
 from stepscope.trace.summary import device_names
@@ -275,6 +275,12 @@ def top_operations(stats: OpStats, limit: int = 10) -> list[TopOp]:
     ]
 
 
+def _leads(stats: OpStats) -> Leads:
+    """The rows the recommendation's evidence points at, from framework_op_stats' rows."""
+    host, device = ([(row["type"], row["name"]) for row in stats.op_rows(SIDES.index(side))] for side in (HOST, DEVICE))
+    return Leads.of(host, device)
+
+
 def _stats(values: np.ndarray) -> StepStats:
     us = np.asarray(values, dtype=np.float64) / 1e6
     if not len(us):
@@ -399,7 +405,7 @@ def overview_page(stats: OpStats) -> OverviewResult:
         devices=devices,
         top_ops=top_operations(stats),
         environment=_environment(profile),
-        recommendation=recommendation(shares, set_aside_note(set_aside)),
+        recommendation=recommendation(shares, set_aside_note(set_aside), _leads(stats)),
         flops=_flop_rate(stats, devices),
         gpus=gpu_metrics(stats.kernels, {device["device"]: device["active_span_ps"] for device in devices}),
     )

@@ -19,12 +19,24 @@ wait for collectives), and the first one is the summary:
   - host compute + idle >= ``HOST_BOUND_PERCENT`` where the profile has a device (the
     device waits on the host), or always on a CPU-only profile (the host is all there is);
 - when none holds, the device computes for most of the step: device-bound.
+
+Each finding's evidence names the tool that shows it and, where that tool has a table, the
+rows that support it: the table, the column it is sorted by (descending: biggest first) and
+a search text that keeps those rows (the dashboard's table search: any text column holding
+it, ignoring case). The page turns them into the tool's address (``&sort=``, ``&q=``):
+- input: the input pipeline analyzer's steps, the most input-bound first;
+- kernel launch: the kernels launched most often;
+- collectives: the framework op of the largest collective (``classify.COLLECTIVE``) by self
+  time, else the trace viewer;
+- host: the host op with the most self time; device: the device op with the most self time.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TypedDict
+
+from stepscope.analysis.classify import COLLECTIVE
 
 # XProf's input-bound thresholds: share of step time spent waiting for input.
 INPUT_MODERATE_PERCENT = 5.0
@@ -58,10 +70,42 @@ class Shares:
     has_device: bool
 
 
+# The tables the evidence points into, and the columns it sorts them by.
+INPUT_STEPS_TABLE, INPUT_SORT = "steps", "input_percent"
+OPS_TABLE, OPS_SORT = "framework_ops", "total_self_time_us"
+KERNELS_TABLE, KERNELS_SORT = "kernels", "occurrences"
+
+
+@dataclass(frozen=True)
+class Leads:
+    """The framework_op_stats rows (op names) the findings point at, None where the profile
+    has none: the op with the most self time on each side, and the collective op with the
+    most self time on either side."""
+
+    top_host_op: str | None = None
+    top_device_op: str | None = None
+    top_collective_op: str | None = None
+
+    @classmethod
+    def of(cls, host: list[tuple[str, str]], device: list[tuple[str, str]]) -> Leads:
+        """From each side's (type, name) rows ranked by self time, biggest first; a
+        collective is one whose name or type says so, the device side's first (that is
+        where collective time is measured)."""
+        collectives = [name for kind, name in [*device, *host] if COLLECTIVE.search(name) or COLLECTIVE.search(kind)]
+        return cls(
+            top_host_op=host[0][1] if host else None,
+            top_device_op=device[0][1] if device else None,
+            top_collective_op=collectives[0] if collectives else None,
+        )
+
+
 class Evidence(TypedDict):
     finding: str  # the finding's kind ("input", "kernel_launch", ...)
     text: str  # its number and how it was taken
     tool: str  # the tool that shows it (a registry name)
+    table: str | None  # the table of that tool's result holding the supporting rows; null: none (the trace viewer)
+    sort_key: str | None  # the column those rows are sorted by, descending
+    query: str  # the search that keeps them ("" keeps every row)
 
 
 class Recommendation(TypedDict):
@@ -87,9 +131,12 @@ class Finding:
     evidence: str
     tool: str
     advice: tuple[str, ...]
+    table: str | None = None
+    sort_key: str | None = None
+    query: str = ""
 
     def to_json(self) -> Evidence:
-        return Evidence(finding=self.kind, text=self.evidence, tool=self.tool)
+        return Evidence(finding=self.kind, text=self.evidence, tool=self.tool, table=self.table, sort_key=self.sort_key, query=self.query)
 
 
 def input_bound_verdict(input_percent: float) -> str:
@@ -101,7 +148,7 @@ def input_bound_verdict(input_percent: float) -> str:
     return NOT
 
 
-def _findings(shares: Shares) -> list[Finding]:
+def _findings(shares: Shares, leads: Leads) -> list[Finding]:
     over = f"over {shares.steps} step(s)"
     found: list[Finding] = []
     input_bound = input_bound_verdict(shares.input)
@@ -118,6 +165,8 @@ def _findings(shares: Shares) -> list[Finding]:
                     "Load data in parallel (PyTorch: DataLoader(num_workers=..., pin_memory=True); tf.data: map(num_parallel_calls=AUTOTUNE)).",
                     "Prefetch the next batches while the current step runs (DataLoader prefetch_factor; dataset.prefetch(AUTOTUNE)).",
                 ),
+                INPUT_STEPS_TABLE,
+                INPUT_SORT,
             )
         )
     bounds: list[Finding] = []
@@ -133,21 +182,27 @@ def _findings(shares: Shares) -> list[Finding]:
                     "Fuse small ops (torch.compile, XLA jit) or use CUDA graphs to launch fewer kernels.",
                     "Increase the batch size so each kernel does more work.",
                 ),
+                KERNELS_TABLE,
+                KERNELS_SORT,
             )
         )
     if shares.collectives >= COLLECTIVES_BOUND_PERCENT:
+        collective = leads.top_collective_op
         bounds.append(
             Finding(
                 COLLECTIVES,
                 shares.collectives,
                 f"Your program waits on communication: {shares.collectives:.1f}% of the step time is collectives that no computation hides.",
                 f"collectives not overlapped with compute take {shares.collectives:.1f}% of the step time (median {over})",
-                TRACE_TOOL,
+                TRACE_TOOL if collective is None else OPS_TOOL,
                 (
                     "Overlap communication with compute: DDP gradient buckets (bucket_cap_mb), FSDP prefetching, XLA async collectives.",
                     "Communicate less often or less: gradient accumulation with no_sync(), lower-precision gradients, larger batches per rank.",
                     "Look in the trace viewer for ranks that arrive late at the collectives (stragglers).",
                 ),
+                None if collective is None else OPS_TABLE,
+                None if collective is None else OPS_SORT,
+                collective or "",
             )
         )
     if shares.has_device and shares.host >= HOST_BOUND_PERCENT:
@@ -162,6 +217,9 @@ def _findings(shares: Shares) -> list[Finding]:
                     "Look at the framework op stats (host side) for the ops that keep the host busy.",
                     "Move work to the device or overlap it with device execution.",
                 ),
+                OPS_TABLE,
+                OPS_SORT,
+                leads.top_host_op or "",
             )
         )
     elif not shares.has_device:
@@ -176,6 +234,9 @@ def _findings(shares: Shares) -> list[Finding]:
                     "Look at the framework op stats for the ops that take the host's time.",
                     "Look in the trace viewer for gaps where no thread runs (locks, sleeps, I/O outside the input pipeline).",
                 ),
+                OPS_TABLE,
+                OPS_SORT,
+                leads.top_host_op or "",
             )
         )
     found += sorted(bounds, key=lambda finding: -finding.share)
@@ -186,15 +247,18 @@ def _findings(shares: Shares) -> list[Finding]:
                 shares.device_compute,
                 f"Your program is device-bound: the device computes for {shares.device_compute:.1f}% of the step time.",
                 f"device compute takes {shares.device_compute:.1f}% of the step time (median {over})",
-                KERNELS_TOOL,
-                ("Look at the kernel stats and the op profile for the most time-consuming device ops.",),
+                OPS_TOOL,
+                ("Look at the framework op stats (device side), the kernel stats and the op profile for the most time-consuming device ops.",),
+                OPS_TABLE,
+                OPS_SORT,
+                leads.top_device_op or "",
             )
         )
     return found
 
 
-def recommendation(shares: Shares, set_aside_note: str) -> Recommendation:
-    found = _findings(shares)
+def recommendation(shares: Shares, set_aside_note: str, leads: Leads | None = None) -> Recommendation:
+    found = _findings(shares, leads or Leads())
     summary = found[0].summary + (f" {set_aside_note}" if set_aside_note else "")
     return Recommendation(
         verdict=found[0].kind,

@@ -110,6 +110,9 @@ export interface Recommendation {
 }
 export interface Evidence {
   finding: string;
+  query: string;
+  sort_key: string | null;
+  table: string | null;
   text: string;
   tool: string;
 }

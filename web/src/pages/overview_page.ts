@@ -5,14 +5,14 @@
  * profiles a GPU card with the PyTorch TensorBoard plugin's figures and a top-kernels pie.
  */
 
-import type { ApiTable, GpuMetrics, OverviewPage, OverviewStep } from "../api";
+import type { ApiTable, Evidence, GpuMetrics, OverviewPage, OverviewStep } from "../api";
 import { el } from "../dom";
 import { stepTimeData, topKernelsPieData } from "../components/chart-data";
 import { doughnutChart, stackedBarChart } from "../components/charts";
 import { at, card, metric, metricValue, metrics, note } from "../components/metric";
 import { findTable, withoutColumns } from "../components/table";
 import { humanize } from "../format";
-import { buildQuery, traceViewerAddress } from "../state/url";
+import { evidenceAddress, traceViewerAddress } from "../state/url";
 import { zeroColumns } from "./applies";
 import { add, grid, tableCard } from "./common";
 import type { PageContext, ToolPage } from "./types";
@@ -158,7 +158,21 @@ function gpuCard(data: OverviewPage): HTMLElement | null {
   return card("GPU", gpus.map(gpuDevice), { id: "gpu" }, true);
 }
 
-/** Each finding's numbers, linked to the tool that shows them. */
+const LINK_NAME_CHARS = 60;
+
+/**
+ * What an evidence link opens, in words: the tool, then the op it searches for (cut to
+ * LINK_NAME_CHARS: an XLA op's name holds its whole HLO) or the table and its sort.
+ */
+export function evidenceLinkText(item: Pick<Evidence, "tool" | "table" | "sort_key" | "query">): string {
+  const tool = humanize(item.tool);
+  if (item.table === null) return tool;
+  if (item.query) return `${tool}: ${item.query.length > LINK_NAME_CHARS ? `${item.query.slice(0, LINK_NAME_CHARS - 1)}…` : item.query}`;
+  const sort = item.sort_key === null ? "" : ` by ${humanize(item.sort_key).toLowerCase()}, largest first`;
+  return `${tool}: ${humanize(item.table).toLowerCase()}${sort}`;
+}
+
+/** Each finding's numbers, linked to the tool and rows that show them. */
 function evidenceList(data: OverviewPage, context: PageContext): HTMLElement | null {
   const evidence = data.recommendation.evidence ?? [];
   if (evidence.length === 0) return null;
@@ -168,7 +182,7 @@ function evidenceList(data: OverviewPage, context: PageContext): HTMLElement | n
     evidence.map((item) =>
       el("li", { "data-finding": item.finding }, [
         `${item.text}: `,
-        el("a", { href: buildQuery({ ...context.selection, tool: item.tool }), "data-tool": item.tool }, humanize(item.tool)),
+        el("a", { href: evidenceAddress(context.selection, item), "data-tool": item.tool, title: "Open the rows this rests on" }, evidenceLinkText(item)),
       ]),
     ),
   );

@@ -4,8 +4,9 @@
  * concrete selection when a parameter is missing or names something that isn't there.
  */
 
-import type { RunInfo, Selection } from "../api";
+import type { Evidence, RunInfo, Selection } from "../api";
 import { sameOptions } from "./options";
+import { withTableAddress } from "./table-url";
 
 /** What the address asks for; any part may be missing. */
 export interface Wanted {
@@ -88,6 +89,23 @@ export const FIND_PARAM = "find";
 /** The trace viewer's address on the selection's run and host, with its own parameters. */
 export function traceViewerAddress(selection: Pick<Selection, "run" | "host">, params: Record<string, string>): string {
   return buildQuery({ run: selection.run, host: selection.host, tool: TRACE_VIEWER }, new URLSearchParams(params));
+}
+
+/**
+ * Where a recommendation's evidence is shown: its tool on the selection's run and host,
+ * with the evidence's table sorted by its key, biggest first (`&sort=<table>:<key>:desc`),
+ * and searched for its rows (`&q=<table>:<text>`), so the link opens on the rows the
+ * finding rests on; the tool alone where the evidence names no table.
+ */
+export function evidenceAddress(selection: Pick<Selection, "run" | "host">, evidence: Pick<Evidence, "tool" | "table" | "sort_key" | "query">): string {
+  const rows =
+    evidence.table === null
+      ? new URLSearchParams()
+      : withTableAddress(new URLSearchParams(), evidence.table, {
+          sort: evidence.sort_key === null ? null : { key: evidence.sort_key, direction: "descending" },
+          filter: evidence.query,
+        });
+  return buildQuery({ run: selection.run, host: selection.host, tool: evidence.tool }, rows);
 }
 
 export function sameSelection(a: Partial<Selection> | null, b: Partial<Selection> | null): boolean {
