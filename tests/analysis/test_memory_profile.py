@@ -323,7 +323,11 @@ def test_no_memory_events_is_an_empty_result_that_says_why(tmp_path: Path):
     profile = stepscope.load(write_trace(tmp_path, [op("ProfilerStep#1", 0, 10), op("aten::add", 2, 3)]))
     result = memory_profile(profile)
     assert result.to_json()["devices"] == []
-    assert "no memory events" in result.note and "profile_memory=True" in result.note
+    # A Kineto trace is PyTorch's: the one line says what records PyTorch's allocations.
+    assert result.note == (
+        "No memory events in this profile: PyTorch records allocations only with "
+        "torch.profiler.profile(profile_memory=True), which stepscope turns on at ProfilerOptions(host_tracer_level=3)."
+    )
     assert result.summary() == [result.note]
     assert all(not table.rows for table in result.tables())
     json.dumps(result.to_json())
@@ -619,7 +623,8 @@ def test_every_shared_trace_runs(path: Path):
     assert set(document) == {"devices", "note"} and document["note"]
     events = read_json(path)["traceEvents"] if path.name.endswith(".json.gz") else None
     if events is not None and not any(e.get("name") == "[memory]" for e in events):
-        assert document["devices"] == [] and "profile_memory=True" in document["note"]
+        assert document["devices"] == [] and document["note"] == mp.no_events_note(stepscope.load(path))
+        assert "profile_memory=True" in document["note"]  # Kineto files are PyTorch's
     for entry in document["devices"]:
         assert entry["peak_allocated_bytes"] == max(p["allocated_bytes"] for p in entry["timeline"])
         assert entry["peak_holders"] == sorted(entry["peak_holders"], key=lambda h: (-h["bytes"], h["op"]))
@@ -720,3 +725,73 @@ def test_same_result_after_an_xspace_round_trip(tmp_path: Path, legacy):
     stepscope.save(profile, saved)
     again = memory_profile(stepscope.load(saved))
     assert again.to_json() == legacy.to_json()
+
+
+# --- what records memory, per framework: stepscope's captures on the CPU -------------------------------
+
+CAPTURE_BODY = """
+from stepscope.capture.options import ProfilerOptions
+level = {level}
+
+def work():
+{work}
+
+logdir = OUT / "logdir"
+with stepscope.profile(str(logdir), ProfilerOptions(host_tracer_level=level)):
+    for number in range(3):
+        with stepscope.step(number):
+            work()
+(OUT / "manifest.json").write_text(json.dumps({{"logdir": str(logdir)}}))
+"""
+CAPTURE_WORK = {
+    "python": ("import stepscope", "    return [list(range(1000)) for _ in range(100)]"),
+    "torch": ("import torch\nimport stepscope", "    x = torch.randn(128, 128)\n    return (x @ x).sum()"),
+    "jax": ("import jax.numpy as jnp\nimport stepscope", "    x = jnp.ones((128, 128))\n    return (x @ x).block_until_ready()"),
+    "tensorflow": (
+        "import tensorflow as tf\nimport stepscope",
+        "    x = tf.random.normal((256, 256))\n    for _ in range(3):\n        x = tf.matmul(x, x) / 256.0\n    return x",
+    ),
+}
+# (framework, host_tracer_level, whether memory events are recorded, the empty page's line
+# written out by hand from NO_EVENTS_WHY's claims, which these runs check).
+CAPTURES = [
+    (
+        "python",
+        3,
+        False,
+        "No memory events in this profile: a plain-Python capture records no allocations; "
+        "stepscope records memory through PyTorch (host_tracer_level=3), TensorFlow, or JAX on a GPU or TPU.",
+    ),
+    (
+        "torch",
+        2,
+        False,
+        "No memory events in this profile: PyTorch records allocations only with "
+        "torch.profiler.profile(profile_memory=True), which stepscope turns on at ProfilerOptions(host_tracer_level=3).",
+    ),
+    ("torch", 3, True, None),
+    (
+        "jax",
+        3,
+        False,
+        "No memory events in this profile: JAX's CPU backend records no allocator events at any host_tracer_level; "
+        "XLA's GPU and TPU allocators record MemoryAllocation events.",
+    ),
+    ("tensorflow", 2, True, None),
+]
+
+
+@pytest.mark.parametrize(("framework", "level", "recorded", "line"), CAPTURES, ids=[f"{c[0]}-level{c[1]}" for c in CAPTURES])
+def test_what_records_memory_and_the_line_an_empty_profile_shows(tmp_path: Path, framework: str, level: int, recorded: bool, line: str | None):
+    imports, work = CAPTURE_WORK[framework]
+    manifest = run_framework_script(tmp_path, framework, imports, CAPTURE_BODY.format(level=level, work=work), timeout=180)
+    (path,) = find_files(Path(manifest["logdir"]), ".xplane.pb")
+    # Memory events counted from the file itself (TSL's classes): the allocators' events, or
+    # torch's [memory] instants as stepscope's XSpace carries them.
+    names = {"MemoryAllocation", "MemoryDeallocation", "[memory]"}
+    counted = sum(1 for event in read_xspace_independently(path).events if event.name in names)
+    result = memory_profile(stepscope.load(path))
+    assert (counted > 0) == recorded
+    assert bool(result.devices) == recorded
+    if not recorded:
+        assert result.note == line

@@ -20,7 +20,7 @@ from stepscope.analysis import run_tool, tool_names
 from stepscope.dashboard.security import SECURITY_HEADERS
 from stepscope.render import render
 from stepscope.trace.readers import load
-from tests.support.dashboard.logdir import GPU_HOSTS, TPU_SESSION
+from tests.support.dashboard.logdir import CPU_ONLY_HOST, GPU_HOSTS, TPU_SESSION
 from tests.support.dashboard.server import DashboardServer
 from tests.support.service_job import Job
 from tests.support.traces import read_json, shared
@@ -53,6 +53,7 @@ def test_runs_are_the_profiles_of_the_logdir(server, logdir):
     assert document["runs"] == [
         {"name": "broken", "hosts": ["worker0"]},
         {"name": logdir.cpu_run, "hosts": [logdir.cpu_host]},
+        {"name": "cpu_only", "hosts": [CPU_ONLY_HOST]},
         {"name": "gpu", "hosts": sorted(GPU_HOSTS)},
         {"name": f"tpu/{TPU_SESSION}", "hosts": ["tpu_host"]},
     ]

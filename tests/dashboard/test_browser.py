@@ -20,12 +20,13 @@ from tests.support.dashboard.browser import (
     foreign_requests,
     page_url,
 )
-from tests.support.dashboard.logdir import TPU_SESSION
+from tests.support.dashboard.logdir import CPU_ONLY_HOST, TPU_SESSION
 from tests.support.service_job import Job
 from tests.support.tables import biggest_first, searched
-from tests.support.traces import shared
+from tests.support.traces import read_json, shared
 
 GPU = dict(run="gpu", host="v100_resnet_ns_resolution")
+CPU_ONLY = dict(run="cpu_only", host=CPU_ONLY_HOST)
 TPU = dict(run=f"tpu/{TPU_SESSION}", host="tpu_host")
 READY_TIMEOUT_MS = 240_000
 
@@ -315,6 +316,40 @@ def test_a_cpu_only_profile_shows_only_what_applies(page, server, logdir):
     open_tool(page, server, "kernel_stats", **where)
     assert "No GPU in this profile" in page.locator("#no-gpu").inner_text()
     assert page.locator('table[data-table="kernels"]').count() == 0
+
+
+def _any_flops(node: dict) -> bool:
+    return node["flops"] is not None or any(_any_flops(child) for child in node["children"])
+
+
+@pytest.mark.parametrize("where", [CPU_ONLY, TPU], ids=["cpu_only", "tpu"])
+def test_input_ops_and_op_profile_pages_show_only_what_applies(page, server, where):
+    """HTA's CPU-only trace and the TPU run have no input events: the input pipeline page is
+    the tool's one line. framework_op_stats draws a pie only for a side with ops and says
+    which side has none; op_profile drops the FLOPS legend where no op has a FLOP count."""
+    pipeline = data(server, "input_pipeline_analyzer", **where)
+    assert pipeline["input_ops"] == []
+    open_tool(page, server, "input_pipeline_analyzer", **where)
+    assert page.locator("#input-note").inner_text() == pipeline["note"]
+    assert pipeline["note"].startswith("No input-pipeline events in this profile")
+    assert page.locator("#tool canvas").count() == 0 and page.locator("#tool table").count() == 0
+
+    ops = data(server, "framework_op_stats", **where)
+    sides = {row["host_or_device"] for row in ops["rows"]}
+    open_tool(page, server, "framework_op_stats", **where)
+    for side in ("Host", "Device"):
+        assert page.locator(f'canvas[data-chart="{side.lower()}_op_types"]').count() == (1 if side in sides else 0)
+    assert page.locator("#ops-missing").count() == (0 if len(sides) == 2 else 1)
+    if "Device" not in sides:
+        assert page.locator("#ops-missing").inner_text().startswith("No device-side ops in this profile")
+    assert page.locator('table[data-table="framework_ops"] tbody tr').count() == min(len(ops["rows"]), 500)
+
+    tree = data(server, "op_profile", **where)
+    open_tool(page, server, "op_profile", **where)
+    flops = _any_flops(tree["root"])
+    assert page.locator("#no-flops").count() == (0 if flops else 1)
+    assert page.locator("#op-tree-card .legend").count() == (1 if flops else 0)
+    assert page.locator('[data-metric="peak_teraflops_per_second"]').count() == (0 if tree["peak_teraflops_per_second"] is None else 1)
 
 
 def test_input_pipeline_of_a_cpu_capture(page, server, logdir):
@@ -625,6 +660,25 @@ def test_memory_profile_of_a_cpu_capture(page, server, logdir):
     values = [point["y"] if isinstance(point, dict) else point for point in allocated["data"]]
     assert max(values) == device["peak_allocated_bytes"] or max(values) == pytest.approx(device["peak_allocated_bytes"] / 2**20)
     shot(page, "memory_profile_cpu")
+
+
+def test_memory_profile_of_a_profile_without_memory_events_says_why_in_one_line(page, server):
+    """HTA's CPU-only Kineto trace has no [memory] event (read from the file here): the page
+    shows the tool's one line (a Kineto trace is PyTorch's: it names profile_memory) and no
+    chart, summary or table."""
+    raw = read_json(shared(f"kineto/{CPU_ONLY_HOST}.pt.trace.json.gz"))
+    assert not any(event.get("name") == "[memory]" for event in raw["traceEvents"])
+    expected = data(server, "memory_profile", **CPU_ONLY)
+    assert expected["devices"] == []
+    open_tool(page, server, "memory_profile", **CPU_ONLY)
+    notice = page.locator("#memory-note")
+    assert notice.inner_text() == expected["note"]
+    assert "\n" not in expected["note"] and expected["note"].startswith("No memory events in this profile: ")
+    assert "profile_memory=True" in expected["note"]
+    assert page.locator("#tool canvas").count() == 0
+    assert page.locator("#tool table").count() == 0
+    assert page.locator("#memory-summary").count() == 0
+    shot(page, "memory_profile_cpu_only")
 
 
 def test_memory_profile_opens_on_the_largest_peak_keeps_the_device_and_marks_the_peak(page, server):

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { ApiTable } from "../src/api";
 import { withoutColumns } from "../src/components/table";
-import { zeroColumns } from "../src/pages/applies";
+import { type FlopsNode, hasFlops, hasInputEvents, missingSidesNote, sidesWithOps, zeroColumns } from "../src/pages/applies";
 
 // Three steps of a CPU-only profile: device compute is 0 in each, host compute is not, and
 // the last column is text (never "all zero").
@@ -34,5 +34,30 @@ describe("only what applies", () => {
       [1, 0, null],
       [2, 3, "outlier"],
     ]);
+  });
+});
+
+describe("only what applies, per tool", () => {
+  it("framework_op_stats: the sides with ops, and one line for those without", () => {
+    const host = { host_or_device: "Host" };
+    const device = { host_or_device: "Device" };
+    expect(sidesWithOps([host, device, host])).toEqual(["Host", "Device"]);
+    expect(missingSidesNote([host, device])).toBe("");
+    expect(sidesWithOps([host])).toEqual(["Host"]);
+    expect(missingSidesNote([host])).toBe("No device-side ops in this profile (no accelerator work was recorded): host-side ops only.");
+    expect(sidesWithOps([device])).toEqual(["Device"]);
+    expect(missingSidesNote([device])).toBe("No host-side ops in this profile: device-side ops only.");
+    expect(sidesWithOps([])).toEqual([]);
+    expect(missingSidesNote([])).toMatch(/^No framework ops in this profile: /);
+  });
+  it("op_profile: FLOPs anywhere in the tree, or none", () => {
+    const leaf = (flops: number | null): FlopsNode => ({ flops, children: [] });
+    expect(hasFlops({ flops: null, children: [{ flops: null, children: [leaf(null), leaf(12)] }] })).toBe(true);
+    expect(hasFlops({ flops: null, children: [{ flops: null, children: [leaf(null)] }] })).toBe(false);
+    expect(hasFlops(leaf(0))).toBe(true); // 0 FLOPs is a count, not a missing one
+  });
+  it("input_pipeline_analyzer: input events are the input ops found", () => {
+    expect(hasInputEvents({ input_ops: [] })).toBe(false);
+    expect(hasInputEvents({ input_ops: [{ name: "DataLoader" }] })).toBe(true);
   });
 });

@@ -18,7 +18,6 @@ the summary statistics, the breakdown percentages and the verdict (``verdict``);
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -26,6 +25,7 @@ import numpy as np
 
 from stepscope.analysis.breakdown import BREAKDOWN, IDLE
 from stepscope.analysis.classify import DEVICE_ACTIVITIES, event_activities
+from stepscope.analysis.frameworks import frameworks
 from stepscope.analysis.gpu_metrics import GpuMetrics, gpu_metrics
 from stepscope.analysis.intervals import Union
 from stepscope.analysis.op_table import SIDES
@@ -187,30 +187,9 @@ def _gpu_line(gpu: GpuMetrics) -> str:
     )
 
 
-# A framework is named when an event type of the profile shows its hand (a capture may
-# hold several: a stepscope capture of a PyTorch job is XSpace with torch's ops in it).
-FRAMEWORK_MARKERS = {
-    "PyTorch": re.compile(r"^aten::|^ProfilerStep#\d+$|^autograd::"),
-    "JAX": re.compile(r"^PjitFunction|^jit_|^pjit"),
-    "TensorFlow": re.compile(r"^__inference_|^EagerExecute$|^IteratorGetNext|^tf\.|^Iterator::"),
-}
-
-
-def frameworks(profile: Profile) -> str:
-    """The frameworks whose events the profile holds ("PyTorch", "JAX + ..."), "Python"
-    for a capture of none, "" when nothing tells (a trace of unknown origin)."""
-    found = [
-        name for name, marker in FRAMEWORK_MARKERS.items() if any(marker.search(event_name) for plane in profile.planes for event_name in plane.metadata.names)
-    ]
-    if found:
-        return " + ".join(found)
-    captured = any(name.startswith("stepscope.") for plane in profile.planes for name in plane.metadata.names)
-    return "Python" if captured else ""
-
-
 def _environment(profile: Profile) -> Environment:
     info = profile.info
-    framework = frameworks(profile) or {"kineto": "PyTorch"}.get(profile.format, "")
+    framework = frameworks(profile)
     versions: dict[str, str | int | float] = {
         key: info[key] for key in ("cuda_runtime_version", "cuda_driver_version", "cupti_version", "hip_runtime_version") if key in info
     }

@@ -4,6 +4,7 @@
 - ``tpu/<session>``: TensorBoard's layout, the real TPU XSpace;
 - ``cpu/<session>``: a capture made here by stepscope of a real torch CPU training loop
   (ops, steps, memory);
+- ``cpu_only``: HTA's CPU-only Kineto trace (no device, no memory events);
 - ``broken``: a truncated trace JSON, the run that must fail alone;
 - ``linked``: a symlink to a profile outside the logdir, which must never be served.
 """
@@ -24,6 +25,7 @@ GPU_HOSTS = {
     "v100_resnet_ns_resolution": "kineto/v100_resnet_ns_resolution.pt.trace.json.gz",
     "alexnet_small": "kineto/alexnet_small.pt.trace.json.gz",
 }
+CPU_ONLY_HOST = "cpu_only_rank34"
 TPU_SESSION = "2024_05_01_12_00_00"
 CPU_STEPS = 6
 
@@ -82,6 +84,8 @@ def make_logdir(root: Path) -> Logdir:
     (root / "gpu").mkdir(parents=True)
     for name in GPU_HOSTS.values():
         shutil.copy(shared(name), root / "gpu")
+    (root / "cpu_only").mkdir()
+    shutil.copy(shared(f"kineto/{CPU_ONLY_HOST}.pt.trace.json.gz"), root / "cpu_only")
     tpu = root / "tpu/plugins/profile" / TPU_SESSION
     tpu.mkdir(parents=True)
     shutil.copy(shared("xplane/tpu_v_inference_4chips.xplane.pb"), tpu / "tpu_host.xplane.pb")

@@ -10,6 +10,7 @@ import { doughnutChart } from "../components/charts";
 import { card, note } from "../components/metric";
 import { addressState, findTable, renderTable, withoutColumns, type TableState } from "../components/table";
 import { el } from "../dom";
+import { missingSidesNote, sidesWithOps } from "./applies";
 import { add, grid, opInTraceViewer, twoUp } from "./common";
 import type { PageContext, ToolPage } from "./types";
 
@@ -39,7 +40,15 @@ function pieCard(data: FrameworkOpStats, side: "Host" | "Device", name: string):
 function render(root: HTMLElement, context: PageContext): void {
   const data = context.data as FrameworkOpStats;
   const layout = grid(root);
-  add(layout, twoUp(pieCard(data, "Host", "host_op_types"), pieCard(data, "Device", "device_op_types")));
+  // Only what applies: a side without ops gets no pie, and the page says so in one line.
+  const sides = sidesWithOps(data.rows);
+  const missing = missingSidesNote(data.rows);
+  if (sides.length === 0) {
+    add(layout, card("Framework ops", note(missing, "note", { id: "ops-missing" }), { id: "framework-ops" }, true));
+    return;
+  }
+  const pies = sides.map((side) => pieCard(data, side, `${side.toLowerCase()}_op_types`));
+  add(layout, missing ? note(missing, "note", { id: "ops-missing" }) : null, pies.length === 2 ? twoUp(pies[0]!, pies[1]!) : pies[0]);
 
   const ops = findTable(context.tables, "framework_ops");
   const idle = findTable(context.tables, "idle");

@@ -10,6 +10,7 @@ import { doughnutChart, stackedBarChart } from "../components/charts";
 import { at, card, metric, metrics, note } from "../components/metric";
 import { el } from "../dom";
 import { formatPercent } from "../format";
+import { hasInputEvents } from "./applies";
 import { add, grid, tableCard, twoUp } from "./common";
 import type { PageContext, ToolPage } from "./types";
 
@@ -24,6 +25,13 @@ function render(root: HTMLElement, context: PageContext): void {
   const layout = grid(root);
   const share = data.input_percent;
   const verdict = VERDICT_TEXT[data.verdict] ?? data.verdict;
+  if (!hasInputEvents(data)) {
+    // Only what applies: no input events, so every input figure is 0; the tool's note says
+    // so in one line (and that steps were inferred, where they were) instead of zero charts
+    // and empty tables.
+    add(layout, card("Input-bound summary", note(data.note, "note", { id: "input-note" }), { id: "input-summary", "data-input-events": "none" }, true));
+    return;
+  }
   add(
     layout,
     card(

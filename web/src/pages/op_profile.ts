@@ -15,6 +15,7 @@ import { at, card, metric, metrics, note } from "../components/metric";
 import { treeKey, type VisibleRow } from "../components/tree-keys";
 import { el } from "../dom";
 import { formatValue, rawAttr } from "../format";
+import { hasFlops } from "./applies";
 import { add, grid } from "./common";
 import type { PageContext, ToolPage } from "./types";
 
@@ -88,6 +89,12 @@ function detailsCard(node: OpNode, state: TreeState): HTMLElement {
 function render(root: HTMLElement, context: PageContext): void {
   const data = context.data as OpProfile;
   const layout = grid(root);
+  if (data.root.children.length === 0) {
+    // Only what applies: no ops, no tree; one line instead of an empty tree and zeros.
+    add(layout, card("Op profile", note("No ops in this profile: it holds no PyTorch, TensorFlow or XLA op events, so there is no tree to show.", "note", { id: "no-ops" }), { id: "op-profile-summary" }, true));
+    return;
+  }
+  const flops = hasFlops(data.root);
   const rootPath = nodePath([data.root.name]);
   const key = treeKeyOf(context, data);
   const kept = remembered.get(key);
@@ -110,7 +117,7 @@ function render(root: HTMLElement, context: PageContext): void {
         metric("side", data.side, "Side"),
         metric("root_time_us", at(data.root, "time_us"), "Op time"),
         metric("idle_time_us", at(data, "idle_time_us"), "Idle time"),
-        metric("peak_teraflops_per_second", at(data, "peak_teraflops_per_second"), "Device peak TFLOP/s"),
+        ...(data.peak_teraflops_per_second === null ? [] : [metric("peak_teraflops_per_second", at(data, "peak_teraflops_per_second"), "Device peak TFLOP/s")]),
       ]),
       { id: "op-profile-summary" },
       true,
@@ -240,16 +247,18 @@ function render(root: HTMLElement, context: PageContext): void {
       [
         el("div", { class: "tree-toolbar" }, [
           el("label", { class: "toggle" }, [checkbox, " Exclude idle"]),
-          el("span", { class: "legend" }, [
-            el("span", { class: "swatch", style: `background: ${opColor(0)}` }),
-            " poor FLOPS utilisation ",
-            el("span", { class: "swatch", style: `background: ${opColor(1)}` }),
-            " good ",
-            el("span", { class: "swatch", style: `background: ${opColor(null)}` }),
-            " unknown",
-          ]),
+          flops
+            ? el("span", { class: "legend" }, [
+                el("span", { class: "swatch", style: `background: ${opColor(0)}` }),
+                " poor FLOPS utilisation ",
+                el("span", { class: "swatch", style: `background: ${opColor(1)}` }),
+                " good ",
+                el("span", { class: "swatch", style: `background: ${opColor(null)}` }),
+                " unknown",
+              ])
+            : null,
         ]),
-        data.root.children.length === 0 ? note("No ops in this profile.") : null,
+        flops ? null : note("No FLOP counts in this profile, so no FLOPS utilisation: the bars show time only.", "note", { id: "no-flops" }),
         tree,
       ],
       { id: "op-tree-card" },
