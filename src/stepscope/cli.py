@@ -32,6 +32,7 @@ from stepscope.trace.summary import HostSummary, InfoReport, RunSummary, summari
 from stepscope.trace.writers import save, writer_suffix
 
 EXIT_USAGE = 2
+EXIT_REGRESSION = 1  # stepscope diff: a --fail-if rule failed
 # The longest capture window the CLI accepts (the server's own limit is 10 minutes by default).
 MAX_CAPTURE_MS = 24 * 3600 * 1000
 MAX_DEMO_STEPS = 10_000
@@ -229,6 +230,45 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_diff(args: argparse.Namespace) -> int:
+    """Loads BASE and NEW (each as ``report`` picks its profile), diffs them, renders the
+    diff (and the gate, with rules or as JUnit), and exits 1 when a rule failed."""
+    from stepscope.analysis.diff import RunResults, diff_results
+    from stepscope.analysis.gate import Rule, gate
+    from stepscope.render import render
+
+    rules = [Rule.parse(text) for text in args.fail_if]  # a bad rule fails before any loading
+    if args.output:
+        _check_output(Path(args.output))
+    hosts = [_pick_host(path, args.run, args.host) for path in (args.base, args.new)]
+    runs: list[RunResults] = []
+    with _progress(len(hosts), "loading") as bar:
+        for host in hosts:
+            profile = load(host.path)
+            for warning in profile.info.get("warnings", []):
+                print(f"stepscope: warning: {host.path}: {warning}", file=sys.stderr)
+            runs.append(RunResults.of(profile))
+            bar.update(1)
+    result = diff_results(runs[0], runs[1], str(hosts[0].path), str(hosts[1].path))
+    outcome = gate(rules, result)
+    output = render([result, outcome] if rules or args.format == "junit" else [result], args.format)
+    if args.output:
+        from stepscope.trace.files import atomic_write
+
+        try:
+            atomic_write(Path(args.output), output.encode())
+        except OSError as error:
+            raise _cannot_write(Path(args.output), error) from error
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(output)
+    if outcome.failed:
+        reasons = "; ".join(f"{failed['rule']}: {failed['reason']}" for failed in outcome.failed)
+        print(f"stepscope: regression: {reasons}", file=sys.stderr)
+        return EXIT_REGRESSION
+    return 0
+
+
 def _tool_options(tools: list, given: list[str]) -> dict[str, dict]:
     """``--option NAME=VALUE``s, typed by the registry, per tool: each applies to the chosen
     tools that have it, and one that none of them has is an error."""
@@ -400,6 +440,22 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("--format", choices=("text", "json", "csv"), default="text")
     report.add_argument("--output", help="write to this file instead of standard output")
     report.set_defaults(handler=cmd_report)
+
+    diff = commands.add_parser("diff", help="what changed between two runs, and a regression gate for CI (--fail-if)")
+    diff.add_argument("base", help="the run to compare against: a profile file, a run folder or a log directory")
+    diff.add_argument("new", help="the run to compare, likewise")
+    diff.add_argument("--run", help="the run, when a path holds several (the same for both)")
+    diff.add_argument("--host", help="the host, when a run has several (the same for both)")
+    diff.add_argument(
+        "--fail-if",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="exit 1 when this significant change happened, e.g. 'step_time > +5%%', 'memory_peak > +512MiB', 'input > +1ms' (repeatable)",
+    )
+    diff.add_argument("--format", choices=("text", "json", "csv", "junit"), default="text", help="junit: one testcase per --fail-if rule")
+    diff.add_argument("--output", help="write to this file instead of standard output")
+    diff.set_defaults(handler=cmd_diff)
 
     tools = commands.add_parser("tools", help="the analysis tools, what each answers, and their options")
     tools.add_argument("--format", choices=("text", "json"), default="text")

@@ -1,4 +1,5 @@
-"""Turning tool results into JSON, terminal text and CSV; one registry, no per-tool code.
+"""Turning tool results into JSON, terminal text and CSV (and the gate's JUnit XML, in
+``junit``); one registry, no per-tool code.
 
 JSON is the result's ``to_json()`` form, encoded by ``jsonform`` (NaN, which JSON lacks,
 becomes null).
@@ -17,6 +18,7 @@ from typing import Any
 from stepscope import jsonform
 from stepscope.analysis.registry import ToolResult
 from stepscope.analysis.tables import Table
+from stepscope.render.junit import render_junit
 
 TEXT_ROWS = 25  # rows per table on the terminal; JSON and CSV have them all
 
@@ -93,6 +95,7 @@ RENDERERS: dict[str, Callable[[Sequence[ToolResult]], str]] = {
     "text": render_text,
     "json": render_json,
     "csv": render_csv,
+    "junit": render_junit,
 }
 
 
