@@ -39,7 +39,15 @@ def test_demo_diagnoses_input_bound_then_shows_the_fix(tmp_path):
     assert f"Your program is {before.input_bound} input-bound" in first_report
     # Run 2 reads in parallel workers: a smaller share of the step is input.
     assert after.input_percent < before.input_percent
-    assert result.stdout.rstrip().endswith("== before / after: " + comparison(before, after))
+    assert "\n== before / after: " + comparison(before, after) + "\n" in result.stdout
+
+    # It ends with `stepscope diff` of the two runs: the step-time change is the one each
+    # run's own overview gives (the mean over its steady steps), subtracted.
+    diff_text = result.stdout.split(f"== stepscope diff {before_host.path} {after_host.path}\n")[1]
+    before_mean, after_mean = (run_tool("overview_page", stepscope.load(h.path)).to_json()["step_time_us"]["mean"] for h in (before_host, after_host))
+    step_line = next(line for line in diff_text.splitlines() if line.startswith("step time (us): mean "))
+    assert step_line.startswith(f"step time (us): mean {before_mean:,.1f} -> {after_mean:,.1f} ({100 * (after_mean - before_mean) / before_mean:+.1f}%)")
+    assert "\nstep_time (3 rows)\n" in diff_text and "\nbreakdown (10 rows)\n" in diff_text
 
     # Every sample was read once per run, in the loop (run 1) or in the forked workers
     # (run 2, merged into the profile): steps x batch size `stepscope.data.read` events.

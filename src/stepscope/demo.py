@@ -6,7 +6,8 @@ and augmented in the ``Dataset``; the first run loads batches in the training pr
 (``num_workers=0``), so the loop waits for input most of the step. stepscope profiles a
 few steps, prints the overview (step time, breakdown, the input-bound recommendation),
 then runs again with the recommendation applied (worker processes and prefetching) and
-prints the before/after step time. Last, the dashboard serves both runs.
+prints the before/after step time, then ``stepscope diff`` of the two runs (what changed,
+by how much beyond noise, and where). Last, the dashboard serves both runs.
 
 The storage latency is simulated so that the demo shows the same diagnosis on any
 machine (a laptop with 2 cores or a 64-core server): it is the part that loading in
@@ -148,6 +149,15 @@ def comparison(before: RunFigures, after: RunFigures) -> str:
     )
 
 
+def diff_report(before: RunFigures, after: RunFigures) -> str:
+    """What ``stepscope diff BEFORE AFTER`` prints for the two runs."""
+    from stepscope.analysis.diff import diff
+    from stepscope.render import render
+    from stepscope.trace.readers import load
+
+    return render([diff(load(before.path), load(after.path), str(before.path), str(after.path))], "text")
+
+
 def run_demo(logdir: Path, config: DemoConfig = DemoConfig(), out=print) -> tuple[RunFigures, RunFigures]:
     torch = _import_torch()
     torch.set_num_threads(1)  # the same compute on every machine; the input is what changes
@@ -158,4 +168,6 @@ def run_demo(logdir: Path, config: DemoConfig = DemoConfig(), out=print) -> tupl
     after = figures(RUN_AFTER, train(logdir, RUN_AFTER, config, workers=config.workers_after, prefetch=config.prefetch_after))
     out(after.report)
     out("== before / after: " + comparison(before, after))
+    out(f"== stepscope diff {before.path} {after.path}")
+    out(diff_report(before, after))
     return before, after
