@@ -1,16 +1,20 @@
 """Every code block of the README runs, in order, in one scratch folder, as a user pasting
-them would run them: python blocks as programs, sh blocks line by line. What a block says it
-makes (profiles, reports) is checked after it. The docs cannot rot without this failing."""
+them would run them: python blocks as programs, sh blocks line by line, and a CI workflow's
+(yaml) stepscope steps as sh lines (its other steps need a repository and a network). What a
+block says it makes (profiles, reports) is checked after it. The docs cannot rot without
+this failing."""
 
 from __future__ import annotations
 
 import os
 import re
+import shlex
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -106,12 +110,30 @@ def run_sh(code: str, cwd: Path) -> None:
                 assert len(profiles(cwd / "logs/remote")) == 1
             if "--output" in command:
                 output = cwd / command.split("--output")[1].split()[0]
-                assert output.read_text().startswith("# overview_page.")  # every tool's tables
+                if command.startswith("stepscope diff"):
+                    check_junit(command, output)
+                else:
+                    assert output.read_text().startswith("# overview_page.")  # every tool's tables
+
+
+def check_junit(command: str, output: Path) -> None:
+    """`stepscope diff ... --format junit --output FILE`: one testcase per --fail-if rule."""
+    words = shlex.split(command)
+    rules = [words[i + 1] for i, word in enumerate(words) if word == "--fail-if"]
+    cases = ET.parse(output).getroot().find("testsuite").findall("testcase")
+    assert [case.get("name") for case in cases] == rules
+
+
+def run_workflow(code: str, cwd: Path) -> None:
+    """A GitHub Actions workflow: its `run: stepscope ...` steps, as sh lines."""
+    steps = [match.group(1) for match in re.finditer(r"^\s*- run: (stepscope .*)$", code, re.MULTILINE)]
+    assert steps, "the workflow runs no stepscope command"
+    run_sh("\n".join(steps), cwd)
 
 
 def test_readme_has_code_blocks_of_known_languages():
     assert len(BLOCKS) >= 10
-    assert {language for language, _ in BLOCKS} <= {"python", "sh"}
+    assert {language for language, _ in BLOCKS} <= {"python", "sh", "yaml"}
 
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)), ids=[f"block{i}-{language}" for i, (language, _) in enumerate(BLOCKS)])
@@ -119,6 +141,8 @@ def test_readme_block_runs(index, scratch):
     language, code = BLOCKS[index]
     if language == "python":
         run_python(code, scratch["cwd"], scratch["background"])
+    elif language == "yaml":
+        run_workflow(code, scratch["cwd"])
     else:
         run_sh(code, scratch["cwd"])
 
