@@ -73,6 +73,7 @@ bench: $(STAMP) $(WEB_BUILT) $(CHROMIUM)
 	$(PY) bench/overhead.py
 	$(PY) bench/capture_stop.py
 	$(PY) bench/remote_stop.py
+	$(PY) bench/diff.py
 	$(PY) bench/trace_viewer.py
 	$(PY) bench/trace_viewer_page.py
 

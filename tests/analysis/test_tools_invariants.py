@@ -133,3 +133,15 @@ def test_xspace_device_busy_is_the_union_of_xla_ops(path: Path):
         expected[plane.name] = union_length(intervals)
     overview = run_tool("overview_page", stepscope.load(path)).to_json()
     assert {d["device"]: d["busy_time_ps"] for d in overview["devices"]} == expected
+
+
+def test_kernel_stats_read_the_same_launch_shapes_from_xspace(tmp_path):
+    """kernel_stats reads an XSpace's kernel_details in one column lookup and a Kineto
+    trace's per kernel: the trace and its XSpace conversion give the same rows, and every
+    kernel of this A100 trace records its launch shape (registers per thread > 0)."""
+    source = next(path for path in KINETO_TRACES if path.name.startswith("a100_ddp_cnn"))
+    converted = tmp_path / "a100.xplane.pb"
+    stepscope.save(stepscope.load(source), converted)
+    rows = run_tool("kernel_stats", stepscope.load(source)).to_json()["rows"]
+    assert rows and all(row["registers_per_thread"] > 0 for row in rows)
+    assert run_tool("kernel_stats", stepscope.load(converted)).to_json()["rows"] == rows

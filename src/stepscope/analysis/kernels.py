@@ -23,6 +23,8 @@ import numpy.typing as npt
 from stepscope.analysis.classify import Activity, event_activities
 from stepscope.trace import names
 from stepscope.trace.model import Plane, Profile
+from stepscope.trace.stat_types import StatValue
+from stepscope.trace.stats import TypedStats
 
 _DETAIL = re.compile(r"(\w+):([^\s]+)")
 # Instruction-shape tags cuBLAS / cuDNN / CUTLASS put in the names of kernels that run on
@@ -102,13 +104,27 @@ def sm_count(plane: Plane) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
 
-def _details(plane: Plane, row: int) -> str:
+def _details(plane: Plane, rows: npt.NDArray[np.int64]) -> list[str]:
+    """Each kernel row's ``kernel_details`` text ("" where it has none). An XSpace plane
+    answers in one column lookup (a stats lookup per kernel cost seconds on a 1M-event
+    profile); JSON sources decode their args per event. Some XSpace writers put the stat on
+    the kernel's metadata instead of the event: that is the fallback."""
     meta = plane.metadata
-    metadata_id = int(plane.events.metadata_id[row])
-    details = plane.stats.value(row, names.KERNEL_DETAILS, meta.names[metadata_id], meta.categories[metadata_id])
-    if details is None:  # on the kernel's metadata in some XSpace writers
-        details = next((s.value for s in meta.stats[metadata_id] if s.name == names.KERNEL_DETAILS), "")
-    return str(details)
+    kinds = plane.events.metadata_id[rows].tolist()
+    if isinstance(plane.stats, TypedStats):
+        found, column = plane.stats.column(names.KERNEL_DETAILS)
+        on_event: dict[int, StatValue] = dict(zip(found.tolist(), column))
+        values = [on_event.get(row) for row in rows.tolist()]
+    else:
+        values = [plane.stats.value(row, names.KERNEL_DETAILS, meta.names[kind], meta.categories[kind]) for row, kind in zip(rows.tolist(), kinds)]
+    on_type: dict[int, str] = {}
+    for index, value in enumerate(values):
+        if value is None:
+            kind = kinds[index]
+            if kind not in on_type:
+                on_type[kind] = str(next((s.value for s in meta.stats[kind] if s.name == names.KERNEL_DETAILS), ""))
+            values[index] = on_type[kind]
+    return [str(value) for value in values]
 
 
 def find_kernels(profile: Profile) -> list[DeviceKernels]:
@@ -131,7 +147,7 @@ def find_kernels(profile: Profile) -> list[DeviceKernels]:
                 start_ps=plane.events.start_ps[rows].astype(np.int64),
                 duration_ps=plane.events.duration_ps[rows].astype(np.int64),
                 names=[meta_names[int(i)] for i in plane.events.metadata_id[rows]],
-                configs=[parse_kernel_details(_details(plane, int(row))) for row in rows.tolist()],
+                configs=[parse_kernel_details(text) for text in _details(plane, rows)],
             )
         )
     return found
