@@ -15,6 +15,7 @@ import pytest
 import stepscope
 from stepscope.analysis import run_tool
 from tests.support.framework_loops import JAX_BODY, JAX_IMPORTS, STEPS, TF_BODY, TF_IMPORTS
+from tests.support.framework_loops import edited as _edited
 from tests.support.frameworks import read_xspace_independently, run_framework_script
 
 pytestmark = pytest.mark.framework
@@ -34,14 +35,6 @@ def _xprof_rows(path: Path, tool: str) -> list[dict]:
     table = document[0] if isinstance(document, list) else document
     columns = [column["id"] for column in table["cols"]]
     return [dict(zip(columns, (cell.get("v") for cell in row["c"]))) for row in table["rows"]]
-
-
-def _edited(body: str, *edits: tuple[str, str]) -> str:
-    """The trace tests' loop ``body`` with ``edits`` (old, new) made; each must apply."""
-    for old, new in edits:
-        assert old in body, old
-        body = body.replace(old, new)
-    return body
 
 
 # The TensorFlow loop of the trace tests, taking each batch from a tf.data iterator just

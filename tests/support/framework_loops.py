@@ -8,6 +8,15 @@ profilers wrote; the analysis tests edit a loop and compare the tools with XProf
 
 from __future__ import annotations
 
+
+def edited(body: str, *edits: tuple[str, str]) -> str:
+    """A loop ``body`` with ``edits`` (old, new) made; each must apply."""
+    for old, new in edits:
+        assert old in body, old
+        body = body.replace(old, new)
+    return body
+
+
 # The step numbers the JAX and TF scripts pass; deliberately not 0..n-1, so that a step
 # number cannot be confused with an index.
 STEPS = [10, 11, 12]
