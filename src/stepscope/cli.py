@@ -216,18 +216,22 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"stepscope: warning: {host.path}: {warning}", file=sys.stderr)
     stats = OpStats(profile)  # what the tools share, built once for all of them
     results = [tool.run(stats, **options[tool.name]) for tool in tools]
-    output = render(results, args.format)
-    if args.output:
-        from stepscope.trace.files import atomic_write
-
-        try:
-            atomic_write(output_path, output.encode())
-        except OSError as error:
-            raise _cannot_write(output_path, error) from error
-        print(f"wrote {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(output)
+    _write_output(args.output, render(results, args.format))
     return 0
+
+
+def _write_output(output: str | None, text: str) -> None:
+    """``text`` to the file ``--output`` names (whole or not at all), else to stdout."""
+    if not output:
+        sys.stdout.write(text)
+        return
+    from stepscope.trace.files import atomic_write
+
+    try:
+        atomic_write(Path(output), text.encode())
+    except OSError as error:
+        raise _cannot_write(Path(output), error) from error
+    print(f"wrote {output}", file=sys.stderr)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -251,17 +255,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
             bar.update(1)
     result = diff_results(runs[0], runs[1], str(hosts[0].path), str(hosts[1].path))
     outcome = gate(rules, result)
-    output = render([result, outcome] if rules or args.format == "junit" else [result], args.format)
-    if args.output:
-        from stepscope.trace.files import atomic_write
-
-        try:
-            atomic_write(Path(args.output), output.encode())
-        except OSError as error:
-            raise _cannot_write(Path(args.output), error) from error
-        print(f"wrote {args.output}", file=sys.stderr)
-    else:
-        sys.stdout.write(output)
+    _write_output(args.output, render([result, outcome] if rules or args.format == "junit" else [result], args.format))
     if outcome.failed:
         reasons = "; ".join(f"{failed['rule']}: {failed['reason']}" for failed in outcome.failed)
         print(f"stepscope: regression: {reasons}", file=sys.stderr)
