@@ -3,8 +3,10 @@ meets (``tests.support.dashboard.logdir``), and a ``stepscope serve`` process on
 
 from __future__ import annotations
 
+import playwright.sync_api as playwright_api
 import pytest
 
+from tests.support.dashboard.browser import CHROMIUM, CHROMIUM_ARGS, foreign_requests
 from tests.support.dashboard.logdir import Logdir, make_logdir
 from tests.support.dashboard.server import DashboardServer
 
@@ -19,3 +21,25 @@ def server(logdir: Logdir, tmp_path_factory):
     running = DashboardServer(logdir.root, tmp_path_factory.mktemp("cache"))
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with playwright_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    opened = context.new_page()
+    requested: list[str] = []
+    errors: list[str] = []
+    opened.on("request", lambda request: requested.append(request.url))
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    yield opened
+    context.close()
+    assert foreign_requests(requested) == [], "the page fetched something from outside stepscope"
+    assert errors == [], errors

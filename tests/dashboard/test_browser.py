@@ -14,10 +14,7 @@ import playwright.sync_api as playwright_api
 import pytest
 
 from tests.support.dashboard.browser import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
     SCREENSHOTS,
-    foreign_requests,
     page_url,
 )
 from tests.support.dashboard.logdir import CPU_ONLY_HOST, TPU_SESSION
@@ -29,28 +26,6 @@ GPU = dict(run="gpu", host="v100_resnet_ns_resolution")
 CPU_ONLY = dict(run="cpu_only", host=CPU_ONLY_HOST)
 TPU = dict(run=f"tpu/{TPU_SESSION}", host="tpu_host")
 READY_TIMEOUT_MS = 240_000
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser, server):
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
-    opened = context.new_page()
-    requested: list[str] = []
-    errors: list[str] = []
-    opened.on("request", lambda request: requested.append(request.url))
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    yield opened
-    context.close()
-    assert foreign_requests(requested) == [], "the page fetched something from outside stepscope"
-    assert errors == [], errors
 
 
 def open_tool(page, server, tool: str, **where: str):

@@ -1,0 +1,54 @@
+"""Every tool's page on a GPU, a TPU and a CPU profile, in a real headless Chromium: each
+opens without a page error, shows something (a figure, a table, a chart or a one-line
+notice that says why there is nothing), never an empty table, and is photographed to
+``screenshots/<tool>_<kind>.png`` (the README's pictures are picked from these).
+
+The tool list comes from the server's ``/api/tools``, so a new tool is covered the day it
+registers; the runs are the dashboard fixture's real profiles.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.dashboard.browser import SCREENSHOTS, page_url
+from tests.support.dashboard.logdir import TPU_SESSION
+
+READY_TIMEOUT_MS = 240_000
+KINDS = ("gpu", "tpu", "cpu")
+# What a page shows when it has something to show (figures, tables, charts, the timeline)
+# and the one-line notices it shows instead when it has not.
+CONTENT = "[data-metric], table[data-table] tbody tr, canvas, .note"
+
+
+def where(kind: str, logdir) -> dict[str, str]:
+    return {
+        "gpu": dict(run="gpu", host="v100_resnet_ns_resolution"),
+        "tpu": dict(run=f"tpu/{TPU_SESSION}", host="tpu_host"),
+        "cpu": dict(run=logdir.cpu_run, host=logdir.cpu_host),
+    }[kind]
+
+
+def tool_names(server, place: dict[str, str]) -> list[str]:
+    return [entry["name"] for entry in server.get("/api/tools", **place).json()["tools"]]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_page_shows_what_applies(page, server, logdir, kind):
+    place = where(kind, logdir)
+    names = tool_names(server, place)
+    assert {"overview_page", "trace_viewer", "memory_profile"} <= set(names)
+    for tool in names:
+        page.goto(page_url(server.url, **place, tool=tool))
+        page.wait_for_selector(f'#tool[data-tool="{tool}"][data-state="ready"]', timeout=READY_TIMEOUT_MS)
+        panel = page.locator("#tool")
+        shown = [item for item in panel.locator(CONTENT).all() if item.is_visible()]
+        assert shown, f"{tool} on the {kind} profile shows nothing and says nothing"
+        empty = [
+            table.get_attribute("data-table")
+            for table in panel.locator("table[data-table]").all()
+            if table.is_visible() and table.locator("tbody tr").count() == 0
+        ]
+        assert empty == [], f"{tool} on the {kind} profile shows empty tables: {empty}"
+        SCREENSHOTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"{tool}_{kind}.png"), full_page=True)
