@@ -266,3 +266,30 @@ def test_tpu_device_sections_come_before_the_host_threads():
     planes = [section for section in index.sections if section != "Steps"]  # the Steps track is on top when there are steps
     assert planes[: len(chips)] == chips
     assert planes.index("/host:CPU") == len(chips)
+
+
+def test_kineto_spans_have_no_section_and_every_real_thread_has_its_track():
+    """Kineto's own spans (string pids: the profiler's window and two markers) are kept in
+    the profile but get no section: the timeline's sections and tracks are the trace's
+    real processes and threads, read here from the JSON with the standard library."""
+    path = shared("kineto/alexnet_small.pt.trace.json.gz")
+    raw = read_json(path)["traceEvents"]
+    labels = {e["pid"]: e["args"]["labels"] for e in raw if e.get("ph") == "M" and e.get("name") == "process_labels"}
+    threads = {(e["pid"], e["tid"]): e["args"]["name"].strip() for e in raw if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    counts = Counter((e["pid"], e["tid"]) for e in raw if e.get("ph") in ("X", "i") and isinstance(e["pid"], int))
+    # pid 0 is labelled "GPU 0" (a device plane); the python process (labels "CPU") is the host.
+    section = {pid: "/device:GPU:0" if labels[pid] == "GPU 0" else "/host:CPU" for pid, _ in counts}
+    want = sorted((section[pid], threads[(pid, tid)], count) for (pid, tid), count in counts.items())
+    assert len(want) == 4  # streams 7 and 20, "Device 0" (tid -1, cuda_sync) and the python thread
+
+    profile = load(path)
+    index = build_index(profile)
+    index.validate()
+    assert index.sections == ["/device:GPU:0", "/host:CPU"]
+    assert sorted((t.section, t.name, t.event_count) for t in index.tracks) == want
+    assert index.event_count == sum(counts.values())
+    # The spans stay in the profile (exports and other tools still have them), unreachable here.
+    spans = next(p for p, plane in enumerate(profile.planes) if plane.name == "/host:trace-spans")
+    string_pid_events = [e for e in raw if e.get("ph") in ("X", "i") and isinstance(e["pid"], str)]
+    assert len(profile.planes[spans].events) == len(string_pid_events) == 3
+    assert index.id_of(spans, 0) is None

@@ -23,7 +23,8 @@ Layout, all numpy arrays (``L`` lanes, ``N`` events):
   any slice of a lane is one subtraction), ``name_id`` (N, into ``names``);
 - ``ref_plane``/``ref_row`` (N): the event's plane index and row in the Profile, for the
   details pane (``STEPS_PLANE`` and the step's index for the Steps track); and back,
-  ``plane_offset`` (planes+1) and ``position`` (every plane event's row here).
+  ``plane_offset`` (planes+1) and ``position`` (every plane event's row here, -1 for the
+  events of a plane the timeline does not show: ``layout.HIDDEN_PLANES``).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import numpy as np
 
 from stepscope.trace.model import Profile
 from stepscope.viewer.layout import (
+    HIDDEN_PLANES,
     assign_lanes,
     display_depths,
     lane_order,
@@ -167,7 +169,8 @@ class TraceIndex:
         lo, hi = int(self.plane_offset[plane]), int(self.plane_offset[plane + 1])
         if not 0 <= row < hi - lo:
             return None
-        return int(self.position[lo + row])
+        found = int(self.position[lo + row])
+        return found if found >= 0 else None
 
     def event(self, event_id: int) -> dict[str, Any]:
         """What the index knows about one event: where it is drawn, when, its name."""
@@ -203,7 +206,8 @@ class TraceIndex:
         - within a lane events are sorted by start and do not overlap;
         - keys are sorted across the whole index (one search serves every lane);
         - busy_before is the running sum of durations;
-        - every profile event is in the index once, and ``position`` inverts the refs.
+        - every event of a shown plane is in the index once, no event of a hidden one
+          (``layout.HIDDEN_PLANES``), and ``position`` inverts the refs.
         """
         lane_offset, lane_track = np.asarray(self.lane_offset), np.asarray(self.lane_track)
         if lane_offset[0] != 0 or lane_offset[-1] != self.event_count or np.any(np.diff(lane_offset) < 0):
@@ -222,8 +226,13 @@ class TraceIndex:
         if self.busy_before[0] != 0 or np.any(np.diff(self.busy_before) != self.duration_ps):
             raise ValueError("busy_before is not the running sum of durations")
         real = np.asarray(self.ref_plane) >= 0
-        flat = np.asarray(self.plane_offset)[self.ref_plane[real]] + self.ref_row[real]
-        if len(flat) != len(self.position) or not np.array_equal(self.position[flat], np.flatnonzero(real)):
+        plane_offset = np.asarray(self.plane_offset)
+        flat = plane_offset[self.ref_plane[real]] + self.ref_row[real]
+        shown = [np.arange(plane_offset[p], plane_offset[p + 1]) for p, name in enumerate(self.plane_names) if name not in HIDDEN_PLANES]
+        placed = np.concatenate(shown) if shown else np.zeros(0, dtype=np.int64)
+        if not np.array_equal(np.sort(flat), placed) or not np.array_equal(np.flatnonzero(np.asarray(self.position) >= 0), placed):
+            raise ValueError("the shown planes' events and index rows do not correspond one to one")
+        if not np.array_equal(self.position[flat], np.flatnonzero(real)):
             raise ValueError("profile events and index rows do not correspond one to one")
 
     def tracks_json(self) -> dict[str, Any]:

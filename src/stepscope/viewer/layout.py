@@ -16,6 +16,7 @@ Chrome's viewer draw overlapping slices.
 from __future__ import annotations
 
 import re
+from typing import Final
 
 import numpy as np
 
@@ -24,12 +25,20 @@ from stepscope.trace.model import Plane, Profile
 
 _ORDINAL = re.compile(r"^(.*?)(\d+)$")
 
+# Planes the timeline leaves out. Kineto's own spans (the profiler's recording window
+# "PyTorch Profiler (0)", which is the profile's whole extent, and two zero-length window
+# markers at its very ends) say nothing about the workload: drawn, they were a section of
+# one bar across everything and two tracks that look empty. XProf's trace viewer does not
+# show them either. The profile keeps the plane (other viewers get it on export).
+HIDDEN_PLANES: Final = frozenset({names.TRACE_SPANS_PLANE})
+
 
 def plane_order(profile: Profile) -> list[int]:
-    """Plane indices in display order: devices by kind and ordinal (``/device:GPU:2``
-    before ``/device:GPU:10``), then host planes (``/host:CPU`` first), then the rest.
-    Devices first, as XProf has them: on a TPU host the device tracks would otherwise sit
-    below a hundred host threads."""
+    """Indices of the planes the timeline shows, in display order: devices by kind and
+    ordinal (``/device:GPU:2`` before ``/device:GPU:10``), then host planes (``/host:CPU``
+    first), then the rest; :data:`HIDDEN_PLANES` are left out. Devices first, as XProf
+    has them: on a TPU host the device tracks would otherwise sit below a hundred host
+    threads."""
 
     def key(index: int) -> tuple:
         name = profile.planes[index].name
@@ -42,7 +51,8 @@ def plane_order(profile: Profile) -> list[int]:
             return (1, name != names.HOST_PLANE, name, 0, index)
         return (2, 0, name, 0, index)
 
-    return sorted(range(len(profile.planes)), key=key)
+    shown = [index for index, plane in enumerate(profile.planes) if plane.name not in HIDDEN_PLANES]
+    return sorted(shown, key=key)
 
 
 def overlapping_lines(plane: Plane, depth: np.ndarray, order: np.ndarray) -> np.ndarray:

@@ -15,7 +15,12 @@ import numpy as np
 
 from stepscope.trace.builder import RawPlane, earliest_start, finish_plane
 from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Profile
+from stepscope.trace.names import TRACE_SPANS_PLANE
 from stepscope.trace.stats import EmptyStats
+
+# The planes the timeline does not draw, stated here apart from the viewer's own list:
+# Kineto's own spans (the profiler's window and its two markers), as XProf's viewer.
+NOT_DRAWN = frozenset({TRACE_SPANS_PLANE})
 
 NAMES = ["Alpha", "beta", "GAMMA", "alphabet", "cudaLaunchKernel", "kernel_gemm", "ProfilerStep#1", "ProfilerStep#2", "delta"]
 
@@ -148,6 +153,8 @@ def expected(profile: Profile, start: int, end: int, width: int, name_filter: st
     minimum = -(-(end - start) // width)
     answers: dict[tuple[int, int], TrackAnswer] = defaultdict(TrackAnswer)
     for plane_index, plane in enumerate(profile.planes):
+        if plane.name in NOT_DRAWN:
+            continue
         events = plane.events
         for row in range(len(events)):
             name = plane.event_name(row)
