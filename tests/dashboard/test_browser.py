@@ -915,3 +915,21 @@ def test_trace_viewer_draws_selects_and_searches(page, server):
     canvas.click(position={"x": position["x"], "y": position["y"]})
     details.locator("text=aten::conv2d").first.wait_for()
     shot(page, "trace_viewer_selected")
+
+
+KINETO = dict(run="gpu", host="alexnet_small")
+
+
+def test_a_kineto_run_draws_no_trace_spans_section(page, server):
+    """Kineto's own spans (string pids: the profiler's window, two markers) get no section:
+    the headers drawn are the trace's real processes, read from the JSON here."""
+    raw = read_json(shared("kineto/alexnet_small.pt.trace.json.gz"))["traceEvents"]
+    labels = {e["pid"]: e["args"]["labels"] for e in raw if e.get("ph") == "M" and e.get("name") == "process_labels"}
+    with_events = {e["pid"] for e in raw if e.get("ph") in ("X", "i") and isinstance(e["pid"], int)}
+    # "GPU N" processes are devices (drawn first), the rest the host.
+    want = sorted({f"/device:GPU:{labels[pid].split()[1]}" if labels[pid].startswith("GPU ") else "/host:CPU" for pid in with_events})
+    assert want == ["/device:GPU:0", "/host:CPU"]
+    assert any(isinstance(e.get("pid"), str) for e in raw if e.get("ph") in ("X", "i"))  # the spans are in the file
+    open_tool(page, server, "trace_viewer", **KINETO)
+    page.wait_for_function("() => window.__stepscope.trace.drawn().lanes > 0")
+    assert page.evaluate("() => window.__stepscope.trace.drawn().sections") == want

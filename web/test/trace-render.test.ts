@@ -133,6 +133,11 @@ describe("drawing a frame", () => {
     renderer.draw(scene({ layout: new Layout(info.sections, info.tracks, new Set([host])) }));
     const hostLanes = Array.from(full.laneTrack).filter((track) => info.tracks[track]!.section === host).length;
     expect(renderer.stats.lanes).toBe(full.laneTrack.length - hostLanes);
+    // Its header is still drawn, with every other section's, in the layout's order.
+    expect(renderer.stats.sections).toEqual(info.sections);
+    // Scrolled past everything: no header on screen.
+    renderer.draw(scene({ scrollTop: 10_000 }));
+    expect(renderer.stats.sections).toEqual([]);
   });
 
   it("maps time to x and back", () => {

@@ -8,7 +8,8 @@ import type { TimeRange } from "./timeline";
 
 export interface TraceHooks {
   view(): TimeRange;
-  drawn(): { events: number; runs: number; lanes: number; requests: number };
+  /** What the last frame drew: counts, and the section headers on screen (top to bottom). */
+  drawn(): { events: number; runs: number; lanes: number; sections: string[]; requests: number };
   eventAt(id: number): { x: number; y: number } | null;
   /** Milliseconds each drawn frame took to draw (the newest last; the oldest dropped past 5000). */
   frameTimes: number[];

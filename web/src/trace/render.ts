@@ -69,6 +69,8 @@ export interface DrawnStats {
   events: number;
   runs: number;
   lanes: number;
+  /** The section headers drawn (on screen), top to bottom. */
+  sections: string[];
 }
 
 export function plotWidth(width: number): number {
@@ -86,7 +88,7 @@ export function timeAt(x: number, view: TimeRange, width: number): number {
 }
 
 export class Renderer {
-  readonly stats: DrawnStats = { events: 0, runs: 0, lanes: 0 };
+  readonly stats: DrawnStats = { events: 0, runs: 0, lanes: 0, sections: [] };
   private laneScreen = new Float64Array(64);
   private readonly widths = new Map<string, number>();
   private readonly clipped = new Map<number, string>();
@@ -141,6 +143,7 @@ export class Renderer {
     this.stats.events = 0;
     this.stats.runs = 0;
     this.stats.lanes = 0;
+    this.stats.sections.length = 0;
     const length = scene.view.end_ps - scene.view.start_ps;
     const psPerPx = length / plotWidth(scene.width);
     const step = tickStep(psPerPx);
@@ -185,6 +188,7 @@ export class Renderer {
         ctx.fillStyle = COLORS.separator;
         ctx.fillRect(0, y + row.height - 1, width, 1);
         const header = this.header(row);
+        this.stats.sections.push(row.name);
         ctx.fillStyle = COLORS.sectionText;
         this.setFont(BOLD_FONT);
         ctx.fillText(header.title, 8, y + row.height / 2);

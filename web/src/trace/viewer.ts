@@ -127,8 +127,8 @@ export class TraceViewer implements Intents, FrameClient {
     installHooks(this, {
       view: () => ({ start_ps: Math.round(state.view.start_ps), end_ps: Math.round(state.view.end_ps) }),
       drawn: () => {
-        const { events, runs, lanes } = this.renderer.stats;
-        return { events, runs, lanes, requests: this.scheduler.requests };
+        const { events, runs, lanes, sections } = this.renderer.stats;
+        return { events, runs, lanes, sections: [...sections], requests: this.scheduler.requests };
       },
       eventAt: (id) => state.eventAt(id, this.answer),
       frameTimes: this.loop.frameTimes,
