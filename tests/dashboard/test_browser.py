@@ -933,3 +933,39 @@ def test_a_kineto_run_draws_no_trace_spans_section(page, server):
     open_tool(page, server, "trace_viewer", **KINETO)
     page.wait_for_function("() => window.__stepscope.trace.drawn().lanes > 0")
     assert page.evaluate("() => window.__stepscope.trace.drawn().sections") == want
+
+
+def box(page, selector: str) -> dict:
+    return page.locator(selector).bounding_box()
+
+
+def test_the_toolbar_does_not_move_when_a_measurement_appears(page, server):
+    """The timing readout keeps its room in the toolbar: measuring, measuring again and
+    clearing (Esc) leave every control where it was. A drag half as long measures half."""
+    controls = ["#tv-select", "#tv-timing", "#tv-reset", "#tv-search", "#tv-prev", "#tv-next", "#tv-filter", "#tv-export"]
+    open_tool(page, server, "trace_viewer", **GPU)
+    page.wait_for_function("() => window.__stepscope.trace.drawn().lanes > 0")
+    before = [box(page, selector) for selector in controls]
+    measure = page.locator("#tv-measure")
+    assert not measure.is_visible()
+    page.click("#tv-timing")
+    area = box(page, "#trace-canvas")
+    y = area["y"] + area["height"] / 2
+
+    def drag(from_x: float, to_x: float) -> int:
+        page.mouse.move(area["x"] + from_x, y)
+        page.mouse.down()
+        page.mouse.move(area["x"] + (from_x + to_x) / 2, y)
+        page.mouse.move(area["x"] + to_x, y)
+        page.mouse.up()
+        return int(measure.get_attribute("data-value"))
+
+    long = drag(400, 700)
+    assert measure.is_visible() and measure.inner_text().startswith("Δ ")
+    assert [box(page, selector) for selector in controls] == before
+    short = drag(400, 550)
+    assert short == pytest.approx(long / 2, abs=1)  # times are linear in x: 150 px is half of 300 px
+    assert [box(page, selector) for selector in controls] == before
+    page.keyboard.press("Escape")
+    assert not measure.is_visible() and measure.get_attribute("data-value") is None
+    assert [box(page, selector) for selector in controls] == before

@@ -49,7 +49,8 @@ export function buildPanels(eventCount: number, actions: ToolbarActions): Panels
   const status = el("span", { id: "tv-status", class: "tv-status", "aria-live": "polite" });
   const searchInput = el("input", { id: "tv-search", type: "search", placeholder: "Find events by name", "aria-label": "Find events by name", autocomplete: "off" });
   const searchStatus = el("span", { id: "tv-search-status", class: "tv-search-status", "aria-live": "polite" });
-  const measureOut = el("span", { id: "tv-measure", class: "tv-measure", hidden: true });
+  // Always in the toolbar, its width fixed, shown or not: a measurement appearing moves nothing.
+  const measureOut = el("span", { id: "tv-measure", class: "tv-measure", "data-empty": true });
   const filterBox = el("input", { type: "checkbox", id: "tv-filter" });
   const exportLink = el("a", { id: "tv-export", class: "button-link", download: "", title: "Download the visible range as Chrome trace JSON (opens in Perfetto)" }, "Export this range");
   const toolButtons: Record<Tool, HTMLButtonElement> = {
@@ -108,15 +109,18 @@ export function showTool(panels: Pick<Panels, "canvas" | "toolButtons">, tool: T
   panels.canvas.setAttribute("data-tool", tool);
 }
 
-/** The timing readout: the measured length, hidden without a measurement. */
+/** The timing readout: the measured length; without a measurement the readout keeps its
+ * room in the toolbar, invisible (`data-empty`), so nothing beside it moves. */
 export function showTiming(out: HTMLElement, timing: TimeRange | null): void {
+  out.toggleAttribute("data-empty", !timing);
   if (timing) {
-    out.hidden = false;
-    out.textContent = `Δ ${formatDuration(timing.end_ps - timing.start_ps)}`;
+    const text = `Δ ${formatDuration(timing.end_ps - timing.start_ps)}`;
+    out.textContent = text;
+    out.title = text;
     out.setAttribute("data-value", String(Math.round(timing.end_ps - timing.start_ps)));
   } else {
-    out.hidden = true;
     out.textContent = "";
+    out.removeAttribute("title");
     out.removeAttribute("data-value");
   }
 }
