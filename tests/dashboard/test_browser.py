@@ -969,3 +969,48 @@ def test_the_toolbar_does_not_move_when_a_measurement_appears(page, server):
     page.keyboard.press("Escape")
     assert not measure.is_visible() and measure.get_attribute("data-value") is None
     assert [box(page, selector) for selector in controls] == before
+
+
+def test_dragging_the_splitter_resizes_the_details_pane_and_the_height_is_kept(page, server):
+    """The bar above the details pane: dragged up, the pane grows by the distance and the
+    timeline canvas shrinks by it; the height survives a reload; the arrow keys move it
+    (16 px a press) and Home gives the timeline its least (200 px)."""
+    open_tool(page, server, "trace_viewer", **GPU)
+    page.wait_for_function("() => window.__stepscope.trace.drawn().lanes > 0")
+    splitter = page.locator("#tv-splitter")
+    assert splitter.get_attribute("role") == "separator"
+    pane, canvas = box(page, "#tv-details")["height"], box(page, "#trace-canvas")["height"]
+    assert pane == 190 and splitter.get_attribute("aria-valuenow") == "190"  # the default
+    bar = box(page, "#tv-splitter")
+    x, y = bar["x"] + bar["width"] / 2, bar["y"] + bar["height"] / 2
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x, y - 75)
+    page.mouse.move(x, y - 150)
+    page.mouse.up()
+    assert box(page, "#tv-details")["height"] == 190 + 150
+    assert splitter.get_attribute("aria-valuenow") == "340"
+    # The canvas follows (its ResizeObserver): 150 px shorter, drawn at the new size.
+    page.wait_for_function("h => document.querySelector('#trace-canvas').getBoundingClientRect().height === h", arg=canvas - 150)
+    assert page.evaluate("() => localStorage.getItem('stepscope.trace.detailsHeight')") == "340"
+
+    page.reload()
+    wait_ready(page, "trace_viewer")
+    page.wait_for_function("() => window.__stepscope.trace.drawn().lanes > 0")
+    assert box(page, "#tv-details")["height"] == 340
+    assert page.locator("#tv-splitter").get_attribute("aria-valuenow") == "340"
+    assert box(page, "#trace-canvas")["height"] == canvas - 150
+
+    splitter = page.locator("#tv-splitter")
+    splitter.focus()
+    page.keyboard.press("ArrowDown")
+    assert box(page, "#tv-details")["height"] == 340 - 16 and splitter.get_attribute("aria-valuenow") == "324"
+    page.keyboard.press("ArrowUp")
+    page.keyboard.press("ArrowUp")
+    assert splitter.get_attribute("aria-valuenow") == "356"
+    page.keyboard.press("Home")
+    assert box(page, "#tv-details")["height"] == int(splitter.get_attribute("aria-valuemax"))
+    assert box(page, ".tv-canvas-wrap")["height"] == pytest.approx(200, abs=1)  # the timeline's minimum
+    page.keyboard.press("End")
+    assert box(page, "#tv-details")["height"] == 80 == int(splitter.get_attribute("aria-valuemin"))
+    assert page.evaluate("() => localStorage.getItem('stepscope.trace.detailsHeight')") == "80"

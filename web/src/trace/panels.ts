@@ -32,6 +32,8 @@ export interface Panels {
   wrap: HTMLElement;
   tooltip: HTMLElement;
   details: HTMLElement;
+  /** The bar between the timeline and the details pane that resizes them (splitter.ts). */
+  splitter: HTMLElement;
   status: HTMLElement;
   searchInput: HTMLInputElement;
   searchStatus: HTMLElement;
@@ -46,6 +48,16 @@ export function buildPanels(eventCount: number, actions: ToolbarActions): Panels
   const tooltip = el("div", { id: "tv-tooltip", class: "tv-tooltip", hidden: true });
   const wrap = el("div", { class: "tv-canvas-wrap" }, [canvas, tooltip]);
   const details = el("section", { id: "tv-details", class: "tv-details", "aria-label": "Details", "data-kind": "empty" });
+  const splitter = el("div", {
+    id: "tv-splitter",
+    class: "tv-splitter",
+    role: "separator",
+    tabindex: 0,
+    "aria-orientation": "horizontal",
+    "aria-controls": "tv-details",
+    "aria-label": "Resize the details pane",
+    title: "Drag (or focus and press ↑ / ↓) to resize the details pane",
+  });
   const status = el("span", { id: "tv-status", class: "tv-status", "aria-live": "polite" });
   const searchInput = el("input", { id: "tv-search", type: "search", placeholder: "Find events by name", "aria-label": "Find events by name", autocomplete: "off" });
   const searchStatus = el("span", { id: "tv-search-status", class: "tv-search-status", "aria-live": "polite" });
@@ -71,7 +83,7 @@ export function buildPanels(eventCount: number, actions: ToolbarActions): Panels
     status,
     exportLink,
   ]);
-  const root = el("div", { class: "tv-root", "data-events": eventCount }, [toolbar, wrap, details]);
+  const root = el("div", { class: "tv-root", "data-events": eventCount }, [toolbar, wrap, splitter, details]);
 
   toolButtons.select.addEventListener("click", () => actions.tool("select"));
   toolButtons.timing.addEventListener("click", () => actions.tool("timing"));
@@ -87,7 +99,7 @@ export function buildPanels(eventCount: number, actions: ToolbarActions): Panels
   filterBox.addEventListener("change", () => actions.filterToggled());
   exportLink.addEventListener("pointerdown", () => actions.exporting());
   exportLink.addEventListener("focus", () => actions.exporting());
-  return { root, canvas, wrap, tooltip, details, status, searchInput, searchStatus, measureOut, filterBox, exportLink, toolButtons };
+  return { root, canvas, wrap, tooltip, details, splitter, status, searchInput, searchStatus, measureOut, filterBox, exportLink, toolButtons };
 }
 
 /** The page fills the window below the header; the canvas takes what the bars leave. */

@@ -35,6 +35,7 @@ import { FIND_PARAM } from "../state/url";
 import { loadCollapsed, saveCollapsed } from "./collapsed";
 import { Search } from "./search";
 import { SelectionDetails } from "./selection";
+import { DetailsSplitter } from "./splitter";
 import { sameParams, type QueryParams, type TimeRange } from "./timeline";
 import { UrlSync, viewFromAddress } from "./url_sync";
 import { ViewState, type Tool } from "./view_state";
@@ -67,6 +68,7 @@ export class TraceViewer implements Intents, FrameClient {
   private readonly search: Search;
   private readonly input: InputController;
   private readonly resizeObserver: ResizeObserver;
+  private readonly splitter: DetailsSplitter;
   private answer: Prepared | null = null;
   private isReady = false;
   /** The last data check found no track to ask for (all collapsed, an empty profile). */
@@ -120,9 +122,11 @@ export class TraceViewer implements Intents, FrameClient {
       },
     });
 
+    this.splitter = new DetailsSplitter(this.panels.root, this.panels.wrap, this.panels.splitter, this.panels.details);
+    // The canvas follows its wrap, which the window and the splitter resize.
     this.resizeObserver = new ResizeObserver(() => this.measure());
     this.resizeObserver.observe(this.panels.wrap);
-    fitHeight(this.panels.root);
+    this.fitPage();
     this.measure();
     installHooks(this, {
       view: () => ({ start_ps: Math.round(state.view.start_ps), end_ps: Math.round(state.view.end_ps) }),
@@ -158,6 +162,7 @@ export class TraceViewer implements Intents, FrameClient {
     this.loop.close();
     this.url.close();
     this.resizeObserver.disconnect();
+    this.splitter.close();
     this.input.close();
     removeHooks(this);
   }
@@ -191,7 +196,7 @@ export class TraceViewer implements Intents, FrameClient {
       this.isReady = true;
       this.context.ready();
       // The shell's "Loading…" line above is gone: take the room it leaves.
-      fitHeight(this.panels.root);
+      this.fitPage();
     }
   }
 
@@ -319,6 +324,13 @@ export class TraceViewer implements Intents, FrameClient {
   }
 
   windowResized(): void {
+    this.fitPage();
+  }
+
+  /** The viewer fills the window below the header; the details pane keeps its chosen height
+   * where there is room for it. */
+  private fitPage(): void {
     fitHeight(this.panels.root);
+    this.splitter.fit();
   }
 }
