@@ -23,7 +23,8 @@ import numpy as np
 
 from stepscope.errors import StepscopeError
 
-FORMAT_VERSION = 1
+# 2: the layout leaves hidden planes (Kineto's /host:trace-spans) out of the index.
+FORMAT_VERSION = 2
 MANIFEST = "manifest.json"
 NAMES = "names.json"
 # Array name -> dtype: the index's arrays, which a folder holds exactly.
