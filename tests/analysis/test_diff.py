@@ -60,6 +60,12 @@ def test_a_clearly_slower_run(base, slower):
     (op,) = result.ops
     assert (op["name"], op["status"], op["base_occurrences"], op["new_occurrences"]) == (OP, "changed", 6, 5)
     assert (op["base_total_us"], op["new_total_us"], op["change_us"]) == pytest.approx((50_000, 42_500, -7_500))
+    # The total fell only because the new run has one step fewer. Per step (total over the
+    # run's 6 and 5 steps): 50/6 = 8.333 ms -> 42.5/5 = 8.5 ms, +0.1667 ms, +2.0% (8.5 / 8.333
+    # = 1.02): the same way as the step, and what the verdict names.
+    assert (op["base_per_step_us"], op["new_per_step_us"]) == pytest.approx((50_000 / 6, 8_500))
+    assert op["change_per_step_us"] == pytest.approx(8_500 - 50_000 / 6) and op["change_per_step_percent"] == pytest.approx(2.0)
+    assert result.verdict.endswith(f"; largest op change: {OP} +166.7 us per step.")
     # One CPU allocation each: 1 MiB -> 3 MiB, +200%.
     peak = result.memory_peak
     assert (peak["base_bytes"], peak["new_bytes"], peak["change_bytes"], peak["base_device"]) == (MiB, 3 * MiB, 2 * MiB, "CPU")

@@ -11,7 +11,9 @@ one that each run's pages show:
   interval, and its share of the step;
 - steps side by side: by step number where the runs share numbers (a run resumed at step
   0 again), by order otherwise (two captures at different points of a job);
-- ops, op categories, kernels and memory devices matched by name (``row_changes``);
+- ops, op categories, kernels and memory devices matched by name (``row_changes``), each
+  with its time per step (the run's total over its step count), so runs of different
+  lengths compare;
 - the memory peak: the largest peak allocated of any device (the one the memory page
   opens on) in each run;
 - a verdict in one sentence (``diff_verdict``).
@@ -40,6 +42,7 @@ from stepscope.analysis.row_changes import (
     MemoryDeviceChange,
     OpCategoryChange,
     OpChange,
+    StepCounts,
     kernel_changes,
     memory_changes,
     op_category_changes,
@@ -148,6 +151,10 @@ CHANGE_COLUMNS = (
     Column("new_total_us", "New total (us)"),
     Column("change_us", "Change (us)"),
     Column("change_percent", "Change %"),
+    Column("base_per_step_us", "Base per step (us)"),
+    Column("new_per_step_us", "New per step (us)"),
+    Column("change_per_step_us", "Change per step (us)"),
+    Column("change_per_step_percent", "Change per step %"),
 )
 OP_COLUMNS = (
     Column("host_or_device", "Host/device", "string"),
@@ -188,7 +195,7 @@ class DiffResult(ToolResult):
     breakdown: list[CategoryChange]  # in the breakdown's order
     aligned_by: str  # "number" | "order": how ``steps`` pairs them
     steps: list[StepPair]
-    ops: list[OpChange]  # largest change in total time first
+    ops: list[OpChange]  # largest change per step first
     op_categories: list[OpCategoryChange]
     kernels: list[KernelChange]
     memory: list[MemoryDeviceChange]
@@ -325,8 +332,9 @@ def diff_results(base: RunResults, new: RunResults, base_name: str = "base", new
     times = step_time(base.overview, new.overview)
     categories = breakdown_changes(base.overview, new.overview)
     aligned_by, steps = aligned_steps(base.overview.steps, new.overview.steps)
-    ops = op_changes(base.framework_ops, new.framework_ops)
-    kernels = kernel_changes(base.kernels, new.kernels)
+    counts = StepCounts(len(base.overview.steps), len(new.overview.steps))
+    ops = op_changes(base.framework_ops, new.framework_ops, counts)
+    kernels = kernel_changes(base.kernels, new.kernels, counts)
     return DiffResult(
         base=base_name,
         new=new_name,
@@ -336,7 +344,7 @@ def diff_results(base: RunResults, new: RunResults, base_name: str = "base", new
         aligned_by=aligned_by,
         steps=steps,
         ops=ops,
-        op_categories=op_category_changes(base.framework_ops, new.framework_ops),
+        op_categories=op_category_changes(base.framework_ops, new.framework_ops, counts),
         kernels=kernels,
         memory=memory_changes(base.memory, new.memory),
         memory_peak=memory_peak(base.memory, new.memory),

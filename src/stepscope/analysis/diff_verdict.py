@@ -1,14 +1,15 @@
 """The diff's verdict: one sentence saying how the step changed and what moved it.
 
 "Step -31.2% (12.40 -> 8.53 ms, 95% CI -35.0% to -27.1%): input time fell from 3.96 ms
-to 66.1 us per step; largest kernel change: volta_sgemm_128x64_nn +1.20 ms in total."
+to 66.1 us per step; largest kernel change: volta_sgemm_128x64_nn +1.20 ms per step."
 
 - No significant change (the step time's interval holds 0): it says so, with the
   interval, and stops: explaining noise would invent a cause.
 - Otherwise the step's change, then the breakdown category whose mean time per step
   changed most (among those whose change is not noise), then the kernel whose total time
-  changed most (ops when the profile has no kernels: a CPU run), so the sentence points
-  from "how much" to "where" to "which".
+  changed most per step (ops when the profile has no kernels: a CPU run), so the sentence
+  points from "how much" to "where" to "which". Per step, not in total: runs of different
+  lengths would otherwise name a kernel whose total fell only because it ran fewer steps.
 - Where a run has a single steady-state step the noise cannot be measured; the verdict
   says so instead of giving an interval.
 """
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from stepscope.analysis.row_changes import NEW, VANISHED, KernelChange, OpChange, TimeChange
+from stepscope.analysis.row_changes import NEW, VANISHED, KernelChange, OpChange, TimeChange, change_size
 from stepscope.analysis.step_change import CONFIDENCE, Change
 
 
@@ -47,8 +48,10 @@ def _row(label: str, name: str, row: TimeChange) -> str:
         return f"new {label}: {name} ({duration(row['new_total_us'])} in total)"
     if row["status"] == VANISHED:
         return f"{label} gone: {name} (was {duration(row['base_total_us'])} in total)"
-    sign = "+" if row["change_us"] >= 0 else "-"
-    return f"largest {label} change: {name} {sign}{duration(abs(row['change_us']))} in total"
+    per_step = row["change_per_step_us"]
+    change, unit = (per_step, "per step") if per_step is not None else (row["change_us"], "in total")
+    sign = "+" if change >= 0 else "-"
+    return f"largest {label} change: {name} {sign}{duration(abs(change))} {unit}"
 
 
 def verdict(step: Change, categories: Sequence[tuple[str, Change]], ops: Sequence[OpChange], kernels: Sequence[KernelChange]) -> str:
@@ -62,11 +65,11 @@ def verdict(step: Change, categories: Sequence[tuple[str, Change]], ops: Sequenc
         f"{step['change_percent']:+.1f}%" if step["change_percent"] is not None else f"{'+' if step['change'] > 0 else '-'}{duration(abs(step['change']))}"
     )
     parts = [_category(categories)]
-    moved = [row for row in kernels if row["change_ps"]]
+    moved = [row for row in kernels if change_size(row)]
     if moved:
         parts.append(_row("kernel", moved[0]["name"], moved[0]))
     else:
-        moved_ops = [row for row in ops if row["change_ps"]]
+        moved_ops = [row for row in ops if change_size(row)]
         if moved_ops:
             parts.append(_row("op", moved_ops[0]["name"], moved_ops[0]))
     return f"Step {percent} ({times}, {_interval(step)}): " + "; ".join(parts) + "."

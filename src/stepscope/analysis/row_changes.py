@@ -13,14 +13,20 @@ pages say, subtracted:
 
 Each row says whether the thing is in both runs (``changed`` or ``unchanged``, by its
 total time or peak), only in the new one (``new``) or only in the base (``vanished``).
-Rows are sorted by the size of the change in total time (largest first, either way),
-then by name, so what moved the step is on top.
+Totals are the whole profile's, so when the two runs hold different numbers of steps a
+change in total time can point the other way from the step's change (five steps of an op
+that got slower sum to less than six steps of it before). Each row therefore also gives
+its time per step: the run's total over the run's step count (every step the overview
+found, set-aside ones included, as the totals include them), and rows are sorted by the
+size of the change per step (largest first, either way), then by name, so what moved the
+step is on top. Where a run has no steps, the per-step figures are null and rows sort by
+the change in total time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
-from typing import TypedDict, TypeVar
+from typing import NamedTuple, TypedDict, TypeVar
 
 from stepscope.analysis.framework_op_stats import FrameworkOpStatsResult
 from stepscope.analysis.kernel_stats import KernelStatsResult
@@ -50,6 +56,11 @@ class TimeChange(TypedDict):
     change_us: float
     change_percent: float | None  # null for a new one (no base)
     change_ps: int  # exact: new total - base total
+    # Per step: each run's total over its step count (null where a run has no steps).
+    base_per_step_us: float | None
+    new_per_step_us: float | None
+    change_per_step_us: float | None
+    change_per_step_percent: float | None  # null also for a new one
 
 
 class OpChange(TimeChange):
@@ -91,9 +102,23 @@ def _status(base: Totals | None, new: Totals | None) -> str:
     return UNCHANGED if base["total_ps"] == new["total_ps"] else CHANGED
 
 
-def time_change(base: Totals | None, new: Totals | None) -> TimeChange:
+class StepCounts(NamedTuple):
+    """How many steps each run's totals cover (the per-step divisor; 0: no steps)."""
+
+    base: int
+    new: int
+
+
+NO_STEPS = StepCounts(0, 0)
+
+
+def time_change(base: Totals | None, new: Totals | None, steps: StepCounts = NO_STEPS) -> TimeChange:
     before, after = base or NONE, new or NONE
     change = after["total_ps"] - before["total_ps"]
+    per_step = steps.base > 0 and steps.new > 0
+    base_per_step = ps_to_us(before["total_ps"]) / steps.base if per_step else None
+    new_per_step = ps_to_us(after["total_ps"]) / steps.new if per_step else None
+    per_step_change = new_per_step - base_per_step if new_per_step is not None and base_per_step is not None else None
     return TimeChange(
         status=_status(base, new),
         base_occurrences=before["occurrences"],
@@ -103,6 +128,12 @@ def time_change(base: Totals | None, new: Totals | None) -> TimeChange:
         change_us=ps_to_us(change),
         change_percent=relative(change, before["total_ps"]) if base is not None else None,
         change_ps=change,
+        base_per_step_us=base_per_step,
+        new_per_step_us=new_per_step,
+        change_per_step_us=per_step_change,
+        change_per_step_percent=(
+            relative(per_step_change, base_per_step) if per_step_change is not None and base_per_step is not None and base is not None else None
+        ),
     )
 
 
@@ -126,8 +157,14 @@ def matched(base: dict[Key, Totals], new: dict[Key, Totals]) -> list[tuple[Key, 
 Row = TypeVar("Row", OpChange, OpCategoryChange, KernelChange)
 
 
+def change_size(row: TimeChange) -> float:
+    """How much a row moved the step: its change per step, else in total (us)."""
+    per_step = row["change_per_step_us"]
+    return abs(per_step if per_step is not None else row["change_us"])
+
+
 def by_change(rows: list[Row], name: Callable[[Row], str]) -> list[Row]:
-    return sorted(rows, key=lambda row: (-abs(row["change_ps"]), name(row)))
+    return sorted(rows, key=lambda row: (-change_size(row), name(row)))
 
 
 def _op_totals(result: FrameworkOpStatsResult) -> dict[tuple[str, str, str], Totals]:
@@ -140,13 +177,13 @@ def _op_totals(result: FrameworkOpStatsResult) -> dict[tuple[str, str, str], Tot
     )
 
 
-def op_changes(base: FrameworkOpStatsResult, new: FrameworkOpStatsResult) -> list[OpChange]:
+def op_changes(base: FrameworkOpStatsResult, new: FrameworkOpStatsResult, steps: StepCounts = NO_STEPS) -> list[OpChange]:
     rows: list[OpChange] = []
     for (side, op_type, name), before, after in matched(_op_totals(base), _op_totals(new)):
         base_self, new_self = (before or NONE)["self_ps"], (after or NONE)["self_ps"]
         rows.append(
             OpChange(
-                **time_change(before, after),
+                **time_change(before, after, steps),
                 host_or_device=side,
                 type=op_type,
                 name=name,
@@ -158,25 +195,25 @@ def op_changes(base: FrameworkOpStatsResult, new: FrameworkOpStatsResult) -> lis
     return by_change(rows, lambda row: f"{row['host_or_device']}/{row['type']}/{row['name']}")
 
 
-def op_category_changes(base: FrameworkOpStatsResult, new: FrameworkOpStatsResult) -> list[OpCategoryChange]:
+def op_category_changes(base: FrameworkOpStatsResult, new: FrameworkOpStatsResult, steps: StepCounts = NO_STEPS) -> list[OpCategoryChange]:
     def categories(result: FrameworkOpStatsResult) -> dict[tuple[str, str], Totals]:
         return totals_by(((side, op_type), totals) for (side, op_type, _), totals in _op_totals(result).items())
 
     rows = [
-        OpCategoryChange(**time_change(before, after), host_or_device=side, type=op_type)
+        OpCategoryChange(**time_change(before, after, steps), host_or_device=side, type=op_type)
         for (side, op_type), before, after in matched(categories(base), categories(new))
     ]
     return by_change(rows, lambda row: f"{row['host_or_device']}/{row['type']}")
 
 
-def kernel_changes(base: KernelStatsResult, new: KernelStatsResult) -> list[KernelChange]:
+def kernel_changes(base: KernelStatsResult, new: KernelStatsResult, steps: StepCounts = NO_STEPS) -> list[KernelChange]:
     def kernels(result: KernelStatsResult) -> dict[str, Totals]:
         return totals_by(
             (row["kernel_name"], Totals(occurrences=row["occurrences"], total_ps=row["total_duration_ps"], self_ps=row["total_duration_ps"]))
             for row in result.rows
         )
 
-    rows = [KernelChange(**time_change(before, after), name=name) for name, before, after in matched(kernels(base), kernels(new))]
+    rows = [KernelChange(**time_change(before, after, steps), name=name) for name, before, after in matched(kernels(base), kernels(new))]
     return by_change(rows, lambda row: row["name"])
 
 
