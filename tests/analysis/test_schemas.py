@@ -18,6 +18,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis import Output, run_tool, spec, specs, tool_names
+from stepscope.analysis.diff import diff
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import OptionError
 from stepscope.analysis.schemas import SUFFIX, schema_texts
@@ -154,3 +155,14 @@ def test_the_tools_listing_matches_its_schema():
     answer = {"tools": [entry.to_json() for entry in specs()]}
     jsonschema.Draft202012Validator(schema).validate(answer)
     assert [tool["name"] for tool in answer["tools"]] == [entry.name for entry in specs()]
+
+
+def test_the_diff_json_matches_its_schema(cpu_capture):
+    """The diff is not a registry tool (it takes two runs); its schema sits beside theirs.
+    Two ranks of a real job (ops, kernels, memory, new and vanished rows) and a CPU capture
+    against itself (no kernels, nothing changed)."""
+    base, new = (stepscope.load(shared(f"kineto/recsys_sampled_rank{rank}_of_128.pt.trace.json.gz")) for rank in (0, 1))
+    for result in (diff(base, new), diff(cpu_capture, cpu_capture)):
+        document = json.loads(render_json([result]))["diff"]
+        errors = sorted(_validator("diff").iter_errors(document), key=lambda error: list(error.path))
+        assert not errors, f"{errors[0].message} at {list(errors[0].path)}"

@@ -15,18 +15,23 @@ import sys
 from pathlib import Path
 
 from stepscope.analysis import Output, specs
+from stepscope.analysis.diff import DiffResult
 from stepscope.analysis.registry import ToolsAnswer, json_schema
 from stepscope.trace.files import atomic_write
 
 SUFFIX = ".schema.json"
 # The registry's own answer (GET /api/tools), beside the tools' results.
 TOOLS_ANSWER = "tools"
+# The diff of two runs (GET /api/diff, ``stepscope diff --format json``): not a registry
+# tool, since it takes two runs, so its schema is written here beside theirs.
+DIFF = "diff"
 
 
 def schema_texts() -> dict[str, str]:
-    """File name -> text, for every tool with a JSON result and for the tools listing."""
+    """File name -> text, for every tool with a JSON result, the tools listing and the diff."""
     schemas = {spec.name: spec.schema() for spec in specs(Output.TABLES)}
     schemas[TOOLS_ANSWER] = json_schema(ToolsAnswer, "tools_answer", "GET /api/tools: every tool of the registry, in menu order.")
+    schemas[DIFF] = json_schema(DiffResult, DIFF, "GET /api/diff and stepscope diff --format json: what changed between two runs.")
     return {f"{name}{SUFFIX}": json.dumps(schema, indent=2) + "\n" for name, schema in schemas.items()}
 
 
