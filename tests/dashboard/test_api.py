@@ -343,3 +343,52 @@ def test_capture_from_the_api_makes_a_new_run(server, logdir, tmp_path):
     # 600 ms of the job's 2 ms steps (each a `stepscope.step`, found by its step_num): dozens.
     assert overview["step_source"] == "step_num"
     assert len(overview["steps"]) >= 10
+
+
+def _cli_diff(base: Path, new: Path, *args: str) -> str:
+    """`stepscope diff BASE NEW --format ...` in another process."""
+    command = [sys.executable, "-m", "stepscope.cli", "diff", str(base), str(new), *args]
+    return subprocess.run(command, capture_output=True, text=True, check=True, timeout=300).stdout
+
+
+def test_the_diff_of_two_hosts_is_the_cli_diff(server, logdir):
+    """/api/diff of the gpu run's two hosts (resnet as base, alexnet as new): the JSON of
+    `stepscope diff --format json` on the same two files, but for how each run is named
+    (the API: run/host; the CLI: its path). Tables and CSV (tool=diff) follow it."""
+    params = dict(base_run="gpu", base_host="v100_resnet_ns_resolution", new_run="gpu", new_host="alexnet_small")
+    answer = server.ready("/api/diff", **params)
+    assert answer.status == 200, answer.body[:300]
+    document = answer.json()
+    base_path, new_path = logdir.path("gpu", "v100_resnet_ns_resolution"), logdir.path("gpu", "alexnet_small")
+    cli = json.loads(_cli_diff(base_path, new_path, "--format", "json"))["diff"]
+    assert (document["base"], document["new"]) == ("gpu/v100_resnet_ns_resolution", "gpu/alexnet_small")
+    assert (cli["base"], cli["new"]) == (str(base_path), str(new_path))
+    assert {k: v for k, v in document.items() if k not in ("base", "new")} == {k: v for k, v in cli.items() if k not in ("base", "new")}
+    # The page's tables and CSV: run/host is the new one, base_run/base_host the base.
+    page = dict(run="gpu", host="alexnet_small", tool="diff", base_run="gpu", base_host="v100_resnet_ns_resolution")
+    tables = {table["name"]: table for table in server.ready("/api/tables", **page).json()["tables"]}
+    assert len(tables["kernels"]["rows"]) == len(document["kernels"]) and len(tables["ops"]["rows"]) == len(document["ops"])
+    cli_csv = list(csv.reader(io.StringIO(_cli_diff(base_path, new_path, "--format", "csv"))))
+    rows = list(csv.reader(io.StringIO(server.get("/api/csv", **page, table="kernels").body.decode())))
+    assert rows[0] == [column["key"] for column in tables["kernels"]["columns"]]
+    assert len(rows) == 1 + len(document["kernels"])
+    kernels = [row[0] for row in rows[1:]]
+    assert kernels == [row["name"] for row in document["kernels"]]
+    assert any(kernels[0] in line for line in map(",".join, cli_csv))
+
+
+def test_diff_errors_are_one_line_and_the_server_keeps_serving(server):
+    good = dict(base_run="gpu", base_host="alexnet_small", new_run="gpu", new_host="alexnet_small")
+    for params, status, fragment in (
+        ({**good, "base_run": "nope"}, 404, "no run named 'nope'"),
+        ({**good, "new_host": "nope"}, 404, "run 'gpu' has no host 'nope'"),
+        ({k: v for k, v in good.items() if k != "new_run"}, 400, "give new_run"),
+        ({**good, "base_run": "broken", "base_host": "worker0"}, 422, "broken"),
+    ):
+        answer = server.ready("/api/diff", **params)
+        assert answer.status == status, (params, answer.body[:300])
+        assert list(answer.json()) == ["error"] and "\n" not in answer.json()["error"] and fragment in answer.json()["error"], answer.json()
+    # A host against itself: nothing changed, and the server still answers.
+    same = server.ready("/api/diff", **good).json()
+    assert same["verdict"].startswith("No significant change in step time")
+    assert all(row["change_us"] == 0 for row in same["kernels"])

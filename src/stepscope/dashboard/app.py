@@ -25,11 +25,13 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from stepscope.analysis import spec, specs
+from stepscope.analysis.diff import TOOL as DIFF
 from stepscope.analysis.registry import OptionError
 from stepscope.dashboard import trace_api
 from stepscope.dashboard.analysis_cache import AnalysisCache, Ready
 from stepscope.dashboard.api_errors import ApiError, BadParameter, NotFound
 from stepscope.dashboard.captures import CaptureRequest, Captures
+from stepscope.dashboard.diffs import Diffs
 from stepscope.dashboard.profile_jobs import ProfileJobs
 from stepscope.dashboard.responses import JsonResponse
 from stepscope.dashboard.security import STATE_CHANGING_METHODS, Access, Guard, state_changing
@@ -65,9 +67,33 @@ def _options(tool: str, request: Request) -> dict[str, Any]:
         raise BadParameter(str(error)) from None
 
 
+# The query parameters naming the compare view's two profiles (run, host): the base is
+# base_run/base_host; the new one is run/host in /api/tables and /api/csv (with tool=diff:
+# the page's table component asks for them as for any tool), new_run/new_host in /api/diff.
+BASE = ("base_run", "base_host")
+NEW = ("new_run", "new_host")
+CURRENT = ("run", "host")
+
+
+def _diff_documents(request: Request, new_names: tuple[str, str] = CURRENT) -> tuple[bytes, bytes]:
+    """The diff of base_run/base_host against the ``new_names`` run/host (``diffs``); each
+    profile's analysis must be finished (202 with its progress while either runs)."""
+    dashboard: Dashboard = request.app.state.dashboard
+    labels = []
+    for names in (BASE, new_names):
+        host = dashboard.host(request, names)
+        labels.append(f"{request.query_params[names[0]]}/{host.name}")
+    base, new = analysis_status(request, BASE), analysis_status(request, new_names)
+    diffs: Diffs = request.app.state.diffs
+    return diffs.documents(base, new, labels[0], labels[1])
+
+
 def _documents(request: Request) -> tuple[str, bytes, bytes]:
     """(tool, JSON, tables) of the request: the cached files at the default options, a run
-    with the request's options otherwise (``tool_runs``)."""
+    with the request's options otherwise (``tool_runs``); ``tool=diff`` (the compare
+    view's tables and CSV): the diff of base_run/base_host against run/host."""
+    if request.query_params.get("tool") == DIFF:
+        return DIFF, *_diff_documents(request)
     dashboard: Dashboard = request.app.state.dashboard
     ready, tool = _ready(dashboard, request)
     options = _options(tool, request)
@@ -97,6 +123,15 @@ def api_tools(request: Request) -> Response:
 
 def api_data(request: Request) -> Response:
     return _tool_answer(_documents(request)[1])
+
+
+def api_diff(request: Request) -> Response:
+    """``/api/diff?base_run=&base_host=&new_run=&new_host=``: the diff's JSON, as
+    ``stepscope diff --format json`` gives it (its "diff" value)."""
+    missing = [name for name in (*BASE, *NEW) if not request.query_params.get(name)]
+    if missing:
+        raise BadParameter(f"give {', '.join(missing)}")
+    return _tool_answer(_diff_documents(request, NEW)[0])
 
 
 def api_tables(request: Request) -> Response:
@@ -177,6 +212,7 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
         Route("/api/runs", api_runs),
         Route("/api/tools", api_tools),
         Route("/api/data", api_data),
+        Route("/api/diff", api_diff),
         Route("/api/tables", api_tables),
         Route("/api/csv", api_csv),
         Route("/api/capture", api_capture_start, methods=STATE_CHANGING_METHODS),
@@ -200,5 +236,6 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
     app.state.indexes = trace_api.Indexes()
     app.state.profile_jobs = ProfileJobs()
     app.state.tool_runs = ToolRuns(app.state.profile_jobs)
+    app.state.diffs = Diffs()
     app.state.exports = trace_api.Exports(cache.root.parent / trace_api.EXPORTS_FOLDER)
     return app

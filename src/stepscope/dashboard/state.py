@@ -53,10 +53,13 @@ class Dashboard:
         inside = [host for host in run.hosts if host.path.resolve().is_relative_to(self._root)]
         return Run(run.name, run.path, inside)
 
-    def host(self, request: Request) -> Host:
-        run_name, host_name = request.query_params.get("run"), request.query_params.get("host")
+    def host(self, request: Request, names: tuple[str, str] = ("run", "host")) -> Host:
+        """The request's run and host, given in the query parameters ``names`` (the
+        compare view names two: ``base_run`` and ``base_host`` beside them)."""
+        run_param, host_param = names
+        run_name, host_name = request.query_params.get(run_param), request.query_params.get(host_param)
         if not run_name or not host_name:
-            raise NotFound("give run and host")
+            raise NotFound(f"give {run_param} and {host_param}")
         run = next((run for run in self.runs() if run.name == run_name), None)
         if run is None:
             raise NotFound(f"no run named {run_name!r}")
@@ -77,12 +80,12 @@ def dashboard_tools() -> list[str]:
     return tool_names(None)
 
 
-def analysis_status(request: Request) -> Ready:
-    """The finished analysis of the requested run/host. Raises ``AnalysisPending`` (202
-    with progress) while it runs, ``ProfileFailed`` (422) when the profile cannot be read,
-    ``NotFound`` for an unknown run or host."""
+def analysis_status(request: Request, names: tuple[str, str] = ("run", "host")) -> Ready:
+    """The finished analysis of the requested run/host (``names``: as ``Dashboard.host``).
+    Raises ``AnalysisPending`` (202 with progress) while it runs, ``ProfileFailed`` (422)
+    when the profile cannot be read, ``NotFound`` for an unknown run or host."""
     dashboard: Dashboard = request.app.state.dashboard
-    status = dashboard.cache.status(dashboard.host(request).path)
+    status = dashboard.cache.status(dashboard.host(request, names).path)
     if isinstance(status, Pending):
         raise AnalysisPending(status.progress.to_json())
     if isinstance(status, Failed):
