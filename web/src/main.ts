@@ -17,6 +17,7 @@ import { renderOptions } from "./components/options";
 import { renderProgress } from "./components/progress";
 import { el, replaceChildren } from "./dom";
 import { pageFor } from "./pages";
+import { allHosts, baseLabel, baseOf, baseOptions, baseValue, COMPARE_TOOL, parseBaseValue, pickBase, withCompare } from "./state/compare";
 import { optionsFromParams, sameOptions } from "./state/options";
 import { hostLabels, runLabels } from "./state/names";
 import { buildQuery, keptParams, notFoundNotice, parseQuery, pickHost, pickTool, resolveRunHost, sameSelection, type Wanted } from "./state/url";
@@ -34,6 +35,7 @@ function byId<T extends HTMLElement>(id: string): T {
 const runSelect = byId<HTMLSelectElement>("run-select");
 const hostSelect = byId<HTMLSelectElement>("host-select");
 const toolSelect = byId<HTMLSelectElement>("tool-select");
+const compareSelect = byId<HTMLSelectElement>("compare-select");
 const toolArea = byId<HTMLElement>("tool");
 const statusSlot = byId<HTMLElement>("tool-status");
 const content = byId<HTMLElement>("tool-content");
@@ -72,7 +74,8 @@ async function toolsFor(run: string, host: string): Promise<ToolInfo[]> {
   const key = `${run}\u0000${host}`;
   const known = toolsCache.get(key);
   if (known) return known;
-  const { tools } = await getTools(run, host);
+  // The compare view is the page's own tool (two profiles; the registry's take one).
+  const tools = withCompare((await getTools(run, host)).tools);
   toolsCache.set(key, tools);
   return tools;
 }
@@ -106,7 +109,16 @@ function fillHosts(hosts: string[], selected: string): void {
   fillSelect(hostSelect, hosts, selected, hostLabels(hosts));
 }
 
+/** The "Compare with…" select: no comparison, or any run/host of the logdir as the base. */
+function fillCompare(selection: Selection | null): void {
+  const bases = allHosts(runs);
+  const base = selection?.tool === COMPARE_TOOL ? baseOf(selection.options) : null;
+  fillSelect(compareSelect, ["", ...bases.map(baseValue)], baseValue(base), ["—", ...bases.map((candidate) => baseLabel(runs, candidate))]);
+  compareSelect.disabled = bases.length < 2;
+}
+
 function showSelection(selection: Selection, tools: ToolInfo[]): void {
+  fillCompare(selection);
   const run = runs.find((candidate) => candidate.name === selection.run);
   fillRuns(selection.run);
   fillHosts(run?.hosts ?? [selection.host], selection.host);
@@ -171,7 +183,7 @@ async function applyWanted(wanted: WantedHere, mode: "push" | "replace", force =
     current = null;
     setNotice("");
     toolArea.setAttribute("data-tool", "");
-    for (const select of [runSelect, hostSelect, toolSelect]) fillSelect(select, [], "");
+    for (const select of [runSelect, hostSelect, toolSelect, compareSelect]) fillSelect(select, [], "");
     showError(`No profiles found in ${logdirLabel.textContent || "the log directory"} yet; runs appear here as soon as they are written.`);
     return;
   }
@@ -200,7 +212,17 @@ async function applyWanted(wanted: WantedHere, mode: "push" | "replace", force =
     wanted.tool,
   );
   const info = tools.find((candidate) => candidate.name === tool);
-  const options = wanted.options ?? (wanted.params && tool === wanted.tool ? optionsFromParams(info, wanted.params) : {});
+  let options = wanted.options ?? (wanted.params && tool === wanted.tool ? optionsFromParams(info, wanted.params) : {});
+  if (tool === COMPARE_TOOL) {
+    // Compare needs a base: the one named if it exists, else another host of this run, else another run.
+    const kept = current?.tool === COMPARE_TOOL ? baseOf(current.options) : null;
+    const base = pickBase(runs, runHost, baseOf(options) ?? kept);
+    if (!base) {
+      showError("Compare needs two profiles: this log directory has only one.");
+      return;
+    }
+    options = baseOptions(base);
+  }
   const selection: Selection = { ...runHost, tool, ...(Object.keys(options).length > 0 ? { options } : {}) };
   showSelection(selection, tools);
   // A deep link's missing parts are said until the next choice (a user's selection clears it).
@@ -254,7 +276,8 @@ async function load(selection: Selection): Promise<void> {
     statusSlot.replaceChildren();
     const info = toolInfo(selection);
     const setOptions = (options: Record<string, string>): void => void applyWanted({ ...selection, options }, "push");
-    const bar = info && renderOptions(info, selection.options ?? {}, data, setOptions);
+    // The compare view's options (its base) are set by the "Compare with…" select.
+    const bar = info && info.name !== COMPARE_TOOL && renderOptions(info, selection.options ?? {}, data, setOptions);
     const root = el("div", { id: "tool-page" });
     content.replaceChildren(...(bar ? [bar, root] : [root]));
     page.render(root, { data, tables, selection, setOptions });
@@ -281,6 +304,7 @@ async function refreshRuns(): Promise<void> {
     const run = runs.find((candidate) => candidate.name === current?.run);
     fillRuns(current.run);
     if (run) fillHosts(run.hosts, current.host);
+    fillCompare(current);
   } else if (runs.length > 0) {
     await applyWanted(fromAddress(), "replace");
   }
@@ -325,6 +349,13 @@ hostSelect.addEventListener("change", () => {
 });
 toolSelect.addEventListener("change", () => {
   void applyWanted({ run: current?.run ?? runSelect.value, host: current?.host ?? hostSelect.value, tool: toolSelect.value }, "push");
+});
+compareSelect.addEventListener("change", () => {
+  const base = parseBaseValue(compareSelect.value);
+  const here = { run: current?.run ?? runSelect.value, host: current?.host ?? hostSelect.value };
+  // Leaving the comparison goes back to the overview of the current profile.
+  if (base) void applyWanted({ ...here, tool: COMPARE_TOOL, options: baseOptions(base) }, "push");
+  else void applyWanted({ ...here, tool: current?.tool === COMPARE_TOOL ? undefined : current?.tool }, "push");
 });
 window.addEventListener("popstate", () => {
   void applyWanted(fromAddress(), "replace");

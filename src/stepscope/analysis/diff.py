@@ -110,6 +110,11 @@ class StepPair(TypedDict):
     change_percent: float | None
     base_set_aside: str | None
     new_set_aside: str | None
+    # Where each step lies in its profile, exact (the compare view opens both trace viewers on it).
+    base_start_ps: int | None
+    new_start_ps: int | None
+    base_step_ps: int | None
+    new_step_ps: int | None
 
 
 class MemoryPeak(TypedDict):
@@ -292,6 +297,10 @@ def _pair(base: OverviewStep | None, new: OverviewStep | None) -> StepPair:
         change_percent=relative(new_us - base_us, base_us) if both and base_us is not None and new_us is not None else None,
         base_set_aside=base["set_aside"] if base else None,
         new_set_aside=new["set_aside"] if new else None,
+        base_start_ps=base["start_ps"] if base else None,
+        new_start_ps=new["start_ps"] if new else None,
+        base_step_ps=base["step_time_ps"] if base else None,
+        new_step_ps=new["step_time_ps"] if new else None,
     )
 
 

@@ -227,3 +227,23 @@ export function memoryLineChart(name: string, label: string, data: { datasets: L
 export function resetChartZoom(name: string): void {
   chartRegistry()[name]?.resetZoom();
 }
+
+/** Two runs' step times side by side (us), one bar dataset each: the compare view's chart. */
+export function pairedStepChart(name: string, label: string, data: { labels: string[]; datasets: { label: string; key: string; data: (number | null)[]; backgroundColor: string }[] }): HTMLElement {
+  const { box, canvas } = canvasBox(name, label);
+  register(name, canvas, {
+    type: "bar",
+    data,
+    options: {
+      scales: {
+        x: { title: { display: true, text: "step (base / new)" } },
+        y: { beginAtZero: true, ticks: { callback: usTick }, title: { display: true, text: "step time" } },
+      },
+      plugins: {
+        legend: { position: "bottom", labels: { boxWidth: 12 } },
+        tooltip: { callbacks: { label: (item: TooltipItem<"bar">) => `${item.dataset.label}: ${formatTimeUs(item.parsed.y)}` } },
+      },
+    },
+  });
+  return box;
+}

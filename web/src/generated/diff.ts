@@ -75,12 +75,16 @@ export interface CategoryChange {
  */
 export interface StepPair {
   base_set_aside: string | null;
+  base_start_ps: number | null;
   base_step: number | null;
+  base_step_ps: number | null;
   base_us: number | null;
   change_percent: number | null;
   change_us: number | null;
   new_set_aside: string | null;
+  new_start_ps: number | null;
   new_step: number | null;
+  new_step_ps: number | null;
   new_us: number | null;
 }
 export interface OpChange {

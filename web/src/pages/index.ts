@@ -3,6 +3,7 @@
  * Tools not listed get the generic page, so a server that grows a tool keeps working.
  */
 
+import { diffPage } from "./diff";
 import { frameworkOpStatsPage } from "./framework_op_stats";
 import { genericPage } from "./generic";
 import { inputPipelinePage } from "./input_pipeline_analyzer";
@@ -21,6 +22,7 @@ export const PAGES: Record<string, ToolPage> = {
   op_profile: opProfilePage,
   memory_profile: memoryProfilePage,
   trace_viewer: traceViewerPage,
+  diff: diffPage,
 };
 
 export function pageFor(tool: string): ToolPage {
