@@ -14,6 +14,7 @@ from stepscope.analysis import run_tool
 from stepscope.analysis.breakdown import BREAKDOWN, IDLE
 from stepscope.analysis.diff import BY_NUMBER, BY_ORDER, diff
 from stepscope.analysis.gate import FAILED, NOISE, NOT_RECORDED, PASSED, Rule, RuleError, gate
+from stepscope.analysis.row_changes import KernelChange, StepCounts, Totals, by_change, time_change
 from tests.support.diff_traces import OP, profiler_step_us, scaled_copy, step_trace
 from tests.support.traces import shared
 
@@ -236,3 +237,25 @@ def test_a_scaled_copy_of_a_real_trace(tmp_path):
     assert peak["base_bytes"] and peak["new_bytes"] == 2 * peak["base_bytes"] and peak["change_percent"] == pytest.approx(100.0)
     assert result.verdict.startswith("Step +25.0% (")
     assert math.isclose(np.percentile([s["step_time_us"] for s in base["steps"] if s["set_aside"] is None], 90), result.step_time["p90"]["base"])
+
+
+def test_rows_sort_by_their_change_per_step_not_in_total():
+    """Base: 10 steps; new: 5. Kernel A: 100 ms in total -> 60 ms, so -40 ms in total but
+    10 -> 12 ms per step (+2 ms); kernel B: 10 -> 20 ms in total (+10 ms), 1 -> 4 ms per
+    step (+3 ms). In total A moved most; per step B did, and B is what the step feels."""
+    ms = 10**9  # ps
+    steps = StepCounts(base=10, new=5)
+
+    def kernel(name: str, base_ms: int, new_ms: int) -> KernelChange:
+        before = Totals(occurrences=10, total_ps=base_ms * ms, self_ps=base_ms * ms)
+        after = Totals(occurrences=5, total_ps=new_ms * ms, self_ps=new_ms * ms)
+        return KernelChange(**time_change(before, after, steps), name=name)
+
+    a, b = kernel("A", 100, 60), kernel("B", 10, 20)
+    assert (a["change_us"], a["change_per_step_us"], a["change_per_step_percent"]) == pytest.approx((-40_000, 2_000, 20.0))
+    assert (b["change_us"], b["change_per_step_us"], b["change_per_step_percent"]) == pytest.approx((10_000, 3_000, 300.0))
+    assert [row["name"] for row in by_change([a, b], lambda row: row["name"])] == ["B", "A"]
+    # Without steps in a run there is no per-step figure: rows sort by the total again.
+    a0 = KernelChange(**time_change(Totals(occurrences=1, total_ps=100 * ms, self_ps=0), Totals(occurrences=1, total_ps=60 * ms, self_ps=0)), name="A")
+    b0 = KernelChange(**time_change(Totals(occurrences=1, total_ps=10 * ms, self_ps=0), Totals(occurrences=1, total_ps=20 * ms, self_ps=0)), name="B")
+    assert a0["change_per_step_us"] is None and [row["name"] for row in by_change([a0, b0], lambda row: row["name"])] == ["A", "B"]
