@@ -1067,6 +1067,9 @@ def test_the_compare_view_shows_the_diff_of_two_hosts(page, server, tmp_path):
     link = parse_qs(urlparse(page.locator('#diff-trace-links a[data-trace="base"]').get_attribute("href")).query)
     assert link["host"] == [base["host"]] and link["start_ps"] == [str(pair["base_start_ps"])]
     assert link["end_ps"] == [str(pair["base_start_ps"] + pair["base_step_ps"])]
+    # Neither Kineto trace records memory: one line says so and no empty memory table is shown.
+    assert expected["memory"] == [] and expected["memory_peak"]["base_bytes"] is None
+    assert page.locator('[data-card="memory"]').count() == 0
     shot(page, "compare_gpu")
     # "—" leaves the comparison for the current profile's overview.
     page.select_option("#compare-select", value="")

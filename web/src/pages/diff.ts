@@ -10,6 +10,7 @@
 import type { Diff } from "../generated/diff";
 import { pairedStepChart } from "../components/charts";
 import { card, metrics, metric, note } from "../components/metric";
+import { findTable } from "../components/table";
 import { el } from "../dom";
 import { formatTimeUs } from "../format";
 import { baseOf, firstSteadyPair, intervalText, pairTraceAddresses, signedPercent, stepSeries } from "../state/compare";
@@ -98,7 +99,8 @@ function render(root: HTMLElement, context: PageContext): void {
     tableCard(context, "ops", "Ops (largest change per step first)", { searchable: true }),
     tableCard(context, "op_categories", "Op categories"),
     tableCard(context, "kernels", "Kernels (largest change per step first)", { searchable: true }),
-    tableCard(context, "memory", "Memory devices"),
+    // Without memory events in either run the summary's "not recorded" line says it all.
+    (findTable(context.tables, "memory")?.rows.length ?? 0) > 0 ? tableCard(context, "memory", "Memory devices") : null,
   );
 }
 
