@@ -371,8 +371,11 @@ class TypedStats:
 
     def stats(self, row: int, name: str = "", category: str = "") -> list[Stat]:
         source = row if self._rows is None else self._rows[row]
-        lo = int(np.searchsorted(self._event, source, "left"))
-        hi = int(np.searchsorted(self._event, source, "right"))
+        # The array's own method: np.searchsorted's dispatch costs as much as the search
+        # itself, and this runs once per row where rows are read one by one.
+        event = self._event
+        lo = int(event.searchsorted(source, "left"))
+        hi = int(event.searchsorted(source, "right"))
         if lo == hi:
             return []
         key_names = self._key_names
