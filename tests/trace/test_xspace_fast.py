@@ -78,29 +78,31 @@ def test_shared_xspace_reads_as_protobuf_reads_it(path: Path):
 
 
 @pytest.fixture(scope="module")
-def written_kineto(tmp_path_factory) -> dict[str, Path]:
+def written_kineto(tmp_path_factory) -> dict[str, tuple[stepscope.Profile, Path]]:
+    """Each shared Kineto trace, loaded (read-only here), and the XSpace saved from it."""
     folder = tmp_path_factory.mktemp("written")
     written = {}
     for source in KINETO_TRACES:
         target = folder / (source.name.split(".")[0] + ".xplane.pb")
-        stepscope.save(stepscope.load(source), target)
-        written[source.name] = target
+        original = stepscope.load(source)
+        stepscope.save(original, target)
+        written[source.name] = (original, target)
     return written
 
 
 @pytest.mark.parametrize("source", KINETO_TRACES, ids=lambda p: p.name.split(".")[0])
-def test_xspace_written_from_kineto_reads_as_protobuf_reads_it(source: Path, written_kineto: dict[str, Path]):
-    assert check_same(written_kineto[source.name]) == "loaded"
+def test_xspace_written_from_kineto_reads_as_protobuf_reads_it(source: Path, written_kineto: dict[str, tuple[stepscope.Profile, Path]]):
+    assert check_same(written_kineto[source.name][1]) == "loaded"
 
 
 @pytest.mark.parametrize("source", [*KINETO_TRACES, shared(TPU)], ids=lambda p: p.name.split(".")[0])
-def test_reading_what_stepscope_wrote_gives_the_same_profile(source: Path, written_kineto: dict[str, Path], tmp_path: Path):
+def test_reading_what_stepscope_wrote_gives_the_same_profile(source: Path, written_kineto: dict[str, tuple[stepscope.Profile, Path]], tmp_path: Path):
     """Times to the picosecond, start_ns, lines (with their timestamps), metadata, every
     event's stats (flows are re-derived: compared as arrows), id columns and nesting."""
-    original = stepscope.load(source)
     if source.name in written_kineto:
-        path = written_kineto[source.name]
+        original, path = written_kineto[source.name]
     else:
+        original = stepscope.load(source)
         path = tmp_path / "again.xplane.pb"
         stepscope.save(original, path)
     again = stepscope.load(path)
