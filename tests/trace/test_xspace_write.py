@@ -35,7 +35,6 @@ from stepscope import ProfileFormatError
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane, finish_plane
-from stepscope.trace.crop import crop
 from stepscope.trace.formats.chrome.kineto import translate_args
 from stepscope.trace.formats.xspace.schema import TASK_ENVIRONMENT_INFO
 from stepscope.trace.formats.xspace.write import to_xspace, write_xspace, xspace_chunks
@@ -45,7 +44,7 @@ from stepscope.trace.stat_types import Stat, StatKind
 from stepscope.trace.stats import EmptyStats, JsonStats, TypedStats, plain_translator
 from tests.support.reference.xspace import assert_same_profile
 from tests.support.reference.xspace_write import reference_to_xspace
-from tests.support.traces import ALL_SHARED_TRACES
+from tests.support.traces import ALL_SHARED_TRACES, LARGEST_KINETO, middle_fifth
 from tests.support.xspaces import SETTINGS, handmade_space, xspace
 
 
@@ -126,30 +125,17 @@ def _explain(new: xplane_pb2.XSpace, old: xplane_pb2.XSpace) -> None:
 # --- real profiles ------------------------------------------------------------------------------
 
 
-# The second trip below starts from the XSpace stepscope wrote, read back: whatever the
-# source, that is the same shape (the XSpace reader's typed stats, ref stats, flow stats),
-# taken in full from a100_ddp_cnn (27k events, 4k flows), the TPU trace and the small ones.
-# The two V100 traces, the largest (53k and 45k events), bring their own shapes in the
-# first trip (the 2021 schema; float nanosecond times), which stays in full; their second
-# trip adds none, so it runs on a crop, the middle fifth of their events (10k and 9k events,
-# 1.8k and 351 flows; also a store taken row by row, as an exported range is written).
-SECOND_TRIP_CROPPED = {"v100_resnet50_dataloader4_legacy_schema", "v100_resnet_ns_resolution"}
-
-
-def middle_fifth(profile: Profile) -> Profile:
-    """The events that overlap the time between the 40th and 60th percentile of all starts."""
-    starts = np.concatenate([plane.events.start_ps for plane in profile.planes])
-    low, high = np.quantile(starts, [0.4, 0.6]).astype(np.int64).tolist()
-    return crop(profile, low, high)
-
-
 @pytest.mark.parametrize("path", ALL_SHARED_TRACES, ids=lambda p: p.name.split(".")[0])
 def test_shared_traces_are_written_as_the_per_event_writer_wrote_them(path: Path, tmp_path: Path):
     profile = stepscope.load(path)
     assert check_same_xspace(profile, tmp_path) == "written and read"
     # A second trip, from what stepscope wrote (typed stats read from a file, refs, flows).
+    # Whatever the source, that is one shape, taken in full from a100_ddp_cnn, the TPU trace
+    # and the small ones; the two V100 traces' own shapes (the 2021 schema, float ns times)
+    # are their first trip, in full, so their second runs on a crop (LARGEST_KINETO): 10k
+    # and 9k events, 1.8k and 351 flows, a store taken row by row as an exported range's is.
     again = stepscope.load(tmp_path / "new.xplane.pb")
-    if path.name.split(".")[0] in SECOND_TRIP_CROPPED:
+    if path.name.split(".")[0] in LARGEST_KINETO:
         again = middle_fifth(again)
         assert sum(len(plane.events) for plane in again.planes) > 5_000 and len(again.flows) > 100
     assert check_same_xspace(again, tmp_path) == "written and read"
