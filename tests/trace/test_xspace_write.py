@@ -141,18 +141,26 @@ def test_shared_traces_are_written_as_the_per_event_writer_wrote_them(path: Path
     assert check_same_xspace(again, tmp_path) == "written and read"
 
 
-def test_gzip_and_to_xspace_give_the_same_space(tmp_path: Path):
+@pytest.fixture(scope="module")
+def first_trace() -> tuple[Profile, bytes]:
+    """The first shared trace, loaded, and what the per-event writer writes of it
+    (canonical): the reference of the tests below, computed once (the tests only read it)."""
+    profile = stepscope.load(ALL_SHARED_TRACES[0])
+    return profile, canonical(old_bytes(profile))
+
+
+def test_gzip_and_to_xspace_give_the_same_space(tmp_path: Path, first_trace: tuple[Profile, bytes]):
     """Also: ``write_xspace`` writes exactly ``xspace_chunks``'s bytes, plain or gzipped
     (check_same_xspace takes the new writer's bytes from the file it wrote)."""
-    profile = stepscope.load(ALL_SHARED_TRACES[0])
+    profile, old = first_trace
     chunks = new_bytes(profile)
     path = tmp_path / "host.xplane.pb.gz"
     write_xspace(profile, path)
     assert gzip.decompress(path.read_bytes()) == chunks
-    assert canonical(chunks) == canonical(old_bytes(profile))
+    assert canonical(chunks) == old
     write_xspace(profile, tmp_path / "host.xplane.pb")
     assert (tmp_path / "host.xplane.pb").read_bytes() == chunks
-    assert to_xspace(profile) == reference_to_xspace(profile)
+    assert to_xspace(profile).SerializeToString(deterministic=True) == old  # the same message as the per-event writer's
 
 
 def test_handmade_space(tmp_path: Path):
@@ -420,14 +428,14 @@ class _PlainStore:
         return _PlainStore(self._inner.take(rows))
 
 
-def test_a_store_without_bulk_entries_is_asked_row_by_row(tmp_path: Path):
-    profile = stepscope.load(ALL_SHARED_TRACES[0])
+def test_a_store_without_bulk_entries_is_asked_row_by_row(first_trace: tuple[Profile, bytes]):
+    profile, old = first_trace
     planes = [dataclasses.replace(plane, stats=_PlainStore(plane.stats)) for plane in profile.planes]
     plain = dataclasses.replace(profile, planes=planes)
-    assert canonical(new_bytes(plain)) == canonical(new_bytes(profile)) == canonical(old_bytes(profile))
+    assert canonical(new_bytes(plain)) == canonical(new_bytes(profile)) == old
 
 
-def test_the_writer_runs_as_plain_python_without_numba(tmp_path: Path):
+def test_the_writer_runs_as_plain_python_without_numba(tmp_path: Path, first_trace: tuple[Profile, bytes]):
     """Where numba cannot be installed the encoder runs as Python: the same file."""
     source = ALL_SHARED_TRACES[0]
     script = textwrap.dedent(
@@ -442,4 +450,4 @@ def test_the_writer_runs_as_plain_python_without_numba(tmp_path: Path):
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr
-    assert canonical((tmp_path / "plain.xplane.pb").read_bytes()) == canonical(old_bytes(stepscope.load(source)))
+    assert canonical((tmp_path / "plain.xplane.pb").read_bytes()) == first_trace[1]
