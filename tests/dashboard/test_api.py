@@ -294,10 +294,7 @@ def test_a_new_run_appears_and_shows_progress_without_blocking(server, logdir):
     (logdir.root / "late").mkdir()
     late = logdir.root / "late" / "a100_ddp_cnn_rank0_of_2.pt.trace.json.gz"
     shutil.copy(shared("kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz"), late)
-    deadline = time.monotonic() + 10
-    while not any(run["name"] == "late" for run in server.get("/api/runs").json()["runs"]):
-        assert time.monotonic() < deadline, "the new run never appeared"
-        time.sleep(0.2)
+    server.wait_for_run("late")
     params = dict(run="late", host="a100_ddp_cnn_rank0_of_2", tool="overview_page")
     first = server.get("/api/data", **params)
     assert first.status == 202
@@ -335,10 +332,7 @@ def test_capture_from_the_api_makes_a_new_run(server, logdir, tmp_path):
     assert status["results"] == [{"address": job.address, "ok": True, "host": host, "message": "ok", "attempts": status["results"][0]["attempts"]}]
     session = status["run"]
     assert (logdir.root / "plugins/profile" / session / f"{host}.xplane.pb").is_file()
-    deadline = time.monotonic() + 10
-    while not any(run["name"] == session for run in server.get("/api/runs").json()["runs"]):
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    server.wait_for_run(session)
     overview = server.ready("/api/data", run=session, host=host, tool="overview_page").json()
     # 600 ms of the job's 2 ms steps (each a `stepscope.step`, found by its step_num): dozens.
     assert overview["step_source"] == "step_num"

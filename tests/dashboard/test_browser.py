@@ -7,7 +7,6 @@ test_api compares with `stepscope report`). Screenshots of every page go to scre
 from __future__ import annotations
 
 import shutil
-import time
 from urllib.parse import parse_qs, urlparse
 
 import playwright.sync_api as playwright_api
@@ -154,10 +153,7 @@ def test_overview_gpu_section_says_why_a_figure_is_missing(page, server, logdir)
     (logdir.root / "rocm").mkdir()
     shutil.copy(shared("kineto/mi250_rocm_toy_train.pt.trace.json.gz"), logdir.root / "rocm")
     where = dict(run="rocm", host="mi250_rocm_toy_train")
-    deadline = time.monotonic() + 10
-    while not any(run["name"] == "rocm" for run in server.get("/api/runs").json()["runs"]):
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    server.wait_for_run("rocm")
     (gpu,) = data(server, "overview_page", **where)["gpus"]
     assert gpu["sm_efficiency_percent"] is None and gpu["achieved_occupancy_percent"] is None
     open_tool(page, server, "overview_page", **where)
@@ -869,10 +865,7 @@ def test_a_profile_being_analysed_shows_progress_then_the_tool(page, server, log
     (logdir.root / "fresh").mkdir()
     shutil.copy(shared("kineto/recsys_sampled_rank1_of_128.pt.trace.json.gz"), logdir.root / "fresh")
     where = dict(run="fresh", host="recsys_sampled_rank1_of_128")
-    deadline = time.monotonic() + 10
-    while not any(run["name"] == "fresh" for run in server.get("/api/runs").json()["runs"]):
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
+    server.wait_for_run("fresh")
     page.goto(page_url(server.url, **where, tool="overview_page"))
     progress = page.wait_for_selector("#progress", timeout=30_000)
     assert "%" in progress.inner_text()

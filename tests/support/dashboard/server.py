@@ -76,6 +76,13 @@ class DashboardServer:
                 return answer
             time.sleep(0.2)
 
+    def wait_for_run(self, name: str, timeout_s: float = 10) -> None:
+        """Until the run list holds ``name`` (the server rescans the logdir every second or so)."""
+        deadline = time.monotonic() + timeout_s
+        while not any(run["name"] == name for run in self.get("/api/runs").json()["runs"]):
+            assert time.monotonic() < deadline, f"run {name} never appeared"
+            time.sleep(0.2)
+
     def stop(self) -> None:
         self.process.terminate()
         try:
