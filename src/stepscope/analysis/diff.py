@@ -25,7 +25,7 @@ through the same renderers (``tool`` is "diff").
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, TypedDict, cast
+from typing import ClassVar, TypedDict
 
 import numpy as np
 
@@ -60,23 +60,25 @@ P90 = 90
 
 @dataclass(frozen=True)
 class RunResults:
-    """The tool results of one run that a diff reads."""
+    """The tool results of one run that a diff reads (``TOOLS``: each field's tool)."""
 
     overview: OverviewResult
     framework_ops: FrameworkOpStatsResult
     kernels: KernelStatsResult
     memory: MemoryProfileResult
 
+    TOOLS: ClassVar[dict[str, str]] = {
+        "overview": "overview_page",
+        "framework_ops": "framework_op_stats",
+        "kernels": "kernel_stats",
+        "memory": "memory_profile",
+    }
+
     @classmethod
     def of(cls, source: Profile | OpStats) -> RunResults:
         """Runs the four tools on one ``OpStats`` (what they share is built once)."""
         stats = OpStats.of(source)
-        return cls(
-            overview=cast(OverviewResult, run_tool("overview_page", stats)),
-            framework_ops=cast(FrameworkOpStatsResult, run_tool("framework_op_stats", stats)),
-            kernels=cast(KernelStatsResult, run_tool("kernel_stats", stats)),
-            memory=cast(MemoryProfileResult, run_tool("memory_profile", stats)),
-        )
+        return cls(**{field: run_tool(tool, stats) for field, tool in cls.TOOLS.items()})  # type: ignore[arg-type]
 
 
 class StepTime(TypedDict):

@@ -21,32 +21,24 @@ import msgspec
 
 from stepscope import jsonform
 from stepscope.analysis.diff import RunResults, diff_results
-from stepscope.analysis.framework_op_stats import FrameworkOpStatsResult
-from stepscope.analysis.kernel_stats import KernelStatsResult
-from stepscope.analysis.memory_profile import MemoryProfileResult
-from stepscope.analysis.overview import OverviewResult
+from stepscope.analysis.registry import spec
 from stepscope.dashboard.analysis_cache import Ready
 from stepscope.dashboard.api_errors import ProfileFailed
 from stepscope.dashboard.worker import tables_json
 
 KEPT_DIFFS = 16  # (base, new) answers kept in the server's memory
-# The tool results a diff reads, by RunResults field.
-READS: dict[str, tuple[str, type]] = {
-    "overview": ("overview_page", OverviewResult),
-    "framework_ops": ("framework_op_stats", FrameworkOpStatsResult),
-    "kernels": ("kernel_stats", KernelStatsResult),
-    "memory": ("memory_profile", MemoryProfileResult),
-}
 
 
 def run_results(ready: Ready, label: str) -> RunResults:
     """One host's cached results as typed results; a tool that failed on it (its cached
     JSON is ``{"error": ...}``) makes the diff fail with that reason (422)."""
     results: dict[str, Any] = {}
-    for field, (tool, kind) in READS.items():
+    for field, tool in RunResults.TOOLS.items():
         document = json.loads(ready.tool_file(tool).read_bytes())
         if "error" in document:
             raise ProfileFailed(f"{label}: {document['error']}")
+        kind = spec(tool).result
+        assert kind is not None  # the four are tables tools, with result types
         results[field] = msgspec.convert(document, kind)
     return RunResults(**results)
 
