@@ -13,8 +13,10 @@ import stepscope
 from stepscope.analysis import run_tool
 from stepscope.analysis.breakdown import BREAKDOWN, IDLE
 from stepscope.analysis.diff import BY_NUMBER, BY_ORDER, diff
+from stepscope.analysis.diff_verdict import verdict
 from stepscope.analysis.gate import FAILED, NOISE, NOT_RECORDED, PASSED, Rule, RuleError, gate
 from stepscope.analysis.row_changes import KernelChange, StepCounts, Totals, by_change, time_change
+from stepscope.analysis.step_change import mean_change
 from tests.support.diff_traces import OP, profiler_step_us, scaled_copy, step_trace
 from tests.support.traces import shared
 
@@ -259,3 +261,18 @@ def test_rows_sort_by_their_change_per_step_not_in_total():
     a0 = KernelChange(**time_change(Totals(occurrences=1, total_ps=100 * ms, self_ps=0), Totals(occurrences=1, total_ps=60 * ms, self_ps=0)), name="A")
     b0 = KernelChange(**time_change(Totals(occurrences=1, total_ps=10 * ms, self_ps=0), Totals(occurrences=1, total_ps=20 * ms, self_ps=0)), name="B")
     assert a0["change_per_step_us"] is None and [row["name"] for row in by_change([a0, b0], lambda row: row["name"])] == ["A", "B"]
+
+
+def test_the_verdict_quotes_new_and_vanished_rows_per_step():
+    """A kernel only in the new run (20 ms over its 5 steps: 4 ms per step) and one only in
+    the base (30 ms over its 10 steps: 3 ms per step) are quoted per step, as changed rows
+    are; without steps in a run, in total."""
+    ms = 10**9  # ps
+    steps = StepCounts(base=10, new=5)
+    step = mean_change([10_000, 11_000, 12_000], [14_000, 15_000, 16_000])  # +4 ms, every resample > 0
+    new_kernel = KernelChange(**time_change(None, Totals(occurrences=5, total_ps=20 * ms, self_ps=20 * ms), steps), name="K")
+    gone_kernel = KernelChange(**time_change(Totals(occurrences=10, total_ps=30 * ms, self_ps=30 * ms), None, steps), name="G")
+    assert verdict(step, [], [], [new_kernel]).endswith("; new kernel: K (4.00 ms per step).")
+    assert verdict(step, [], [], [gone_kernel]).endswith("; kernel gone: G (was 3.00 ms per step).")
+    no_steps = KernelChange(**time_change(None, Totals(occurrences=5, total_ps=20 * ms, self_ps=20 * ms)), name="K")
+    assert verdict(step, [], [], [no_steps]).endswith("; new kernel: K (20.00 ms in total).")

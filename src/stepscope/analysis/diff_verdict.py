@@ -43,11 +43,16 @@ def _category(categories: Sequence[tuple[str, Change]]) -> str:
     return f"{name.replace('_', ' ')} time {moved} from {duration(change['base'])} to {duration(change['new'])} per step"
 
 
+def _amount(per_step: float | None, total: float) -> str:
+    """A row's time per step where both runs have steps, else its total."""
+    return f"{duration(per_step)} per step" if per_step is not None else f"{duration(total)} in total"
+
+
 def _row(label: str, name: str, row: TimeChange) -> str:
     if row["status"] == NEW:
-        return f"new {label}: {name} ({duration(row['new_total_us'])} in total)"
+        return f"new {label}: {name} ({_amount(row['new_per_step_us'], row['new_total_us'])})"
     if row["status"] == VANISHED:
-        return f"{label} gone: {name} (was {duration(row['base_total_us'])} in total)"
+        return f"{label} gone: {name} (was {_amount(row['base_per_step_us'], row['base_total_us'])})"
     per_step = row["change_per_step_us"]
     change, unit = (per_step, "per step") if per_step is not None else (row["change_us"], "in total")
     sign = "+" if change >= 0 else "-"
