@@ -11,9 +11,10 @@ of the package's submodules (what ``importlib.import_module`` and the tracer reg
 
       layer                        may import (and itself, and the base)
       cli, demo                    anything
-      dashboard                    viewer, render, analysis, capture, api, trace, its registries
+      dashboard                    viewer, render, analysis, engines, capture, api, trace, its registries
       viewer                       analysis, trace
       render                       analysis, trace
+      engines                      analysis, trace, its registries (they load each rank's file)
       analysis                     trace (the model, not its codecs or registries)
       capture                      trace, its codecs and registries
       api (stepscope/__init__, data, keras: the public names and capture's integrations)
@@ -49,8 +50,9 @@ ALLOWED: dict[str, frozenset[str]] = {
     "render": frozenset({"analysis", "trace"}),
     "viewer": frozenset({"analysis", "trace"}),
     "api": frozenset({"capture", "trace", "trace.registries"}),
-    "dashboard": frozenset({"viewer", "render", "analysis", "capture", "api", "trace", "trace.registries"}),
-    "top": frozenset({"dashboard", "viewer", "render", "analysis", "capture", "api", "trace", "trace.registries", "trace.formats"}),
+    "engines": frozenset({"analysis", "trace", "trace.registries"}),
+    "dashboard": frozenset({"viewer", "render", "analysis", "engines", "capture", "api", "trace", "trace.registries"}),
+    "top": frozenset({"dashboard", "viewer", "render", "analysis", "engines", "capture", "api", "trace", "trace.registries", "trace.formats"}),
 }
 
 

@@ -1,0 +1,112 @@
+"""The map of the distributed analysis: one rank's profile -> its small per-step tables.
+
+A rank's tables are read from that profile's ``OpStats`` (steps, activity unions, the
+step-time breakdown), the intermediate the overview reads, so a rank's step time and
+breakdown here are the ones its overview page shows. What comes back is a few numbers per
+step and per collective call (``RankTables``, picklable), never the events: a worker
+process (or a Ray task) sends back kilobytes, and the driver never holds a rank's events.
+Loading the rank's file and running this on a worker is ``stepscope.engines``' part
+(analysis never reads files).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from stepscope.analysis.breakdown import BREAKDOWN, IDLE
+from stepscope.analysis.classify import Activity
+from stepscope.analysis.distributed.collectives import CollectiveCall, collective_calls
+from stepscope.analysis.opstats import OpStats
+from stepscope.trace.model import Profile
+
+CATEGORIES = (*BREAKDOWN.values(), IDLE)
+COPY_CATEGORIES = (BREAKDOWN[Activity.DEVICE_TO_DEVICE], BREAKDOWN[Activity.HOST_TO_DEVICE], BREAKDOWN[Activity.DEVICE_TO_HOST])
+DISTRIBUTED_INFO = "distributedInfo"  # Kineto's header: backend, rank, world_size
+
+# How a rank's time 0 was put on the UNIX clock (``clock_method``).
+CLOCK_BASE_TIME = "Kineto baseTimeNanoseconds"
+CLOCK_EPOCH = "epoch timestamps"
+CLOCK_XSPACE = "XSpace per-host start"
+CLOCK_RELATIVE = "relative (not on the UNIX clock)"
+
+
+@dataclass(frozen=True)
+class RankStep:
+    number: int
+    start_ns: int  # UNIX epoch ns (or the rank's own clock, see RankTables.clock)
+    step_time_ps: int
+    breakdown: dict[str, int]  # the overview's categories (CATEGORIES), ps; they sum to step_time_ps
+    collective_ps: int  # all collective time in the step, hidden behind compute or not
+    set_aside: bool  # the overview sets it aside (warm-up or one-off outlier)
+
+
+@dataclass(frozen=True)
+class RankTables:
+    """One rank, as the reduce needs it."""
+
+    path: str
+    host: str  # XSpace's host name where the file has one, else the run's name for the file
+    rank: int | None  # distributedInfo.rank, where the trace has it
+    world_size: int | None  # distributedInfo.world_size
+    format: str
+    start_ns: int
+    clock: str  # one of the CLOCK_* methods
+    step_source: str
+    steps: list[RankStep]
+    collectives: list[CollectiveCall]
+    warnings: list[str] = field(default_factory=list)
+
+
+def rank_tables(profile: Profile, host: str) -> RankTables:
+    stats = OpStats(profile)
+    steps, breakdown = stats.steps, stats.breakdown
+    collective = stats.unions[Activity.DEVICE_COLLECTIVES].covered(steps.start_ps, steps.end_ps)
+    kept = stats.set_aside.kept
+    rows = [
+        RankStep(
+            number=int(steps.number[index]),
+            start_ns=profile.start_ns + int(steps.start_ps[index]) // 1000,
+            step_time_ps=int(steps.duration_ps[index]),
+            breakdown={key: int(breakdown[key][index]) for key in CATEGORIES},
+            collective_ps=int(collective[index]),
+            set_aside=not bool(kept[index]),
+        )
+        for index in range(len(steps))
+    ]
+    rank, world_size = _distributed_info(profile.info)
+    return RankTables(
+        path=profile.source,
+        host=profile.host if profile.format == "xspace" and profile.info.get("hostnames") else host,
+        rank=rank,
+        world_size=world_size,
+        format=profile.format,
+        start_ns=profile.start_ns,
+        clock=clock_method(profile),
+        step_source=steps.source,
+        steps=rows,
+        collectives=collective_calls(stats),
+        warnings=[str(warning) for warning in profile.info.get("warnings", [])],
+    )
+
+
+def clock_method(profile: Profile) -> str:
+    """How the profile's ``start_ns`` was found (see the CLOCK_* constants)."""
+    if "clock" in profile.info:  # the Chrome reader's note that timestamps are relative
+        return CLOCK_RELATIVE
+    if profile.format == "xspace":
+        return CLOCK_XSPACE
+    if "baseTimeNanoseconds" in profile.info:
+        return CLOCK_BASE_TIME
+    return CLOCK_EPOCH
+
+
+def _distributed_info(info: dict[str, Any]) -> tuple[int | None, int | None]:
+    value = info.get(DISTRIBUTED_INFO)
+    if not isinstance(value, dict):
+        return None, None
+    return _whole(value.get("rank")), _whole(value.get("world_size"))
+
+
+def _whole(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None

@@ -1,0 +1,219 @@
+"""The reduce of the distributed analysis: every rank's tables -> the distributed view.
+
+Ranks are numbered from Kineto's ``distributedInfo.rank`` when every trace has a distinct
+one, else from a ``rank<N>`` in every file name, else by host name order (the source is
+said in the result). Steps are matched across ranks by step number.
+
+Collective wait: a collective call ends on every rank at about the same time (no rank can
+finish an all-reduce before the last one has joined), so a rank that joined early spends
+the difference waiting inside the kernel. Matching the same call on every rank (same step,
+name and ordinal, ``collectives``), the fastest rank's duration is the transfer itself and
+each rank's duration beyond it is its wait. A rank's wait in a step is the sum over that
+step's matched calls.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from stepscope.analysis.distributed.rank_tables import CATEGORIES, CLOCK_RELATIVE, COPY_CATEGORIES, RankStep, RankTables
+from stepscope.analysis.distributed.result import (
+    DistributedCollective,
+    DistributedRank,
+    DistributedResult,
+    DistributedStep,
+    DistributedStraggler,
+    StragglerRule,
+)
+from stepscope.analysis.distributed.stragglers import DEFAULT_RULE, Rule, late_stage, outliers
+from stepscope.errors import StepscopeError
+
+FROM_DISTRIBUTED_INFO = "distributedInfo"
+FROM_FILE_NAME = "file name"
+FROM_HOST_ORDER = "host order"
+_FILE_RANK = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
+
+COMPUTE = "device_compute"
+EXPOSED_COLLECTIVES = "device_collectives"
+# Straggler signals: a step row -> the value the rule looks at.
+SIGNALS: dict[str, Callable[[DistributedStep], int]] = {
+    "step_time": lambda step: step["step_time_ps"],
+    "collective_wait": lambda step: step["collective_wait_ps"],
+    # The step less its wait for other ranks: in a synchronous job every rank's step ends
+    # together, and the late rank is the one that worked longest before the collective.
+    "work_time": lambda step: step["step_time_ps"] - step["collective_wait_ps"],
+}
+
+
+def assign_ranks(tables: Sequence[RankTables]) -> tuple[list[int], str]:
+    """Each table's rank number and where the numbers came from (see the module docstring)."""
+    given = [table.rank for table in tables]
+    if all(rank is not None for rank in given) and len(set(given)) == len(given):
+        return [int(rank) for rank in given if rank is not None], FROM_DISTRIBUTED_INFO
+    named = [_FILE_RANK.search(table.path.rsplit("/", 1)[-1]) for table in tables]
+    numbers = [int(match.group(1)) for match in named if match]
+    if len(numbers) == len(tables) and len(set(numbers)) == len(numbers):
+        return numbers, FROM_FILE_NAME
+    order = sorted(range(len(tables)), key=lambda index: (tables[index].host, tables[index].path))
+    ranks = [0] * len(tables)
+    for position, index in enumerate(order):
+        ranks[index] = position
+    return ranks, FROM_HOST_ORDER
+
+
+def alignment(tables: Sequence[RankTables]) -> str:
+    relative = [table.host for table in tables if table.clock == CLOCK_RELATIVE]
+    if relative:
+        return f"not aligned: {len(relative)} rank(s) have no UNIX clock ({', '.join(relative[:3])}); steps are matched by number and start offsets are each rank's own"
+    counts: dict[str, int] = defaultdict(int)
+    for table in tables:
+        counts[table.clock] += 1
+    methods = ", ".join(f"{method} ({count} ranks)" for method, count in sorted(counts.items()))
+    return f"on the UNIX epoch, from {methods}"
+
+
+def reduce_ranks(run: str, tables: Sequence[RankTables], failures: Sequence[str] = (), rule: Rule = DEFAULT_RULE) -> DistributedResult:
+    if not tables:
+        raise StepscopeError(f"{run}: no rank could be analysed" + (f" (first: {failures[0]})" if failures else ""))
+    numbers, source = assign_ranks(tables)
+    order = sorted(range(len(tables)), key=lambda index: numbers[index])
+    ranked = [(numbers[index], tables[index]) for index in order]
+    origin_ns = min(table.start_ns for table in tables)
+    waits = _waits(ranked)
+    steps = [_step_row(rank, step, origin_ns, waits[0].get((rank, step.number), 0)) for rank, table in ranked for step in table.steps]
+    world = [table.world_size for table in tables if table.world_size is not None]
+    return DistributedResult(
+        run=run,
+        world_size=max(world) if world else len(tables),
+        rank_source=source,
+        alignment=alignment(tables),
+        rule=StragglerRule(k_sigma=rule.k_sigma, min_excess_fraction=rule.min_excess_fraction, min_ranks=rule.min_ranks),
+        ranks=[_rank_row(rank, table, origin_ns, steps) for rank, table in ranked],
+        steps=steps,
+        stragglers=_stragglers(steps, rule),
+        collectives=_collectives(ranked, waits[1]),
+        warnings=[*failures, *(f"rank {rank}: {warning}" for rank, table in ranked for warning in table.warnings)],
+    )
+
+
+def _waits(ranked: list[tuple[int, RankTables]]) -> tuple[dict[tuple[int, int], int], dict[tuple[int, str], int]]:
+    """Each rank's wait per step and per collective name, over calls matched on 2+ ranks."""
+    calls: dict[tuple[int, str, int], list[tuple[int, int]]] = defaultdict(list)
+    for rank, table in ranked:
+        for call in table.collectives:
+            calls[(call.step, call.name, call.ordinal)].append((rank, call.duration_ps))
+    by_step: dict[tuple[int, int], int] = defaultdict(int)
+    by_name: dict[tuple[int, str], int] = defaultdict(int)
+    for (step, name, _ordinal), found in calls.items():
+        if len(found) < 2:
+            continue
+        fastest = min(duration for _rank, duration in found)
+        for rank, duration in found:
+            by_step[(rank, step)] += duration - fastest
+            by_name[(rank, name)] += duration - fastest
+    return by_step, by_name
+
+
+def _step_row(rank: int, step: RankStep, origin_ns: int, wait_ps: int) -> DistributedStep:
+    parts = step.breakdown
+    return DistributedStep(
+        rank=rank,
+        step=step.number,
+        start_offset_ps=(step.start_ns - origin_ns) * 1000,
+        step_time_ps=step.step_time_ps,
+        compute_ps=parts[COMPUTE],
+        collective_ps=step.collective_ps,
+        exposed_collective_ps=parts[EXPOSED_COLLECTIVES],
+        overlap_ps=step.collective_ps - parts[EXPOSED_COLLECTIVES],
+        memcpy_ps=sum(parts[key] for key in COPY_CATEGORIES),
+        collective_wait_ps=wait_ps,
+        breakdown=dict(parts),
+        set_aside=step.set_aside,
+    )
+
+
+def _rank_row(rank: int, table: RankTables, origin_ns: int, steps: list[DistributedStep]) -> DistributedRank:
+    own = [step for step in steps if step["rank"] == rank]
+    return DistributedRank(
+        rank=rank,
+        host=table.host,
+        source=table.path,
+        format=table.format,
+        clock=table.clock,
+        start_offset_ps=(table.start_ns - origin_ns) * 1000,
+        steps=len(own),
+        step_time_mean_ps=float(np.mean([step["step_time_ps"] for step in own])) if own else 0.0,
+        collective_wait_ps=sum(step["collective_wait_ps"] for step in own),
+        warnings=list(table.warnings),
+    )
+
+
+def _stragglers(steps: list[DistributedStep], rule: Rule) -> list[DistributedStraggler]:
+    by_number: dict[int, list[DistributedStep]] = defaultdict(list)
+    for step in steps:
+        by_number[step["step"]].append(step)
+    found: list[DistributedStraggler] = []
+    for number in sorted(by_number):
+        rows = by_number[number]
+        step_median = float(np.median([row["step_time_ps"] for row in rows]))
+        for signal, value_of in SIGNALS.items():
+            values = np.asarray([value_of(row) for row in rows], dtype=np.int64)
+            for outlier in outliers(values, step_median, rule):
+                row = rows[outlier.position]
+                others = [other["breakdown"] for other in rows if other is not row]
+                stage, stage_excess = late_stage(row["breakdown"], others, CATEGORIES)
+                excess = float(values[outlier.position]) - outlier.median
+                found.append(
+                    DistributedStraggler(
+                        rank=row["rank"],
+                        step=number,
+                        signal=signal,
+                        value_ps=int(values[outlier.position]),
+                        median_ps=outlier.median,
+                        excess_ps=excess,
+                        threshold_ps=outlier.threshold,
+                        excess_percent=100.0 * excess / step_median if step_median > 0 else 0.0,
+                        stage=stage,
+                        stage_excess_ps=stage_excess,
+                    )
+                )
+    return sorted(found, key=lambda row: (-row["excess_percent"], row["step"], row["rank"], row["signal"]))
+
+
+def _collectives(ranked: list[tuple[int, RankTables]], waits: dict[tuple[int, str], int]) -> list[DistributedCollective]:
+    ranks = [rank for rank, _table in ranked]
+    calls: dict[str, dict[int, list[int]]] = defaultdict(lambda: defaultdict(list))
+    sizes: dict[str, list[int]] = defaultdict(list)
+    keys: dict[str, dict[tuple[int, int], int]] = defaultdict(lambda: defaultdict(int))
+    for rank, table in ranked:
+        for call in table.collectives:
+            calls[call.name][rank].append(call.duration_ps)
+            keys[call.name][(call.step, call.ordinal)] += 1
+            if call.bytes is not None:
+                sizes[call.name].append(call.bytes)
+    rows: list[DistributedCollective] = []
+    for name, per_rank in calls.items():
+        wait = {rank: waits.get((rank, name), 0) for rank in ranks}
+        low = min(ranks, key=lambda rank: (wait[rank], rank))
+        high = max(ranks, key=lambda rank: (wait[rank], -rank))
+        rows.append(
+            DistributedCollective(
+                name=name,
+                calls=sum(len(durations) for durations in per_rank.values()),
+                calls_per_rank_max=max(len(durations) for durations in per_rank.values()),
+                bytes=sum(sizes[name]) if sizes[name] else None,
+                time_per_rank_ps=sum(sum(durations) for durations in per_rank.values()) / len(ranks),
+                matched=sum(1 for count in keys[name].values() if count >= 2),
+                wait_mean_ps=float(np.mean(list(wait.values()))),
+                wait_min_ps=wait[low],
+                wait_min_rank=low,
+                wait_max_ps=wait[high],
+                wait_max_rank=high,
+                wait_skew_ps=wait[high] - wait[low],
+            )
+        )
+    return sorted(rows, key=lambda row: (-row["wait_skew_ps"], row["name"]))

@@ -1,0 +1,34 @@
+"""The ``local`` engine: the map in this process (one worker) or on a process pool.
+
+A profile's analysis is Python and numpy under one GIL, so the pool is of processes, not
+threads. Results are put back in task order whatever order the workers finish in, so one
+worker and many give identical results.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+
+from stepscope.engines.tasks import Outcome, RankTask, analyse_rank
+
+# "spawn": a fresh interpreter per worker. Forking a process that may hold threads (the
+# dashboard's server, tqdm's monitor) can deadlock a child on a lock held at fork time.
+START_METHOD = "spawn"
+
+
+def local_engine(tasks: Sequence[RankTask], workers: int, progress: Callable[[], None]) -> list[Outcome]:
+    if workers <= 1 or len(tasks) <= 1:
+        outcomes = []
+        for task in tasks:
+            outcomes.append(analyse_rank(task))
+            progress()
+        return outcomes
+    results: dict[int, Outcome] = {}
+    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=multiprocessing.get_context(START_METHOD)) as pool:
+        futures = {pool.submit(analyse_rank, task): index for index, task in enumerate(tasks)}
+        for future in as_completed(futures):
+            results[futures[future]] = future.result()
+            progress()
+    return [results[index] for index in range(len(tasks))]

@@ -1,0 +1,175 @@
+"""The distributed view (``stepscope.analysis.distributed``): ranks, clocks, the rank x step
+table, stragglers and collective wait, on the real 2-rank recsys run and on runs of 8
+rank-shifted copies of it with injected stragglers. Every expected number is read from the
+trace JSON with the standard library (``tests.support.distributed_runs``)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from stepscope.analysis import run_tool
+from stepscope.analysis.distributed import rank_tables
+from stepscope.analysis.distributed.collectives import collective_name, message_bytes
+from stepscope.analysis.distributed.rank_tables import CATEGORIES, CLOCK_EPOCH
+from stepscope.analysis.distributed.reduce import FROM_DISTRIBUTED_INFO
+from stepscope.analysis.distributed.stragglers import Rule, outliers
+from stepscope.engines import analyse_run
+from stepscope.trace.logdir import discover
+from stepscope.trace.readers import load
+from tests.support.distributed_runs import Stretch, events, host_name, is_nccl_kernel, step_durations_us, step_windows, synthesize
+from tests.support.traces import read_json, shared
+
+RECSYS = [f"kineto/recsys_sampled_rank{rank}_of_128.pt.trace.json.gz" for rank in (0, 1)]
+PS_PER_US = 1_000_000
+RANKS = 8
+SHIFT_US = 1_000
+COMPUTE_STRAGGLER = Stretch(rank=5, step=552, kind="compute", delta_us=100_000)  # 100 ms in a ~620 ms step
+COLLECTIVE_STRAGGLER = Stretch(rank=2, step=551, kind="collective", delta_us=80_000)
+
+
+@pytest.fixture(scope="module")
+def recsys_run(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("recsys")
+    for name in RECSYS:
+        shutil.copy(shared(name), folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory) -> Path:
+    return synthesize(shared(RECSYS[0]), tmp_path_factory.mktemp("ranks") / "run", RANKS, SHIFT_US, (COMPUTE_STRAGGLER, COLLECTIVE_STRAGGLER))
+
+
+def _launched_in_steps(document: dict) -> int:
+    """NCCL kernels whose launching runtime call (same correlation) starts inside a step."""
+    windows = list(step_windows(document).values())
+    launches = {e["args"]["correlation"]: float(e["ts"]) for e in events(document) if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+    count = 0
+    for event in events(document):
+        if is_nccl_kernel(event):
+            when = launches.get(event["args"].get("correlation"), float(event["ts"]))
+            count += any(low <= when < high for low, high in windows)
+    return count
+
+
+def test_recsys_ranks_steps_and_clocks(recsys_run):
+    result = analyse_run(discover(recsys_run)[0], workers=1)
+    documents = [read_json(shared(name)) for name in RECSYS]
+    assert result.rank_source == FROM_DISTRIBUTED_INFO
+    assert [row["rank"] for row in result.ranks] == [doc["distributedInfo"]["rank"] for doc in documents] == [0, 1]
+    assert result.world_size == documents[0]["distributedInfo"]["world_size"] == 128
+    # No baseTimeNanoseconds in these headers: ts are epoch microseconds.
+    assert all("baseTimeNanoseconds" not in doc for doc in documents)
+    assert [row["clock"] for row in result.ranks] == [CLOCK_EPOCH, CLOCK_EPOCH]
+    # A rank's time 0 is its earliest event; rank 1's offset is the difference of the two.
+    earliest = [min(event["ts"] for event in events(doc) if "ts" in event) for doc in documents]
+    assert [row["start_offset_ps"] for row in result.ranks] == [0, (earliest[1] - earliest[0]) * PS_PER_US]
+    for rank, document in enumerate(documents):
+        expected = step_durations_us(document)
+        rows = [row for row in result.steps if row["rank"] == rank]
+        assert {row["step"]: row["step_time_ps"] for row in rows} == {number: round(dur * PS_PER_US) for number, dur in expected.items()}
+        windows = step_windows(document)
+        for row in rows:
+            assert row["start_offset_ps"] == round((windows[row["step"]][0] - earliest[0]) * PS_PER_US)
+            assert sum(row["breakdown"].values()) == row["step_time_ps"]
+            assert row["overlap_ps"] == row["collective_ps"] - row["exposed_collective_ps"] >= 0
+    calls = {name: row["calls"] for name, row in ((row["name"], row) for row in result.collectives)}
+    assert sum(calls.values()) == sum(_launched_in_steps(doc) for doc in documents) == 20
+    # Two ranks cannot outvote each other: no straggler with fewer than MIN_RANKS.
+    assert result.stragglers == []
+
+
+def test_rank_tables_agree_with_the_overview():
+    """compute and exposed collectives are the overview's own breakdown of the same steps."""
+    profile = load(shared(RECSYS[1]))
+    tables = rank_tables(profile, "rank1")
+    overview = run_tool("overview_page", profile).to_json()
+    for step, row in zip(tables.steps, overview["steps"], strict=True):
+        assert step.number == row["step"]
+        assert step.step_time_ps == row["step_time_ps"]
+        assert {key: step.breakdown[key] for key in CATEGORIES} == {key: row["breakdown"][f"{key}_ps"] for key in CATEGORIES}
+
+
+def test_synthesized_run_names_the_stragglers(synthesized):
+    result = analyse_run(discover(synthesized)[0], workers=1)
+    base = read_json(shared(RECSYS[0]))
+    steps = step_durations_us(base)
+    assert result.rank_source == FROM_DISTRIBUTED_INFO and result.world_size == RANKS
+    assert [row["rank"] for row in result.ranks] == list(range(RANKS))
+    assert [row["host"] for row in result.ranks] == [host_name(rank, RANKS) for rank in range(RANKS)]
+    assert [row["start_offset_ps"] for row in result.ranks] == [rank * SHIFT_US * PS_PER_US for rank in range(RANKS)]
+    stretched = {(change.rank, change.step): change.delta_us for change in (COMPUTE_STRAGGLER, COLLECTIVE_STRAGGLER)}
+    for row in result.steps:
+        expected_us = steps[row["step"]] + stretched.get((row["rank"], row["step"]), 0)
+        assert row["step_time_ps"] == round(expected_us * PS_PER_US)
+    # The compute straggler: its step and its work before waiting are 100 ms over the
+    # median (the 7 other ranks' identical step), all of it device compute. The collective
+    # straggler: its step and its wait are 80 ms over (the 7 others wait 0 in matched
+    # calls), all of it exposed collective time; its work time is the others'.
+    found = {(row["rank"], row["step"], row["signal"]): row for row in result.stragglers}
+    compute_ps = COMPUTE_STRAGGLER.delta_us * PS_PER_US
+    collective_ps = COLLECTIVE_STRAGGLER.delta_us * PS_PER_US
+    assert set(found) == {(5, 552, "step_time"), (5, 552, "work_time"), (2, 551, "step_time"), (2, 551, "collective_wait")}
+    for key, delta, stage in (
+        ((5, 552, "step_time"), compute_ps, "device_compute"),
+        ((5, 552, "work_time"), compute_ps, "device_compute"),
+        ((2, 551, "step_time"), collective_ps, "device_collectives"),
+        ((2, 551, "collective_wait"), collective_ps, "device_collectives"),
+    ):
+        row = found[key]
+        assert row["excess_ps"] == delta and row["stage"] == stage and row["stage_excess_ps"] == delta
+        assert row["excess_percent"] == pytest.approx(100 * delta / (steps[key[1]] * PS_PER_US))
+    assert result.stragglers[0]["rank"] == 5  # 100 ms is the larger share of its step
+    # Collective wait: the stretched call is the only one any rank waits beyond the fastest.
+    waits = {(row["rank"], row["step"]): row["collective_wait_ps"] for row in result.steps}
+    assert waits[(2, 551)] == collective_ps and sum(waits.values()) == collective_ps
+    (send_recv,) = result.collectives
+    per_rank = _launched_in_steps(base)
+    assert (send_recv["name"], send_recv["calls"], send_recv["calls_per_rank_max"], send_recv["matched"]) == ("SendRecv", RANKS * per_rank, per_rank, per_rank)
+    assert (send_recv["wait_max_rank"], send_recv["wait_max_ps"], send_recv["wait_min_ps"], send_recv["wait_skew_ps"]) == (2, collective_ps, 0, collective_ps)
+    assert send_recv["bytes"] is None  # these kernels carry no message size
+
+
+def test_rule_median_and_mad():
+    # values 10, 10, 11, 10, 30: median 10, |deviations| 0, 0, 1, 0, 20 -> MAD 0, sigma 0;
+    # the floor is 5% of a 100 ps median step = 5 ps: only 30 (20 over) passes.
+    (found,) = outliers([10, 10, 11, 10, 30], 100.0, Rule())
+    assert (found.position, found.median, found.threshold) == (4, 10.0, 5.0)
+    # spread 10, 20, 30, 40, 100: median 30, deviations 20, 10, 0, 10, 70 -> MAD 10,
+    # sigma 14.826, 3 sigma 44.478 > floor 1.5: only 100 (70 over) passes.
+    (found,) = outliers([10, 20, 30, 40, 100], 30.0, Rule())
+    assert found.position == 4 and found.threshold == pytest.approx(3 * 1.4826 * 10)
+    assert outliers([10, 100], 10.0, Rule()) == []  # two ranks: never
+
+
+def test_collective_names_and_bytes():
+    assert collective_name("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", None) == "AllReduce"
+    assert collective_name("ncclDevKernel_SendRecv(ncclDevComm*)", None) == "SendRecv"
+    assert collective_name("ncclKernel_Broadcast_RING_LL_Sum_int8_t(x)", "broadcast") == "broadcast"
+    assert collective_name("all-reduce.3", None) == "all-reduce"
+    assert message_bytes(6637568, "Float") == 6637568 * 4
+    assert message_bytes(53, "Long") == 53 * 8
+    assert message_bytes(None, "Float") is None and message_bytes(3, "Unknown") is None
+
+
+def test_a100_collectives_have_bytes():
+    """The A100 trace's NCCL kernels carry Collective name, In msg nelems and dtype: bytes
+    per name are the sum of nelems x dtype size over the kernels launched inside a step."""
+    document = read_json(shared("kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz"))
+    tables = rank_tables(load(shared("kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz")), "a100")
+    windows = list(step_windows(document).values())
+    launches = {e["args"]["correlation"]: float(e["ts"]) for e in events(document) if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+    sizes = {"Float": 4, "Long": 8}
+    expected: dict[str, int] = {}
+    for event in events(document):
+        if is_nccl_kernel(event) and any(low <= launches[event["args"]["correlation"]] < high for low, high in windows):
+            args = event["args"]
+            expected[args["Collective name"]] = expected.get(args["Collective name"], 0) + args["In msg nelems"] * sizes[args["dtype"]]
+    found: dict[str, int] = {}
+    for call in tables.collectives:
+        assert call.bytes is not None
+        found[call.name] = found.get(call.name, 0) + call.bytes
+    assert found == expected and expected
