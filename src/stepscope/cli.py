@@ -263,6 +263,25 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_distributed(args: argparse.Namespace) -> int:
+    """The distributed view of one run: every host file a rank, mapped on ``--engine`` (a
+    progress bar per finished rank), reduced here, rendered like a report."""
+    from stepscope.engines import analyse_run, default_workers, engine
+    from stepscope.render import render
+
+    engine(args.engine)  # an unknown engine fails before any work
+    if args.output:
+        _check_output(Path(args.output))
+    run = _pick_run(args.path, args.run)
+    workers = args.workers or default_workers(len(run.hosts))
+    with tqdm(total=len(run.hosts), desc="ranks", unit="rank", disable=None, leave=False, file=sys.stderr) as bar:
+        result = analyse_run(run, args.engine, workers, lambda: bar.update(1))
+    for warning in result.warnings:
+        print(f"stepscope: warning: {warning}", file=sys.stderr)
+    _write_output(args.output, render([result], args.format))
+    return 0
+
+
 def _tool_options(tools: list, given: list[str]) -> dict[str, dict]:
     """``--option NAME=VALUE``s, typed by the registry, per tool: each applies to the chosen
     tools that have it, and one that none of them has is an error."""
@@ -297,15 +316,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
 
 def _pick_host(path: str, run_name: str | None, host_name: str | None):
     """The one profile a report is about: by --run / --host, or the only one there is."""
-    all_runs = _discover(path)
-    runs = all_runs
-    if run_name is not None:
-        runs = [run for run in runs if run.name == run_name]
-        if not runs:
-            raise StepscopeError(f"{path}: no run named {run_name!r} (runs: {_listed(run.name for run in all_runs)})")
-    elif len(runs) > 1:
-        raise StepscopeError(f"{path}: holds {len(runs)} runs; choose one with --run ({_listed(run.name for run in runs)})")
-    run = runs[0]
+    run = _pick_run(path, run_name)
     if host_name is not None:
         host = run.host(host_name)
         if host is None:
@@ -315,6 +326,19 @@ def _pick_host(path: str, run_name: str | None, host_name: str | None):
         listed = _listed(host.name for host in run.hosts)
         raise StepscopeError(f"{path}: run {run.name!r} has {len(run.hosts)} hosts; choose one with --host ({listed})")
     return run.hosts[0]
+
+
+def _pick_run(path: str, run_name: str | None):
+    """The run a command is about: by --run, or the only one there is."""
+    all_runs = _discover(path)
+    runs = all_runs
+    if run_name is not None:
+        runs = [run for run in runs if run.name == run_name]
+        if not runs:
+            raise StepscopeError(f"{path}: no run named {run_name!r} (runs: {_listed(run.name for run in all_runs)})")
+    elif len(runs) > 1:
+        raise StepscopeError(f"{path}: holds {len(runs)} runs; choose one with --run ({_listed(run.name for run in runs)})")
+    return runs[0]
 
 
 def _listed(names: Iterable[str]) -> str:
@@ -450,6 +474,15 @@ def build_parser() -> argparse.ArgumentParser:
     diff.add_argument("--format", choices=("text", "json", "csv", "junit"), default="text", help="junit: one testcase per --fail-if rule")
     diff.add_argument("--output", help="write to this file instead of standard output")
     diff.set_defaults(handler=cmd_diff)
+
+    distributed = commands.add_parser("distributed", help="a run of many ranks as one: rank x step times, stragglers, collective wait skew")
+    distributed.add_argument("path", help="a run folder or a log directory (each host file is a rank)")
+    distributed.add_argument("--run", help="the run, when PATH holds several")
+    distributed.add_argument("--engine", default="local", help="where the per-rank analysis runs (default local: a process pool)")
+    distributed.add_argument("--workers", type=_int_in(1, 4096), help="processes of the local engine (default: one per core, at most one per rank)")
+    distributed.add_argument("--format", choices=("text", "json", "csv"), default="text")
+    distributed.add_argument("--output", help="write to this file instead of standard output")
+    distributed.set_defaults(handler=cmd_distributed)
 
     tools = commands.add_parser("tools", help="the analysis tools, what each answers, and their options")
     tools.add_argument("--format", choices=("text", "json"), default="text")
