@@ -5,6 +5,8 @@ trace JSON with the standard library (``tests.support.distributed_runs``)."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import shutil
 from pathlib import Path
 
@@ -13,12 +15,13 @@ import pytest
 from stepscope.analysis import run_tool
 from stepscope.analysis.distributed import rank_tables
 from stepscope.analysis.distributed.collectives import collective_name, message_bytes
-from stepscope.analysis.distributed.rank_tables import CATEGORIES, CLOCK_EPOCH
-from stepscope.analysis.distributed.reduce import FROM_DISTRIBUTED_INFO
+from stepscope.analysis.distributed.rank_tables import CATEGORIES, CLOCK_EPOCH, CLOCK_XSPACE
+from stepscope.analysis.distributed.reduce import FROM_DISTRIBUTED_INFO, FROM_FILE_NAME, FROM_HOST_ORDER
 from stepscope.analysis.distributed.stragglers import Rule, outliers
 from stepscope.engines import analyse_run
 from stepscope.trace.logdir import discover
 from stepscope.trace.readers import load
+from stepscope.trace.writers import save
 from tests.support.distributed_runs import Stretch, events, host_name, is_nccl_kernel, step_durations_us, step_windows, synthesize
 from tests.support.traces import read_json, shared
 
@@ -173,3 +176,46 @@ def test_a100_collectives_have_bytes():
         assert call.bytes is not None
         found[call.name] = found.get(call.name, 0) + call.bytes
     assert found == expected and expected
+
+
+def test_ranks_of_xspace_files_written_from_kineto(tmp_path):
+    """The recsys ranks converted to XSpace, each file named after the *other* rank: the
+    ranks come from the rank kept in the Task Environment, the hosts from XSpace's host
+    names (the Kineto files' names), the clocks from each file's session start; the step
+    times are still the ProfilerStep durations of the JSON."""
+    for rank, name in enumerate(RECSYS):
+        save(load(shared(name)), tmp_path / f"worker_{1 - rank}.xplane.pb")
+    result = analyse_run(discover(tmp_path)[0], workers=1)
+    assert result.rank_source == FROM_DISTRIBUTED_INFO and result.world_size == 128
+    assert [row["host"] for row in result.ranks] == [Path(name).name.split(".")[0] for name in RECSYS]
+    assert [row["clock"] for row in result.ranks] == [CLOCK_XSPACE, CLOCK_XSPACE]
+    for rank, name in enumerate(RECSYS):
+        expected = {number: round(dur * PS_PER_US) for number, dur in step_durations_us(read_json(shared(name))).items()}
+        assert {row["step"]: row["step_time_ps"] for row in result.steps if row["rank"] == rank} == expected
+
+
+def _without_distributed_info(source: Path, target: Path) -> None:
+    document = read_json(source)
+    del document["distributedInfo"]
+    with gzip.open(target, "wt", encoding="utf-8") as stream:
+        json.dump(document, stream)
+
+
+def test_ranks_from_file_names_then_host_order(tmp_path):
+    # No distributedInfo: "rank7" and "rank2" in the names number them 7 and 2 (rank 2 is
+    # the recsys rank 1 file), listed by rank.
+    named = tmp_path / "named"
+    named.mkdir()
+    _without_distributed_info(shared(RECSYS[0]), named / "job_rank7.pt.trace.json.gz")
+    _without_distributed_info(shared(RECSYS[1]), named / "job_rank2.pt.trace.json.gz")
+    result = analyse_run(discover(named)[0], workers=1)
+    assert result.rank_source == FROM_FILE_NAME and result.world_size == 2
+    assert [(row["rank"], row["host"]) for row in result.ranks] == [(2, "job_rank2"), (7, "job_rank7")]
+    # Neither: ranks by host name order ("alpha" before "beta").
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    _without_distributed_info(shared(RECSYS[0]), plain / "beta.pt.trace.json.gz")
+    _without_distributed_info(shared(RECSYS[1]), plain / "alpha.pt.trace.json.gz")
+    result = analyse_run(discover(plain)[0], workers=1)
+    assert result.rank_source == FROM_HOST_ORDER
+    assert [(row["rank"], row["host"]) for row in result.ranks] == [(0, "alpha"), (1, "beta")]

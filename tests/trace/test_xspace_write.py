@@ -44,7 +44,7 @@ from stepscope.trace.stat_types import Stat, StatKind
 from stepscope.trace.stats import EmptyStats, JsonStats, TypedStats, plain_translator
 from tests.support.reference.xspace import assert_same_profile
 from tests.support.reference.xspace_write import reference_to_xspace
-from tests.support.traces import ALL_SHARED_TRACES, LARGEST_KINETO, middle_fifth
+from tests.support.traces import ALL_SHARED_TRACES, LARGEST_KINETO, middle_fifth, shared
 from tests.support.xspaces import SETTINGS, handmade_space, xspace
 
 
@@ -451,3 +451,14 @@ def test_the_writer_runs_as_plain_python_without_numba(tmp_path: Path, first_tra
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[2])
     assert done.returncode == 0, done.stderr
     assert canonical((tmp_path / "plain.xplane.pb").read_bytes()) == first_trace[1]
+
+
+def test_kineto_ranks_are_kept_in_the_task_environment(tmp_path: Path):
+    """A Kineto trace's ``distributedInfo`` rank and world size (header: rank 1 of 128)
+    survive a conversion to XSpace as Task Environment stats."""
+    source = stepscope.load(shared("kineto/recsys_sampled_rank1_of_128.pt.trace.json.gz"))
+    assert source.info["distributedInfo"]["rank"] == 1 and source.info["distributedInfo"]["world_size"] == 128
+    target = tmp_path / "rank.xplane.pb"
+    write_xspace(source, target)
+    environment = stepscope.load(target).info[TASK_ENVIRONMENT_INFO]
+    assert (environment[names.DISTRIBUTED_RANK], environment[names.DISTRIBUTED_WORLD_SIZE]) == (1, 128)

@@ -22,6 +22,14 @@ HOST_PLANE_PREFIX: Final = "/host:"
 # Capture-wide facts TSL records after a session (profile_start_time...).
 TASK_ENVIRONMENT_PLANE: Final = "Task Environment"
 PROFILE_START_TIME: Final = "profile_start_time"
+# Profile.info key holding the "Task Environment" plane's stats (name -> value).
+TASK_ENVIRONMENT_INFO: Final = "task_environment"
+# A process's place in a distributed job: Kineto's header ``distributedInfo`` (kept in
+# Profile.info), and its rank and world size as Task Environment stats when the profile is
+# written as XSpace (stepscope's names: TSL has none), so a conversion keeps the rank.
+KINETO_DISTRIBUTED_INFO: Final = "distributedInfo"
+DISTRIBUTED_RANK: Final = "distributed_rank"
+DISTRIBUTED_WORLD_SIZE: Final = "distributed_world_size"
 # Kineto's profiler spans ("PyTorch Profiler (0)") and window markers: kept, but out of the
 # way of per-thread analyses.
 TRACE_SPANS_PLANE: Final = "/host:trace-spans"

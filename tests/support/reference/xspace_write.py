@@ -83,6 +83,13 @@ def _session_clock(profile: Profile) -> tuple[int, dict[str, Any]]:
     """
     kept = profile.info.get(TASK_ENVIRONMENT_INFO)
     environment = dict(kept) if isinstance(kept, dict) else {}
+    # Kineto's rank and world size, kept where the environment has none (issue 18).
+    distributed = profile.info.get(names.KINETO_DISTRIBUTED_INFO)
+    if isinstance(distributed, dict):
+        for key, stat in (("rank", names.DISTRIBUTED_RANK), ("world_size", names.DISTRIBUTED_WORLD_SIZE)):
+            value = distributed.get(key)
+            if type(value) is int and 0 <= value <= INT64_MAX:
+                environment.setdefault(stat, value)
     start_ns = profile.start_ns
     if start_ns < EPOCH_NS_THRESHOLD:
         environment.pop(names.PROFILE_START_TIME, None)

@@ -18,11 +18,11 @@ from stepscope.analysis.breakdown import BREAKDOWN, IDLE
 from stepscope.analysis.classify import Activity
 from stepscope.analysis.distributed.collectives import CollectiveCall, collective_calls
 from stepscope.analysis.opstats import OpStats
+from stepscope.trace import names
 from stepscope.trace.model import Profile
 
 CATEGORIES = (*BREAKDOWN.values(), IDLE)
 COPY_CATEGORIES = (BREAKDOWN[Activity.DEVICE_TO_DEVICE], BREAKDOWN[Activity.HOST_TO_DEVICE], BREAKDOWN[Activity.DEVICE_TO_HOST])
-DISTRIBUTED_INFO = "distributedInfo"  # Kineto's header: backend, rank, world_size
 
 # How a rank's time 0 was put on the UNIX clock (``clock_method``).
 CLOCK_BASE_TIME = "Kineto baseTimeNanoseconds"
@@ -102,10 +102,15 @@ def clock_method(profile: Profile) -> str:
 
 
 def _distributed_info(info: dict[str, Any]) -> tuple[int | None, int | None]:
-    value = info.get(DISTRIBUTED_INFO)
-    if not isinstance(value, dict):
-        return None, None
-    return _whole(value.get("rank")), _whole(value.get("world_size"))
+    """Kineto's ``distributedInfo`` rank and world size, else the Task Environment stats an
+    XSpace written from Kineto keeps them in."""
+    value = info.get(names.KINETO_DISTRIBUTED_INFO)
+    if isinstance(value, dict):
+        return _whole(value.get("rank")), _whole(value.get("world_size"))
+    environment = info.get(names.TASK_ENVIRONMENT_INFO)
+    if isinstance(environment, dict):
+        return _whole(environment.get(names.DISTRIBUTED_RANK)), _whole(environment.get(names.DISTRIBUTED_WORLD_SIZE))
+    return None, None
 
 
 def _whole(value: object) -> int | None:

@@ -21,8 +21,7 @@ KIND_NONE = 6  # no value field: reads as int64 0
 
 # Line timestamps at or past this (1973 in epoch ns) are UNIX times, not session offsets.
 EPOCH_NS_THRESHOLD = 10**17
-# Profile.info key holding the "Task Environment" plane's stats (name -> value).
-TASK_ENVIRONMENT_INFO = "task_environment"
+TASK_ENVIRONMENT_INFO = names.TASK_ENVIRONMENT_INFO
 # TSL's other session stat, next to names.PROFILE_START_TIME.
 PROFILE_STOP_TIME = "profile_stop_time"
 

@@ -126,6 +126,7 @@ def _session_clock(profile: Profile) -> tuple[int, dict[str, Any]]:
     """
     kept = profile.info.get(TASK_ENVIRONMENT_INFO)
     environment = dict(kept) if isinstance(kept, dict) else {}
+    _add_distributed_info(environment, profile.info.get(names.KINETO_DISTRIBUTED_INFO))
     start_ns = profile.start_ns
     if start_ns < EPOCH_NS_THRESHOLD:
         environment.pop(names.PROFILE_START_TIME, None)
@@ -138,6 +139,17 @@ def _session_clock(profile: Profile) -> tuple[int, dict[str, Any]]:
     if not (is_int64(stop) and stop >= session):
         environment[PROFILE_STOP_TIME] = start_ns + -(-profile.span_ps // 1000)
     return session, environment
+
+
+def _add_distributed_info(environment: dict[str, Any], info: object) -> None:
+    """Kineto's rank and world size (``distributedInfo``) as Task Environment stats, where
+    the environment has none yet."""
+    if not isinstance(info, dict):
+        return
+    for key, stat in (("rank", names.DISTRIBUTED_RANK), ("world_size", names.DISTRIBUTED_WORLD_SIZE)):
+        value = info.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and is_int64(value) and value >= 0:
+            environment.setdefault(stat, value)
 
 
 def _write_environment(proto: xplane_pb2.XPlane, environment: dict[str, Any]) -> None:
