@@ -14,7 +14,7 @@ import pytest
 
 from stepscope.analysis import run_tool
 from stepscope.analysis.distributed import rank_tables
-from stepscope.analysis.distributed.collectives import collective_name, message_bytes
+from stepscope.analysis.distributed.collectives import collective_name, input_bytes, message_bytes
 from stepscope.analysis.distributed.rank_tables import CATEGORIES, CLOCK_EPOCH, CLOCK_XSPACE
 from stepscope.analysis.distributed.reduce import FROM_DISTRIBUTED_INFO, FROM_FILE_NAME, FROM_HOST_ORDER
 from stepscope.analysis.distributed.stragglers import Rule, outliers
@@ -22,9 +22,10 @@ from stepscope.engines import analyse_run
 from stepscope.trace.logdir import discover
 from stepscope.trace.readers import load
 from stepscope.trace.writers import save
-from tests.support.distributed_runs import Stretch, events, host_name, is_nccl_kernel, step_durations_us, step_windows, synthesize
+from tests.support.distributed_runs import Stretch, events, host_name, json_calls, pick, step_durations_us, step_windows, synthesize
 from tests.support.traces import read_json, shared
 
+A100 = "kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz"
 RECSYS = [f"kineto/recsys_sampled_rank{rank}_of_128.pt.trace.json.gz" for rank in (0, 1)]
 PS_PER_US = 1_000_000
 RANKS = 8
@@ -44,18 +45,6 @@ def recsys_run(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def synthesized(tmp_path_factory) -> Path:
     return synthesize(shared(RECSYS[0]), tmp_path_factory.mktemp("ranks") / "run", RANKS, SHIFT_US, (COMPUTE_STRAGGLER, COLLECTIVE_STRAGGLER))
-
-
-def _launched_in_steps(document: dict) -> int:
-    """NCCL kernels whose launching runtime call (same correlation) starts inside a step."""
-    windows = list(step_windows(document).values())
-    launches = {e["args"]["correlation"]: float(e["ts"]) for e in events(document) if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
-    count = 0
-    for event in events(document):
-        if is_nccl_kernel(event):
-            when = launches.get(event["args"].get("correlation"), float(event["ts"]))
-            count += any(low <= when < high for low, high in windows)
-    return count
 
 
 def test_recsys_ranks_steps_and_clocks(recsys_run):
@@ -79,8 +68,16 @@ def test_recsys_ranks_steps_and_clocks(recsys_run):
             assert row["start_offset_ps"] == round((windows[row["step"]][0] - earliest[0]) * PS_PER_US)
             assert sum(row["breakdown"].values()) == row["step_time_ps"]
             assert row["overlap_ps"] == row["collective_ps"] - row["exposed_collective_ps"] >= 0
-    calls = {name: row["calls"] for name, row in ((row["name"], row) for row in result.collectives)}
-    assert sum(calls.values()) == sum(_launched_in_steps(doc) for doc in documents) == 20
+    # Collectives by the nccl:<op> annotation around each kernel's launch, with its input's
+    # bytes (these kernels carry no size of their own).
+    expected_calls: dict[str, list[int]] = {}
+    for document in documents:
+        for call in json_calls(document):
+            counts = expected_calls.setdefault(call.name, [0, 0])
+            counts[0] += 1
+            counts[1] += call.bytes or 0
+    assert {row["name"]: [row["calls"], row["bytes"]] for row in result.collectives} == expected_calls
+    assert sum(row["calls"] for row in result.collectives) == 20 and set(expected_calls) == {"all_reduce", "all_to_all", "all_gather"}
     # Two ranks cannot outvote each other: no straggler with fewer than MIN_RANKS.
     assert result.stragglers == []
 
@@ -129,11 +126,18 @@ def test_synthesized_run_names_the_stragglers(synthesized):
     # Collective wait: the stretched call is the only one any rank waits beyond the fastest.
     waits = {(row["rank"], row["step"]): row["collective_wait_ps"] for row in result.steps}
     assert waits[(2, 551)] == collective_ps and sum(waits.values()) == collective_ps
-    (send_recv,) = result.collectives
-    per_rank = _launched_in_steps(base)
-    assert (send_recv["name"], send_recv["calls"], send_recv["calls_per_rank_max"], send_recv["matched"]) == ("SendRecv", RANKS * per_rank, per_rank, per_rank)
-    assert (send_recv["wait_max_rank"], send_recv["wait_max_ps"], send_recv["wait_min_ps"], send_recv["wait_skew_ps"]) == (2, collective_ps, 0, collective_ps)
-    assert send_recv["bytes"] is None  # these kernels carry no message size
+    # The stretched call's op (the annotation around its launch) is the one whose wait is
+    # skewed: rank 2 waits 80 ms more than the fastest, everyone else 0; other ops even.
+    calls = json_calls(base)
+    stretched_op = next(call.name for call in calls if call.kernel is pick(base, COLLECTIVE_STRAGGLER.step, "collective"))
+    for row in result.collectives:
+        per_rank = sum(1 for call in calls if call.name == row["name"])
+        assert (row["calls"], row["calls_per_rank_max"], row["matched"]) == (RANKS * per_rank, per_rank, per_rank)
+        if row["name"] == stretched_op:
+            assert (row["wait_max_rank"], row["wait_max_ps"], row["wait_min_ps"], row["wait_skew_ps"]) == (2, collective_ps, 0, collective_ps)
+        else:
+            assert row["wait_skew_ps"] == 0 and row["wait_max_ps"] == 0
+    assert result.collectives[0]["name"] == stretched_op  # largest skew first
 
 
 def test_rule_median_and_mad():
@@ -149,6 +153,12 @@ def test_rule_median_and_mad():
 
 
 def test_collective_names_and_bytes():
+    assert collective_name("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(x)", None, "nccl:all_to_all") == "all_to_all"
+    assert collective_name("ncclKernel_SendRecv(x)", "allreduce", "nccl:_all_gather_base") == "all_gather"
+    assert collective_name("ncclKernel_AllReduce(x)", None, "aten::add") == "AllReduce"  # not a comm annotation
+    assert input_bytes("[[19618307]]", '["float"]') == 19618307 * 4
+    assert input_bytes("[[2, 3], []]", '["c10::BFloat16", "Scalar"]') == 2 * 3 * 2
+    assert input_bytes("[[], []]", '["TensorList", "Scalar"]') is None and input_bytes("[[4]]", '["Scalar"]') is None
     assert collective_name("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", None) == "AllReduce"
     assert collective_name("ncclDevKernel_SendRecv(ncclDevComm*)", None) == "SendRecv"
     assert collective_name("ncclKernel_Broadcast_RING_LL_Sum_int8_t(x)", "broadcast") == "broadcast"
@@ -159,23 +169,21 @@ def test_collective_names_and_bytes():
 
 
 def test_a100_collectives_have_bytes():
-    """The A100 trace's NCCL kernels carry Collective name, In msg nelems and dtype: bytes
-    per name are the sum of nelems x dtype size over the kernels launched inside a step."""
-    document = read_json(shared("kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz"))
-    tables = rank_tables(load(shared("kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz")), "a100")
-    windows = list(step_windows(document).values())
-    launches = {e["args"]["correlation"]: float(e["ts"]) for e in events(document) if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+    """The A100 trace's NCCL kernels carry In msg nelems and dtype: a call's bytes are
+    nelems x the dtype's size, summed per op (the annotation around the launch) over the
+    kernels launched inside a step."""
+    document = read_json(shared(A100))
+    tables = rank_tables(load(shared(A100)), "a100")
     sizes = {"Float": 4, "Long": 8}
     expected: dict[str, int] = {}
-    for event in events(document):
-        if is_nccl_kernel(event) and any(low <= launches[event["args"]["correlation"]] < high for low, high in windows):
-            args = event["args"]
-            expected[args["Collective name"]] = expected.get(args["Collective name"], 0) + args["In msg nelems"] * sizes[args["dtype"]]
+    for call in json_calls(document):
+        args = call.kernel["args"]
+        expected[call.name] = expected.get(call.name, 0) + args["In msg nelems"] * sizes[args["dtype"]]
     found: dict[str, int] = {}
-    for call in tables.collectives:
-        assert call.bytes is not None
-        found[call.name] = found.get(call.name, 0) + call.bytes
-    assert found == expected and expected
+    for collective in tables.collectives:
+        assert collective.bytes is not None
+        found[collective.name] = found.get(collective.name, 0) + collective.bytes
+    assert found == expected and set(expected) == {"all_reduce", "broadcast"}
 
 
 def test_ranks_of_xspace_files_written_from_kineto(tmp_path):

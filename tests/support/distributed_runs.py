@@ -116,3 +116,53 @@ def synthesize(source: Path, folder: Path, ranks: int, shift_us: int, stretches:
         with gzip.open(folder / f"{host_name(rank, ranks)}.pt.trace.json.gz", "wt", encoding="utf-8") as stream:
             json.dump(document, stream)
     return folder
+
+
+# Element sizes of the ``Input type`` names the shared traces hold (C++ type names).
+INPUT_TYPE_SIZES = {"float": 4, "long": 8, "int": 4, "unsigned char": 1, "signed char": 1}
+
+
+@dataclass(frozen=True)
+class JsonCall:
+    """An NCCL kernel launched inside a step, as the JSON says: its step, the op of the
+    ``nccl:<op>`` annotation around its launch, and that annotation's input bytes."""
+
+    step: int
+    name: str
+    bytes: int | None
+    kernel: dict
+
+
+def op_of(annotation: str) -> str:
+    """``nccl:_all_gather_base`` -> ``all_gather``: the prefix, leading underscores and a
+    ``_base`` suffix dropped."""
+    op = annotation.split(":", 1)[1].lstrip("_")
+    return op[: -len("_base")] if op.endswith("_base") else op
+
+
+def json_calls(document: dict) -> list[JsonCall]:
+    """By containment in time on the launching thread (not by stepscope's parent column)."""
+    windows = step_windows(document)
+    launches = {e["args"]["correlation"]: e for e in events(document) if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {})}
+    annotations = [e for e in events(document) if e.get("ph") == "X" and e.get("cat") == "user_annotation" and str(e.get("name", "")).startswith("nccl:")]
+    calls = []
+    for kernel in events(document):
+        if not is_nccl_kernel(kernel):
+            continue
+        launch = launches[kernel["args"]["correlation"]]
+        when = float(launch["ts"])
+        step = next((number for number, (low, high) in windows.items() if low <= when < high), None)
+        if step is None:
+            continue
+        around = [
+            a for a in annotations if (a["pid"], a["tid"]) == (launch["pid"], launch["tid"]) and float(a["ts"]) <= when <= float(a["ts"]) + float(a["dur"])
+        ]
+        innermost = max(around, key=lambda a: float(a["ts"]))
+        size = None
+        dims, types = innermost["args"].get("Input Dims"), innermost["args"].get("Input type")
+        if dims and dims[0] and types and types[0] in INPUT_TYPE_SIZES:
+            size = INPUT_TYPE_SIZES[types[0]]
+            for dim in dims[0]:
+                size *= dim
+        calls.append(JsonCall(step, op_of(innermost["name"]), size, kernel))
+    return calls
