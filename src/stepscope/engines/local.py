@@ -10,8 +10,10 @@ from __future__ import annotations
 import multiprocessing
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 
 from stepscope.engines.tasks import Outcome, RankTask, analyse_rank
+from stepscope.errors import StepscopeError
 
 # "spawn": a fresh interpreter per worker. Forking a process that may hold threads (the
 # dashboard's server, tqdm's monitor) can deadlock a child on a lock held at fork time.
@@ -26,9 +28,14 @@ def local_engine(tasks: Sequence[RankTask], workers: int, progress: Callable[[],
             progress()
         return outcomes
     results: dict[int, Outcome] = {}
-    with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=multiprocessing.get_context(START_METHOD)) as pool:
-        futures = {pool.submit(analyse_rank, task): index for index, task in enumerate(tasks)}
-        for future in as_completed(futures):
-            results[futures[future]] = future.result()
-            progress()
+    try:
+        with ProcessPoolExecutor(max_workers=min(workers, len(tasks)), mp_context=multiprocessing.get_context(START_METHOD)) as pool:
+            futures = {pool.submit(analyse_rank, task): index for index, task in enumerate(tasks)}
+            for future in as_completed(futures):
+                results[futures[future]] = future.result()
+                progress()
+    except BrokenProcessPool:
+        # A worker killed (out of memory), or one that could not start (a __main__ that a
+        # fresh interpreter cannot import, such as a script read from stdin).
+        raise StepscopeError(f"the local engine's worker processes died ({len(results)} of {len(tasks)} ranks done); try fewer --workers, or 1") from None
     return [results[index] for index in range(len(tasks))]
