@@ -15,14 +15,14 @@ import pytest
 from stepscope.analysis import run_tool
 from stepscope.analysis.distributed import rank_tables
 from stepscope.analysis.distributed.collectives import collective_name, input_bytes, message_bytes
-from stepscope.analysis.distributed.rank_tables import CATEGORIES, CLOCK_EPOCH, CLOCK_XSPACE
+from stepscope.analysis.distributed.rank_tables import CATEGORIES, CLOCK_EPOCH, CLOCK_RELATIVE, CLOCK_XSPACE
 from stepscope.analysis.distributed.reduce import FROM_DISTRIBUTED_INFO, FROM_FILE_NAME, FROM_HOST_ORDER
 from stepscope.analysis.distributed.stragglers import Rule, outliers
 from stepscope.engines import analyse_run
 from stepscope.trace.logdir import discover
 from stepscope.trace.readers import load
 from stepscope.trace.writers import save
-from tests.support.distributed_runs import Stretch, events, host_name, json_calls, pick, step_durations_us, step_windows, synthesize
+from tests.support.distributed_runs import Stretch, events, host_name, json_calls, pick, shift, step_durations_us, step_windows, synthesize
 from tests.support.traces import read_json, shared
 
 A100 = "kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz"
@@ -227,3 +227,25 @@ def test_ranks_from_file_names_then_host_order(tmp_path):
     result = analyse_run(discover(plain)[0], workers=1)
     assert result.rank_source == FROM_HOST_ORDER
     assert [(row["rank"], row["host"]) for row in result.ranks] == [(0, "alpha"), (1, "beta")]
+
+
+def test_relative_clocks_are_not_aligned(tmp_path):
+    """Three copies of rank 0 with their times moved near 0 (rank r starting r x 5 ms after
+    0): no UNIX clock, so the run says it is not aligned and every offset is from the rank's
+    own time 0, the same on each rank (the copies are the same but for the shift)."""
+    document = read_json(shared(RECSYS[0]))
+    earliest = min(event["ts"] for event in events(document) if "ts" in event)
+    windows = step_windows(document)
+    for rank in range(3):
+        copy_ = read_json(shared(RECSYS[0]))
+        shift(copy_, -earliest + rank * 5_000)
+        copy_["distributedInfo"]["rank"] = rank
+        with gzip.open(tmp_path / f"r{rank}.pt.trace.json.gz", "wt", encoding="utf-8") as stream:
+            json.dump(copy_, stream)
+    result = analyse_run(discover(tmp_path)[0], workers=1)
+    assert result.alignment.startswith("not aligned: 3 rank(s) have no UNIX clock")
+    assert [row["clock"] for row in result.ranks] == [CLOCK_RELATIVE] * 3
+    assert [row["start_offset_ps"] for row in result.ranks] == [0, 0, 0]
+    for row in result.steps:
+        assert row["start_offset_ps"] == round((windows[row["step"]][0] - earliest) * PS_PER_US)
+    assert result.stragglers == []

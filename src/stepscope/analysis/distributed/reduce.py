@@ -82,9 +82,16 @@ def reduce_ranks(run: str, tables: Sequence[RankTables], failures: Sequence[str]
     numbers, source = assign_ranks(tables)
     order = sorted(range(len(tables)), key=lambda index: numbers[index])
     ranked = [(numbers[index], tables[index]) for index in order]
-    origin_ns = min(table.start_ns for table in tables)
+    # Offsets from the earliest rank's time 0 where every clock is the UNIX one; else each
+    # rank's from its own (one rank's relative zero says nothing of another's).
+    aligned = all(table.clock != CLOCK_RELATIVE for table in tables)
+    earliest_ns = min(table.start_ns for table in tables)
+    origins = {rank: earliest_ns if aligned else table.start_ns for rank, table in ranked}
     waits = _waits(ranked)
-    steps = [_step_row(rank, step, origin_ns, waits[0].get((rank, step.number), 0)) for rank, table in ranked for step in table.steps]
+    steps = [_step_row(rank, step, origins[rank], waits[0].get((rank, step.number), 0)) for rank, table in ranked for step in table.steps]
+    by_rank: dict[int, list[DistributedStep]] = defaultdict(list)
+    for row in steps:
+        by_rank[row["rank"]].append(row)
     world = [table.world_size for table in tables if table.world_size is not None]
     return DistributedResult(
         run=run,
@@ -92,7 +99,7 @@ def reduce_ranks(run: str, tables: Sequence[RankTables], failures: Sequence[str]
         rank_source=source,
         alignment=alignment(tables),
         rule=StragglerRule(k_sigma=rule.k_sigma, min_excess_fraction=rule.min_excess_fraction, min_ranks=rule.min_ranks),
-        ranks=[_rank_row(rank, table, origin_ns, steps) for rank, table in ranked],
+        ranks=[_rank_row(rank, table, origins[rank], by_rank[rank]) for rank, table in ranked],
         steps=steps,
         stragglers=_stragglers(steps, rule),
         collectives=_collectives(ranked, waits[1]),
@@ -136,8 +143,7 @@ def _step_row(rank: int, step: RankStep, origin_ns: int, wait_ps: int) -> Distri
     )
 
 
-def _rank_row(rank: int, table: RankTables, origin_ns: int, steps: list[DistributedStep]) -> DistributedRank:
-    own = [step for step in steps if step["rank"] == rank]
+def _rank_row(rank: int, table: RankTables, origin_ns: int, own: list[DistributedStep]) -> DistributedRank:
     return DistributedRank(
         rank=rank,
         host=table.host,
