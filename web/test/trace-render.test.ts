@@ -5,8 +5,8 @@ import { decodeAnswer } from "../src/trace/decode";
 import { Layout } from "../src/trace/layout";
 import { Prepared } from "../src/trace/model";
 import { PALETTE } from "../src/trace/palette";
-import { AXIS_HEIGHT, GUTTER_WIDTH, Renderer, timeAt, xOf, type Scene } from "../src/trace/render";
-import { requestFor } from "../src/trace/timeline";
+import { AXIS_HEIGHT, GUTTER_WIDTH, plotWidth, Renderer, timeAt, xOf, type Scene } from "../src/trace/render";
+import { requestFor, tickLabel, tickStep } from "../src/trace/timeline";
 
 const fixture = (name: string): string => new URL(`./fixtures/${name}`, import.meta.url).pathname;
 const info = JSON.parse(readFileSync(fixture("trace_tracks_v100.json"), "utf8")) as TracksInfo;
@@ -111,6 +111,24 @@ describe("drawing a frame", () => {
     expect(paletteStyles.length).toBeLessThanOrEqual(PALETTE.length);
     // Names only where they fit, and the Steps are wide enough to be named.
     expect(ctx.texts.some((text) => text.startsWith("Step 10"))).toBe(true);
+  });
+
+  it("counts the axis from its origin (the paired view's step start)", () => {
+    // A view of a tenth of the profile starting at an origin that is no multiple of a tick.
+    const origin = Math.round(span / 3) + 7;
+    const view = { start_ps: origin, end_ps: origin + span / 10 };
+    const step = tickStep((span / 10) / plotWidth(1280));
+    const ctx = new Recorder();
+    new Renderer(ctx as unknown as CanvasRenderingContext2D, origin).draw(scene({ view }));
+    // The ticks read 0, 1, 2 steps from the origin, and the first stands at the origin's x.
+    for (const k of [0, 1, 2]) expect(ctx.texts).toContain(tickLabel(k * step, step));
+    const ticks = ctx.rects.filter(([, y, w, h]) => w === 1 && h === 7 && y === AXIS_HEIGHT - 7);
+    expect(ticks[0]?.[0]).toBe(Math.round(xOf(origin, view, 1280)));
+    // Without an origin the same view's first tick is the first multiple of the step after it.
+    const plain = new Recorder();
+    new Renderer(plain as unknown as CanvasRenderingContext2D).draw(scene({ view }));
+    expect(plain.texts).toContain(tickLabel(Math.ceil(origin / step) * step, step));
+    expect(plain.texts).not.toContain(tickLabel(0, step));
   });
 
   it("leaves out what is off screen", () => {

@@ -1,6 +1,7 @@
 /**
  * The trace viewer's test and benchmark hooks, `window.__stepscope.trace` while a viewer is
- * shown (the browser tests and bench/trace_viewer_page.py read them).
+ * shown (the browser tests and bench/trace_viewer_page.py read them); a viewer with a name
+ * (one of the paired trace view's two) puts them at `window.__stepscope.traces[name]`.
  */
 
 import { chartRegistry } from "../components/charts";
@@ -18,16 +19,29 @@ export interface TraceHooks {
   setView(start_ps: number, end_ps: number): void;
   /** The collapsed sections' names. */
   collapsed(): string[];
+  /** The time the axis counts from, ps from the profile start (the paired view's step start; else 0). */
+  axisOrigin(): number;
 }
 
-/** Installs `hooks` for `owner` (replacing any earlier viewer's). */
-export function installHooks(owner: object, hooks: TraceHooks): void {
+/** Installs `hooks` for `owner` (replacing any earlier viewer's of that name). */
+export function installHooks(owner: object, hooks: TraceHooks, name?: string): void {
   chartRegistry();
-  window.__stepscope.trace = { owner, ...hooks };
+  const installed = { owner, ...hooks };
+  if (name === undefined) window.__stepscope.trace = installed;
+  else window.__stepscope.traces = { ...window.__stepscope.traces, [name]: installed };
+}
+
+function ownedBy(hooks: unknown, owner: object): boolean {
+  return (hooks as { owner?: unknown } | undefined)?.owner === owner;
 }
 
 /** Removes the hooks if they are still `owner`'s. */
-export function removeHooks(owner: object): void {
-  const hooks = window.__stepscope;
-  if (hooks && (hooks.trace as { owner?: unknown } | undefined)?.owner === owner) delete hooks.trace;
+export function removeHooks(owner: object, name?: string): void {
+  const global = window.__stepscope;
+  if (!global) return;
+  if (name === undefined) {
+    if (ownedBy(global.trace, owner)) delete global.trace;
+  } else if (global.traces && ownedBy(global.traces[name], owner)) {
+    delete global.traces[name];
+  }
 }

@@ -2,6 +2,10 @@
  * The trace viewer's input controller: pointer, wheel and keyboard events on the canvas and
  * the window turned (through gestures.ts) into intents for the viewer. It owns the drag in
  * progress and the held W/A/S/D keys; every listener goes with close().
+ *
+ * Keys are heard on the window (the timeline need not have focus). With a `keyScope` (two
+ * viewers in one page), only keys typed while the focus is inside it count, so W zooms the
+ * viewer last clicked, not both.
  */
 
 import { commandFor, endDrag, grabsTimeline, HeldKeys, keyName, MOTION_KEYS, moveDrag, startDrag, wheelAction, type Command, type Drag, type DragStep } from "./gestures";
@@ -52,6 +56,7 @@ export class InputController {
     private readonly canvas: HTMLCanvasElement,
     private readonly state: ViewState,
     private readonly intents: Intents,
+    private readonly keyScope: HTMLElement | null = null,
   ) {
     this.listen(canvas, "pointerdown", (event) => this.onPointerDown(event as PointerEvent));
     this.listen(canvas, "pointermove", (event) => this.onPointerMove(event as PointerEvent));
@@ -145,6 +150,7 @@ export class InputController {
   private onKeyDown(event: KeyboardEvent): void {
     if (this.closed || event.ctrlKey || event.metaKey || event.altKey) return;
     if (isTyping(event.target) || document.querySelector("dialog[open]")) return;
+    if (this.keyScope && !this.keyScope.contains(document.activeElement)) return;
     const key = keyName(event.key);
     if (MOTION_KEYS.has(key)) {
       event.preventDefault();

@@ -43,40 +43,45 @@ export interface Panels {
   toolButtons: Record<Tool, HTMLButtonElement>;
 }
 
-export function buildPanels(eventCount: number, actions: ToolbarActions): Panels {
-  const canvas = el("canvas", { id: "trace-canvas", tabindex: 0, "aria-label": "Trace timeline", "data-drawn-events": 0 });
-  const tooltip = el("div", { id: "tv-tooltip", class: "tv-tooltip", hidden: true });
+/**
+ * `idPrefix` goes before every id, so two viewers in one page (the paired trace view:
+ * "base-", "new-") have ids of their own; the single viewer's are unprefixed.
+ */
+export function buildPanels(eventCount: number, actions: ToolbarActions, idPrefix = ""): Panels {
+  const id = (name: string): string => `${idPrefix}${name}`;
+  const canvas = el("canvas", { id: id("trace-canvas"), class: "tv-canvas", tabindex: 0, "aria-label": "Trace timeline", "data-drawn-events": 0 });
+  const tooltip = el("div", { id: id("tv-tooltip"), class: "tv-tooltip", hidden: true });
   const wrap = el("div", { class: "tv-canvas-wrap" }, [canvas, tooltip]);
-  const details = el("section", { id: "tv-details", class: "tv-details", "aria-label": "Details", "data-kind": "empty" });
+  const details = el("section", { id: id("tv-details"), class: "tv-details", "aria-label": "Details", "data-kind": "empty" });
   const splitter = el("div", {
-    id: "tv-splitter",
+    id: id("tv-splitter"),
     class: "tv-splitter",
     role: "separator",
     tabindex: 0,
     "aria-orientation": "horizontal",
-    "aria-controls": "tv-details",
+    "aria-controls": id("tv-details"),
     "aria-label": "Resize the details pane",
     title: "Drag (or focus and press ↑ / ↓) to resize the details pane",
   });
-  const status = el("span", { id: "tv-status", class: "tv-status", "aria-live": "polite" });
-  const searchInput = el("input", { id: "tv-search", type: "search", placeholder: "Find events by name", "aria-label": "Find events by name", autocomplete: "off" });
-  const searchStatus = el("span", { id: "tv-search-status", class: "tv-search-status", "aria-live": "polite" });
+  const status = el("span", { id: id("tv-status"), class: "tv-status", "aria-live": "polite" });
+  const searchInput = el("input", { id: id("tv-search"), type: "search", placeholder: "Find events by name", "aria-label": "Find events by name", autocomplete: "off" });
+  const searchStatus = el("span", { id: id("tv-search-status"), class: "tv-search-status", "aria-live": "polite" });
   // Always in the toolbar, its width fixed, shown or not: a measurement appearing moves nothing.
-  const measureOut = el("span", { id: "tv-measure", class: "tv-measure", "data-empty": true });
-  const filterBox = el("input", { type: "checkbox", id: "tv-filter" });
-  const exportLink = el("a", { id: "tv-export", class: "button-link", download: "", title: "Download the visible range as Chrome trace JSON (opens in Perfetto)" }, "Export this range");
+  const measureOut = el("span", { id: id("tv-measure"), class: "tv-measure", "data-empty": true });
+  const filterBox = el("input", { type: "checkbox", id: id("tv-filter") });
+  const exportLink = el("a", { id: id("tv-export"), class: "button-link", download: "", title: "Download the visible range as Chrome trace JSON (opens in Perfetto)" }, "Export this range");
   const toolButtons: Record<Tool, HTMLButtonElement> = {
-    select: el("button", { type: "button", id: "tv-select", "aria-pressed": "true", title: "Select (1): click an event, drag a range" }, "Select"),
-    timing: el("button", { type: "button", id: "tv-timing", "aria-pressed": "false", title: "Timing (2): drag to measure" }, "Timing"),
+    select: el("button", { type: "button", id: id("tv-select"), "aria-pressed": "true", title: "Select (1): click an event, drag a range" }, "Select"),
+    timing: el("button", { type: "button", id: id("tv-timing"), "aria-pressed": "false", title: "Timing (2): drag to measure" }, "Timing"),
   };
   const toolbar = el("div", { class: "tv-toolbar", role: "toolbar", "aria-label": "Trace viewer tools" }, [
     el("div", { class: "tv-group", role: "group", "aria-label": "Tool" }, [toolButtons.select, toolButtons.timing]),
-    el("button", { type: "button", id: "tv-reset", title: "Show the whole profile (0)", onclick: () => actions.reset() }, "Reset zoom"),
+    el("button", { type: "button", id: id("tv-reset"), title: "Show the whole profile (0)", onclick: () => actions.reset() }, "Reset zoom"),
     measureOut,
     el("div", { class: "tv-search" }, [
       searchInput,
-      el("button", { type: "button", id: "tv-prev", title: "Previous match (Shift+Enter)", "aria-label": "Previous match", onclick: () => actions.find(true) }, "‹"),
-      el("button", { type: "button", id: "tv-next", title: "Next match (Enter)", "aria-label": "Next match", onclick: () => actions.find(false) }, "›"),
+      el("button", { type: "button", id: id("tv-prev"), title: "Previous match (Shift+Enter)", "aria-label": "Previous match", onclick: () => actions.find(true) }, "‹"),
+      el("button", { type: "button", id: id("tv-next"), title: "Next match (Enter)", "aria-label": "Next match", onclick: () => actions.find(false) }, "›"),
       searchStatus,
       el("label", { class: "tv-filter", title: "Draw only the events whose name contains the search text" }, [filterBox, "Only matches"]),
     ]),

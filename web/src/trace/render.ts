@@ -97,7 +97,21 @@ export class Renderer {
   private stripFor: Prepared | null = null;
   private font = "";
 
-  constructor(private readonly ctx: CanvasRenderingContext2D) {}
+  /**
+   * `axisOrigin_ps`: the time the axis counts from (ps from the profile start; 0 for the
+   * profile start). The paired trace view sets each viewer's to its step's start, so the
+   * same offset into both steps has the same label and tick.
+   */
+  constructor(
+    private readonly ctx: CanvasRenderingContext2D,
+    readonly axisOrigin_ps = 0,
+  ) {}
+
+  /** The first tick at or after `start_ps`, ticks every `step` from the axis origin. */
+  private firstTick(start_ps: number, step: number): number {
+    const origin = this.axisOrigin_ps;
+    return origin + Math.ceil((start_ps - origin) / step) * step;
+  }
 
   private setFont(font: string): void {
     if (this.font !== font) {
@@ -173,7 +187,7 @@ export class Renderer {
     ctx.fillRect(0, AXIS_HEIGHT, GUTTER_WIDTH, height - AXIS_HEIGHT);
     // Grid lines at the ticks.
     ctx.fillStyle = COLORS.grid;
-    const first = Math.ceil(scene.view.start_ps / step) * step;
+    const first = this.firstTick(scene.view.start_ps, step);
     for (let t = first; t <= scene.view.end_ps; t += step) {
       ctx.fillRect(Math.round(xOf(t, scene.view, width)), AXIS_HEIGHT, 1, height - AXIS_HEIGHT);
     }
@@ -493,11 +507,11 @@ export class Renderer {
     ctx.rect(GUTTER_WIDTH, 0, plotWidth(width), AXIS_HEIGHT);
     ctx.clip();
     ctx.fillStyle = COLORS.axisText;
-    const first = Math.ceil(view.start_ps / step) * step;
+    const first = this.firstTick(view.start_ps, step);
     for (let t = first; t <= view.end_ps; t += step) {
       const x = Math.round(xOf(t, view, width));
       ctx.fillRect(x, AXIS_HEIGHT - 7, 1, 7);
-      ctx.fillText(tickLabel(t, step), x + 4, AXIS_HEIGHT / 2 - 2);
+      ctx.fillText(tickLabel(t - this.axisOrigin_ps, step), x + 4, AXIS_HEIGHT / 2 - 2);
     }
     ctx.restore();
   }

@@ -14,6 +14,14 @@
  *   and tracks dragged over) and timing (drag to measure; Esc clears).
  * - Address: `start_ps`/`end_ps` follow the view through history.replaceState (url_sync.ts).
  *
+ * - Instances: a page may hold more than one viewer (the paired trace view, pages/diff_trace.ts).
+ *   What would clash is made per viewer by `ViewerOptions`: ids get a prefix, the hooks a
+ *   name, window keys a scope (the viewer holding the focus), the address is left alone
+ *   (two views cannot share one `start_ps`), the opening view is given, and the page's
+ *   height is shared by the page's own fit. Each viewer keeps its own frame loop: two
+ *   requestAnimationFrame callbacks land in the same frame, each drawing only when its
+ *   own view, data or hover changed.
+ *
  * This class wires the parts (state: view_state.ts; input: input.ts, gestures.ts; DOM:
  * panels.ts, details.ts; frames: frame_loop.ts; selection.ts, search.ts, url_sync.ts), owns
  * the data, and carries out the input's intents.
@@ -42,18 +50,37 @@ import { ViewState, type Tool } from "./view_state";
 
 export type { TraceHooks } from "./hooks";
 
-export async function mountTraceViewer(root: HTMLElement, context: MountContext): Promise<void> {
+/** What differs for a viewer that shares its page with another (defaults: the single viewer). */
+export interface ViewerOptions {
+  /** The view it opens on; else the address's `start_ps`/`end_ps`, else the whole profile. */
+  view?: TimeRange;
+  /** Whether the address follows the view and `&find=` is read from it (default true). */
+  address?: boolean;
+  /** Its hooks go to `window.__stepscope.traces[name]` (else `window.__stepscope.trace`). */
+  name?: string;
+  /** Put before every id of its DOM. */
+  idPrefix?: string;
+  /** The time its axis counts from, ps from the profile start (default 0). */
+  axisOrigin_ps?: number;
+  /** Sets the height of its root (default: the window below the header). */
+  fit?: (root: HTMLElement) => void;
+  /** Window keys only while the focus is inside the viewer (default false). */
+  focusedKeys?: boolean;
+}
+
+export async function mountTraceViewer(root: HTMLElement, context: MountContext, options: ViewerOptions = {}): Promise<TraceViewer | null> {
   let info: TracksInfo;
   try {
     info = await getTracks(context.selection, context.signal, context.onPending);
   } catch (error) {
-    if (error instanceof Cancelled || context.signal.aborted) return;
+    if (error instanceof Cancelled || context.signal.aborted) return null;
     context.fail(errorText(error));
-    return;
+    return null;
   }
-  if (context.signal.aborted) return;
-  const viewer = new TraceViewer(root, context, info);
+  if (context.signal.aborted) return null;
+  const viewer = new TraceViewer(root, context, info, options);
   context.signal.addEventListener("abort", () => viewer.destroy(), { once: true });
+  return viewer;
 }
 
 export class TraceViewer implements Intents, FrameClient {
@@ -63,7 +90,7 @@ export class TraceViewer implements Intents, FrameClient {
   private readonly renderer: Renderer;
   private readonly scheduler: RequestScheduler<QueryParams, TraceAnswer>;
   private readonly loop: FrameLoop;
-  private readonly url: UrlSync;
+  private readonly url: UrlSync | null;
   private readonly details: SelectionDetails;
   private readonly search: Search;
   private readonly input: InputController;
@@ -79,9 +106,12 @@ export class TraceViewer implements Intents, FrameClient {
     root: HTMLElement,
     private readonly context: MountContext,
     info: TracksInfo,
+    private readonly options: ViewerOptions = {},
   ) {
     const selection = context.selection;
-    const state = new ViewState(info, viewFromAddress(location.search, Math.max(1, info.span_ps)), loadCollapsed(selection));
+    const followsAddress = options.address ?? true;
+    const opening = options.view ?? viewFromAddress(followsAddress ? location.search : "", Math.max(1, info.span_ps));
+    const state = new ViewState(info, opening, loadCollapsed(selection));
     this.state = state;
     this.panels = buildPanels(info.event_count, {
       tool: (tool) => this.setTool(tool),
@@ -94,23 +124,23 @@ export class TraceViewer implements Intents, FrameClient {
       searchEdited: () => this.search.edited(),
       filterToggled: () => this.search.applyFilter(),
       exporting: () => this.updateExport(),
-    });
+    }, options.idPrefix);
     root.replaceChildren(this.panels.root);
     showEmpty(this.panels.details);
     this.hoverView = new HoverView(this.panels.canvas, this.panels.tooltip);
 
     const ctx = this.panels.canvas.getContext("2d", { alpha: false });
     if (!ctx) throw new Error("this browser has no 2D canvas");
-    this.renderer = new Renderer(ctx);
+    this.renderer = new Renderer(ctx, options.axisOrigin_ps);
     this.scheduler = new RequestScheduler<QueryParams, TraceAnswer>({
       fetch: (params, signal) => getQuery(selection, params, signal),
       onAnswer: (answer, params) => this.onAnswer(answer, params),
       onError: (error) => this.onQueryError(error),
       same: sameParams,
     });
-    this.input = new InputController(this.panels.canvas, state, this);
+    this.input = new InputController(this.panels.canvas, state, this, options.focusedKeys ? this.panels.root : null);
     this.loop = new FrameLoop({ state, held: this.input.held, renderer: this.renderer, hover: this.hoverView, canvas: this.panels.canvas }, this);
-    this.url = new UrlSync({ selection, view: () => state.view, synced: () => this.updateExport() });
+    this.url = followsAddress ? new UrlSync({ selection, view: () => state.view, synced: () => this.updateExport() }) : null;
     const show = (basics: EventBasics): void => this.show(basics);
     const redraw = (): void => this.loop.request();
     this.details = new SelectionDetails(this.panels.details, selection, state, { redraw, show, zoomToRun: (run) => this.zoomToRun(run) });
@@ -139,14 +169,15 @@ export class TraceViewer implements Intents, FrameClient {
       frameIntervals: this.loop.frameIntervals,
       setView: (start_ps, end_ps) => this.setView({ start_ps, end_ps }),
       collapsed: () => [...state.collapsed],
-    });
+      axisOrigin: () => this.renderer.axisOrigin_ps,
+    }, options.name);
     this.updateExport();
     this.panels.canvas.focus({ preventScroll: true });
     // The first request goes at once: nothing is on screen yet.
     this.wantData(true);
     this.loop.request();
     // A link from a tool's op row (`&find=<name>`): search for it and go to the first match.
-    const wanted = new URLSearchParams(location.search).get(FIND_PARAM);
+    const wanted = followsAddress ? new URLSearchParams(location.search).get(FIND_PARAM) : null;
     if (wanted) {
       this.panels.searchInput.value = wanted;
       void this.search.find(false);
@@ -160,11 +191,11 @@ export class TraceViewer implements Intents, FrameClient {
     this.details.close();
     this.search.close();
     this.loop.close();
-    this.url.close();
+    this.url?.close();
     this.resizeObserver.disconnect();
     this.splitter.close();
     this.input.close();
-    removeHooks(this);
+    removeHooks(this, this.options.name);
   }
 
   private measure(): void {
@@ -232,7 +263,7 @@ export class TraceViewer implements Intents, FrameClient {
 
   setView(view: TimeRange): void {
     if (!this.state.setView(view)) return;
-    this.url.schedule();
+    this.url?.schedule();
     this.loop.dataChanged();
   }
 
@@ -330,7 +361,7 @@ export class TraceViewer implements Intents, FrameClient {
   /** The viewer fills the window below the header; the details pane keeps its chosen height
    * where there is room for it. */
   private fitPage(): void {
-    fitHeight(this.panels.root);
+    (this.options.fit ?? fitHeight)(this.panels.root);
     this.splitter.fit();
   }
 }
