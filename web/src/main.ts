@@ -17,7 +17,7 @@ import { renderOptions } from "./components/options";
 import { renderProgress } from "./components/progress";
 import { el, replaceChildren } from "./dom";
 import { pageFor } from "./pages";
-import { allHosts, baseLabel, baseOf, baseOptions, baseValue, COMPARE_TOOL, parseBaseValue, pickBase, withCompare } from "./state/compare";
+import { allHosts, baseLabel, baseOf, baseOptions, baseValue, COMPARE_TOOL, PAIR_VIEW_OPTIONS, parseBaseValue, pickBase, sameBase, withCompare } from "./state/compare";
 import { optionsFromParams, sameOptions } from "./state/options";
 import { hostLabels, runLabels } from "./state/names";
 import { buildQuery, keptParams, notFoundNotice, parseQuery, pickHost, pickTool, resolveRunHost, sameSelection, type Wanted } from "./state/url";
@@ -221,7 +221,9 @@ async function applyWanted(wanted: WantedHere, mode: "push" | "replace", force =
       showError("Compare needs two profiles: this log directory has only one.");
       return;
     }
-    options = baseOptions(base);
+    // The paired trace view's options go with the base they were picked for.
+    const pairView = sameBase(base, baseOf(options)) ? PAIR_VIEW_OPTIONS.filter((name) => options[name]) : [];
+    options = { ...baseOptions(base), ...Object.fromEntries(pairView.map((name) => [name, options[name] as string])) };
   }
   const selection: Selection = { ...runHost, tool, ...(Object.keys(options).length > 0 ? { options } : {}) };
   showSelection(selection, tools);
@@ -247,7 +249,8 @@ async function load(selection: Selection): Promise<void> {
   document.title = `${selection.tool} · ${selection.run} — stepscope`;
   statusSlot.replaceChildren(el("p", { class: "loading" }, "Loading…"));
   content.replaceChildren();
-  const page = pageFor(selection.tool);
+  const page = pageFor(selection.tool, selection.options);
+  const setOptions = (options: Record<string, string>): void => void applyWanted({ ...selection, options }, "push");
   const onPending = (pending: Pending): void => {
     if (loading === controller) showPending(pending);
   };
@@ -266,6 +269,7 @@ async function load(selection: Selection): Promise<void> {
       fail: (message) => {
         if (mine()) showError(message);
       },
+      setOptions,
     });
     return;
   }
@@ -275,7 +279,6 @@ async function load(selection: Selection): Promise<void> {
     if (loading !== controller) return;
     statusSlot.replaceChildren();
     const info = toolInfo(selection);
-    const setOptions = (options: Record<string, string>): void => void applyWanted({ ...selection, options }, "push");
     // The compare view's options (its base) are set by the "Compare with…" select.
     const bar = info && info.name !== COMPARE_TOOL && renderOptions(info, selection.options ?? {}, data, setOptions);
     const root = el("div", { id: "tool-page" });

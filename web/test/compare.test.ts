@@ -1,7 +1,31 @@
 import { describe, expect, it } from "vitest";
 import type { RunInfo } from "../src/api";
 import type { StepPair } from "../src/generated/diff";
-import { baseLabel, baseOf, baseValue, COMPARE_INFO, firstSteadyPair, intervalText, pairTraceAddresses, parseBaseValue, pickBase, signedPercent, stepSeries, withCompare } from "../src/state/compare";
+import {
+  baseLabel,
+  baseOf,
+  baseValue,
+  COMPARE_INFO,
+  firstSteadyPair,
+  intervalText,
+  isPairView,
+  isStepScale,
+  neighbourPair,
+  pairOptions,
+  pairTraceAddresses,
+  pairViewAddress,
+  pairWindows,
+  parseBaseValue,
+  pickBase,
+  pickPair,
+  sameBase,
+  signedPercent,
+  steadyPairIndices,
+  steadyTimes,
+  stepSeries,
+  stepWindow,
+  withCompare,
+} from "../src/state/compare";
 
 const runs: RunInfo[] = [
   { name: "a", hosts: ["h1"] },
@@ -25,11 +49,62 @@ function pair(base_step: number | null, new_step: number | null, base_us: number
   };
 }
 
+describe("the paired trace view's state", () => {
+  // Pair 0: base step 0 set aside; 1: both steady; 2 and 3: one side only; 4: both steady.
+  const steps = [pair(0, 0, 40, 15, "outlier"), pair(1, 1, 10, 17), pair(5, null, 14, null), pair(null, 9, null, 3), pair(2, 2, 11, 16)];
+  it("offers the steady pairs only, and reads the wanted one from the options", () => {
+    expect(steadyPairIndices({ steps })).toEqual([1, 4]);
+    expect(pickPair({ steps }, { pair: "4" })).toBe(4);
+    expect(pickPair({ steps }, { pair: "0" })).toBe(1); // set aside: the first steady one instead
+    expect(pickPair({ steps }, { pair: "x" })).toBe(1);
+    expect(pickPair({ steps }, undefined)).toBe(1);
+    expect(pickPair({ steps: [steps[0]!, steps[2]!] }, { pair: "0" })).toBeNull();
+    expect(isPairView({ pair: "4" })).toBe(true);
+    expect(isPairView({ pair: "" })).toBe(false);
+    expect(isPairView({ base_run: "a" })).toBe(false);
+  });
+  it("moves to the next and previous steady pair, stopping at the ends", () => {
+    expect(neighbourPair([1, 4], 1, 1)).toBe(4);
+    expect(neighbourPair([1, 4], 4, 1)).toBe(4);
+    expect(neighbourPair([1, 4], 1, -1)).toBe(1);
+    expect(neighbourPair([1, 4], 4, -1)).toBe(1);
+    expect(neighbourPair([1, 4], 3, 1)).toBe(1); // not a steady pair: the first
+    expect(neighbourPair([], 0, 1)).toBeNull();
+  });
+  it("names the pair in a shareable address of the compare tool", () => {
+    const base = { run: "a", host: "h1" };
+    expect(pairOptions(base, 4)).toEqual({ base_run: "a", base_host: "h1", pair: "4" });
+    expect(pairOptions(base, 4, true)).toEqual({ base_run: "a", base_host: "h1", pair: "4", scale: "step" });
+    expect(isStepScale(pairOptions(base, 4, true))).toBe(true);
+    expect(isStepScale(pairOptions(base, 4))).toBe(false);
+    expect(pairViewAddress({ run: "gpu", host: "v100" }, base, 4)).toBe("?run=gpu&host=v100&tool=diff&base_run=a&base_host=h1&pair=4");
+    expect(sameBase(base, { run: "a", host: "h1" })).toBe(true);
+    expect(sameBase(base, { run: "a", host: "h2" })).toBe(false);
+    expect(sameBase(base, null)).toBe(false);
+  });
+  it("opens each viewer on its own step of the pair", () => {
+    // Pair 4: base step 2 starts at 2 * 1000 ps and lasts 11 us = 11e6 ps; new step 2 at
+    // 2 * 2000 ps, 16 us.
+    expect(stepWindow(steps[4]!, "base")).toEqual({ start_ps: 2000, end_ps: 11_002_000 });
+    expect(stepWindow(steps[4]!, "new")).toEqual({ start_ps: 4000, end_ps: 16_004_000 });
+    expect(stepWindow(steps[3]!, "base")).toBeNull();
+    // Each step filling its viewer: the two windows above.
+    expect(pairWindows(steps[4]!, true)).toEqual({ base: { start_ps: 2000, end_ps: 11_002_000 }, new: { start_ps: 4000, end_ps: 16_004_000 } });
+    // One scale: both as long as the longer step (new, 16e6 ps), each from its own start.
+    expect(pairWindows(steps[4]!, false)).toEqual({ base: { start_ps: 2000, end_ps: 16_002_000 }, new: { start_ps: 4000, end_ps: 16_004_000 } });
+    expect(pairWindows(steps[3]!, false)).toBeNull();
+  });
+  it("takes each run's steady step times for the histogram", () => {
+    // Base: step 0 set aside, steps 1, 5, 2 -> 10, 14, 11; new: 0, 1, 9, 2 -> 15, 17, 3, 16.
+    expect(steadyTimes({ steps })).toEqual({ base: [10, 14, 11], new: [15, 17, 3, 16] });
+  });
+});
+
 describe("compare state", () => {
   it("adds Compare to the tool menu once", () => {
     expect(withCompare([]).map((tool) => tool.name)).toEqual(["diff"]);
     expect(withCompare([COMPARE_INFO])).toHaveLength(1);
-    expect(COMPARE_INFO.options.map((option) => option.name)).toEqual(["base_run", "base_host"]);
+    expect(COMPARE_INFO.options.map((option) => option.name)).toEqual(["base_run", "base_host", "pair", "scale"]);
   });
   it("round-trips a base through the select's value, and reads it from options", () => {
     const base = { run: "tpu/2024 05", host: "h&1" };

@@ -64,6 +64,11 @@ describe("page registry", () => {
     expect(pageFor("trace_viewer").tables).toBe(false);
     expect(pageFor("overview_page").mount).toBeUndefined();
   });
+  it("opens the paired trace view for the compare tool's pair option", () => {
+    expect(pageFor("diff", { base_run: "a", base_host: "h", pair: "3" }).mount).toBeTypeOf("function");
+    expect(pageFor("diff", { base_run: "a", base_host: "h" })).toBe(PAGES.diff);
+    expect(pageFor("diff")).toBe(PAGES.diff);
+  });
 });
 
 describe("an evidence link's text", () => {

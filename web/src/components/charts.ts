@@ -249,3 +249,25 @@ export function pairedStepChart(name: string, label: string, data: { labels: str
   });
   return box;
 }
+
+/** Two runs' step-time histograms on shared bins (counts), one bar dataset each: the compare view's distribution chart. */
+export function histogramChart(name: string, label: string, data: { labels: string[]; datasets: { label: string; key: string; data: number[]; backgroundColor: string }[] }): HTMLElement {
+  const { box, canvas } = canvasBox(name, label);
+  register(name, canvas, {
+    type: "bar",
+    data,
+    options: {
+      // Grouped bars, touching within a bin: the bins are what is compared.
+      datasets: { bar: { categoryPercentage: 0.9, barPercentage: 1 } },
+      scales: {
+        x: { title: { display: true, text: "step time (bins shared by both runs)" } },
+        y: { beginAtZero: true, ticks: { precision: 0 }, title: { display: true, text: "steps" } },
+      },
+      plugins: {
+        legend: { position: "bottom", labels: { boxWidth: 12 } },
+        tooltip: { callbacks: { label: (item: TooltipItem<"bar">) => `${item.dataset.label}: ${item.parsed.y} step${item.parsed.y === 1 ? "" : "s"}` } },
+      },
+    },
+  });
+  return box;
+}

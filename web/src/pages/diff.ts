@@ -2,18 +2,22 @@
  * The compare view (tool `diff`): what changed from the base run/host (the "Compare
  * with…" select, `&base_run=&base_host=`) to the current one, as `stepscope diff` says it:
  * the verdict, the step time's and each breakdown category's change, both runs' step
- * times on one chart, the ops, op categories and kernels matched by name (the table
- * component: sortable, searchable, CSV of the server's diff tables), and each run's trace
- * viewer opened on the first aligned pair of steady steps.
+ * times on one chart (a histogram of both runs' steady steps on shared bins, and the
+ * aligned steps side by side), the ops, op categories and kernels matched by name (the
+ * table component: sortable, searchable, CSV of the server's diff tables), and both runs'
+ * trace viewers opened together on the first aligned pair of steady steps (the paired
+ * trace view, diff_trace.ts: this tool with `&pair=`), with each run's own viewer too.
  */
 
 import type { Diff } from "../generated/diff";
-import { pairedStepChart } from "../components/charts";
+import { histogramChart, pairedStepChart } from "../components/charts";
 import { card, metrics, metric, note } from "../components/metric";
 import { findTable } from "../components/table";
 import { el } from "../dom";
 import { formatTimeUs } from "../format";
-import { baseOf, firstSteadyPair, intervalText, pairTraceAddresses, signedPercent, stepSeries } from "../state/compare";
+import { baseOf, firstSteadyPair, intervalText, isPairView, pairTraceAddresses, pairViewAddress, signedPercent, steadyTimes, stepSeries } from "../state/compare";
+import { sharedHistogram, type Bin } from "../state/histogram";
+import { diffTracePage } from "./diff_trace";
 import { add, grid, tableCard } from "./common";
 import type { PageContext, ToolPage } from "./types";
 
@@ -50,6 +54,28 @@ function stepTimeCard(data: Diff): HTMLElement {
   );
 }
 
+function binLabel(bin: Bin): string {
+  return `${formatTimeUs(bin.start_us)}–${formatTimeUs(bin.end_us)}`;
+}
+
+/** Both runs' steady step times on shared bins (state/histogram.ts says the rule). */
+function distributionCard(data: Diff): HTMLElement {
+  const times = steadyTimes(data);
+  const histogram = sharedHistogram(times.base, times.new);
+  return card(
+    "Step-time distribution, both runs (steady steps)",
+    histogramChart("diff-step-histogram", "How many steady steps of each run fall in each step-time bin", {
+      labels: histogram.bins.map(binLabel),
+      datasets: [
+        { label: "base", key: "base", data: histogram.base, backgroundColor: BASE_COLOR },
+        { label: "new", key: "new", data: histogram.new, backgroundColor: NEW_COLOR },
+      ],
+    }),
+    { id: "diff-histogram" },
+    true,
+  );
+}
+
 function render(root: HTMLElement, context: PageContext): void {
   const data = context.data as Diff;
   const layout = grid(root);
@@ -63,9 +89,14 @@ function render(root: HTMLElement, context: PageContext): void {
       `${data.base} → ${data.new}`,
       [
         el("p", { id: "diff-verdict", class: "verdict" }, data.verdict),
-        links
+        links && pair && base
           ? el("p", { id: "diff-trace-links", class: "note" }, [
-              `Trace viewer at the first aligned steady steps (${String(pair?.base_step)} / ${String(pair?.new_step)}): `,
+              el(
+                "a",
+                { href: pairViewAddress(context.selection, base, data.steps.indexOf(pair)), id: "diff-trace-pair", class: "button-link", "data-trace": "pair" },
+                "Open both in the trace viewer",
+              ),
+              ` at the first aligned steady steps (${String(pair.base_step)} / ${String(pair.new_step)}), stacked, with a control for the next pairs; or one: `,
               links.base ? el("a", { href: links.base, "data-trace": "base" }, "base") : "base: none",
               " · ",
               links.new ? el("a", { href: links.new, "data-trace": "new" }, "new") : "new: none",
@@ -83,8 +114,9 @@ function render(root: HTMLElement, context: PageContext): void {
       true,
     ),
     stepTimeCard(data),
+    distributionCard(data),
     card(
-      "Step times, both runs",
+      "Step times, aligned step by step",
       pairedStepChart("diff-step-times", "Step time of each aligned step, base and new", {
         labels: series.labels,
         datasets: [
@@ -104,4 +136,4 @@ function render(root: HTMLElement, context: PageContext): void {
   );
 }
 
-export const diffPage: ToolPage = { tables: true, render };
+export const diffPage: ToolPage = { tables: true, render, modeFor: (options) => (isPairView(options) ? diffTracePage : undefined) };

@@ -25,6 +25,8 @@ export const PAGES: Record<string, ToolPage> = {
   diff: diffPage,
 };
 
-export function pageFor(tool: string): ToolPage {
-  return PAGES[tool] ?? genericPage;
+/** The tool's page, or the page its options pick (`modeFor`). */
+export function pageFor(tool: string, options?: Record<string, string>): ToolPage {
+  const page = PAGES[tool] ?? genericPage;
+  return page.modeFor?.(options) ?? page;
 }

@@ -31,6 +31,8 @@ export interface MountContext {
   ready: () => void;
   /** The page cannot be shown: the tool area shows the error. */
   fail: (message: string) => void;
+  /** Loads the tool again with these options (a new history entry), as PageContext's does. */
+  setOptions?: (options: Record<string, string>) => void;
 }
 
 export interface ToolPage {
@@ -42,4 +44,9 @@ export interface ToolPage {
    * with the (empty) content area, and waits for `ready` or `fail`.
    */
   mount?: (root: HTMLElement, context: MountContext) => void;
+  /**
+   * Another page for some option values of the same tool (the compare view's `pair`
+   * opens the paired trace view); undefined keeps this one.
+   */
+  modeFor?: (options: Record<string, string> | undefined) => ToolPage | undefined;
 }

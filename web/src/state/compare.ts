@@ -5,15 +5,26 @@
  * menu itself (`withCompare`), with the base as its two options: the shell reads them from
  * the address, sends them with the data, tables and CSV requests, and keeps them in history
  * as any tool's options. Pure functions, unit-tested in test/compare.test.ts.
+ *
+ * The paired trace view is the same tool with a third option, `&pair=<i>`: both runs' trace
+ * viewers, stacked, each on its step of `diff.steps[i]` (a steady pair). It is an address of
+ * its own (shared by copying it), and moving to another pair is a new history entry, so
+ * back and forward step through the pairs looked at.
  */
 
 import type { Diff, StepPair } from "../generated/diff";
 import type { RunInfo, ToolInfo } from "../api";
-import { traceViewerAddress } from "./url";
+import { buildQuery, traceViewerAddress } from "./url";
 
 export const COMPARE_TOOL = "diff";
 export const BASE_RUN = "base_run";
 export const BASE_HOST = "base_host";
+export const PAIR = "pair";
+/** The paired view's time scale: "" (default) one scale for both, "step" each step fills its viewer. */
+export const PAIR_SCALE = "scale";
+export const STEP_SCALE = "step";
+/** The options that belong to the paired view, kept with the base they were chosen for. */
+export const PAIR_VIEW_OPTIONS = [PAIR, PAIR_SCALE];
 
 function baseOption(name: string, help: string): ToolInfo["options"][number] {
   return { name, type: "string", default: "", help, minimum: null, choices: [], choices_from: null };
@@ -24,7 +35,12 @@ export const COMPARE_INFO: ToolInfo = {
   title: "Compare",
   output: "tables",
   description: "What changed from a base run/host to this one (stepscope diff).",
-  options: [baseOption(BASE_RUN, "the run to compare against"), baseOption(BASE_HOST, "its host")],
+  options: [
+    baseOption(BASE_RUN, "the run to compare against"),
+    baseOption(BASE_HOST, "its host"),
+    baseOption(PAIR, "the paired trace view's pair of aligned steps (an index into the diff's steps)"),
+    baseOption(PAIR_SCALE, 'the paired trace view\'s time scale: one for both (default) or "step" (each step fills its viewer)'),
+  ],
 };
 
 /** The registry's tools with Compare after them (once), for the tool menu. */
@@ -54,6 +70,10 @@ export function baseOf(options: Record<string, string> | undefined): Base | null
   const run = options?.[BASE_RUN];
   const host = options?.[BASE_HOST];
   return run && host ? { run, host } : null;
+}
+
+export function sameBase(a: Base | null, b: Base | null): boolean {
+  return !!a && !!b && a.run === b.run && a.host === b.host;
 }
 
 export function baseOptions(base: Base): Record<string, string> {
@@ -102,9 +122,83 @@ export function stepSeries(diff: Pick<Diff, "steps">): StepSeries {
   return { labels: diff.steps.map(stepPairLabel), base: diff.steps.map((pair) => pair.base_us), new: diff.steps.map((pair) => pair.new_us) };
 }
 
+/** Whether both steps of a pair are there and count (neither is set aside). */
+export function isSteadyPair(pair: StepPair): boolean {
+  return pair.base_step !== null && pair.new_step !== null && pair.base_set_aside === null && pair.new_set_aside === null && pair.base_start_ps !== null && pair.new_start_ps !== null;
+}
+
 /** The first aligned pair where both steps count (neither is set aside), or null. */
 export function firstSteadyPair(diff: Pick<Diff, "steps">): StepPair | null {
-  return diff.steps.find((pair) => pair.base_step !== null && pair.new_step !== null && pair.base_set_aside === null && pair.new_set_aside === null) ?? null;
+  return diff.steps.find(isSteadyPair) ?? null;
+}
+
+/** Each run's steady step times (us), every step of the run that is not set aside. */
+export function steadyTimes(diff: Pick<Diff, "steps">): { base: number[]; new: number[] } {
+  const base = diff.steps.filter((pair) => pair.base_step !== null && pair.base_set_aside === null && pair.base_us !== null).map((pair) => pair.base_us as number);
+  const next = diff.steps.filter((pair) => pair.new_step !== null && pair.new_set_aside === null && pair.new_us !== null).map((pair) => pair.new_us as number);
+  return { base, new: next };
+}
+
+/** The indices into `diff.steps` of the steady pairs, the ones the paired view offers. */
+export function steadyPairIndices(diff: Pick<Diff, "steps">): number[] {
+  return diff.steps.flatMap((pair, index) => (isSteadyPair(pair) ? [index] : []));
+}
+
+/** The pair an address's options ask for when it is a steady one, else the first steady one; null with none. */
+export function pickPair(diff: Pick<Diff, "steps">, options: Record<string, string> | undefined): number | null {
+  const steady = steadyPairIndices(diff);
+  const text = options?.[PAIR];
+  const wanted = text !== undefined && /^\d+$/.test(text) ? Number(text) : null;
+  return wanted !== null && steady.includes(wanted) ? wanted : (steady[0] ?? null);
+}
+
+/** Whether the options ask for the paired trace view (any `pair` value; a bad one falls back). */
+export function isPairView(options: Record<string, string> | undefined): boolean {
+  return (options?.[PAIR] ?? "") !== "";
+}
+
+/** The steady pair `delta` places from `index` among `steady` (clamped to the ends). */
+export function neighbourPair(steady: readonly number[], index: number, delta: number): number | null {
+  const at = steady.indexOf(index);
+  if (at < 0) return steady[0] ?? null;
+  return steady[Math.max(0, Math.min(steady.length - 1, at + delta))] ?? null;
+}
+
+/** The compare view's options with the paired view on pair `index` (the base kept), each step filling its viewer or not. */
+export function pairOptions(base: Base, index: number, stepScale = false): Record<string, string> {
+  return { ...baseOptions(base), [PAIR]: String(index), ...(stepScale ? { [PAIR_SCALE]: STEP_SCALE } : {}) };
+}
+
+/** Whether the options ask for each step to fill its viewer (else both share one time scale). */
+export function isStepScale(options: Record<string, string> | undefined): boolean {
+  return options?.[PAIR_SCALE] === STEP_SCALE;
+}
+
+/** The address of the paired trace view on pair `index`: `?run&host&tool=diff&base_run&base_host&pair`. */
+export function pairViewAddress(current: Base, base: Base, index: number): string {
+  return buildQuery({ run: current.run, host: current.host, tool: COMPARE_TOOL }, new URLSearchParams(pairOptions(base, index)));
+}
+
+/**
+ * The views the paired viewers open on: each from its own step's start. On one scale (the
+ * default) both are as long as the longer step, so the same offset into both steps is at
+ * the same x and the shorter step ends short of the edge, its length seen against the
+ * other's; with `stepScale` each is its own step, filling the width.
+ */
+export function pairWindows(pair: StepPair, stepScale: boolean): Record<"base" | "new", { start_ps: number; end_ps: number }> | null {
+  const base = stepWindow(pair, "base");
+  const next = stepWindow(pair, "new");
+  if (!base || !next) return null;
+  if (stepScale) return { base, new: next };
+  const length = Math.max(base.end_ps - base.start_ps, next.end_ps - next.start_ps);
+  return { base: { start_ps: base.start_ps, end_ps: base.start_ps + length }, new: { start_ps: next.start_ps, end_ps: next.start_ps + length } };
+}
+
+/** A run's step of a pair as a view: its start to its end, ps from its profile's start. */
+export function stepWindow(pair: StepPair, side: "base" | "new"): { start_ps: number; end_ps: number } | null {
+  const start = side === "base" ? pair.base_start_ps : pair.new_start_ps;
+  const length = side === "base" ? pair.base_step_ps : pair.new_step_ps;
+  return start === null || length === null ? null : { start_ps: start, end_ps: start + length };
 }
 
 /** Each run's trace viewer opened on its step of `pair`, or null where that run has none. */
