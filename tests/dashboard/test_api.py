@@ -54,6 +54,8 @@ def test_runs_are_the_profiles_of_the_logdir(server, logdir):
         {"name": "broken", "hosts": ["worker0"]},
         {"name": logdir.cpu_run, "hosts": [logdir.cpu_host]},
         {"name": "cpu_only", "hosts": [CPU_ONLY_HOST]},
+        {"name": logdir.before[0], "hosts": [logdir.before[1]]},
+        {"name": logdir.after[0], "hosts": [logdir.after[1]]},
         {"name": "gpu", "hosts": sorted(GPU_HOSTS)},
         {"name": f"tpu/{TPU_SESSION}", "hosts": ["tpu_host"]},
     ]

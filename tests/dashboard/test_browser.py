@@ -13,8 +13,14 @@ import playwright.sync_api as playwright_api
 import pytest
 
 from tests.support.dashboard.browser import (
+    READY_TIMEOUT_MS,
     SCREENSHOTS,
+    chart,
+    data,
+    open_tool,
     page_url,
+    shot,
+    wait_ready,
 )
 from tests.support.dashboard.logdir import CPU_ONLY_HOST, TPU_SESSION
 from tests.support.service_job import Job
@@ -24,22 +30,6 @@ from tests.support.traces import read_json, shared
 GPU = dict(run="gpu", host="v100_resnet_ns_resolution")
 CPU_ONLY = dict(run="cpu_only", host=CPU_ONLY_HOST)
 TPU = dict(run=f"tpu/{TPU_SESSION}", host="tpu_host")
-READY_TIMEOUT_MS = 240_000
-
-
-def open_tool(page, server, tool: str, **where: str):
-    page.goto(page_url(server.url, **where, tool=tool))
-    return wait_ready(page, tool)
-
-
-def wait_ready(page, tool: str):
-    page.wait_for_selector(f'#tool[data-tool="{tool}"][data-state="ready"]', timeout=READY_TIMEOUT_MS)
-    return page
-
-
-def shot(page, name: str) -> None:
-    SCREENSHOTS.mkdir(exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
 
 def metric(page, key: str) -> str:
@@ -52,24 +42,9 @@ def number_shown(text: str) -> float:
     return float(digits)
 
 
-def chart(page, name: str) -> list[dict]:
-    """The datasets the page gave the chart (labels and data), read from Chart.js."""
-    return page.evaluate(
-        """name => { const chart = window.__stepscope.charts[name];
-                     return {labels: chart.data.labels, datasets: chart.data.datasets.map(d => ({label: d.label, data: d.data}))}; }""",
-        name,
-    )
-
-
 def tables(server, tool: str, **where: str) -> dict[str, dict]:
     document = server.ready("/api/tables", **where, tool=tool).json()
     return {table["name"]: table for table in document["tables"]}
-
-
-def data(server, tool: str, **where: str) -> dict:
-    answer = server.ready("/api/data", **where, tool=tool)
-    assert answer.status == 200
-    return answer.json()
 
 
 def column(table: dict, key: str) -> list:
@@ -1007,64 +982,3 @@ def test_dragging_the_splitter_resizes_the_details_pane_and_the_height_is_kept(p
     page.keyboard.press("End")
     assert box(page, "#tv-details")["height"] == 80 == int(splitter.get_attribute("aria-valuemin"))
     assert page.evaluate("() => localStorage.getItem('stepscope.trace.detailsHeight')") == "80"
-
-
-def test_the_compare_view_shows_the_diff_of_two_hosts(page, server, tmp_path):
-    """The gpu run's alexnet host compared with its resnet host as the base: picked in
-    "Compare with…", kept in the address, and every figure shown read back against the
-    API's diff and each run's own overview."""
-    base = dict(run="gpu", host="v100_resnet_ns_resolution")
-    new = dict(run="gpu", host="alexnet_small")
-    expected = server.ready("/api/diff", base_run=base["run"], base_host=base["host"], new_run=new["run"], new_host=new["host"]).json()
-    overviews = {name: data(server, "overview_page", **where) for name, where in (("base", base), ("new", new))}
-    open_tool(page, server, "overview_page", **new)
-    page.select_option("#compare-select", label="gpu · v100_resnet_ns_resolution")
-    page.wait_for_url("**tool=diff**", timeout=30_000)
-    wait_ready(page, "diff")
-    query = parse_qs(urlparse(page.url).query)
-    assert (query["run"], query["host"], query["base_run"], query["base_host"]) == ([new["run"]], [new["host"]], [base["run"]], [base["host"]])
-    assert page.locator("#diff-verdict").inner_text() == expected["verdict"]
-    # Step-time deltas: the mean is each run's own overview mean (its steady steps).
-    for statistic in ("mean", "median", "p90"):
-        row = page.locator(f'tr[data-statistic="{statistic}"]')
-        shown = {key: row.locator(f'td[data-key="{key}"]').get_attribute("data-value") for key in ("base", "new", "change_percent")}
-        figure = expected["step_time"][statistic]
-        assert float(shown["base"]) == pytest.approx(figure["base"]) and float(shown["new"]) == pytest.approx(figure["new"])
-        assert float(shown["change_percent"]) == pytest.approx(figure["change_percent"])
-    for name in ("base", "new"):
-        shown = float(page.locator(f'tr[data-statistic="mean"] td[data-key="{name}"]').get_attribute("data-value"))
-        assert shown == pytest.approx(overviews[name]["step_time_us"]["mean"])
-    # The chart: one dataset per run, each holding every step time of that run's overview.
-    shown = chart(page, "diff-step-times")
-    assert [dataset["label"] for dataset in shown["datasets"]] == ["base", "new"]
-    for dataset, name in zip(shown["datasets"], ("base", "new")):
-        values = [value for value in dataset["data"] if value is not None]
-        assert sorted(values) == pytest.approx(sorted(step["step_time_us"] for step in overviews[name]["steps"]))
-    assert len(shown["labels"]) == len(expected["steps"])
-    # The kernels diff table: every row, largest change per step first, searchable, CSV.
-    rows = page.locator('table[data-table="kernels"] tbody tr')
-    assert rows.count() == min(len(expected["kernels"]), 500)
-    first = expected["kernels"][0]
-    assert rows.first.locator('td[data-key="name"]').get_attribute("data-value") == first["name"]
-    assert float(rows.first.locator('td[data-key="change_per_step_us"]').get_attribute("data-value")) == pytest.approx(first["change_per_step_us"])
-    word = first["name"].split("_")[0].lower()
-    page.fill('input[data-search="kernels"]', word)
-    assert rows.count() == sum(1 for row in expected["kernels"] if word in row["name"].lower())
-    with page.expect_download() as download:
-        page.click('[data-export="kernels"]')
-    saved = tmp_path / "kernels.csv"
-    download.value.save_as(saved)
-    assert saved.read_bytes() == server.get("/api/csv", **new, tool="diff", base_run=base["run"], base_host=base["host"], table="kernels").body
-    # Each run's trace viewer, opened on the first aligned pair of steady steps.
-    pair = next(p for p in expected["steps"] if p["base_set_aside"] is None and p["new_set_aside"] is None and None not in (p["base_step"], p["new_step"]))
-    link = parse_qs(urlparse(page.locator('#diff-trace-links a[data-trace="base"]').get_attribute("href")).query)
-    assert link["host"] == [base["host"]] and link["start_ps"] == [str(pair["base_start_ps"])]
-    assert link["end_ps"] == [str(pair["base_start_ps"] + pair["base_step_ps"])]
-    # Neither Kineto trace records memory: one line says so and no empty memory table is shown.
-    assert expected["memory"] == [] and expected["memory_peak"]["base_bytes"] is None
-    assert page.locator('[data-card="memory"]').count() == 0
-    shot(page, "compare_gpu")
-    # "—" leaves the comparison for the current profile's overview.
-    page.select_option("#compare-select", value="")
-    wait_ready(page, "overview_page")
-    assert "base_run" not in parse_qs(urlparse(page.url).query)

@@ -28,3 +28,38 @@ def page_url(base: str, **params: str) -> str:
 def foreign_requests(urls: list[str]) -> list[str]:
     """Requests the page made anywhere but the stepscope server (must be none: offline)."""
     return [url for url in urls if urlparse(url).hostname not in ("127.0.0.1",) and not url.startswith(("data:", "blob:"))]
+
+
+# ---------------------------------------------------------------- a tool page in the browser
+
+READY_TIMEOUT_MS = 240_000
+
+
+def open_tool(page, server, tool: str, **where: str):
+    page.goto(page_url(server.url, **where, tool=tool))
+    return wait_ready(page, tool)
+
+
+def wait_ready(page, tool: str):
+    page.wait_for_selector(f'#tool[data-tool="{tool}"][data-state="ready"]', timeout=READY_TIMEOUT_MS)
+    return page
+
+
+def shot(page, name: str) -> None:
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+def chart(page, name: str) -> list[dict]:
+    """The datasets the page gave the chart (labels and data), read from Chart.js."""
+    return page.evaluate(
+        """name => { const chart = window.__stepscope.charts[name];
+                     return {labels: chart.data.labels, datasets: chart.data.datasets.map(d => ({label: d.label, data: d.data}))}; }""",
+        name,
+    )
+
+
+def data(server, tool: str, **where: str) -> dict:
+    answer = server.ready("/api/data", **where, tool=tool)
+    assert answer.status == 200
+    return answer.json()

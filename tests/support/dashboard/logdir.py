@@ -5,6 +5,9 @@
 - ``cpu/<session>``: a capture made here by stepscope of a real torch CPU training loop
   (ops, steps, memory);
 - ``cpu_only``: HTA's CPU-only Kineto trace (no device, no memory events);
+- ``demo/1-input-bound/<session>`` and ``demo/2-parallel-input/<session>``: the before and
+  after runs of ``stepscope demo`` (a real torch CPU loop, its input in the loop and then
+  in DataLoader workers), the compare view's pair of runs;
 - ``broken``: a truncated trace JSON, the run that must fail alone;
 - ``linked``: a symlink to a profile outside the logdir, which must never be served.
 """
@@ -19,6 +22,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+from stepscope.demo import RUN_AFTER, RUN_BEFORE
 from tests.support.traces import shared
 
 GPU_HOSTS = {
@@ -28,6 +32,7 @@ GPU_HOSTS = {
 CPU_ONLY_HOST = "cpu_only_rank34"
 TPU_SESSION = "2024_05_01_12_00_00"
 CPU_STEPS = 6
+DEMO_STEPS = 8
 
 CPU_JOB = textwrap.dedent(
     """
@@ -57,6 +62,8 @@ class Logdir:
     cpu_run: str
     cpu_host: str
     cpu_path: Path
+    before: tuple[str, str]  # the demo's runs as (run, host)
+    after: tuple[str, str]
 
     def path(self, run: str, host: str) -> Path:
         """Where a run/host's file is, from how this fixture laid them out."""
@@ -76,6 +83,18 @@ def cpu_capture(logdir: Path) -> Path:
     subprocess.run([sys.executable, str(script), str(logdir)], check=True, timeout=300, capture_output=True)
     (path,) = logdir.glob("plugins/profile/*/*.xplane.pb")
     return path
+
+
+def demo_runs(logdir: Path) -> tuple[tuple[str, str], tuple[str, str]]:
+    """``stepscope demo``'s before and after runs, made in its own process, as (run, host)
+    of the dashboard's logdir (whose child ``logdir`` is)."""
+    command = [sys.executable, "-m", "stepscope.cli", "demo", "--no-serve", "--logdir", str(logdir), "--steps", str(DEMO_STEPS)]
+    subprocess.run(command, check=True, timeout=600, capture_output=True)
+    found = []
+    for name in (RUN_BEFORE, RUN_AFTER):
+        (path,) = (logdir / name).glob("plugins/profile/*/*.xplane.pb")
+        found.append((f"{logdir.name}/{name}/{path.parent.name}", path.name.removesuffix(".xplane.pb")))
+    return found[0], found[1]
 
 
 def make_logdir(root: Path) -> Logdir:
@@ -100,4 +119,5 @@ def make_logdir(root: Path) -> Logdir:
     (root / "linked" / "secret.pt.trace.json.gz").symlink_to(outside / "secret.pt.trace.json.gz")
     cpu_path = cpu_capture(root / "cpu")
     session = cpu_path.parent.name
-    return Logdir(root, f"cpu/{session}", cpu_path.name.removesuffix(".xplane.pb"), cpu_path)
+    before, after = demo_runs(root / "demo")
+    return Logdir(root, f"cpu/{session}", cpu_path.name.removesuffix(".xplane.pb"), cpu_path, before, after)
