@@ -18,7 +18,7 @@ import { getToolJson, type Selection } from "../api";
 import { el } from "../dom";
 import { formatTimeUs } from "../format";
 import type { Diff, StepPair } from "../generated/diff";
-import { baseOf, baseOptions, isStepScale, neighbourPair, pairOptions, pairWindows, pickPair, stepPairLabel, steadyPairIndices, type Base } from "../state/compare";
+import { baseOf, baseOptions, COMPARE_TOOL, isStepScale, neighbourPair, pairOptions, pairWindows, pickPair, stepPairLabel, steadyPairIndices, type Base } from "../state/compare";
 import { buildQuery, TRACE_VIEWER } from "../state/url";
 import { mountTraceViewer } from "../trace/viewer";
 import type { MountContext, ToolPage } from "./types";
@@ -45,7 +45,9 @@ interface PairControls {
 }
 
 function pairBar(data: Diff, index: number, current: Base, base: Base, stepScale: boolean, controls: PairControls): HTMLElement {
-  const move = (to: number): void => controls.move(to);
+  const move = (to: number): void => {
+    if (to !== index) controls.move(to);
+  };
   const steady = steadyPairIndices(data);
   const previous = neighbourPair(steady, index, -1);
   const next = neighbourPair(steady, index, 1);
@@ -57,7 +59,7 @@ function pairBar(data: Diff, index: number, current: Base, base: Base, stepScale
   select.addEventListener("change", () => move(Number(select.value)));
   const scale = el("input", { type: "checkbox", id: "pair-scale", ...(stepScale ? {} : { checked: true }) });
   scale.addEventListener("change", () => controls.scale(!scale.checked));
-  const compare = buildQuery({ run: current.run, host: current.host, tool: "diff" }, new URLSearchParams(baseOptions(base)));
+  const compare = buildQuery({ run: current.run, host: current.host, tool: COMPARE_TOOL }, new URLSearchParams(baseOptions(base)));
   return el("div", { class: "tv-pair-bar", role: "toolbar", "aria-label": "Aligned steps" }, [
     el("a", { href: compare, id: "pair-back", class: "button-link" }, "← Compare"),
     el("button", { type: "button", id: "pair-prev", disabled: previous === index, title: "The previous aligned pair of steady steps", onclick: () => previous !== null && move(previous) }, "‹ Previous pair"),
