@@ -19,6 +19,7 @@ import numpy as np
 
 from stepscope.analysis.breakdown import activity_unions, step_breakdown
 from stepscope.analysis.classify import Activity
+from stepscope.analysis.hlo_ops import XlaOps, find_xla_ops
 from stepscope.analysis.intervals import Union
 from stepscope.analysis.kernels import DeviceKernels, find_kernels
 from stepscope.analysis.op_table import OpRow, ridge_point, side_idle_ps, side_rows
@@ -61,6 +62,11 @@ class OpStats:
     @cached_property
     def ops(self) -> Ops:
         return find_ops(self.profile)
+
+    @cached_property
+    def xla_ops(self) -> XlaOps:
+        """The XLA (HLO) op executions, with device-clock times (hlo_stats, roofline_model)."""
+        return find_xla_ops(self.profile, self.ops)
 
     @cached_property
     def kernels(self) -> list[DeviceKernels]:

@@ -1,10 +1,11 @@
 /**
  * Any tool this page does not know yet (a server newer than the page, a future
  * trace_viewer): its top-level scalar fields as metrics and every table it has, so a new
- * tool is usable before it gets a page of its own.
+ * tool is usable before it gets a page of its own. A table with no rows (hlo_stats on a
+ * profile without XLA ops) is one line saying so, not an empty table.
  */
 
-import { at, card, metric, metrics } from "../components/metric";
+import { at, card, metric, metrics, note } from "../components/metric";
 import { renderTable } from "../components/table";
 import { add, grid } from "./common";
 import type { PageContext, ToolPage } from "./types";
@@ -29,7 +30,11 @@ function render(root: HTMLElement, context: PageContext): void {
     }
   }
   for (const table of context.tables) {
-    add(layout, card(table.name, renderTable(table, { selection: context.selection }), { "data-card": table.name }, true));
+    const body =
+      table.rows.length === 0
+        ? note(`No ${table.name.replaceAll("_", " ")} in this profile.`, "note", { "data-empty-table": table.name })
+        : renderTable(table, { selection: context.selection });
+    add(layout, card(table.name, body, { "data-card": table.name }, true));
   }
 }
 
