@@ -56,3 +56,35 @@ def test_hlo_stats_rows_are_the_cpu_thunks(jax_stats: OpStats, jax_path: Path):
 def test_xprof_shows_no_hlo_stats_for_a_cpu_profile(jax_path: Path):
     (table,) = xprof_tables(jax_path, "hlo_stats")
     assert table.rows == []
+
+
+def test_roofline_on_cpu_gives_times_and_no_roofline(jax_stats: OpStats, jax_path: Path):
+    expected = hlo_op_sums(jax_path)
+    result = run_tool("roofline_model", jax_stats)
+    (device,) = result.device_rows
+    assert device["name"] == "/host:CPU"
+    assert device["occurrences"] == sum(s.occurrences for s in expected.values())
+    assert device["time_ps"] == sum(s.time_ps for s in expected.values())
+    (program,) = result.programs
+    assert program["name"].startswith("jit_train_step(") and program["time_ps"] == device["time_ps"]
+    assert {(row["program"].rsplit("(", 1)[-1].rstrip(")"), row["name"]): row["time_ps"] for row in result.ops} == {
+        key: sums.time_ps for key, sums in expected.items()
+    }
+    # No cost analysis on CPU and no known peaks: every roofline number is null, and the
+    # summary says why.
+    for row in [device, program, *result.ops]:
+        assert row["flops"] is None and row["roofline_fraction"] is None and row["bound_by"] is None
+    assert result.peak_tflops is None and result.ridge_point is None
+    assert result.summary() == [
+        "/host:CPU: peaks unknown (pass --option peak_flops=TFLOP/s --option peak_bw=GB/s)",
+        "No FLOP counts in this profile (XLA records none on CPU): times only, no roofline.",
+    ]
+    # Peaks given by hand: the shares stay null without FLOPs or bytes to rate.
+    given = run_tool("roofline_model", jax_stats, peak_flops="2", peak_bw="50")
+    assert given.peak_tflops == 2.0 and given.ridge_point == pytest.approx(2e12 / 50e9)
+    assert all(row["roofline_fraction"] is None for row in given.ops)
+
+
+def test_xprof_shows_no_roofline_for_a_cpu_profile(jax_path: Path):
+    table = xprof_tables(jax_path, "roofline_model")[0]
+    assert table.rows == [] and float(table.properties["peak_flop_rate"]) == 0.0

@@ -12,6 +12,7 @@ from stepscope.analysis import (  # noqa: F401  (each registers its tool)
     memory_profile,
     op_profile,
     overview,
+    roofline,
     trace_viewer,
 )
 from stepscope.analysis.registry import TOOLS, Option, Output, ToolResult, ToolSpec, run_tool, spec, specs, tool_names

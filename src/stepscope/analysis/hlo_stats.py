@@ -27,19 +27,16 @@ selected device(s):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-import numpy as np
-
-from stepscope.analysis.chips import Peaks, device_peaks, parse_peak
+from stepscope.analysis.chips import Peaks
 from stepscope.analysis.hlo_ops import ALL, OpGroups, group
 from stepscope.analysis.op_table import bound_by
 from stepscope.analysis.opstats import OpStats
-from stepscope.analysis.registry import Option, ToolResult, tool
+from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
-from stepscope.errors import StepscopeError
+from stepscope.analysis.xla_selection import DEVICE_OPTION, PEAK_OPTIONS, common_ridge, intensity_of, known, rate, selected_peaks
 
 TOOL = "hlo_stats"
 
@@ -129,53 +126,6 @@ class HloStatsResult(ToolResult):
         return lines
 
 
-def device_option(tool_name: str) -> Option:
-    return Option(
-        "device",
-        str,
-        ALL,
-        f"the device plane to show, or {ALL!r} (every device; the host where no device ran XLA ops)",
-        choices=(ALL,),
-        choices_from="devices",
-    )
-
-
-PEAK_OPTIONS = (
-    Option("peak_flops", str, "", "the device's peak in TFLOP/s (default: from the profile, else the table of known chips)"),
-    Option("peak_bw", str, "", "the device's peak memory bandwidth in GB/s (default: as peak_flops)"),
-)
-
-
-def selected_peaks(stats: OpStats, tool_name: str, device: str, peak_flops: str, peak_bw: str) -> tuple[np.ndarray, list[Peaks]]:
-    """The mask of the chosen device's XLA ops, and the peaks of the planes they ran on."""
-    xla = stats.xla_ops
-    if device != ALL and device not in xla.devices:
-        choices = ", ".join([ALL, *xla.devices])
-        raise StepscopeError(f"{tool_name}: no XLA ops on device {device!r} (choose from {choices})")
-    flops, bandwidth = parse_peak(tool_name, "peak_flops", peak_flops), parse_peak(tool_name, "peak_bw", peak_bw)
-    mask = xla.select(device)
-    planes = [stats.profile.planes[i] for i in np.unique(xla.plane[mask]).tolist()]
-    return mask, [device_peaks(stats.profile, plane, flops, bandwidth) for plane in planes]
-
-
-def common_ridge(peaks: list[Peaks]) -> float | None:
-    ridges = {p.ridge for p in peaks}
-    return ridges.pop() if len(ridges) == 1 else None
-
-
-def _known(value: float) -> float | None:
-    return None if not math.isfinite(value) else float(value)
-
-
-def intensity_of(flops: float, accessed: float) -> float:
-    return flops / accessed if math.isfinite(flops) and math.isfinite(accessed) and accessed > 0 else math.nan
-
-
-def rate(amount: float, time_ps: int) -> float:
-    """amount per second, in billions (GFLOP/s, GB/s); NaN without amount or time."""
-    return amount / (time_ps / 1e12) / 1e9 if math.isfinite(amount) and time_ps > 0 else math.nan
-
-
 def hlo_rows(groups: OpGroups, ridge: float | None) -> list[HloOpRow]:
     total_self = int(groups.self_ps.sum())
     rows: list[HloOpRow] = []
@@ -200,11 +150,11 @@ def hlo_rows(groups: OpGroups, ridge: float | None) -> list[HloOpRow]:
                 avg_self_time_us=ps_to_us(self_time / count),
                 self_time_percent=percent(self_time, total_self),
                 cumulative_self_time_percent=percent(cumulative, total_self),
-                flops=_known(flops),
-                bytes_accessed=_known(accessed),
-                gflops_per_second=_known(rate(flops, time)),
-                memory_bandwidth_gb_per_second=_known(rate(accessed, time)),
-                operational_intensity=_known(intensity),
+                flops=known(flops),
+                bytes_accessed=known(accessed),
+                gflops_per_second=known(rate(flops, time)),
+                memory_bandwidth_gb_per_second=known(rate(accessed, time)),
+                operational_intensity=known(intensity),
                 bound_by=bound_by(intensity, ridge),
                 total_time_ps=time,
                 total_self_time_ps=self_time,
@@ -218,7 +168,7 @@ def hlo_rows(groups: OpGroups, ridge: float | None) -> list[HloOpRow]:
     title="HLO op stats",
     order=62,
     description="Which HLO ops take the time, at what FLOP rate and bandwidth, and are they compute- or memory-bound?",
-    options=(device_option(TOOL), *PEAK_OPTIONS),
+    options=(DEVICE_OPTION, *PEAK_OPTIONS),
 )
 def hlo_stats(stats: OpStats, device: str = ALL, peak_flops: str = "", peak_bw: str = "") -> HloStatsResult:
     mask, peaks = selected_peaks(stats, TOOL, device, peak_flops, peak_bw)

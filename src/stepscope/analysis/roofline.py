@@ -1,0 +1,267 @@
+"""roofline_model: how close each device, program and HLO op comes to the device's roofline
+(XProf's roofline model).
+
+The roofline of a device with peak compute P (FLOP/s) and peak memory bandwidth B
+(bytes/s): at operational intensity I (FLOP per byte), the most FLOP/s attainable is
+min(P, I x B). Below the ridge point P / B an op is memory-bound, at or above it
+compute-bound. Peaks come from ``chips`` (options, the profile's plane stats, the table
+of known chips); ``peaks`` says which, per device.
+
+Rows, at three levels (``level``), over the selected device(s) (``device`` option):
+    device   one per device plane (and one "all" row for several): every XLA op on it;
+    program  one per HLO module;
+    op       one per HLO op of a program (hlo_stats' rows).
+The ops are ``hlo_ops``' (device-clock times). Per row:
+
+    time_ps               the ops' time summed (total time; for a device or program, the
+                          time its ops ran, idle between them not counted).
+    flops, bytes_accessed XLA's cost analysis, summed; null where none is recorded.
+    operational_intensity flops / bytes_accessed.
+    gflops_per_second, memory_bandwidth_gb_per_second   flops (bytes) / time / 1e9.
+    attainable_gflops_per_second  the roofline at the row's intensity: min(P, I x B) / 1e9.
+    compute_utilization   achieved FLOP/s / P;  bandwidth_utilization  achieved bytes/s / B.
+    roofline_fraction     achieved FLOP/s / attainable FLOP/s where flops > 0; else (an op
+                          that only moves data) bandwidth_utilization. Both are
+                          max(compute_utilization, bandwidth_utilization): below the ridge
+                          I x B < P, so FLOP/s / (I x B) = bytes/s / B, and the compute
+                          share is the smaller; above it attainable is P.
+    bound_by              "Compute" | "Memory" by the ridge point; null where unknown.
+
+Peaks are per device; for ``device=all`` over devices with different peaks, every number
+that needs a peak is null (the rates are still given). A log-log roofline chart needs no
+more than this: each device's ``peaks`` (the two lines and their ridge) and each op row's
+(operational_intensity, gflops_per_second) point.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TypedDict
+
+import numpy as np
+
+from stepscope.analysis.chips import Peaks
+from stepscope.analysis.hlo_ops import ALL, OpGroups, XlaOps, group
+from stepscope.analysis.op_table import bound_by
+from stepscope.analysis.opstats import OpStats
+from stepscope.analysis.registry import ToolResult, tool
+from stepscope.analysis.tables import Column, Table, ps_to_us
+from stepscope.analysis.xla_selection import DEVICE_OPTION, PEAK_OPTIONS, common_peaks, common_ridge, intensity_of, known, rate, selected_peaks
+
+TOOL = "roofline_model"
+DEVICE, PROGRAM, OP = "device", "program", "op"
+
+COLUMNS = (
+    Column("level", "Level", "string"),
+    Column("device", "Device", "string"),
+    Column("program", "Program", "string"),
+    Column("category", "Category", "string"),
+    Column("name", "Name", "string"),
+    Column("occurrences", "Occurrences"),
+    Column("time_us", "Time (us)"),
+    Column("operational_intensity", "FLOP/byte"),
+    Column("gflops_per_second", "GFLOP/s"),
+    Column("attainable_gflops_per_second", "Roofline GFLOP/s"),
+    Column("memory_bandwidth_gb_per_second", "Memory GB/s"),
+    Column("bound_by", "Bound by", "string"),
+    Column("roofline_fraction", "Of roofline"),
+    Column("compute_utilization", "Of peak FLOP/s"),
+    Column("bandwidth_utilization", "Of peak bandwidth"),
+    Column("flops", "FLOPs"),
+    Column("bytes_accessed", "Bytes accessed"),
+    Column("time_ps", "Time (ps)"),
+)
+
+
+class RooflineRow(TypedDict):
+    """A device, a program or an HLO op against the roofline."""
+
+    level: str  # "device" | "program" | "op"
+    device: str  # the device plane, or "all"
+    program: str  # "" on a device row
+    category: str  # "" on device and program rows
+    name: str  # the device, the program or the HLO op
+    occurrences: int
+    time_ps: int
+    time_us: float
+    flops: float | None
+    bytes_accessed: float | None
+    operational_intensity: float | None
+    gflops_per_second: float | None
+    memory_bandwidth_gb_per_second: float | None
+    attainable_gflops_per_second: float | None
+    compute_utilization: float | None
+    bandwidth_utilization: float | None
+    roofline_fraction: float | None
+    bound_by: str | None
+
+
+@dataclass
+class RooflineResult(ToolResult):
+    device: str = ALL
+    devices: list[str] = field(default_factory=list)
+    peaks: list[Peaks] = field(default_factory=list)
+    peak_tflops: float | None = None  # the selected devices' common peaks, when they share them
+    peak_gbps: float | None = None
+    ridge_point: float | None = None
+    device_rows: list[RooflineRow] = field(default_factory=list)
+    programs: list[RooflineRow] = field(default_factory=list)
+    ops: list[RooflineRow] = field(default_factory=list)
+
+    def tables(self) -> list[Table]:
+        return [Table.of(name, COLUMNS, rows) for name, rows in (("devices", self.device_rows), ("programs", self.programs), ("ops", self.ops))]
+
+    def summary(self) -> list[str]:
+        if not self.ops:
+            return ["No XLA (HLO) ops in this profile."]
+        lines = []
+        for peaks in self.peaks:
+            if peaks.peak_tflops is None or peaks.peak_gbps is None:
+                lines.append(f"{peaks.device}: peaks unknown (pass --option peak_flops=TFLOP/s --option peak_bw=GB/s)")
+                continue
+            where = {"profile": "the profile's device stats", "table": f"the known-chips table ({peaks.chip})", "options": "the options"}[peaks.source]
+            lines.append(
+                f"{peaks.device}: {peaks.peak_tflops:,.1f} TFLOP/s, {peaks.peak_gbps:,.1f} GB/s (ridge {peaks.ridge or 0:,.1f} FLOP/byte), from {where}"
+            )
+        top = self.device_rows[-1]
+        if top["flops"] is None:
+            lines.append("No FLOP counts in this profile (XLA records none on CPU): times only, no roofline.")
+        elif top["roofline_fraction"] is not None:
+            lines.append(
+                f"{top['name']}: {top['gflops_per_second'] or 0:,.1f} GFLOP/s at {top['operational_intensity'] or 0:.3g} FLOP/byte, "
+                f"{top['bound_by']}-bound, {100 * top['roofline_fraction']:.1f}% of its roofline"
+            )
+        return lines
+
+
+def _row(
+    level: str,
+    device: str,
+    program: str,
+    category: str,
+    name: str,
+    count: int,
+    time: int,
+    flops: float,
+    accessed: float,
+    peaks: tuple[float | None, float | None],
+) -> RooflineRow:
+    peak_tflops, peak_gbps = peaks
+    intensity = intensity_of(flops, accessed)
+    flop_rate, byte_rate = rate(flops, time), rate(accessed, time)
+    attainable = math.nan
+    compute = bandwidth = fraction = math.nan
+    if peak_tflops and peak_gbps:
+        if math.isfinite(intensity):
+            attainable = min(peak_tflops * 1e3, intensity * peak_gbps)
+        compute = flop_rate / (peak_tflops * 1e3)
+        bandwidth = byte_rate / peak_gbps
+        known_shares = [share for share in (compute, bandwidth) if math.isfinite(share)]
+        fraction = max(known_shares) if known_shares else math.nan
+    ridge = peak_tflops * 1e12 / (peak_gbps * 1e9) if peak_tflops and peak_gbps else None
+    return RooflineRow(
+        level=level,
+        device=device,
+        program=program,
+        category=category,
+        name=name,
+        occurrences=count,
+        time_ps=time,
+        time_us=ps_to_us(time),
+        flops=known(flops),
+        bytes_accessed=known(accessed),
+        operational_intensity=known(intensity),
+        gflops_per_second=known(flop_rate),
+        memory_bandwidth_gb_per_second=known(byte_rate),
+        attainable_gflops_per_second=known(attainable),
+        compute_utilization=known(compute),
+        bandwidth_utilization=known(bandwidth),
+        roofline_fraction=known(fraction),
+        bound_by=bound_by(intensity, ridge),
+    )
+
+
+def _sum_known(values: np.ndarray) -> float:
+    known_values = values[np.isfinite(values)]
+    return float(known_values.sum()) if len(known_values) else math.nan
+
+
+def _device_rows(xla: XlaOps, mask: np.ndarray, peaks: list[Peaks], label: str) -> list[RooflineRow]:
+    rows = []
+    for plane_peaks in peaks:
+        here = mask & (xla.plane == xla.plane_names.index(plane_peaks.device))
+        rows.append(_device_row(xla, here, plane_peaks.device, (plane_peaks.peak_tflops, plane_peaks.peak_gbps)))
+    if len(peaks) > 1:
+        rows.append(_device_row(xla, mask, label, common_peaks(peaks)))
+    return rows
+
+
+def _device_row(xla: XlaOps, here: np.ndarray, name: str, peaks: tuple[float | None, float | None]) -> RooflineRow:
+    time = int(xla.time_ps[here].sum())
+    return _row(DEVICE, name, "", "", name, int(here.sum()), time, _sum_known(xla.flops[here]), _sum_known(xla.bytes_accessed[here]), peaks)
+
+
+def _program_rows(groups: OpGroups, device: str, peaks: tuple[float | None, float | None]) -> list[RooflineRow]:
+    order: dict[str, list[int]] = {}
+    for i, program in enumerate(groups.program):
+        order.setdefault(program, []).append(i)
+    rows = []
+    for program, members in order.items():
+        at = np.asarray(members)
+        time = int(groups.time_ps[at].sum())
+        rows.append(
+            _row(
+                PROGRAM,
+                device,
+                program,
+                "",
+                program,
+                int(groups.occurrences[at].sum()),
+                time,
+                _sum_known(groups.flops[at]),
+                _sum_known(groups.bytes_accessed[at]),
+                peaks,
+            )
+        )
+    return sorted(rows, key=lambda row: (-row["time_ps"], row["name"]))
+
+
+@tool(
+    TOOL,
+    title="Roofline model",
+    order=64,
+    description="How close do the device, each program and each HLO op come to the device's roofline, and what bounds them?",
+    options=(DEVICE_OPTION, *PEAK_OPTIONS),
+)
+def roofline_model(stats: OpStats, device: str = ALL, peak_flops: str = "", peak_bw: str = "") -> RooflineResult:
+    mask, peaks = selected_peaks(stats, TOOL, device, peak_flops, peak_bw)
+    xla = stats.xla_ops
+    shared = common_peaks(peaks)
+    groups = group(xla, mask)
+    ops = [
+        _row(
+            OP,
+            device,
+            groups.program[i],
+            groups.category[i],
+            groups.name[i],
+            int(groups.occurrences[i]),
+            int(groups.time_ps[i]),
+            float(groups.flops[i]),
+            float(groups.bytes_accessed[i]),
+            shared,
+        )
+        for i in range(len(groups))
+    ]
+    return RooflineResult(
+        device=device,
+        devices=xla.devices,
+        peaks=peaks,
+        peak_tflops=shared[0],
+        peak_gbps=shared[1],
+        ridge_point=common_ridge(peaks),
+        device_rows=_device_rows(xla, mask, peaks, device) if len(groups) else [],
+        programs=_program_rows(groups, device, shared),
+        ops=ops,
+    )
