@@ -191,8 +191,11 @@ def _programs(plane: Plane, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             at = np.searchsorted(start, events.start_ps[rows], "right") - 1
             inside = (at >= 0) & (events.start_ps[rows] < end[np.maximum(at, 0)])
             label[inside] = plane.metadata.name_array[events.metadata_id[modules[at[inside]]]]
-    for i in np.flatnonzero(module != None).tolist():  # noqa: E711
-        label[i] = f"{module[i]}({program_id[i]})" if program_id[i] is not None else module[i]
+    named = np.flatnonzero(module != None)  # noqa: E711
+    if len(named):  # each distinct (module, id) pair formatted once: there can be millions of ops
+        pairs = [(str(m), i) for m, i in zip(module[named].tolist(), program_id[named].tolist())]
+        texts = {pair: f"{pair[0]}({pair[1]})" if pair[1] is not None else pair[0] for pair in dict.fromkeys(pairs)}
+        label[named] = np.asarray([texts[pair] for pair in pairs], dtype=object)
     no_label = (label == "") & (program_id != None)  # noqa: E711
     label[no_label] = program_id[no_label]
     return label, np.where(program_id != None, program_id, "").astype(object)  # noqa: E711
@@ -221,15 +224,27 @@ def group(xla: XlaOps, mask: np.ndarray) -> OpGroups:
     """Sums per HLO op of the selected executions, most self time first (then program,
     category, name)."""
     selected = np.flatnonzero(mask)
-    keys = list(zip(xla.program[selected].tolist(), xla.category[selected].tolist(), xla.name[selected].tolist()))
-    index: dict[tuple[str, str, str], int] = {}
-    codes = np.fromiter((index.setdefault(key, len(index)) for key in keys), dtype=np.int64, count=len(keys))
-    count = len(index)
-    first = np.full(count, len(selected), dtype=np.int64)
-    np.minimum.at(first, codes, np.arange(len(selected)))
+    # Each column coded through a dict of its distinct strings, the three codes combined as
+    # one integer, sorted once.
+    columns = [_codes(column[selected]) for column in (xla.program, xla.category, xla.name)]
+    combined = np.zeros(len(selected), dtype=np.int64)
+    for codes_here, distinct_here in columns:
+        combined = combined * max(len(distinct_here), 1) + codes_here
+    by_code = np.argsort(combined, kind="stable")
+    ordered = combined[by_code]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]]) if len(ordered) else np.zeros(0, dtype=np.int64)
+    count = len(starts)
+    first_seen = by_code[starts]  # stable: each key's first execution
+    codes = np.empty(len(selected), dtype=np.int64)
+    codes[by_code] = np.cumsum(np.r_[False, ordered[1:] != ordered[:-1]]) if len(ordered) else codes
+    index = {
+        (columns[0][1][columns[0][0][at]], columns[1][1][columns[1][0][at]], columns[2][1][columns[2][0][at]]): code
+        for code, at in enumerate(first_seen.tolist())
+    }
+    first = first_seen
     occurrences = np.bincount(codes, minlength=count)
-    time = _int_sums(codes, xla.time_ps[selected], count)
-    self_time = _int_sums(codes, xla.self_ps[selected], count)
+    time = _int_sums(by_code, starts, xla.time_ps[selected])
+    self_time = _int_sums(by_code, starts, xla.self_ps[selected])
     flops = _nan_sums(codes, xla.flops[selected], count)
     accessed = _nan_sums(codes, xla.bytes_accessed[selected], count)
     distinct = list(index)
@@ -249,11 +264,19 @@ def group(xla: XlaOps, mask: np.ndarray) -> OpGroups:
     )
 
 
-def _int_sums(codes: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
-    """Exact integer sums per code (bincount's float weights would round past 2**53)."""
-    sums = np.zeros(count, dtype=np.int64)
-    np.add.at(sums, codes, values.astype(np.int64))
-    return sums
+def _codes(values: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Codes of an object array of strings into the list of its distinct values."""
+    items = values.tolist()
+    index = {item: code for code, item in enumerate(dict.fromkeys(items))}
+    return np.fromiter(map(index.__getitem__, items), dtype=np.int64, count=len(items)), list(index)
+
+
+def _int_sums(by_code: np.ndarray, starts: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Exact integer sums per code (bincount's float weights would round past 2**53 ps,
+    2.5 hours), from the executions sorted by code and where each code's run starts."""
+    if not len(starts):
+        return np.zeros(0, dtype=np.int64)
+    return np.add.reduceat(values[by_code].astype(np.int64), starts)
 
 
 def _nan_sums(codes: np.ndarray, values: np.ndarray, count: int) -> np.ndarray:
