@@ -39,6 +39,7 @@ from typing import TypedDict
 
 import numpy as np
 
+from stepscope.analysis.grouping import Groups
 from stepscope.analysis.intervals import Union
 from stepscope.analysis.kernels import DeviceKernels
 from stepscope.analysis.tables import percent, ps_to_us
@@ -95,7 +96,7 @@ def sm_busy_ps(start_ps: np.ndarray, end_ps: np.ndarray, fraction: np.ndarray) -
 def _sm_efficiency(kernels: DeviceKernels, active_ps: int) -> tuple[float | None, str | None]:
     if kernels.sm_count is None:
         return None, "The trace records no SM count for this GPU (Kineto's deviceProperties numSms), so SM efficiency cannot be estimated."
-    blocks = np.asarray([b if (b := config.blocks) is not None else -1 for config in kernels.configs], dtype=np.float64)
+    blocks = kernels.blocks
     known = blocks >= 0
     if not known.any():
         return None, "No kernel records its grid, so SM efficiency cannot be estimated."
@@ -108,7 +109,7 @@ def _sm_efficiency(kernels: DeviceKernels, active_ps: int) -> tuple[float | None
 
 
 def _occupancy(kernels: DeviceKernels) -> tuple[float | None, str | None]:
-    occupancy = np.asarray([c.occupancy_pct if c.occupancy_pct is not None else np.nan for c in kernels.configs], dtype=np.float64)
+    occupancy = kernels.occupancy_pct
     known = np.isfinite(occupancy)
     weights = kernels.duration_ps[known].astype(np.float64)
     if not known.any() or weights.sum() <= 0:
@@ -123,9 +124,9 @@ def _occupancy(kernels: DeviceKernels) -> tuple[float | None, str | None]:
 def top_kernels(kernels: DeviceKernels, limit: int = TOP_KERNELS) -> list[KernelSlice]:
     """The ``limit`` kernel names with the most time, largest first (ties by name), then
     the rest as one ``other`` slice when there is a rest."""
-    totals: dict[str, int] = {}
-    for name, duration in zip(kernels.names, kernels.duration_ps.tolist()):
-        totals[name] = totals.get(name, 0) + duration
+    groups = Groups.of(kernels.name_code)
+    names = kernels.tables.names
+    totals = dict(zip((names[code] for code in kernels.name_code[groups.first].tolist()), groups.sum(kernels.duration_ps).tolist()))
     ranked = sorted(totals.items(), key=lambda item: (-item[1], item[0]))
     whole = sum(totals.values())
     slices = [(name, False, total) for name, total in ranked[:limit]]

@@ -12,16 +12,25 @@ instruction-shape tags cuBLAS/cuDNN/CUTLASS put there); eligibility from the fra
 time in kernels whose name says TensorCore.
 
 The kernels themselves come from ``OpStats.kernels`` (``kernels.find_kernels``), which
-the overview's GPU figures read too.
+the overview's GPU figures read too, with names and launch configurations as integer
+codes; the rows are a numpy group-by over (name code, op code, config code)
+(``grouping.Groups``), numbered in first-seen order, so Python work is per row, not per
+kernel (a dict keyed per kernel took a second on a 1M-event profile).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from stepscope.analysis.kernels import TENSOR_CORE_KERNEL, LaunchConfig
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis.grouping import Groups, factorize
+from stepscope.analysis.kernels import TENSOR_CORE_KERNEL, DeviceKernels
+from stepscope.analysis.ops import Ops
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
@@ -92,6 +101,28 @@ class KernelStatsResult(ToolResult):
         ]
 
 
+def _op_codes(ops: Ops, device: DeviceKernels, strings: dict[Hashable, int], no_op: int) -> npt.NDArray[np.int64]:
+    """Per kernel of ``device``, the code of the device op at its event row (the framework
+    op that launched it; ``no_op`` where no op is there): a sorted search over that
+    plane's op rows, not a dict over every op of the profile."""
+    mine = np.flatnonzero((ops.side == 1) & (ops.plane == device.plane_index))
+    op_rows = ops.row[mine]
+    order = np.argsort(op_rows, kind="stable")
+    op_rows, mine = op_rows[order], mine[order]
+    codes = np.full(len(device.rows), no_op, dtype=np.int64)
+    if not len(op_rows):
+        return codes
+    position = np.searchsorted(op_rows, device.rows, "right") - 1
+    hit = (position >= 0) & (op_rows[np.maximum(position, 0)] == device.rows)
+    # "right" - 1 finds the last op at a row, as a dict built in op order keeps the last.
+    found = mine[position[hit]]
+    coded = ops.name_codes
+    # The plane's op names, each distinct one once, into the kernel names' code space.
+    shared = factorize(coded.values, strings)[0]
+    codes[hit] = shared[coded.codes[found]]
+    return codes
+
+
 @tool(
     TOOL,
     title="Kernel stats",
@@ -99,47 +130,54 @@ class KernelStatsResult(ToolResult):
     description="Which GPU kernels run, how often, how long, with what launch shape and occupancy?",
 )
 def kernel_stats(stats: OpStats) -> KernelStatsResult:
-    ops = stats.ops
-    op_of: dict[tuple[int, int], str] = {
-        (int(plane), int(row)): str(name) for plane, row, name, side in zip(ops.plane, ops.row, ops.name, ops.side) if side == 1
-    }
-    groups: dict[tuple[str, str, LaunchConfig], list[int]] = {}
-    tensor_core_ps = 0
-    for device in stats.kernels:
-        tensor_core_ps += int(device.duration_ps[device.uses_tensor_core].sum())
-        for row, name, config, duration in zip(device.rows.tolist(), device.names, device.configs, device.duration_ps.tolist()):
-            op_name = op_of.get((device.plane_index, row), "")
-            op_name = "" if op_name == name else op_name
-            groups.setdefault((name, op_name, config), []).append(duration)
+    devices = stats.kernels
+    tensor_core_ps = sum(int(device.duration_ps[device.uses_tensor_core].sum()) for device in devices)
     rows_out: list[KernelRow] = []
-    for (name, op_name, config), durations in groups.items():
-        total = sum(durations)
-        rows_out.append(
-            {
-                "kernel_name": name,
-                "op_name": op_name,
-                "registers_per_thread": config.registers_per_thread,
-                "shared_memory_bytes": config.shared_memory_bytes,
-                "block_dim": config.block_dim,
-                "grid_dim": config.grid_dim,
-                "occupancy_pct": config.occupancy_pct,
-                "is_op_tensor_core_eligible": bool(TENSOR_CORE_OP.search(op_name or name)),
-                "is_kernel_using_tensor_core": bool(TENSOR_CORE_KERNEL.search(name)),
-                "occurrences": len(durations),
-                "total_duration_us": ps_to_us(total),
-                "avg_duration_us": ps_to_us(total / len(durations)),
-                "min_duration_us": ps_to_us(min(durations)),
-                "max_duration_us": ps_to_us(max(durations)),
-                "total_duration_ps": total,
-            }
-        )
+    if devices:
+        tables = devices[0].tables
+        # Op names share the kernel names' code space, so "op named as the kernel" is a
+        # comparison of codes; "" (no op) is a string like any other.
+        strings: dict[Hashable, int] = {name: code for code, name in enumerate(tables.names)}
+        no_op = strings.setdefault("", len(strings))
+        name_code = np.concatenate([device.name_code for device in devices])
+        op_code = np.concatenate([_op_codes(stats.ops, device, strings, no_op) for device in devices])
+        op_code[op_code == name_code] = no_op
+        config_code = np.concatenate([device.config_code for device in devices])
+        duration = np.concatenate([device.duration_ps for device in devices])
+        groups = Groups.of(name_code, op_code, config_code)
+        text = list(strings)
+        totals, lows, highs = groups.sum(duration).tolist(), groups.min(duration).tolist(), groups.max(duration).tolist()
+        firsts = groups.first
+        for name_index, op_index, config_index, count, total, low, high in zip(
+            name_code[firsts].tolist(), op_code[firsts].tolist(), config_code[firsts].tolist(), groups.size.tolist(), totals, lows, highs
+        ):
+            name, op_name, config = tables.names[name_index], str(text[op_index]), tables.configs[config_index]
+            rows_out.append(
+                {
+                    "kernel_name": name,
+                    "op_name": op_name,
+                    "registers_per_thread": config.registers_per_thread,
+                    "shared_memory_bytes": config.shared_memory_bytes,
+                    "block_dim": config.block_dim,
+                    "grid_dim": config.grid_dim,
+                    "occupancy_pct": config.occupancy_pct,
+                    "is_op_tensor_core_eligible": bool(TENSOR_CORE_OP.search(op_name or name)),
+                    "is_kernel_using_tensor_core": bool(TENSOR_CORE_KERNEL.search(name)),
+                    "occurrences": count,
+                    "total_duration_us": ps_to_us(total),
+                    "avg_duration_us": ps_to_us(total / count),
+                    "min_duration_us": ps_to_us(low),
+                    "max_duration_us": ps_to_us(high),
+                    "total_duration_ps": total,
+                }
+            )
     rows_out.sort(key=lambda row: (-row["total_duration_ps"], row["kernel_name"]))
     total_ps = sum(row["total_duration_ps"] for row in rows_out)
     return KernelStatsResult(
         rows=rows_out,
         total_kernel_time_us=ps_to_us(total_ps),
         total_kernel_time_ps=total_ps,
-        devices=[device.device for device in stats.kernels],
+        devices=[device.device for device in devices],
         tensor_core_time_us=ps_to_us(tensor_core_ps),
         tensor_core_percent=percent(tensor_core_ps, total_ps),
     )

@@ -15,15 +15,16 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Hashable
 from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.classify import Activity, event_activities
+from stepscope.analysis.grouping import factorize
 from stepscope.trace import names
 from stepscope.trace.model import Plane, Profile
-from stepscope.trace.stat_types import StatValue
 from stepscope.trace.stats import TypedStats
 
 _DETAIL = re.compile(r"(\w+):([^\s]+)")
@@ -75,9 +76,37 @@ def parse_kernel_details(text: str) -> LaunchConfig:
     )
 
 
+@dataclass(frozen=True)
+class KernelTables:
+    """The strings and launch configurations the kernels of all GPU planes of a profile
+    share, each once: ``DeviceKernels.name_code`` indexes ``names``, ``config_code`` indexes
+    ``configs``. Equal names (or equal parsed configurations) share a code across planes, so
+    kernel_stats groups all devices' kernels by codes alone."""
+
+    names: list[str]
+    configs: list[LaunchConfig]
+
+    @functools.cached_property
+    def name_uses_tensor_core(self) -> npt.NDArray[np.bool_]:
+        """Per name code, whether the name carries a TensorCore tag (``TENSOR_CORE_KERNEL``)."""
+        return np.asarray([bool(TENSOR_CORE_KERNEL.search(name)) for name in self.names], dtype=bool)
+
+    @functools.cached_property
+    def config_blocks(self) -> npt.NDArray[np.float64]:
+        """Per config code, its thread blocks (``LaunchConfig.blocks``), -1 where unknown."""
+        return np.asarray([b if (b := config.blocks) is not None else -1 for config in self.configs], dtype=np.float64)
+
+    @functools.cached_property
+    def config_occupancy(self) -> npt.NDArray[np.float64]:
+        """Per config code, its occupancy %, NaN where the kernel records none."""
+        return np.asarray([c.occupancy_pct if c.occupancy_pct is not None else np.nan for c in self.configs], dtype=np.float64)
+
+
 @dataclass(frozen=True, eq=False)
 class DeviceKernels:
-    """One GPU plane's kernels, in the plane's event order; ``rows`` are its event rows."""
+    """One GPU plane's kernels, in the plane's event order; ``rows`` are its event rows.
+    Names and launch configurations are codes into ``tables`` (one per profile), so no
+    per-kernel Python object is made."""
 
     plane_index: int
     device: str
@@ -85,8 +114,9 @@ class DeviceKernels:
     rows: npt.NDArray[np.int64]
     start_ps: npt.NDArray[np.int64]
     duration_ps: npt.NDArray[np.int64]
-    names: list[str]
-    configs: list[LaunchConfig]
+    name_code: npt.NDArray[np.int64]
+    config_code: npt.NDArray[np.int64]
+    tables: KernelTables
 
     @property
     def end_ps(self) -> npt.NDArray[np.int64]:
@@ -95,8 +125,17 @@ class DeviceKernels:
     @functools.cached_property
     def uses_tensor_core(self) -> npt.NDArray[np.bool_]:
         """Per kernel, whether its name carries a TensorCore tag (``TENSOR_CORE_KERNEL``)."""
-        by_name = {name: bool(TENSOR_CORE_KERNEL.search(name)) for name in set(self.names)}
-        return np.asarray([by_name[name] for name in self.names], dtype=bool)
+        return self.tables.name_uses_tensor_core[self.name_code]
+
+    @property
+    def blocks(self) -> npt.NDArray[np.float64]:
+        """Per kernel, its thread blocks, -1 where its launch records no grid."""
+        return self.tables.config_blocks[self.config_code]
+
+    @property
+    def occupancy_pct(self) -> npt.NDArray[np.float64]:
+        """Per kernel, its recorded occupancy %, NaN where none."""
+        return self.tables.config_occupancy[self.config_code]
 
 
 def sm_count(plane: Plane) -> int | None:
@@ -104,32 +143,46 @@ def sm_count(plane: Plane) -> int | None:
     return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
 
-def _details(plane: Plane, rows: npt.NDArray[np.int64]) -> list[str]:
-    """Each kernel row's ``kernel_details`` text ("" where it has none). An XSpace plane
-    answers in one column lookup (a stats lookup per kernel cost seconds on a 1M-event
-    profile); JSON sources decode their args per event. Some XSpace writers put the stat on
-    the kernel's metadata instead of the event: that is the fallback."""
+def _details(plane: Plane, rows: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int64], list[str]]:
+    """Each kernel row's ``kernel_details`` text ("" where it has none), as a code into the
+    returned distinct texts. An XSpace plane answers in one column lookup (a stats lookup
+    per kernel cost seconds on a 1M-event profile); JSON sources decode their args per
+    event. Some XSpace writers put the stat on the kernel's metadata instead of the event:
+    that is the fallback, read once per event type."""
     meta = plane.metadata
-    kinds = plane.events.metadata_id[rows].tolist()
+    kinds = plane.events.metadata_id[rows]
+    texts: dict[Hashable, int] = {}
+    codes = np.full(len(rows), -1, dtype=np.int64)
     if isinstance(plane.stats, TypedStats):
         found, column = plane.stats.column(names.KERNEL_DETAILS)
-        on_event: dict[int, StatValue] = dict(zip(found.tolist(), column))
-        values = [on_event.get(row) for row in rows.tolist()]
+        if len(found):
+            # A row carrying the stat twice keeps the last value (as a dict built in order would).
+            last = len(found) - 1 - np.unique(found[::-1], return_index=True)[1]
+            found_codes, texts = factorize([str(column[i]) for i in last.tolist()], texts)
+            position = np.searchsorted(rows, found[last])
+            inside = position < len(rows)
+            hit = inside & (rows[np.minimum(position, len(rows) - 1)] == found[last])
+            codes[position[hit]] = found_codes[hit]
     else:
-        values = [plane.stats.value(row, names.KERNEL_DETAILS, meta.names[kind], meta.categories[kind]) for row, kind in zip(rows.tolist(), kinds)]
-    on_type: dict[int, str] = {}
-    for index, value in enumerate(values):
-        if value is None:
-            kind = kinds[index]
-            if kind not in on_type:
-                on_type[kind] = str(next((s.value for s in meta.stats[kind] if s.name == names.KERNEL_DETAILS), ""))
-            values[index] = on_type[kind]
-    return [str(value) for value in values]
+        values = [plane.stats.value(row, names.KERNEL_DETAILS, meta.names[kind], meta.categories[kind]) for row, kind in zip(rows.tolist(), kinds.tolist())]
+        present = np.asarray([value is not None for value in values], dtype=bool)
+        if present.any():
+            where = np.flatnonzero(present)
+            codes[where] = factorize([str(values[i]) for i in where.tolist()], texts)[0]
+    missing = np.flatnonzero(codes < 0)
+    if len(missing):
+        missing_kinds, inverse = np.unique(kinds[missing], return_inverse=True)
+        on_type = [str(next((s.value for s in meta.stats[kind] if s.name == names.KERNEL_DETAILS), "")) for kind in missing_kinds.tolist()]
+        codes[missing] = factorize(on_type, texts)[0][inverse.reshape(-1)]
+    return codes, [str(text) for text in texts]
 
 
 def find_kernels(profile: Profile) -> list[DeviceKernels]:
     """Every GPU plane that ran kernels, with its kernels (planes without any are left out)."""
     found: list[DeviceKernels] = []
+    tables = KernelTables(names=[], configs=[])
+    name_codes: dict[Hashable, int] = {}
+    config_codes: dict[Hashable, int] = {}
     for plane_index, plane in enumerate(profile.planes):
         if not plane.name.startswith(names.GPU_PLANE_PREFIX):
             continue
@@ -137,7 +190,9 @@ def find_kernels(profile: Profile) -> list[DeviceKernels]:
         rows = np.flatnonzero((activity == Activity.DEVICE_COMPUTE) | (activity == Activity.DEVICE_COLLECTIVES)).astype(np.int64)
         if not len(rows):
             continue
-        meta_names = plane.metadata.names
+        kind_name, name_codes = factorize(plane.metadata.names, name_codes)
+        detail_code, detail_texts = _details(plane, rows)
+        detail_config, config_codes = factorize([parse_kernel_details(text) for text in detail_texts], config_codes)
         found.append(
             DeviceKernels(
                 plane_index=plane_index,
@@ -146,8 +201,11 @@ def find_kernels(profile: Profile) -> list[DeviceKernels]:
                 rows=rows,
                 start_ps=plane.events.start_ps[rows].astype(np.int64),
                 duration_ps=plane.events.duration_ps[rows].astype(np.int64),
-                names=[meta_names[int(i)] for i in plane.events.metadata_id[rows]],
-                configs=[parse_kernel_details(text) for text in _details(plane, rows)],
+                name_code=kind_name[plane.events.metadata_id[rows]],
+                config_code=detail_config[detail_code],
+                tables=tables,
             )
         )
+    tables.names.extend(str(name) for name in name_codes)
+    tables.configs.extend(config for config in config_codes if isinstance(config, LaunchConfig))
     return found

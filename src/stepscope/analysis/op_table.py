@@ -19,6 +19,7 @@ from typing import TypedDict
 
 import numpy as np
 
+from stepscope.analysis.grouping import Groups
 from stepscope.analysis.intervals import Union
 from stepscope.analysis.ops import DEVICE, HOST, Ops
 from stepscope.analysis.tables import percent, ps_to_us
@@ -97,19 +98,19 @@ def side_rows(ops: Ops, side_index: int, ridge: float | None, idle: int) -> list
     among equals)."""
     side = SIDES[side_index]
     mask = ops.side == side_index
-    keys = list(zip(ops.type[mask].tolist(), ops.name[mask].tolist()))
-    key_index: dict[tuple[str, str], int] = {}
-    codes = np.asarray([key_index.setdefault(k, len(key_index)) for k in keys], dtype=np.int64)
-    count = np.bincount(codes, minlength=len(key_index))
-    total = np.bincount(codes, weights=ops.duration_ps[mask], minlength=len(key_index))
-    self_total = np.bincount(codes, weights=ops.self_ps[mask], minlength=len(key_index))
-    flops = np.bincount(codes, weights=np.nan_to_num(ops.flops[mask]), minlength=len(key_index))
-    has_flops = np.bincount(codes, weights=np.isfinite(ops.flops[mask]), minlength=len(key_index)) > 0
-    accessed = np.bincount(codes, weights=np.nan_to_num(ops.bytes_accessed[mask]), minlength=len(key_index))
-    has_bytes = np.bincount(codes, weights=np.isfinite(ops.bytes_accessed[mask]), minlength=len(key_index)) > 0
+    type_code, name_code = ops.type_codes.codes[mask], ops.name_codes.codes[mask]
+    groups = Groups.of(type_code, name_code)
+    codes = groups.group
+    distinct = [(ops.type_codes.values[t], ops.name_codes.values[n]) for t, n in zip(type_code[groups.first].tolist(), name_code[groups.first].tolist())]
+    count = groups.size
+    total = np.bincount(codes, weights=ops.duration_ps[mask], minlength=len(distinct))
+    self_total = np.bincount(codes, weights=ops.self_ps[mask], minlength=len(distinct))
+    flops = np.bincount(codes, weights=np.nan_to_num(ops.flops[mask]), minlength=len(distinct))
+    has_flops = np.bincount(codes, weights=np.isfinite(ops.flops[mask]), minlength=len(distinct)) > 0
+    accessed = np.bincount(codes, weights=np.nan_to_num(ops.bytes_accessed[mask]), minlength=len(distinct))
+    has_bytes = np.bincount(codes, weights=np.isfinite(ops.bytes_accessed[mask]), minlength=len(distinct)) > 0
     side_self = float(self_total.sum())
-    order = np.lexsort((np.arange(len(key_index)), -self_total))
-    distinct = list(key_index)
+    order = np.lexsort((np.arange(len(distinct)), -self_total))
     rows: list[OpRow] = []
     cumulative = 0.0
     for rank, code in enumerate(order.tolist(), start=1):

@@ -27,10 +27,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from stepscope.analysis.classify import DEVICE_ACTIVITIES, STEP_MARKER, event_activities
+from stepscope.analysis.grouping import Coded
 from stepscope.analysis.op_categories import categories, device_categories
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Plane, Profile
@@ -63,6 +65,15 @@ class Ops:
 
     def __len__(self) -> int:
         return len(self.row)
+
+    @cached_property
+    def name_codes(self) -> Coded:
+        """``name`` as integer codes, made once for every table that groups ops by name."""
+        return Coded.of(self.name)
+
+    @cached_property
+    def type_codes(self) -> Coded:
+        return Coded.of(self.type)
 
 
 def op_type_of(name: str) -> str:
