@@ -12,12 +12,14 @@ references share with the tools only what is not under test: which events are ke
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
 from stepscope.analysis.classify import Activity, event_activities
 from stepscope.analysis.gpu_metrics import top_kernels
+from stepscope.analysis.grouping import Groups
 from stepscope.analysis.kernels import parse_kernel_details
 from stepscope.analysis.opstats import OpStats
 from stepscope.trace import names
@@ -132,3 +134,25 @@ def test_the_comparisons_are_not_vacuous(name: str):
     rows = run_tool("kernel_stats", stepscope.load(shared(name))).to_json()["rows"]
     assert len({(r["block_dim"], r["grid_dim"], r["registers_per_thread"]) for r in rows}) > 100
     assert all(r["op_name"] for r in rows)
+
+
+@pytest.mark.parametrize("spread", [5, 1 << 40])
+def test_groups_match_a_dict(spread: int):
+    """``Groups`` (both paths: few possible keys, and keys too far apart for a table) against
+    a dict in insertion order: numbering, first members, sizes, exact sums and extremes."""
+    rng = np.random.default_rng(7)
+    first_key = rng.integers(0, spread, 5000)
+    second_key = rng.integers(0, 3, 5000)
+    values = rng.integers(-(10**15), 10**15, 5000)
+    members: dict[tuple[int, int], list[int]] = {}
+    for index, key in enumerate(zip(first_key.tolist(), second_key.tolist())):
+        members.setdefault(key, []).append(index)
+    groups = Groups.of(first_key, second_key)
+    assert groups.first.tolist() == [m[0] for m in members.values()]
+    assert groups.size.tolist() == [len(m) for m in members.values()]
+    number = {key: n for n, key in enumerate(members)}
+    assert groups.group.tolist() == [number[key] for key in zip(first_key.tolist(), second_key.tolist())]
+    chosen = [[int(values[i]) for i in m] for m in members.values()]
+    assert groups.sum(values).tolist() == [sum(v) for v in chosen]
+    assert groups.min(values).tolist() == [min(v) for v in chosen]
+    assert groups.max(values).tolist() == [max(v) for v in chosen]

@@ -233,14 +233,3 @@ def categories(names: np.ndarray) -> np.ndarray:
     codes: dict[str, int] = {}
     inverse = np.fromiter((codes.setdefault(name, len(codes)) for name in names.tolist()), dtype=np.int64, count=len(names))
     return np.asarray([category_of(name) for name in codes], dtype=object)[inverse]
-
-
-def device_categories(event_names: np.ndarray, op_names: np.ndarray) -> np.ndarray:
-    """Categories of device events attributed to framework ops (``op_names``, the event's
-    own name where no op launched it): a copy, memset or collective is that, whatever op
-    launched it; other work takes its op's category (cuDNN's ``implicit_gemm`` kernels of
-    ``aten::cudnn_convolution`` are convolution), or its own where the op's is ``other``."""
-    own = categories(event_names)
-    launched = categories(op_names)
-    keep_own = np.isin(own, DEVICE_OWN_CATEGORIES) | (launched == OTHER)
-    return np.where(keep_own, own, launched)

@@ -26,14 +26,16 @@ Self time is an op's duration minus its direct children that are ops too, on its
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Hashable
+from dataclasses import dataclass, field
 from functools import cached_property
+from typing import cast
 
 import numpy as np
 
 from stepscope.analysis.classify import DEVICE_ACTIVITIES, STEP_MARKER, event_activities
-from stepscope.analysis.grouping import Coded
-from stepscope.analysis.op_categories import categories, device_categories
+from stepscope.analysis.grouping import Coded, Labels, factorize
+from stepscope.analysis.op_categories import DEVICE_OWN_CATEGORIES, OTHER, categories, category_of
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Plane, Profile
 from stepscope.trace.stat_types import StatValue
@@ -62,18 +64,21 @@ class Ops:
     self_ps: np.ndarray
     flops: np.ndarray  # float64, NaN where unknown
     bytes_accessed: np.ndarray
+    coded_name: Coded | None = field(default=None, repr=False, compare=False)
+    coded_type: Coded | None = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.row)
 
     @cached_property
     def name_codes(self) -> Coded:
-        """``name`` as integer codes, made once for every table that groups ops by name."""
-        return Coded.of(self.name)
+        """``name`` as integer codes, for every table that groups ops by name (``find_ops``
+        builds them with the names, mostly per event type)."""
+        return self.coded_name if self.coded_name is not None else Coded.of(self.name)
 
     @cached_property
     def type_codes(self) -> Coded:
-        return Coded.of(self.type)
+        return self.coded_type if self.coded_type is not None else Coded.of(self.type)
 
 
 def op_type_of(name: str) -> str:
@@ -83,21 +88,33 @@ def op_type_of(name: str) -> str:
 
 def find_ops(profile: Profile) -> Ops:
     """The profile's ops (tools read them once, from ``OpStats.ops``)."""
-    parts: list[dict[str, np.ndarray]] = []
+    parts: list[Part] = []
     host = profile.plane(names.HOST_PLANE)
-    kineto_names: dict[int, str] = {}
+    kineto_codes: dict[int, int] = {}
+    host_names: list[str] = []
     if host is not None:
-        host_part, kineto_names = _host_ops(profile, host)
+        host_part, kineto_codes = _host_ops(profile, host)
+        host_names = host_part.names
         parts.append(host_part)
     for index, plane in enumerate(profile.planes):
         if plane.is_device:
-            parts.append(_device_ops(index, plane, kineto_names))
-    parts = [part for part in parts if len(part["row"])]
+            parts.append(_device_ops(index, plane, kineto_codes, host_names))
+    parts = [part for part in parts if len(part.columns["row"])]
     if not parts:
         empty_i = np.zeros(0, dtype=np.int64)
         empty_o = np.zeros(0, dtype=object)
         return Ops(empty_i, empty_i, empty_i, empty_o, empty_o, empty_i, empty_i, np.zeros(0), np.zeros(0))
-    return Ops(**{key: np.concatenate([part[key] for part in parts]) for key in parts[0]})
+    columns = {key: np.concatenate([part.columns[key] for part in parts]) for key in parts[0].columns if not key.endswith("_code")}
+    # Each part's codes into one table per column (equal strings of two planes, one code).
+    name_table: dict[Hashable, int] = {}
+    type_table: dict[Hashable, int] = {}
+    name_code = np.concatenate([factorize(part.names, name_table)[0][part.columns["name_code"]] for part in parts])
+    type_code = np.concatenate([factorize(part.types, type_table)[0][part.columns["type_code"]] for part in parts])
+    return Ops(
+        **columns,
+        coded_name=Coded(name_code, cast(list[str], list(name_table))),
+        coded_type=Coded(type_code, cast(list[str], list(type_table))),
+    )
 
 
 def _self_times(plane: Plane, is_op: np.ndarray) -> np.ndarray:
@@ -126,100 +143,129 @@ def _numeric_metadata_stat(plane: Plane, stat: str) -> np.ndarray:
     return values[plane.events.metadata_id] if len(values) else np.zeros(len(plane.events))
 
 
-def _part(side: int, plane_index: int, plane: Plane, rows: np.ndarray, op_names: np.ndarray, types: np.ndarray, self_ps: np.ndarray) -> dict[str, np.ndarray]:
+@dataclass(frozen=True)
+class Part:
+    """One plane's ops: the ``Ops`` columns, names and types as codes into ``names`` / ``types``."""
+
+    columns: dict[str, np.ndarray]
+    names: list[str]
+    types: list[str]
+
+
+def _part(side: int, plane_index: int, plane: Plane, rows: np.ndarray, op_names: Labels, types: Labels, self_ps: np.ndarray) -> Part:
     flops = _numeric_metadata_stat(plane, names.FLOPS)
     accessed = _numeric_metadata_stat(plane, names.BYTES_ACCESSED)
-    return {
+    columns = {
         "side": np.full(len(rows), side, dtype=np.int64),
         "plane": np.full(len(rows), plane_index, dtype=np.int64),
         "row": rows,
-        "name": op_names,
-        "type": types,
+        "name": op_names.column(rows),
+        "type": types.column(rows),
         "duration_ps": plane.events.duration_ps[rows],
         "self_ps": self_ps[rows],
         "flops": flops[rows],
         "bytes_accessed": accessed[rows],
+        "name_code": op_names.codes[rows],
+        "type_code": types.codes[rows],
     }
+    return Part(columns, op_names.values(), types.values())
 
 
-def _host_ops(profile: Profile, host: Plane) -> tuple[dict[str, np.ndarray], dict[int, str]]:
-    """Host op occurrences, and (for Kineto) external id -> the op that has it."""
+def _host_ops(profile: Profile, host: Plane) -> tuple[Part, dict[int, int]]:
+    """Host op occurrences, and (for Kineto) external id -> the code (in the part's names)
+    of the name of the op that has it. Names and types are built as codes
+    (``grouping.Labels``), mostly per event type."""
     events = host.events
     meta = host.metadata
-    event_names = meta.name_array[events.metadata_id]
+    kinds = events.metadata_id
     # Per event type: Kineto's op categories; never ops (step markers, allocator events).
     kineto_type = np.isin(np.asarray(meta.categories, dtype=object), list(KINETO_OP_CATEGORIES))
     never_type = np.asarray([bool(STEP_MARKER.match(name)) or name in ALLOCATOR_EVENTS for name in meta.names], dtype=bool)
-    never = never_type[events.metadata_id] | (events.step_num != NO_ID) if len(meta) else np.zeros(0, bool)
-    is_kineto_op = kineto_type[events.metadata_id] & ~never if len(meta) else np.zeros(0, bool)
-    op_names = event_names.copy()
-    types = np.asarray([op_type_of(n) for n in meta.names], dtype=object)[events.metadata_id] if len(meta) else np.zeros(0, object)
+    never = never_type[kinds] | (events.step_num != NO_ID) if len(meta) else np.zeros(0, bool)
+    is_kineto_op = kineto_type[kinds] & ~never if len(meta) else np.zeros(0, bool)
+    op_names = Labels.per_kind(meta.names, kinds)
+    event_name_codes = op_names.codes.copy()
+    types = Labels.per_kind([op_type_of(n) for n in meta.names], kinds)
     is_op = is_kineto_op.copy()
     if is_kineto_op.any():
-        types[is_kineto_op] = categories(meta.name_array)[events.metadata_id[is_kineto_op]]
+        kineto_rows = np.flatnonzero(is_kineto_op)
+        types.assign_kinds(kineto_rows, categories(meta.name_array).tolist(), kinds[kineto_rows])
     if profile.format == "xspace":
         # TensorFlow's executor names its op events "<op name>:<op type>".
         tf_ops = [TF_OP_EVENT.match(name) for name in meta.names]
         op_of_type = np.asarray([m is not None for m in tf_ops], dtype=bool)
-        tf_rows = np.flatnonzero(op_of_type[events.metadata_id]) if len(meta) else np.zeros(0, dtype=np.int64)
+        tf_rows = np.flatnonzero(op_of_type[kinds]) if len(meta) else np.zeros(0, dtype=np.int64)
         if len(tf_rows):
             is_op[tf_rows] = True
             split = [(m.group(1), m.group(2)) if m else ("", "") for m in tf_ops]
-            op_names[tf_rows] = np.asarray([split[i][0] for i in events.metadata_id[tf_rows].tolist()], dtype=object)
-            types[tf_rows] = np.asarray([split[i][1] for i in events.metadata_id[tf_rows].tolist()], dtype=object)
+            op_names.assign_kinds(tf_rows, [name for name, _ in split], kinds[tf_rows])
+            types.assign_kinds(tf_rows, [op_type for _, op_type in split], kinds[tf_rows])
         # tf.data's iterator stages ("Iterator::Root::ParallelMapV2") are ops of type
         # "Dataset" in XProf's tables; the input pipeline analyzer explains them further.
         dataset_type = np.asarray([name.startswith(TF_DATASET_PREFIX) for name in meta.names], dtype=bool)
-        dataset_rows = np.flatnonzero(dataset_type[events.metadata_id]) if len(meta) else np.zeros(0, dtype=np.int64)
+        dataset_rows = np.flatnonzero(dataset_type[kinds]) if len(meta) else np.zeros(0, dtype=np.int64)
         is_op[dataset_rows] = True
-        types[dataset_rows] = TF_DATASET_TYPE
-        op_names[dataset_rows] = event_names[dataset_rows]
+        types.assign(dataset_rows, [TF_DATASET_TYPE] * len(dataset_rows))
+        op_names.codes[dataset_rows] = event_name_codes[dataset_rows]
     for stat in (names.HLO_OP, names.TF_OP):
         rows, values = stat_column(host, stat)
         if not len(rows):
             continue
         is_op[rows] = True
-        texts = np.asarray([str(v) for v in values], dtype=object)
+        texts = [str(v) for v in values]
         if stat == names.TF_OP:  # "scope/dense/MatMul:MatMul" -> name and type
-            op_names[rows] = np.asarray([t.rsplit(":", 1)[0] for t in texts], dtype=object)
-            types[rows] = np.asarray([t.rsplit(":", 1)[-1] for t in texts], dtype=object)
+            op_names.assign(rows, [t.rsplit(":", 1)[0] for t in texts])
+            types.assign(rows, [t.rsplit(":", 1)[-1] for t in texts])
         else:
-            op_names[rows] = texts
-            types[rows] = np.asarray([op_type_of(t) for t in texts], dtype=object)
+            op_names.assign(rows, texts)
+            types.assign(rows, [op_type_of(t) for t in texts])
     is_op &= ~never
     rows = np.flatnonzero(is_op)
-    external = {}
     kineto_rows = np.flatnonzero(is_kineto_op & (events.external_id != NO_ID))
-    # Deepest op wins: an External id belongs to the op that launched the work.
-    for row in kineto_rows[np.argsort(events.depth[kineto_rows], kind="stable")].tolist():
-        external[int(events.external_id[row])] = str(event_names[row])
+    # Deepest op wins: an External id belongs to the op that launched the work (a dict
+    # built in depth order keeps the last, deepest one).
+    by_depth = kineto_rows[np.argsort(events.depth[kineto_rows], kind="stable")]
+    external = dict(zip(events.external_id[by_depth].tolist(), event_name_codes[by_depth].tolist()))
     index = profile.planes.index(host)
-    return _part(0, index, host, rows, op_names[rows], types[rows], _self_times(host, is_op)), external
+    return _part(0, index, host, rows, op_names, types, _self_times(host, is_op)), external
 
 
-def _device_ops(index: int, plane: Plane, kineto_names: dict[int, str]) -> dict[str, np.ndarray]:
+def _device_ops(index: int, plane: Plane, kineto_codes: dict[int, int], host_names: list[str]) -> Part:
+    """A device plane's ops. For Kineto, each is named after the host op that launched it
+    (``kineto_codes``: external id -> that op's code among ``host_names``), else its own
+    name; names and types are codes, per event type or per launching op."""
     events = plane.events
+    meta = plane.metadata
     activity = event_activities(plane)
     is_op = np.isin(activity, [int(a) for a in DEVICE_ACTIVITIES])
     rows = np.flatnonzero(is_op)
-    event_names = plane.metadata.name_array[events.metadata_id[rows]] if len(rows) else np.zeros(0, object)
-    op_names = event_names.copy()
-    if kineto_names:
-        launched = [kineto_names.get(int(e)) for e in events.external_id[rows].tolist()]
-        op_names = np.asarray([op or kernel for op, kernel in zip(launched, event_names)], dtype=object)
-        types = device_categories(event_names, op_names)
+    kinds = events.metadata_id[rows]
+    op_names, types = Labels(len(events)), Labels(len(events))
+    if kineto_codes:
+        # The host's names first, so that the launching ops' codes hold here too.
+        op_names.table.update((name, code) for code, name in enumerate(host_names))
+        op_names.assign_kinds(rows, meta.names, kinds)
+        own = op_names.codes[rows]
+        launched = np.asarray([kineto_codes.get(e, -1) for e in events.external_id[rows].tolist()], dtype=np.int64)
+        unnamed = op_names.table.get("", -1)  # an op named "" names nothing: the kernel's own
+        named = (launched >= 0) & (launched != unnamed)
+        op_names.codes[rows] = np.where(named, launched, own)
+        # A copy, memset or collective is that, whatever op launched it; other work takes
+        # its op's category, or its own where the op's is "other" (cuDNN's
+        # ``implicit_gemm`` kernels of ``aten::cudnn_convolution`` are convolution).
+        category, types.table = factorize([category_of(str(name)) for name in op_names.table])
+        own_category, op_category = category[own], category[op_names.codes[rows]]
+        keep_own = np.isin(own_category, [types.table[c] for c in DEVICE_OWN_CATEGORIES if c in types.table]) | (op_category == types.table.get(OTHER, -1))
+        types.codes[rows] = np.where(keep_own, own_category, op_category)
     else:
+        op_names.assign_kinds(rows, meta.names, kinds)
         # XLA ops are typed by their hlo_category (on the op's metadata or the event).
-        meta_types = np.asarray(
-            [
-                next((str(s.value) for s in stats if s.name == names.HLO_CATEGORY), op_type_of(name))
-                for name, stats in zip(plane.metadata.names, plane.metadata.stats)
-            ],
-            dtype=object,
-        )
-        types = meta_types[events.metadata_id[rows]] if len(rows) else np.zeros(0, object)
+        meta_types = [next((str(s.value) for s in stats if s.name == names.HLO_CATEGORY), op_type_of(name)) for name, stats in zip(meta.names, meta.stats)]
+        types.assign_kinds(rows, meta_types, kinds)
         category_rows, categories = stat_column(plane, names.HLO_CATEGORY)
         if len(category_rows):
             by_row = dict(zip(category_rows.tolist(), categories))
-            types = np.asarray([by_row.get(r, t) for r, t in zip(rows.tolist(), types)], dtype=object)
+            marked = np.fromiter(by_row, dtype=np.int64, count=len(by_row))
+            inside = np.isin(marked, rows)
+            types.assign(marked[inside], [value for value, keep in zip(by_row.values(), inside.tolist()) if keep])
     return _part(1, index, plane, rows, op_names, types, _self_times(plane, is_op))

@@ -35,6 +35,7 @@ class OpStats:
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
         self._op_rows: dict[int, list[OpRow]] = {}
+        self._side_idle: dict[int, int] = {}
 
     @classmethod
     def of(cls, source: Profile | OpStats) -> OpStats:
@@ -78,7 +79,10 @@ class OpStats:
         return ridge_point(self.profile)
 
     def side_idle_ps(self, side: int) -> int:
-        return side_idle_ps(self.profile, self.ops, side)
+        """A side's idle time (op_rows and framework_op_stats both read it), once per side."""
+        if side not in self._side_idle:
+            self._side_idle[side] = side_idle_ps(self.profile, self.ops, side)
+        return self._side_idle[side]
 
     def op_rows(self, side: int) -> list[OpRow]:
         """framework_op_stats' rows of one side (0 host, 1 device), ranked by self time."""
