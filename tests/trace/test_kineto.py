@@ -198,3 +198,53 @@ def test_nanosecond_text_beyond_double_precision_is_kept_exactly():
     starts = profile.start_ns + host.events.start_ps // 1000
     rows = [r for r in np.flatnonzero(starts == expected_ns).tolist() if host.event_name(r) == first["name"]]
     assert len(rows) == 1
+
+
+def _details_by_hand(args: dict) -> str:
+    def number(value) -> int:
+        return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
+
+    text = (
+        f"regs:{number(args.get('registers per thread'))} static_shared:{number(args.get('shared memory'))} dynamic_shared:0 "
+        f"grid:{','.join(str(number(v)) for v in args['grid'])} block:{','.join(str(number(v)) for v in args['block'])}"
+    )
+    occupancy = args.get("est. achieved occupancy %")
+    return text + (f" occ_pct:{occupancy}" if isinstance(occupancy, (int, float)) else "")
+
+
+def test_every_kernel_details_text_matches_its_args():
+    """Details texts are kept per launch shape (kernels of one shape repeat by the thousand):
+    every kernel of a real trace still gets the text of its own args, in JSON order."""
+    path = shared("kineto/v100_resnet50_dataloader4_legacy_schema.pt.trace.json.gz")
+    kernels = [e for e in exact_json(path)["traceEvents"] if e.get("cat") in names.KINETO_KERNEL_CATEGORIES and e.get("ph") == "X"]
+    profile = stepscope.load(path)
+    texts = []
+    for plane in profile.planes:
+        if plane.name.startswith(names.GPU_PLANE_PREFIX):
+            meta = plane.metadata
+            for row in range(len(plane.events)):
+                kind = int(plane.events.metadata_id[row])
+                if meta.categories[kind] in names.KINETO_KERNEL_CATEGORIES:
+                    texts.append(plane.stats.value(row, names.KERNEL_DETAILS, meta.names[kind], meta.categories[kind]))
+    assert len(texts) == len(kernels) > 1000
+    assert Counter(texts) == Counter(_details_by_hand(e["args"]) for e in kernels)
+
+
+def test_look_alike_launch_args_keep_their_own_details():
+    """1, 1.0 and true are one dict key but not one text: 1.0 occupancy prints as 1.0, a
+    boolean register count counts as 0."""
+    from stepscope.trace.formats.chrome.kineto import _details
+
+    shapes = [
+        {"grid": [1, 1, 1], "block": [32, 1, 1], "registers per thread": 1, "shared memory": 0, "est. achieved occupancy %": 1},
+        {"grid": [1, 1, 1], "block": [32, 1, 1], "registers per thread": True, "shared memory": 0, "est. achieved occupancy %": 1.0},
+        {"grid": [True, 1, 1], "block": [32, 1, 1], "registers per thread": 1.0, "shared memory": 0.0, "est. achieved occupancy %": True},
+        {"grid": [1, 1, 1], "block": [32, 1, 1], "registers per thread": 1, "shared memory": [0], "est. achieved occupancy %": None},
+    ]
+    for _ in range(2):  # the second round reads what the first one kept
+        assert [_details(args, "k", "kernel") for args in shapes] == [
+            (names.KERNEL_DETAILS, "regs:1 static_shared:0 dynamic_shared:0 grid:1,1,1 block:32,1,1 occ_pct:1"),
+            (names.KERNEL_DETAILS, "regs:0 static_shared:0 dynamic_shared:0 grid:1,1,1 block:32,1,1 occ_pct:1.0"),
+            (names.KERNEL_DETAILS, "regs:1 static_shared:0 dynamic_shared:0 grid:0,1,1 block:32,1,1 occ_pct:True"),
+            (names.KERNEL_DETAILS, "regs:1 static_shared:0 dynamic_shared:0 grid:1,1,1 block:32,1,1"),
+        ]

@@ -115,6 +115,9 @@ def assert_same_store(new, old, count: int) -> None:
         assert new.raw(row) == old.raw(row)
         for name in KEYS:
             assert same(new.value(row, name), old.value(row, name))
+    # Many rows' raw stats in one JSON array (memory_profile's bulk read), in any order.
+    picked = np.random.default_rng(count).permutation(count)
+    assert msgspec.json.decode(new.raw_array(picked)) == [msgspec.json.decode(old.raw(row)) for row in picked.tolist()]
     for name in [*KEYS, "absent"]:
         new_rows, new_values = new.column(name)
         old_rows, old_values = old.column(name)

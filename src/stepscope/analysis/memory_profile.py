@@ -76,6 +76,7 @@ from stepscope.analysis.steps import Steps
 from stepscope.analysis.tables import Column, Table, ps_to_us
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Plane, Profile
+from stepscope.trace.stats import TypedStats
 
 TOOL = "memory_profile"
 MAX_TIMELINE_POINTS = 2000
@@ -393,9 +394,12 @@ def _event_args(plane: Plane, rows: np.ndarray) -> list[dict[str, Any]]:
     Decoding every event through ``event_stats`` costs ~20 us an event; a trace recorded
     with profile_memory can hold millions of them.
     """
-    raw = [plane.stats.raw(row) for row in rows.tolist()]
+    if isinstance(plane.stats, TypedStats):
+        array = plane.stats.raw_array(rows)
+    else:
+        array = b"[" + b",".join([plane.stats.raw(row) for row in rows.tolist()]) + b"]"
     try:
-        decoded = _ARGS_DECODER.decode(b"[" + b",".join(raw) + b"]")
+        decoded = _ARGS_DECODER.decode(array)
     except msgspec.DecodeError:
         decoded = None
     if decoded is None or not all(isinstance(args, dict) for args in decoded):

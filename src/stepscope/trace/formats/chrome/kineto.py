@@ -148,22 +148,34 @@ class KinetoArgs:
 translate_args = KinetoArgs()
 
 
+# A kernel's details text, by what it is made of: kernels of one launch shape repeat by the
+# thousand, and building the text per kernel was most of reading it (bounded: NaNs never hit).
+_KERNEL_DETAILS: dict[tuple[Any, ...], str] = {}
+_KERNEL_DETAILS_LIMIT = 1 << 14
+
+
 def _details(args: dict[str, Any], name: str, category: str) -> tuple[str, str] | None:
     if category in names.KINETO_KERNEL_CATEGORIES:
         grid, block = args.get("grid"), args.get("block")
         if not (isinstance(grid, list) and isinstance(block, list)):
             return None
-        parts = [
-            f"regs:{_int(args.get('registers per thread'))}",
-            f"static_shared:{_int(args.get('shared memory'))}",
-            "dynamic_shared:0",
-            "grid:" + ",".join(str(_int(v)) for v in grid),
-            "block:" + ",".join(str(_int(v)) for v in block),
-        ]
-        occupancy = args.get("est. achieved occupancy %")
-        if isinstance(occupancy, (int, float)):
-            parts.append(f"occ_pct:{occupancy}")
-        return names.KERNEL_DETAILS, " ".join(parts)
+        registers, shared, occupancy = args.get("registers per thread"), args.get("shared memory"), args.get("est. achieved occupancy %")
+        try:
+            # Types are part of the key: _int(True) is 0 but _int(1) is 1, and the
+            # occupancy is written as it prints (1 and 1.0 differ).
+            key = (
+                type(registers), registers, type(shared), shared,
+                f"{occupancy}" if isinstance(occupancy, (int, float)) else None,
+                tuple(map(type, grid)), tuple(grid), tuple(map(type, block)), tuple(block),
+            )  # fmt: skip
+            text = _KERNEL_DETAILS.get(key)
+        except TypeError:  # an unhashable value (a list where a number belongs)
+            return names.KERNEL_DETAILS, _kernel_details(args, grid, block)
+        if text is None:
+            if len(_KERNEL_DETAILS) >= _KERNEL_DETAILS_LIMIT:
+                _KERNEL_DETAILS.clear()
+            text = _KERNEL_DETAILS[key] = _kernel_details(args, grid, block)
+        return names.KERNEL_DETAILS, text
     if category in names.KINETO_MEMCPY_CATEGORIES:
         kind = _MEMCPY_KIND.match(name)
         kind_text = kind.group(1) if kind else as_text(args.get("kind")) or "Unknown"
@@ -171,6 +183,21 @@ def _details(args: dict[str, Any], name: str, category: str) -> tuple[str, str] 
     if category in names.KINETO_MEMSET_CATEGORIES:
         return names.MEMSET_DETAILS, f"size:{_int(args.get('bytes'))}"
     return None
+
+
+def _kernel_details(args: dict[str, Any], grid: list[Any], block: list[Any]) -> str:
+    """The ``kernel_details`` text of a Kineto kernel's launch args."""
+    parts = [
+        f"regs:{_int(args.get('registers per thread'))}",
+        f"static_shared:{_int(args.get('shared memory'))}",
+        "dynamic_shared:0",
+        "grid:" + ",".join(str(_int(v)) for v in grid),
+        "block:" + ",".join(str(_int(v)) for v in block),
+    ]
+    occupancy = args.get("est. achieved occupancy %")
+    if isinstance(occupancy, (int, float)):
+        parts.append(f"occ_pct:{occupancy}")
+    return " ".join(parts)
 
 
 def _int(value: Any) -> int:
