@@ -12,7 +12,7 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
 DEMO_STAMP := $(VENV)/.demo-installed
 
-$(STAMP): pyproject.toml requirements/test.txt requirements/demo.txt
+$(STAMP): pyproject.toml setup.py src/stepscope/capture/_spans.c requirements/test.txt requirements/demo.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e . -r requirements/test.txt
@@ -31,7 +31,7 @@ $(CHROMIUM):
 	$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium >/dev/null
 
 # The demo needs only stepscope and PyTorch (the test venv, a superset, also satisfies it).
-$(DEMO_STAMP): pyproject.toml requirements/demo.txt
+$(DEMO_STAMP): pyproject.toml setup.py src/stepscope/capture/_spans.c requirements/demo.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e . -r requirements/demo.txt

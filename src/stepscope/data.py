@@ -56,6 +56,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any, Generic, TypeVar
 
 from stepscope.capture import annotations
@@ -166,7 +167,7 @@ class _Stage:
 
     __slots__ = ()
 
-    def __call__(self, name: str, **args: Any) -> annotations._Span | annotations._Idle:
+    def __call__(self, name: str, **args: Any) -> AbstractContextManager[Any]:
         """``with stepscope.data.stage("decode"):`` marks a block of input work."""
         if not name or name == _RESERVED or not isinstance(name, str):
             _stage_name(name)  # raises, recording or not

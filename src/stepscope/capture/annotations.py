@@ -2,10 +2,15 @@
 
 Usable as context managers from any thread, and ``trace`` as a decorator. When no capture
 is recording, ``trace`` returns one shared do-nothing context manager, so an annotated
-training loop pays a function call and nothing else. While recording, an annotation
-appends one tuple to a list (``list.append`` is atomic under the GIL, so threads need no
-lock) and notes its thread's name the first time; the session turns them into events at
-the end.
+training loop pays a call and nothing else. While recording, an annotation appends one
+tuple to a list (``list.append`` is atomic under the GIL, so threads need no lock) and
+notes its thread's name the first time; the session turns them into events at the end.
+
+Two implementations record exactly the same tuples: the compiled one in ``_spans.c`` (built
+by ``pip install -e .``; ~3x cheaper while recording, measured in bench/overhead.py) and
+the pure-Python classes below, used where the extension was not built or
+``STEPSCOPE_PURE_PYTHON=1`` is set. The Python one keeps each thread's native id in a
+thread-local: ``threading.get_native_id`` is a system call on every use.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from stepscope.capture.handoff import pending as _handoffs
@@ -25,8 +31,18 @@ from stepscope.trace import names
 F = TypeVar("F", bound=Callable[..., Any])
 _now = time.perf_counter_ns
 # The kernel's thread id: unlike threading.get_ident it is not handed to the next thread as
-# soon as one ends, and it is the tid PyTorch's and TSL's tracers record too.
-_thread_id = threading.get_native_id
+# soon as one ends, and it is the tid PyTorch's and TSL's tracers record too. Read once per
+# thread (a system call) and kept in a thread-local, which a fork replaces in the child.
+_native_id = threading.get_native_id
+_thread_ids = threading.local()
+
+
+def _thread_id() -> int:
+    try:
+        return _thread_ids.id  # type: ignore[no-any-return]
+    except AttributeError:
+        _thread_ids.id = thread = _native_id()
+        return thread
 
 
 class Recording:
@@ -61,12 +77,11 @@ class SpooledRecording(Recording):
         self._file = open(os.path.join(parent.spool_dir or ".", f"{os.getpid()}.jsonl"), "a", buffering=1)  # noqa: SIM115 - kept open for the recording's life: every event is written through
 
     def add(self, name: str, start: int, end: int, args: dict[str, Any] | None) -> None:
-        global _recording
         # A worker that outlives the capture (persistent DataLoader workers) stops writing
         # once the session has collected and removed its spool.
         if os.fstat(self._file.fileno()).st_nlink == 0:
             self._file.close()
-            _recording = None
+            set_recording(None)
             return
         thread = _thread_id()
         if thread not in self.threads:
@@ -79,12 +94,13 @@ _recording: Recording | None = None
 
 
 def _after_fork_in_child() -> None:
-    global _recording
+    global _thread_ids
+    _thread_ids = threading.local()  # the forking thread's id was the parent's
     if _recording is not None and _recording.spool_dir is not None:
         try:
-            _recording = SpooledRecording(_recording)
+            set_recording(SpooledRecording(_recording))
         except OSError:
-            _recording = None  # the worker runs unrecorded rather than failing
+            set_recording(None)  # the worker runs unrecorded rather than failing
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
@@ -112,13 +128,17 @@ def read_spools(spool_dir: str) -> list[tuple[int, list[tuple[str, int, int, int
 def set_recording(recording: Recording | None) -> None:
     global _recording
     _recording = recording
+    if _compiled is not None:
+        _compiled.set_recording(recording)
 
 
 def current_recording() -> Recording | None:
     return _recording
 
 
-class _Span:
+class _PySpan:
+    """One annotated block (the pure-Python path)."""
+
     __slots__ = ("_args", "_name", "_recording", "_start")
 
     def __init__(self, name: str, args: dict[str, Any] | None, recording: Recording) -> None:
@@ -127,35 +147,59 @@ class _Span:
         self._recording = recording
         self._start = 0
 
-    def __enter__(self) -> _Span:
+    def __enter__(self) -> _PySpan:
         self._start = _now()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, error: object, traceback: object) -> None:
         self._recording.add(self._name, self._start, _now(), self._args)
 
 
-class _Idle:
-    """The context manager handed out while nothing records."""
+class _PyIdle:
+    """The context manager handed out while nothing records (the pure-Python path)."""
 
     __slots__ = ()
 
-    def __enter__(self) -> _Idle:
+    def __enter__(self) -> _PyIdle:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: object, error: object, traceback: object) -> None:
         return None
 
 
-_IDLE = _Idle()
+_PY_IDLE = _PyIdle()
 
 
-def trace(name: str, **args: Any) -> _Span | _Idle:
+def _py_trace(name: str, **args: Any) -> _PySpan | _PyIdle:
     """``with stepscope.trace("name", **args):`` records the block as an event."""
     recording = _recording
     if recording is None:
-        return _IDLE
-    return _Span(name, args or None, recording)
+        return _PY_IDLE
+    return _PySpan(name, args or None, recording)
+
+
+def _load_compiled() -> Any:
+    if os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0"):
+        return None
+    try:
+        from stepscope.capture import _spans  # type: ignore[attr-defined]
+    except ImportError:  # not built (no compiler at install): the classes above
+        return None
+    _spans.configure(Recording, lambda: threading.current_thread().name)
+    return _spans
+
+
+# Set to 1 to use the pure-Python annotations even where the compiled ones are built.
+PURE_PYTHON_ENV = "STEPSCOPE_PURE_PYTHON"
+_compiled = _load_compiled()
+COMPILED = _compiled is not None
+
+# What the rest of the package (and stepscope.data, stepscope.step) make spans with:
+# ``_Span(name, args or None, recording)`` and the shared idle object.
+_Span: Any = _compiled.Span if _compiled is not None else _PySpan
+_Idle: Any = _compiled.Idle if _compiled is not None else _PyIdle
+_IDLE: Any = _compiled.IDLE if _compiled is not None else _PY_IDLE
+trace: Any = _compiled.trace if _compiled is not None else _py_trace
 
 
 def _trace_function(name: str | None = None, **args: Any) -> Callable[[F], F]:
@@ -177,12 +221,14 @@ def _trace_function(name: str | None = None, **args: Any) -> Callable[[F], F]:
     return decorate
 
 
-# A plain function (not a callable object) is the cheapest call Python has, and ``trace``
-# is called on every annotated block even when nothing records.
-trace.function = _trace_function  # type: ignore[attr-defined]
+# The pure-Python ``trace`` is a plain function (the cheapest call Python has: it is called
+# on every annotated block even when nothing records); the compiled one an object with a
+# vectorcall slot and a __dict__, so both take the attribute.
+trace.function = _trace_function
+_py_trace.function = _trace_function  # type: ignore[attr-defined]
 
 
-def step(number: int, **args: Any) -> _Span | _Idle:
+def step(number: int, **args: Any) -> AbstractContextManager[Any]:
     """``with stepscope.step(n):`` marks one training step; the tools find it by its
     ``step_num`` stat, as they find JAX's and TensorFlow's step annotations.
 
