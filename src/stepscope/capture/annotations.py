@@ -7,7 +7,7 @@ tuple to a list (``list.append`` is atomic under the GIL, so threads need no loc
 notes its thread's name the first time; the session turns them into events at the end.
 
 Two implementations record exactly the same tuples: the compiled one in ``_spans.c`` (built
-by ``pip install -e .``; ~3x cheaper while recording, measured in bench/overhead.py) and
+by ``pip install -e .``; 3-4x cheaper while recording, measured in bench/overhead.py) and
 the pure-Python classes below, used where the extension was not built or
 ``STEPSCOPE_PURE_PYTHON=1`` is set. The Python one keeps each thread's native id in a
 thread-local: ``threading.get_native_id`` is a system call on every use.
