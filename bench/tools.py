@@ -1,12 +1,16 @@
 """Tools benchmark: every analysis tool, stepscope against XProf's C++ converter.
 
-Two profiles:
+Three profiles:
   1. the real TensorFlow CPU training XSpace made by bench/make_xspace.py (~10 MiB, Python
      tracer on): bench/out/xspace_logdir/plugins/profile/<session>/<host>.xplane.pb;
   2. the largest shared Kineto trace, ../shared/traces/kineto/
      v100_resnet50_dataloader4_legacy_schema.pt.trace.json.gz. XProf reads only XSpace, so it
      gets ``stepscope.save(stepscope.load(json), <name>.xplane.pb)`` (converted before any
      timing); stepscope is timed on the original JSON, and on the converted file too.
+  3. the synthetic GPU-shaped profile of bench/make_big_profile.py, ``--gpu-events``
+     events (default 1M: 8 GPUs of kernels on 4 streams each, launches, nested host ops),
+     written once to bench/out/big_<events>.xplane.pb (the trace viewer benchmark's file);
+     ``--gpu-events 0`` leaves it out.
 
 Every measurement is one fresh subprocess of this interpreter, so that peak memory is that
 run's own and no cache carries over. Inside the child, after the imports:
@@ -300,6 +304,13 @@ def render_table(rows: list[dict]) -> str:
     return "\n".join([line(header), line(["-" * w for w in widths]), *map(line, body[:-1])])
 
 
+def synthetic_gpu(events: int) -> Path:
+    """make_big_profile.py's profile (made once; its sidecar caches it)."""
+    path = ROOT / "bench" / "out" / f"big_{events}.xplane.pb"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "make_big_profile.py"), "--events", str(events), "--out", str(path)], check=True)
+    return path
+
+
 def find_xspace(logdir: Path) -> Path | None:
     found = sorted((logdir / "plugins" / "profile").glob("*/*.xplane.pb"))
     return found[-1] if found else None
@@ -318,6 +329,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", nargs=3, metavar=("IMPL", "PATH", "TOOLS"), help=argparse.SUPPRESS)
     parser.add_argument("--xspace", type=Path, default=None, help="the real XSpace (default: the one bench/make_xspace.py made under bench/out/xspace_logdir)")
     parser.add_argument("--kineto", type=Path, default=KINETO, help="the Kineto trace")
+    parser.add_argument("--gpu-events", type=int, default=1_000_000, help="events of the synthetic GPU profile (0: leave it out)")
     parser.add_argument("--repeat", type=int, default=3, help="runs per implementation and file")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per child")
     parser.add_argument("--json", type=Path, default=OUT_JSON, help="where results go")
@@ -352,6 +364,9 @@ def main(argv: list[str] | None = None) -> int:
         convert_s = time.perf_counter() - t0
         print(f"  converted {args.kineto.name} -> {converted.name} ({converted.stat().st_size / MB:.1f} MiB) in {convert_s:.1f} s", file=sys.stderr)
         inputs = [("TF/Keras CPU XSpace", xspace, xspace, False), ("Kineto JSON (V100)", args.kineto, converted, True)]
+        if args.gpu_events > 0:
+            gpu = synthetic_gpu(args.gpu_events)
+            inputs.append((f"synthetic GPU XSpace ({args.gpu_events:,} events)", gpu, gpu, False))
         for label, original, xplane, is_converted in inputs:
             warm_page_cache(original)
             warm_page_cache(xplane)
