@@ -56,6 +56,8 @@ def test_recsys_ranks_steps_and_clocks(recsys_run):
     # No baseTimeNanoseconds in these headers: ts are epoch microseconds.
     assert all("baseTimeNanoseconds" not in doc for doc in documents)
     assert [row["clock"] for row in result.ranks] == [CLOCK_EPOCH, CLOCK_EPOCH]
+    # The run's names for the files (what the dashboard's host selector lists).
+    assert [row["file_host"] for row in result.ranks] == [Path(name).name.removesuffix(".pt.trace.json.gz") for name in RECSYS]
     # A rank's time 0 is its earliest event; rank 1's offset is the difference of the two.
     earliest = [min(event["ts"] for event in events(doc) if "ts" in event) for doc in documents]
     assert [row["start_offset_ps"] for row in result.ranks] == [0, (earliest[1] - earliest[0]) * PS_PER_US]
@@ -66,6 +68,8 @@ def test_recsys_ranks_steps_and_clocks(recsys_run):
         windows = step_windows(document)
         for row in rows:
             assert row["start_offset_ps"] == round((windows[row["step"]][0] - earliest[0]) * PS_PER_US)
+            # On the rank's own timeline (its trace viewer's): from its own earliest event.
+            assert row["trace_start_ps"] == round((windows[row["step"]][0] - earliest[rank]) * PS_PER_US)
             assert sum(row["breakdown"].values()) == row["step_time_ps"]
             assert row["overlap_ps"] == row["collective_ps"] - row["exposed_collective_ps"] >= 0
     # Collectives by the nccl:<op> annotation around each kernel's launch, with its input's
@@ -196,6 +200,8 @@ def test_ranks_of_xspace_files_written_from_kineto(tmp_path):
     result = analyse_run(discover(tmp_path)[0], workers=1)
     assert result.rank_source == FROM_DISTRIBUTED_INFO and result.world_size == 128
     assert [row["host"] for row in result.ranks] == [Path(name).name.split(".")[0] for name in RECSYS]
+    # The dashboard's host (and trace viewer address) is the file's name in the run, not XSpace's.
+    assert [row["file_host"] for row in result.ranks] == ["worker_1", "worker_0"]
     assert [row["clock"] for row in result.ranks] == [CLOCK_XSPACE, CLOCK_XSPACE]
     for rank, name in enumerate(RECSYS):
         expected = {number: round(dur * PS_PER_US) for number, dur in step_durations_us(read_json(shared(name))).items()}

@@ -24,6 +24,7 @@ export interface StragglerRule {
 export interface DistributedRank {
   clock: string;
   collective_wait_ps: number;
+  file_host: string;
   format: string;
   host: string;
   rank: number;
@@ -48,6 +49,7 @@ export interface DistributedStep {
   start_offset_ps: number;
   step: number;
   step_time_ps: number;
+  trace_start_ps: number;
 }
 export interface DistributedStraggler {
   excess_percent: number;

@@ -35,6 +35,7 @@ CLOCK_RELATIVE = "relative (not on the UNIX clock)"
 class RankStep:
     number: int
     start_ns: int  # UNIX epoch ns (or the rank's own clock, see RankTables.clock)
+    start_ps: int  # from the rank's profile start: where its trace viewer shows the step
     step_time_ps: int
     breakdown: dict[str, int]  # the overview's categories (CATEGORIES), ps; they sum to step_time_ps
     collective_ps: int  # all collective time in the step, hidden behind compute or not
@@ -56,10 +57,19 @@ class RankTables:
     steps: list[RankStep]
     collectives: list[CollectiveCall]
     warnings: list[str] = field(default_factory=list)
+    # The run's name for the file (``logdir.Host.name``): what the dashboard's host
+    # selector and trace viewer address name, which XSpace's own host name may not be.
+    file_host: str = ""
 
 
 def rank_tables(profile: Profile, host: str) -> RankTables:
-    stats = OpStats(profile)
+    return rank_tables_of(OpStats(profile), host)
+
+
+def rank_tables_of(stats: OpStats, host: str) -> RankTables:
+    """The tables from an ``OpStats`` already built (the dashboard's analysis worker builds
+    one for all its tools). ``host``: the run's name for the file."""
+    profile = stats.profile
     steps, breakdown = stats.steps, stats.breakdown
     collective = stats.unions[Activity.DEVICE_COLLECTIVES].covered(steps.start_ps, steps.end_ps)
     kept = stats.set_aside.kept
@@ -67,6 +77,7 @@ def rank_tables(profile: Profile, host: str) -> RankTables:
         RankStep(
             number=int(steps.number[index]),
             start_ns=profile.start_ns + int(steps.start_ps[index]) // 1000,
+            start_ps=int(steps.start_ps[index]),
             step_time_ps=int(steps.duration_ps[index]),
             breakdown={key: int(breakdown[key][index]) for key in CATEGORIES},
             collective_ps=int(collective[index]),
@@ -87,6 +98,7 @@ def rank_tables(profile: Profile, host: str) -> RankTables:
         steps=rows,
         collectives=collective_calls(stats),
         warnings=[str(warning) for warning in profile.info.get("warnings", [])],
+        file_host=host,
     )
 
 

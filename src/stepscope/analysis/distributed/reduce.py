@@ -131,6 +131,7 @@ def _step_row(rank: int, step: RankStep, origin_ns: int, wait_ps: int) -> Distri
         rank=rank,
         step=step.number,
         start_offset_ps=(step.start_ns - origin_ns) * 1000,
+        trace_start_ps=step.start_ps,
         step_time_ps=step.step_time_ps,
         compute_ps=parts[COMPUTE],
         collective_ps=step.collective_ps,
@@ -147,6 +148,7 @@ def _rank_row(rank: int, table: RankTables, origin_ns: int, own: list[Distribute
     return DistributedRank(
         rank=rank,
         host=table.host,
+        file_host=table.file_host or table.host,
         source=table.path,
         format=table.format,
         clock=table.clock,

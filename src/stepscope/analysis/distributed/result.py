@@ -20,6 +20,7 @@ TOOL = "distributed"
 class DistributedRank(TypedDict):
     rank: int
     host: str
+    file_host: str  # the run's name for its file: the dashboard's host (its trace viewer's)
     source: str  # the profile file
     format: str
     clock: str  # how its time 0 was put on the UNIX clock
@@ -34,6 +35,7 @@ class DistributedStep(TypedDict):
     rank: int
     step: int
     start_offset_ps: int  # the step's start after the earliest rank's time 0
+    trace_start_ps: int  # the step's start in its rank's own profile (the trace viewer's time)
     step_time_ps: int
     compute_ps: int  # device compute (the overview's device_compute)
     collective_ps: int  # all collective time in the step
@@ -91,7 +93,7 @@ RANK_COLUMNS = (
 STEP_COLUMNS = (
     Column("rank", "rank"),
     Column("step", "step"),
-    Column("step_time_us", "step (us)"),
+    Column("step_time_us", "step time (us)"),
     Column("compute_us", "compute (us)"),
     Column("collective_us", "collective (us)"),
     Column("overlap_us", "hidden (us)"),
