@@ -388,3 +388,54 @@ def test_diff_errors_are_one_line_and_the_server_keeps_serving(server):
     same = server.ready("/api/diff", **good).json()
     assert same["verdict"].startswith("No significant change in step time")
     assert all(row["change_us"] == 0 for row in same["kernels"])
+
+
+def test_the_distributed_view_of_a_run_is_the_local_engines(server, logdir):
+    """/api/distributed of the gpu run (two hosts, two ranks): the map ran in the analysis
+    workers, the reduce in the server, and the answer is the one the local engine gives on
+    the same folder in this process, number for number. Tables and CSV (tool=distributed)
+    follow it; the host parameter the page sends does not matter."""
+    from stepscope.engines import analyse_run
+    from stepscope.trace.logdir import discover
+
+    answer = server.ready("/api/distributed", run="gpu")
+    assert answer.status == 200, answer.body[:300]
+    document = answer.json()
+    (run,) = [run for run in discover(logdir.root) if run.name == "gpu"]
+    assert document == json.loads(json.dumps(analyse_run(run, workers=1).to_json()))
+    # Each rank's host is the run's name for its file (the host selector's, the trace viewer's).
+    assert sorted(row["file_host"] for row in document["ranks"]) == sorted(GPU_HOSTS)
+    for row in document["steps"]:
+        overview = server.ready("/api/data", run="gpu", host=document["ranks"][row["rank"]]["file_host"], tool="overview_page").json()
+        step = next(step for step in overview["steps"] if step["step"] == row["step"])
+        assert (row["trace_start_ps"], row["step_time_ps"]) == (step["start_ps"], step["step_time_ps"])
+    page = dict(run="gpu", host="alexnet_small", tool="distributed")
+    tables = {table["name"]: table for table in server.ready("/api/tables", **page).json()["tables"]}
+    assert list(tables) == ["ranks", "stragglers", "collectives", "steps"]
+    assert len(tables["steps"]["rows"]) == len(document["steps"]) and len(tables["ranks"]["rows"]) == 2
+    csv_answer = server.get("/api/csv", **page, table="steps")
+    assert csv_answer.headers["content-disposition"] == 'attachment; filename="gpu_distributed_steps.csv"'
+    rows = list(csv.reader(io.StringIO(csv_answer.body.decode())))
+    assert rows[0] == [column["key"] for column in tables["steps"]["columns"]] and len(rows) == 1 + len(document["steps"])
+    # Microseconds in the tables: ps / 1e6 of the JSON's step times.
+    step_us = rows[0].index("step_time_us")
+    assert [float(row[step_us]) for row in rows[1:]] == pytest.approx([row["step_time_ps"] / 1e6 for row in document["steps"]])
+
+
+def test_distributed_view_errors_are_one_line_and_the_server_keeps_serving(server):
+    for params, status, fragment in (
+        ({"run": "nope"}, 404, "no run named 'nope'"),
+        ({}, 404, "give run"),
+        # Its only host cannot be read: no rank to show, and the reason of the first.
+        ({"run": "broken"}, 422, "broken: no rank could be analysed (first: "),
+    ):
+        answer = server.ready("/api/distributed", **params)
+        assert answer.status == status, (params, answer.body[:300])
+        assert list(answer.json()) == ["error"] and "\n" not in answer.json()["error"] and fragment in answer.json()["error"], answer.json()
+    assert server.get("/api/csv", run="gpu", host="alexnet_small", tool="distributed", table="nope").status == 404
+    # A run of one host is a run of one rank (its distributedInfo's); the server still answers.
+    single = server.ready("/api/distributed", run="cpu_only").json()
+    info = read_json(shared(f"kineto/{CPU_ONLY_HOST}.pt.trace.json.gz"))["distributedInfo"]
+    assert [(row["rank"], row["file_host"]) for row in single["ranks"]] == [(info["rank"], CPU_ONLY_HOST)] == [(34, CPU_ONLY_HOST)]
+    assert single["world_size"] == info["world_size"] == 300 and single["stragglers"] == []
+    assert server.get("/api/runs").status == 200

@@ -26,12 +26,14 @@ from starlette.staticfiles import StaticFiles
 
 from stepscope.analysis import spec, specs
 from stepscope.analysis.diff import TOOL as DIFF
+from stepscope.analysis.distributed import TOOL as DISTRIBUTED
 from stepscope.analysis.registry import OptionError
 from stepscope.dashboard import trace_api
 from stepscope.dashboard.analysis_cache import AnalysisCache, Ready
 from stepscope.dashboard.api_errors import ApiError, BadParameter, NotFound
 from stepscope.dashboard.captures import CaptureRequest, Captures
 from stepscope.dashboard.diffs import Diffs
+from stepscope.dashboard.distributed_view import DistributedViews
 from stepscope.dashboard.profile_jobs import ProfileJobs
 from stepscope.dashboard.responses import JsonResponse
 from stepscope.dashboard.security import STATE_CHANGING_METHODS, Access, Guard, state_changing
@@ -88,12 +90,24 @@ def _diff_documents(request: Request, new_names: tuple[str, str] = CURRENT) -> t
     return diffs.documents(base, new, labels[0], labels[1])
 
 
+def _distributed_documents(request: Request) -> tuple[bytes, bytes]:
+    """The distributed view of the request's run, every host a rank (``distributed_view``);
+    202 with the run's progress while any host's analysis runs."""
+    dashboard: Dashboard = request.app.state.dashboard
+    run = dashboard.run(request)
+    views: DistributedViews = request.app.state.distributed
+    return views.documents(run, [dashboard.cache.status(host.path) for host in run.hosts])
+
+
 def _documents(request: Request) -> tuple[str, bytes, bytes]:
     """(tool, JSON, tables) of the request: the cached files at the default options, a run
     with the request's options otherwise (``tool_runs``); ``tool=diff`` (the compare
-    view's tables and CSV): the diff of base_run/base_host against run/host."""
+    view's tables and CSV): the diff of base_run/base_host against run/host;
+    ``tool=distributed``: the run's distributed view (the host is not needed)."""
     if request.query_params.get("tool") == DIFF:
         return DIFF, *_diff_documents(request)
+    if request.query_params.get("tool") == DISTRIBUTED:
+        return DISTRIBUTED, *_distributed_documents(request)
     dashboard: Dashboard = request.app.state.dashboard
     ready, tool = _ready(dashboard, request)
     options = _options(tool, request)
@@ -134,6 +148,12 @@ def api_diff(request: Request) -> Response:
     return _tool_answer(_diff_documents(request, NEW)[0])
 
 
+def api_distributed(request: Request) -> Response:
+    """``/api/distributed?run=R``: the run's distributed view, as ``stepscope distributed
+    --format json`` gives it."""
+    return _tool_answer(_distributed_documents(request)[0])
+
+
 def api_tables(request: Request) -> Response:
     return _tool_answer(_documents(request)[2])
 
@@ -147,8 +167,10 @@ def api_csv(request: Request) -> Response:
     table = next((t for t in document["tables"] if t["name"] == name), None)
     if table is None:
         raise NotFound(f"tool {tool!r} has no table {name!r} (tables: {', '.join(t['name'] for t in document['tables'])})")
-    parts = [request.query_params["run"], request.query_params["host"], tool, name]
-    filename = "_".join(part.replace("/", "_") for part in parts) + ".csv"
+    # The distributed view is the run's, not one host's.
+    host = "" if tool == DISTRIBUTED else request.query_params.get("host", "")
+    parts = [request.query_params["run"], host, tool, name]
+    filename = "_".join(part.replace("/", "_") for part in parts if part) + ".csv"
     filename = "".join(c if c.isalnum() or c in "._-" else "_" for c in filename)
     return PlainTextResponse(
         table_csv(table_from_json(table)),
@@ -213,6 +235,7 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
         Route("/api/tools", api_tools),
         Route("/api/data", api_data),
         Route("/api/diff", api_diff),
+        Route("/api/distributed", api_distributed),
         Route("/api/tables", api_tables),
         Route("/api/csv", api_csv),
         Route("/api/capture", api_capture_start, methods=STATE_CHANGING_METHODS),
@@ -237,5 +260,6 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
     app.state.profile_jobs = ProfileJobs()
     app.state.tool_runs = ToolRuns(app.state.profile_jobs)
     app.state.diffs = Diffs()
+    app.state.distributed = DistributedViews(app.state.profile_jobs)
     app.state.exports = trace_api.Exports(cache.root.parent / trace_api.EXPORTS_FOLDER)
     return app

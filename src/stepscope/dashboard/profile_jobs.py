@@ -46,6 +46,14 @@ def tool_run(profile_path: str, tool: str, options: dict[str, Any]) -> tuple[byt
     return documents(spec(tool), _stats(profile_path), **options)
 
 
+def rank_tables_job(profile_path: str) -> Any:
+    """The profile's ``RankTables`` (the distributed view's map step), for a cache folder
+    written before the analysis worker left them (``worker.RANK_FILE``)."""
+    from stepscope.analysis.distributed import rank_tables_of
+
+    return rank_tables_of(_stats(profile_path), "")
+
+
 def event_json(profile_path: str, index_folder: str, event_id: int) -> dict[str, Any]:
     from stepscope.viewer import TraceIndex, details, flows_for
 

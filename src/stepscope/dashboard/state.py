@@ -53,6 +53,16 @@ class Dashboard:
         inside = [host for host in run.hosts if host.path.resolve().is_relative_to(self._root)]
         return Run(run.name, run.path, inside)
 
+    def run(self, request: Request, name: str = "run") -> Run:
+        """The run named by the query parameter ``name`` (the distributed view's: a run)."""
+        run_name = request.query_params.get(name)
+        if not run_name:
+            raise NotFound(f"give {name}")
+        run = next((run for run in self.runs() if run.name == run_name), None)
+        if run is None:
+            raise NotFound(f"no run named {run_name!r}")
+        return run
+
     def host(self, request: Request, names: tuple[str, str] = ("run", "host")) -> Host:
         """The request's run and host, given in the query parameters ``names`` (the
         compare view names two: ``base_run`` and ``base_host`` beside them)."""

@@ -23,8 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from stepscope import jsonform
 from stepscope.analysis import Output, ToolSpec, specs
+from stepscope.analysis.distributed import rank_tables_of
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.tables import Column, Table
 from stepscope.trace.files import atomic_write
@@ -38,6 +41,7 @@ TOOL_SUFFIX = ".json"
 TABLES_SUFFIX = ".tables.json"
 ERROR_FILE = "error.json"  # beside the folder: <key>.error.json
 PROGRESS_FILE = "progress.json"  # beside the folder: <key>.progress.json
+RANK_FILE = "distributed.rank.json"  # the distributed view's map step: RankTables, or {"error": ...}
 
 # Share of the progress bar given to loading the profile; the tools share the rest.
 LOAD_SHARE = 0.5
@@ -140,6 +144,7 @@ def analyse(profile_path: str, folder: str, progress_path: str) -> None:
             elapsed = time.monotonic() - started
             write_progress(progress_file, Progress("analysing", fraction, f"{spec.name} ({number + 1}/{len(tools)}, {elapsed:.0f} s)"))
             PRODUCERS[spec.output](spec, stats, staging)
+        write_rank_tables(stats, staging)
         os.chmod(staging, 0o755)
         try:
             os.replace(staging, target)
@@ -148,6 +153,19 @@ def analyse(profile_path: str, folder: str, progress_path: str) -> None:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def write_rank_tables(stats: OpStats, staging: Path) -> None:
+    """The profile's rank tables: the distributed view's map step, done here with the
+    ``OpStats`` the tools share (``dashboard.distributed_view`` reduces a run's). The host
+    is left empty: the worker knows the file, not the run's name for it, which the server
+    fills in. A failure is kept as the rank's error, as a failing tool's is, and never
+    costs the profile its other tools."""
+    try:
+        document = msgspec.json.encode(rank_tables_of(stats, ""))
+    except Exception as error:
+        document = _dump({"error": f"{stats.profile.source}: the distributed view's tables failed ({type(error).__name__}: {error})"})
+    atomic_write(staging / RANK_FILE, document)
 
 
 def remove_abandoned_staging(target: Path) -> None:
