@@ -52,3 +52,19 @@ def test_every_page_shows_what_applies(page, server, logdir, kind):
         assert empty == [], f"{tool} on the {kind} profile shows empty tables: {empty}"
         SCREENSHOTS.mkdir(exist_ok=True)
         page.screenshot(path=str(SCREENSHOTS / f"{tool}_{kind}.png"), full_page=True)
+
+
+def test_the_distributed_page_is_offered_for_a_run_of_several_hosts(page, server, logdir):
+    """The page's own distributed view (not in /api/tools): in the menu of the gpu run (two
+    hosts, two ranks), shown like every page, and not offered for a run of one host."""
+    page.goto(page_url(server.url, **where("gpu", logdir), tool="distributed"))
+    page.wait_for_selector('#tool[data-tool="distributed"][data-state="ready"]', timeout=READY_TIMEOUT_MS)
+    panel = page.locator("#tool")
+    assert page.locator('canvas[data-chart="distributed-heatmap"]').is_visible()
+    empty = [table.get_attribute("data-table") for table in panel.locator("table[data-table]").all() if table.locator("tbody tr").count() == 0]
+    assert empty == []
+    SCREENSHOTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "distributed_gpu.png"), full_page=True)
+    page.goto(page_url(server.url, **where("tpu", logdir), tool="overview_page"))
+    page.wait_for_selector('#tool[data-tool="overview_page"][data-state="ready"]', timeout=READY_TIMEOUT_MS)
+    assert "distributed" not in page.locator("#tool-select option").evaluate_all("options => options.map(o => o.value)")

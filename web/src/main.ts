@@ -18,6 +18,7 @@ import { renderProgress } from "./components/progress";
 import { el, replaceChildren } from "./dom";
 import { pageFor } from "./pages";
 import { allHosts, baseLabel, baseOf, baseOptions, baseValue, COMPARE_TOOL, PAIR_VIEW_OPTIONS, parseBaseValue, pickBase, sameBase, withCompare } from "./state/compare";
+import { withDistributed } from "./state/distributed";
 import { optionsFromParams, sameOptions } from "./state/options";
 import { hostLabels, runLabels } from "./state/names";
 import { buildQuery, keptParams, notFoundNotice, parseQuery, pickHost, pickTool, resolveRunHost, sameSelection, type Wanted } from "./state/url";
@@ -74,8 +75,10 @@ async function toolsFor(run: string, host: string): Promise<ToolInfo[]> {
   const key = `${run}\u0000${host}`;
   const known = toolsCache.get(key);
   if (known) return known;
-  // The compare view is the page's own tool (two profiles; the registry's take one).
-  const tools = withCompare((await getTools(run, host)).tools);
+  // The compare and distributed views are the page's own tools (two profiles, a run's
+  // every host; the registry's take one).
+  const hosts = runs.find((candidate) => candidate.name === run)?.hosts.length ?? 1;
+  const tools = withDistributed(withCompare((await getTools(run, host)).tools), hosts);
   toolsCache.set(key, tools);
   return tools;
 }

@@ -46,7 +46,7 @@ describe("framework op table with and without idle", () => {
 });
 
 describe("page registry", () => {
-  it("has a page per tool (and the compare view's) and a generic one for the rest", () => {
+  it("has a page per tool (and the compare and distributed views') and a generic one for the rest", () => {
     expect(Object.keys(PAGES)).toEqual([
       "overview_page",
       "input_pipeline_analyzer",
@@ -56,6 +56,7 @@ describe("page registry", () => {
       "memory_profile",
       "trace_viewer",
       "diff",
+      "distributed",
     ]);
     expect(pageFor("some_future_tool")).toBe(genericPage);
   });

@@ -4,6 +4,7 @@
  */
 
 import { diffPage } from "./diff";
+import { distributedPage } from "./distributed";
 import { frameworkOpStatsPage } from "./framework_op_stats";
 import { genericPage } from "./generic";
 import { inputPipelinePage } from "./input_pipeline_analyzer";
@@ -23,6 +24,7 @@ export const PAGES: Record<string, ToolPage> = {
   memory_profile: memoryProfilePage,
   trace_viewer: traceViewerPage,
   diff: diffPage,
+  distributed: distributedPage,
 };
 
 /** The tool's page, or the page its options pick (`modeFor`). */
