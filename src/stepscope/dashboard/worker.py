@@ -163,9 +163,11 @@ def write_rank_tables(stats: OpStats, staging: Path) -> None:
     costs the profile its other tools."""
     try:
         document = msgspec.json.encode(rank_tables_of(stats, ""))
+    except MemoryError:  # the worker's cap, as for a tool: the whole analysis stops
+        raise
     except Exception as error:
         document = _dump({"error": f"{stats.profile.source}: the distributed view's tables failed ({type(error).__name__}: {error})"})
-    atomic_write(staging / RANK_FILE, document)
+    (staging / RANK_FILE).write_bytes(document)
 
 
 def remove_abandoned_staging(target: Path) -> None:
