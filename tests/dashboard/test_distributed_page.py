@@ -19,7 +19,7 @@ import pytest
 
 from tests.support.dashboard.browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, foreign_requests, page_url
 from tests.support.dashboard.server import DashboardServer
-from tests.support.distributed_runs import events, json_calls, step_durations_us, step_windows
+from tests.support.distributed_runs import Stretch, events, host_name, json_calls, step_durations_us, step_windows, synthesize
 from tests.support.traces import read_json, shared
 
 RUN = "recsys"
@@ -28,6 +28,12 @@ HOSTS = {rank: f"recsys_sampled_rank{rank}_of_128" for rank in RANK_FILES}  # th
 READY_TIMEOUT_MS = 240_000
 PS_PER_US = 1_000_000
 CHART = "distributed-heatmap"
+# Four rank-shifted copies of recsys rank 0, rank 3's step 552 made 100 ms slower by one
+# longer compute kernel (tests.support.distributed_runs): a straggler the rule names.
+SYNTH_RUN = "synth"
+SYNTH_RANKS = 4
+SYNTH_SHIFT_US = 1_000
+STRAGGLER = Stretch(rank=3, step=552, kind="compute", delta_us=100_000)
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +47,7 @@ def recsys_server(tmp_path_factory):
     (logdir / RUN).mkdir(parents=True)
     for name in RANK_FILES.values():
         shutil.copy(shared(name), logdir / RUN)
+    synthesize(shared(RANK_FILES[0]), logdir / SYNTH_RUN, SYNTH_RANKS, SYNTH_SHIFT_US, (STRAGGLER,))
     running = DashboardServer(logdir, tmp_path_factory.mktemp("cache"))
     yield running
     running.stop()
@@ -184,3 +191,51 @@ def test_stragglers_and_the_collective_table(page, recsys_server, documents, tmp
     earliest_us = min(float(event["ts"]) for event in events(documents[0]) if "ts" in event)
     low, high = step_windows(documents[0])[min(step_windows(documents[0]))]
     assert query["start_ps"] == [str(round((low - earliest_us) * PS_PER_US))] and query["end_ps"] == [str(round((high - earliest_us) * PS_PER_US))]
+
+
+def test_a_straggler_row_opens_its_ranks_trace_at_its_step(page, recsys_server, documents):
+    base = documents[0]
+    page.goto(page_url(recsys_server.url, run=SYNTH_RUN, host=host_name(0, SYNTH_RANKS), tool="distributed"))
+    wait_ready(page, "distributed")
+    # The heat map: every rank's step times are the source's, rank 3's step 552 100 ms longer.
+    durations = step_durations_us(base)
+    expected = {
+        (rank, step): duration + (STRAGGLER.delta_us if (rank, step) == (STRAGGLER.rank, STRAGGLER.step) else 0)
+        for rank in range(SYNTH_RANKS)
+        for step, duration in durations.items()
+    }
+    shown = cells(page)
+    assert shown.keys() == expected.keys()
+    for key, value in expected.items():
+        assert shown[key] == pytest.approx(value), key
+    # The stragglers: rank 3 at step 552, by its step time and by its work before waiting,
+    # 100 ms over the others' (identical) step, all of it device compute.
+    rows = page.locator('table[data-table="stragglers"] tbody tr')
+    found = {
+        (
+            int(row.locator('td[data-key="rank"]').get_attribute("data-value")),
+            int(row.locator('td[data-key="step"]').get_attribute("data-value")),
+            row.locator('td[data-key="signal"]').text_content(),
+        ): row
+        for row in rows.all()
+    }
+    assert set(found) == {(3, 552, "step_time"), (3, 552, "work_time")}
+    row = found[(3, 552, "step_time")]
+    assert float(row.locator('td[data-key="excess_us"]').get_attribute("data-value")) == pytest.approx(STRAGGLER.delta_us)
+    assert row.locator('td[data-key="stage"]').text_content() == "device_compute"
+    assert float(row.locator('td[data-key="excess_percent"]').get_attribute("data-value")) == pytest.approx(100 * STRAGGLER.delta_us / durations[552])
+    # Its rank cell opens rank 3's host (node000: files are named in reverse rank order) at
+    # step 552: every event of a copy moved alike, so the step starts where the source's does
+    # after its earliest event, and lasts 100 ms longer.
+    row.locator('td[data-key="rank"] a').click()
+    page.wait_for_url("**tool=trace_viewer**", timeout=30_000)
+    wait_ready(page, "trace_viewer")
+    earliest_us = min(float(event["ts"]) for event in events(base) if "ts" in event)
+    low, high = step_windows(base)[552]
+    start_ps = round((low - earliest_us) * PS_PER_US)
+    end_ps = start_ps + round((high - low + STRAGGLER.delta_us) * PS_PER_US)
+    query = parse_qs(urlparse(page.url).query)
+    assert query["run"] == [SYNTH_RUN] and query["host"] == [host_name(STRAGGLER.rank, SYNTH_RANKS)] == ["node000"]
+    assert query["start_ps"] == [str(start_ps)] and query["end_ps"] == [str(end_ps)]
+    view = page.evaluate("window.__stepscope.trace.view()")
+    assert view["start_ps"] == pytest.approx(start_ps) and view["end_ps"] == pytest.approx(end_ps)
