@@ -12,7 +12,7 @@ from pathlib import Path
 
 PROTO_DIR = Path(__file__).resolve().parent
 SOURCE_ROOT = PROTO_DIR.parent.parent  # the folder that holds the `stepscope` package
-PROTO_FILES = ("xplane.proto", "profiler_options.proto", "profiler_service.proto", "capture_status.proto")
+PROTO_FILES = ("xplane.proto", "profiler_options.proto", "profiler_service.proto", "capture_status.proto", "hlo.proto")
 
 
 def generate(out_root: Path) -> list[Path]:
