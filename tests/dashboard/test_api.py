@@ -26,7 +26,17 @@ from tests.support.dashboard.server import DashboardServer
 from tests.support.service_job import Job
 from tests.support.traces import read_json, shared
 
-TOOLS = ("overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "op_profile", "memory_profile", "hlo_stats", "roofline_model")
+TOOLS = (
+    "overview_page",
+    "input_pipeline_analyzer",
+    "framework_op_stats",
+    "kernel_stats",
+    "op_profile",
+    "memory_profile",
+    "hlo_stats",
+    "roofline_model",
+    "memory_viewer",
+)
 
 
 @functools.cache

@@ -10,6 +10,7 @@ from stepscope.analysis import (  # noqa: F401  (each registers its tool)
     input_pipeline,
     kernel_stats,
     memory_profile,
+    memory_viewer,
     op_profile,
     overview,
     roofline,

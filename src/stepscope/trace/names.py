@@ -71,6 +71,8 @@ HLO_OP: Final = "hlo_op"
 HLO_MODULE: Final = "hlo_module"
 HLO_CATEGORY: Final = "hlo_category"
 PROGRAM_ID: Final = "program_id"
+# On the /host:metadata plane: each program's event metadata carries its XLA HloProto bytes.
+HLO_PROTO: Final = "Hlo Proto"
 BYTES_ALLOCATED: Final = "bytes_allocated"
 BYTES_RESERVED: Final = "bytes_reserved"
 REQUESTED_BYTES: Final = "requested_bytes"
