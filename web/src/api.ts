@@ -101,6 +101,7 @@ export type { FrameworkOpStats, OpRow as FrameworkOpRow, OpTableRow as IdleRow }
 export type { KernelStats, KernelRow } from "./generated/kernel_stats";
 export type { OpProfile, OpProfileNode as OpNode } from "./generated/op_profile";
 export type { MemoryProfile, MemoryDevice, MemoryPoint } from "./generated/memory_profile";
+export type { MemoryViewer, ProgramRow as MemoryViewerProgram, PointRow as MemoryViewerPoint, BufferRow as MemoryViewerBuffer } from "./generated/memory_viewer";
 
 // ---------------------------------------------------------------- calls
 

@@ -54,6 +54,7 @@ describe("page registry", () => {
       "kernel_stats",
       "op_profile",
       "memory_profile",
+      "memory_viewer",
       "trace_viewer",
       "diff",
       "distributed",

@@ -46,7 +46,8 @@ Chart.register(
 );
 Chart.defaults.animation = false;
 // The page's own system font stack (style.css): nothing is fetched from the network.
-Chart.defaults.font.family = 'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
+Chart.defaults.font.family =
+  'system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, sans-serif';
 Chart.defaults.color = "#3c4043";
 
 /** Any of the page's charts (bar, doughnut, pie and line charts share the registry). */
@@ -81,18 +82,39 @@ export function destroyCharts(): void {
 }
 
 /** A sized box holding the canvas (Chart.js sizes itself to its parent). */
-function canvasBox(name: string, label: string, tall = false): { box: HTMLElement; canvas: HTMLCanvasElement } {
-  const canvas = el("canvas", { "data-chart": name, role: "img", "aria-label": label });
-  const box = el("div", { class: tall ? "chart-box tall" : "chart-box" }, canvas);
+function canvasBox(
+  name: string,
+  label: string,
+  tall = false,
+): { box: HTMLElement; canvas: HTMLCanvasElement } {
+  const canvas = el("canvas", {
+    "data-chart": name,
+    role: "img",
+    "aria-label": label,
+  });
+  const box = el(
+    "div",
+    { class: tall ? "chart-box tall" : "chart-box" },
+    canvas,
+  );
   return { box, canvas };
 }
 
-function register(name: string, canvas: HTMLCanvasElement, config: ChartConfiguration): AnyChart {
+function register(
+  name: string,
+  canvas: HTMLCanvasElement,
+  config: ChartConfiguration,
+): AnyChart {
   const charts = chartRegistry();
   charts[name]?.destroy();
   const chart = new Chart(canvas, {
     ...config,
-    options: { animation: false, responsive: true, maintainAspectRatio: false, ...config.options },
+    options: {
+      animation: false,
+      responsive: true,
+      maintainAspectRatio: false,
+      ...config.options,
+    },
   });
   charts[name] = chart;
   return chart;
@@ -101,30 +123,62 @@ function register(name: string, canvas: HTMLCanvasElement, config: ChartConfigur
 const usTick = (value: string | number): string => formatTimeUs(Number(value));
 
 /** Hides datasets that are zero everywhere from the legend (they draw nothing anyway). */
-function nonEmptyLegendItem(item: { datasetIndex?: number }, data: { datasets: { data: unknown[] }[] }): boolean {
-  const dataset = item.datasetIndex === undefined ? undefined : data.datasets[item.datasetIndex];
-  return !dataset || dataset.data.some((value) => typeof value === "number" && value !== 0);
+function nonEmptyLegendItem(
+  item: { datasetIndex?: number },
+  data: { datasets: { data: unknown[] }[] },
+): boolean {
+  const dataset =
+    item.datasetIndex === undefined
+      ? undefined
+      : data.datasets[item.datasetIndex];
+  return (
+    !dataset ||
+    dataset.data.some((value) => typeof value === "number" && value !== 0)
+  );
 }
 
 /** Stacked bars per step, values in microseconds. */
 /** `onBarClick(index)`: a click on the bar of label `index` (the chart shows a hand cursor over bars). */
-export function stackedBarChart(name: string, label: string, data: CategoryData, xTitle = "step", onBarClick?: (index: number) => void): HTMLElement {
+export function stackedBarChart(
+  name: string,
+  label: string,
+  data: CategoryData,
+  xTitle = "step",
+  onBarClick?: (index: number) => void,
+): HTMLElement {
   const { box, canvas } = canvasBox(name, label);
   register(name, canvas, {
     type: "bar",
     data,
     options: {
-      onClick: onBarClick && ((_event, elements) => elements[0] && onBarClick(elements[0].index)),
-      onHover: onBarClick && ((_event, elements) => canvas.style.setProperty("cursor", elements.length > 0 ? "pointer" : "default")),
+      onClick:
+        onBarClick &&
+        ((_event, elements) => elements[0] && onBarClick(elements[0].index)),
+      onHover:
+        onBarClick &&
+        ((_event, elements) =>
+          canvas.style.setProperty(
+            "cursor",
+            elements.length > 0 ? "pointer" : "default",
+          )),
       scales: {
         x: { stacked: true, title: { display: true, text: xTitle } },
-        y: { stacked: true, beginAtZero: true, ticks: { callback: usTick }, title: { display: true, text: "time" } },
+        y: {
+          stacked: true,
+          beginAtZero: true,
+          ticks: { callback: usTick },
+          title: { display: true, text: "time" },
+        },
       },
       plugins: {
-        legend: { position: "bottom", labels: { filter: nonEmptyLegendItem, boxWidth: 12 } },
+        legend: {
+          position: "bottom",
+          labels: { filter: nonEmptyLegendItem, boxWidth: 12 },
+        },
         tooltip: {
           callbacks: {
-            label: (item: TooltipItem<"bar">) => `${item.dataset.label}: ${formatTimeUs(item.parsed.y)}`,
+            label: (item: TooltipItem<"bar">) =>
+              `${item.dataset.label}: ${formatTimeUs(item.parsed.y)}`,
           },
         },
       },
@@ -134,7 +188,12 @@ export function stackedBarChart(name: string, label: string, data: CategoryData,
 }
 
 /** Values in microseconds by category: a doughnut with a legend and time tooltips. */
-export function doughnutChart(name: string, label: string, data: CategoryData, type: "doughnut" | "pie" = "doughnut"): HTMLElement {
+export function doughnutChart(
+  name: string,
+  label: string,
+  data: CategoryData,
+  type: "doughnut" | "pie" = "doughnut",
+): HTMLElement {
   const { box, canvas } = canvasBox(name, label);
   register(name, canvas, {
     type,
@@ -147,7 +206,10 @@ export function doughnutChart(name: string, label: string, data: CategoryData, t
             label: (item: TooltipItem<"doughnut">) => {
               const values = item.dataset.data;
               const total = values.reduce((sum, value) => sum + value, 0);
-              const share = total > 0 ? ` (${((100 * Number(item.raw)) / total).toFixed(1)}%)` : "";
+              const share =
+                total > 0
+                  ? ` (${((100 * Number(item.raw)) / total).toFixed(1)}%)`
+                  : "";
               return `${item.label}: ${formatTimeUs(Number(item.raw))}${share}`;
             },
           },
@@ -169,16 +231,32 @@ export interface XRange {
  * zooms into that time range (chartjs-plugin-zoom's drag zoom; ctrl + wheel zooms too,
  * shift + drag pans); `onRange` gets the range shown after each zoom or pan.
  */
-export function memoryLineChart(name: string, label: string, data: { datasets: LineSeries[] }, onRange?: (range: XRange) => void): HTMLElement {
+export function memoryLineChart(
+  name: string,
+  label: string,
+  data: { datasets: LineSeries[] },
+  onRange?: (range: XRange) => void,
+): HTMLElement {
   const { box, canvas } = canvasBox(name, label, true);
-  const top = Math.max(0, ...data.datasets.flatMap((series) => series.data.map((point) => point.y)));
+  const top = Math.max(
+    0,
+    ...data.datasets.flatMap((series) => series.data.map((point) => point.y)),
+  );
   register(name, canvas, {
     type: "line",
     data: {
       datasets: data.datasets.map((series) =>
         series.key === "peak"
           ? // The peak marker: one point, no line.
-            { ...series, fill: false, showLine: false, pointRadius: 6, pointHoverRadius: 8, pointStyle: "triangle" as const, order: -1 }
+            {
+              ...series,
+              fill: false,
+              showLine: false,
+              pointRadius: 6,
+              pointHoverRadius: 8,
+              pointStyle: "triangle" as const,
+              order: -1,
+            }
           : {
               ...series,
               fill: series.key === "allocated_bytes",
@@ -197,7 +275,10 @@ export function memoryLineChart(name: string, label: string, data: { datasets: L
         x: { type: "linear", title: { display: true, text: "time (ms)" } },
         y: {
           beginAtZero: true,
-          ticks: { stepSize: byteTickStep(top), callback: (value: string | number) => formatBytes(Number(value)) },
+          ticks: {
+            stepSize: byteTickStep(top),
+            callback: (value: string | number) => formatBytes(Number(value)),
+          },
           title: { display: true, text: "memory" },
         },
       },
@@ -205,18 +286,107 @@ export function memoryLineChart(name: string, label: string, data: { datasets: L
         zoom: {
           limits: { x: { min: "original", max: "original" } },
           zoom: {
-            drag: { enabled: true, backgroundColor: "rgba(26, 115, 232, 0.15)", borderColor: "#1a73e8", borderWidth: 1 },
+            drag: {
+              enabled: true,
+              backgroundColor: "rgba(26, 115, 232, 0.15)",
+              borderColor: "#1a73e8",
+              borderWidth: 1,
+            },
             wheel: { enabled: true, modifierKey: "ctrl" },
             mode: "x",
-            onZoomComplete: ({ chart }) => onRange?.({ start_ms: chart.scales.x!.min, end_ms: chart.scales.x!.max }),
+            onZoomComplete: ({ chart }) =>
+              onRange?.({
+                start_ms: chart.scales.x!.min,
+                end_ms: chart.scales.x!.max,
+              }),
           },
-          pan: { enabled: true, mode: "x", modifierKey: "shift", onPanComplete: ({ chart }) => onRange?.({ start_ms: chart.scales.x!.min, end_ms: chart.scales.x!.max }) },
+          pan: {
+            enabled: true,
+            mode: "x",
+            modifierKey: "shift",
+            onPanComplete: ({ chart }) =>
+              onRange?.({
+                start_ms: chart.scales.x!.min,
+                end_ms: chart.scales.x!.max,
+              }),
+          },
         },
         legend: { position: "bottom", labels: { boxWidth: 12 } },
         tooltip: {
           callbacks: {
-            title: (items: TooltipItem<"line">[]) => (items[0] ? `${(items[0].parsed.x ?? 0).toFixed(3)} ms` : ""),
-            label: (item: TooltipItem<"line">) => `${item.dataset.label}: ${formatBytes(item.parsed.y)}`,
+            title: (items: TooltipItem<"line">[]) =>
+              items[0] ? `${(items[0].parsed.x ?? 0).toFixed(3)} ms` : "",
+            label: (item: TooltipItem<"line">) =>
+              `${item.dataset.label}: ${formatBytes(item.parsed.y)}`,
+          },
+        },
+      },
+    },
+  });
+  return box;
+}
+
+/**
+ * Memory over a program's order (memory_viewer): x is an event index, not time; bytes on
+ * y; the series holds each level until the next event and the `peak` series is a marker.
+ */
+export function sequenceLineChart(
+  name: string,
+  label: string,
+  xTitle: string,
+  data: { datasets: LineSeries[] },
+): HTMLElement {
+  const { box, canvas } = canvasBox(name, label, true);
+  const top = Math.max(
+    0,
+    ...data.datasets.flatMap((series) => series.data.map((point) => point.y)),
+  );
+  register(name, canvas, {
+    type: "line",
+    data: {
+      datasets: data.datasets.map((series) =>
+        series.key === "peak"
+          ? {
+              ...series,
+              fill: false,
+              showLine: false,
+              pointRadius: 6,
+              pointHoverRadius: 8,
+              pointStyle: "triangle" as const,
+              order: -1,
+            }
+          : {
+              ...series,
+              fill: true,
+              pointRadius: 0,
+              borderWidth: 1.5,
+              stepped: "after" as const,
+            },
+      ),
+    },
+    options: {
+      parsing: false,
+      normalized: true,
+      interaction: { mode: "nearest", intersect: false, axis: "x" },
+      scales: {
+        x: { type: "linear", title: { display: true, text: xTitle } },
+        y: {
+          beginAtZero: true,
+          ticks: {
+            stepSize: byteTickStep(top),
+            callback: (value: string | number) => formatBytes(Number(value)),
+          },
+          title: { display: true, text: "memory" },
+        },
+      },
+      plugins: {
+        legend: { position: "bottom", labels: { boxWidth: 12 } },
+        tooltip: {
+          callbacks: {
+            title: (items: TooltipItem<"line">[]) =>
+              items[0] ? `${xTitle} ${items[0].parsed.x ?? 0}` : "",
+            label: (item: TooltipItem<"line">) =>
+              `${item.dataset.label}: ${formatBytes(item.parsed.y)}`,
           },
         },
       },
@@ -231,7 +401,19 @@ export function resetChartZoom(name: string): void {
 }
 
 /** Two runs' step times side by side (us), one bar dataset each: the compare view's chart. */
-export function pairedStepChart(name: string, label: string, data: { labels: string[]; datasets: { label: string; key: string; data: (number | null)[]; backgroundColor: string }[] }): HTMLElement {
+export function pairedStepChart(
+  name: string,
+  label: string,
+  data: {
+    labels: string[];
+    datasets: {
+      label: string;
+      key: string;
+      data: (number | null)[];
+      backgroundColor: string;
+    }[];
+  },
+): HTMLElement {
   const { box, canvas } = canvasBox(name, label);
   register(name, canvas, {
     type: "bar",
@@ -239,11 +421,20 @@ export function pairedStepChart(name: string, label: string, data: { labels: str
     options: {
       scales: {
         x: { title: { display: true, text: "step (base / new)" } },
-        y: { beginAtZero: true, ticks: { callback: usTick }, title: { display: true, text: "step time" } },
+        y: {
+          beginAtZero: true,
+          ticks: { callback: usTick },
+          title: { display: true, text: "step time" },
+        },
       },
       plugins: {
         legend: { position: "bottom", labels: { boxWidth: 12 } },
-        tooltip: { callbacks: { label: (item: TooltipItem<"bar">) => `${item.dataset.label}: ${formatTimeUs(item.parsed.y)}` } },
+        tooltip: {
+          callbacks: {
+            label: (item: TooltipItem<"bar">) =>
+              `${item.dataset.label}: ${formatTimeUs(item.parsed.y)}`,
+          },
+        },
       },
     },
   });
@@ -251,7 +442,19 @@ export function pairedStepChart(name: string, label: string, data: { labels: str
 }
 
 /** Two runs' step-time histograms on shared bins (counts), one bar dataset each: the compare view's distribution chart. */
-export function histogramChart(name: string, label: string, data: { labels: string[]; datasets: { label: string; key: string; data: number[]; backgroundColor: string }[] }): HTMLElement {
+export function histogramChart(
+  name: string,
+  label: string,
+  data: {
+    labels: string[];
+    datasets: {
+      label: string;
+      key: string;
+      data: number[];
+      backgroundColor: string;
+    }[];
+  },
+): HTMLElement {
   const { box, canvas } = canvasBox(name, label);
   register(name, canvas, {
     type: "bar",
@@ -260,12 +463,26 @@ export function histogramChart(name: string, label: string, data: { labels: stri
       // Grouped bars, touching within a bin: the bins are what is compared.
       datasets: { bar: { categoryPercentage: 0.9, barPercentage: 1 } },
       scales: {
-        x: { title: { display: true, text: "step time (bins shared by both runs)" } },
-        y: { beginAtZero: true, ticks: { precision: 0 }, title: { display: true, text: "steps" } },
+        x: {
+          title: {
+            display: true,
+            text: "step time (bins shared by both runs)",
+          },
+        },
+        y: {
+          beginAtZero: true,
+          ticks: { precision: 0 },
+          title: { display: true, text: "steps" },
+        },
       },
       plugins: {
         legend: { position: "bottom", labels: { boxWidth: 12 } },
-        tooltip: { callbacks: { label: (item: TooltipItem<"bar">) => `${item.dataset.label}: ${item.parsed.y} step${item.parsed.y === 1 ? "" : "s"}` } },
+        tooltip: {
+          callbacks: {
+            label: (item: TooltipItem<"bar">) =>
+              `${item.dataset.label}: ${item.parsed.y} step${item.parsed.y === 1 ? "" : "s"}`,
+          },
+        },
       },
     },
   });

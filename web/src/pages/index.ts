@@ -10,6 +10,7 @@ import { genericPage } from "./generic";
 import { inputPipelinePage } from "./input_pipeline_analyzer";
 import { kernelStatsPage } from "./kernel_stats";
 import { memoryProfilePage } from "./memory_profile";
+import { memoryViewerPage } from "./memory_viewer";
 import { opProfilePage } from "./op_profile";
 import { overviewPage } from "./overview_page";
 import { traceViewerPage } from "./trace_viewer";
@@ -22,6 +23,7 @@ export const PAGES: Record<string, ToolPage> = {
   kernel_stats: kernelStatsPage,
   op_profile: opProfilePage,
   memory_profile: memoryProfilePage,
+  memory_viewer: memoryViewerPage,
   trace_viewer: traceViewerPage,
   diff: diffPage,
   distributed: distributedPage,
