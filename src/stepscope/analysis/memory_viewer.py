@@ -231,7 +231,7 @@ def _buffers(proto: hlo_pb2.HloProto, heap: heaps.Heap, top: int) -> list[Buffer
         name = instruction.name if instruction is not None else buffer.defined_at.instruction_name
         shape = subshape(instruction.shape, index) if instruction is not None else hlo_pb2.ShapeProto()
         unpadded = unpadded_bytes(shape) if instruction is not None else None
-        allocation = allocation_of[buffer_id]
+        allocation = allocation_of.get(buffer_id)  # None: a traced buffer no allocation holds (a damaged proto)
         metadata = instruction.metadata if instruction is not None else hlo_pb2.OpMetadata()
         rows.append(
             BufferRow(
@@ -245,8 +245,8 @@ def _buffers(proto: hlo_pb2.HloProto, heap: heaps.Heap, top: int) -> list[Buffer
                 size_mib=_mib(buffer.size),
                 unpadded_bytes=unpadded,
                 unpadded_mib=_mib(unpadded) if unpadded is not None else None,
-                category=heaps.category(allocation),
-                allocation=allocation.index,
+                category=heaps.category(allocation) if allocation is not None else "",
+                allocation=allocation.index if allocation is not None else -1,
                 op_name=metadata.op_name,
                 source=f"{metadata.source_file}:{metadata.source_line}" if metadata.source_file else "",
             )
