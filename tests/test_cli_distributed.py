@@ -70,7 +70,8 @@ def test_text_names_the_straggler(tmp_path):
 
 
 def test_bad_input_is_one_line(recsys_logdir, tmp_path):
-    assert_one_error_line(stepscope("distributed", str(recsys_logdir), "--engine", "ray"), "unknown engine 'ray'", "engines: local")
+    assert_one_error_line(stepscope("distributed", str(recsys_logdir), "--engine", "spark"), "unknown engine 'spark'", "engines: local, ray")
+    assert_one_error_line(stepscope("distributed", str(recsys_logdir), "--ray-address", "auto"), "--ray-address: only with --engine ray")
     assert_one_error_line(stepscope("distributed", str(tmp_path / "missing")), "does not exist")
     assert_one_error_line(stepscope("distributed", str(recsys_logdir), "--output", str(tmp_path)), "is a directory")
     (tmp_path / "only.pt.trace.json.gz").write_bytes(b"not gzip")

@@ -265,17 +265,24 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def cmd_distributed(args: argparse.Namespace) -> int:
     """The distributed view of one run: every host file a rank, mapped on ``--engine`` (a
-    progress bar per finished rank), reduced here, rendered like a report."""
-    from stepscope.engines import analyse_run, default_workers, engine
+    progress bar per finished rank), reduced here, rendered like a report. PATH may be a
+    URL (fsspec's: ``s3://``, ``gs://``, ``file://``...), read where it lies by each rank's
+    worker."""
+    from stepscope.engines import RAY, analyse_run, engine
+    from stepscope.engines.ray_engine import connect
     from stepscope.render import render
+    from stepscope.trace.remote import discover_url, is_url
 
     engine(args.engine)  # an unknown engine fails before any work
+    if args.ray_address is not None and args.engine != RAY:
+        raise StepscopeError(f"--ray-address: only with --engine {RAY} (not {args.engine})")
     if args.output:
         _check_output(Path(args.output))
-    run = _pick_run(args.path, args.run)
-    workers = args.workers or default_workers(len(run.hosts))
+    run = _pick_run(args.path, args.run, discover_url if is_url(args.path) else None)
+    if args.engine == RAY:  # attach (or start a local Ray) before the bar; no Ray: one line
+        connect(args.ray_address)
     with tqdm(total=len(run.hosts), desc="ranks", unit="rank", disable=None, leave=False, file=sys.stderr) as bar:
-        result = analyse_run(run, args.engine, workers, lambda: bar.update(1))
+        result = analyse_run(run, args.engine, args.workers, lambda: bar.update(1))
     for warning in result.warnings:
         print(f"stepscope: warning: {warning}", file=sys.stderr)
     _write_output(args.output, render([result], args.format))
@@ -328,9 +335,10 @@ def _pick_host(path: str, run_name: str | None, host_name: str | None):
     return run.hosts[0]
 
 
-def _pick_run(path: str, run_name: str | None):
-    """The run a command is about: by --run, or the only one there is."""
-    all_runs = _discover(path)
+def _pick_run(path: str, run_name: str | None, find: Callable[[str], list] | None = None):
+    """The run a command is about: by --run, or the only one there is (runs listed by
+    ``find``: ``discover``, or ``discover_url`` for a URL)."""
+    all_runs = (find or _discover)(path)
     runs = all_runs
     if run_name is not None:
         runs = [run for run in runs if run.name == run_name]
@@ -476,10 +484,15 @@ def build_parser() -> argparse.ArgumentParser:
     diff.set_defaults(handler=cmd_diff)
 
     distributed = commands.add_parser("distributed", help="a run of many ranks as one: rank x step times, stragglers, collective wait skew")
-    distributed.add_argument("path", help="a run folder or a log directory (each host file is a rank)")
+    distributed.add_argument("path", help="a run folder or a log directory (each host file is a rank); or a URL that fsspec reads (s3://, gs://, file://...)")
     distributed.add_argument("--run", help="the run, when PATH holds several")
-    distributed.add_argument("--engine", default="local", help="where the per-rank analysis runs (default local: a process pool)")
-    distributed.add_argument("--workers", type=_int_in(1, 4096), help="processes of the local engine (default: one per core, at most one per rank)")
+    distributed.add_argument(
+        "--engine", default="local", help="where the per-rank analysis runs: local (a process pool, the default) or ray (Ray tasks; pip install stepscope[ray])"
+    )
+    distributed.add_argument(
+        "--workers", type=_int_in(1, 4096), help="local: processes (default one per core, at most one per rank); ray: most tasks in flight (default all)"
+    )
+    distributed.add_argument("--ray-address", help="the Ray cluster to run on (ray://HEAD:10001, HEAD:6379 or auto; default $RAY_ADDRESS, else a local Ray)")
     distributed.add_argument("--format", choices=("text", "json", "csv"), default="text")
     distributed.add_argument("--output", help="write to this file instead of standard output")
     distributed.set_defaults(handler=cmd_distributed)

@@ -51,7 +51,7 @@ def test_a_rank_that_cannot_be_read_is_a_warning(tmp_path, recsys_run):
 
 def test_the_registry_names_its_engines():
     assert engine(LOCAL) is ENGINES[LOCAL]
-    with pytest.raises(StepscopeError, match="unknown engine 'ray' \\(engines: local\\)"):
-        engine("ray")
+    with pytest.raises(StepscopeError, match="unknown engine 'spark' \\(engines: local, ray\\)"):
+        engine("spark")
     with pytest.raises(ValueError, match="registered twice"):
         register_engine(LOCAL, ENGINES[LOCAL])

@@ -4,28 +4,30 @@ An engine takes the rank tasks (``tasks.RankTask``: a file each) and returns eac
 outcome (``tasks.analyse_rank``: the rank's tables, or why not), in task order, calling
 ``progress`` once per finished rank. The reduce always runs on the caller's side
 (``analyse_run``), so the caller never holds a rank's events. ``local`` is a process pool
-(``local``); a cluster engine (Ray) registers itself here under its name with the same
-signature, and ``stepscope distributed --engine NAME`` (later the dashboard) picks it by
-name.
+(``local``), ``ray`` Ray tasks on a cluster (``ray_engine``; Ray imported only when it
+runs); both have one signature, and ``stepscope distributed --engine NAME`` picks one by
+name. ``workers`` is None for the engine's own default (local: one per core; ray: every
+rank in flight, scheduled on the cluster's CPUs).
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from stepscope.analysis.distributed import DEFAULT_RULE, DistributedResult, RankTables, Rule, reduce_ranks
-from stepscope.engines.local import local_engine
+from stepscope.engines.local import default_workers, local_engine
+from stepscope.engines.ray_engine import RAY, ray_engine
 from stepscope.engines.tasks import Outcome, RankFailure, RankTask, analyse_rank, rank_tasks
 from stepscope.errors import StepscopeError
 from stepscope.trace.logdir import Run
+from stepscope.trace.remote import UrlRun
 
 Progress = Callable[[], None]
 
 
 class Engine(Protocol):
-    def __call__(self, tasks: Sequence[RankTask], workers: int, progress: Progress) -> list[Outcome]: ...
+    def __call__(self, tasks: Sequence[RankTask], workers: int | None, progress: Progress) -> list[Outcome]: ...
 
 
 ENGINES: dict[str, Engine] = {}
@@ -46,26 +48,35 @@ def engine(name: str) -> Engine:
         raise StepscopeError(f"unknown engine {name!r} (engines: {', '.join(sorted(ENGINES))})") from None
 
 
-def default_workers(tasks: int) -> int:
-    """One per core, at most one per rank."""
-    return max(1, min(tasks, os.cpu_count() or 1))
-
-
 def _no_progress() -> None:
     pass
 
 
 def analyse_run(
-    run: Run, engine_name: str = LOCAL, workers: int | None = None, progress: Progress = _no_progress, rule: Rule = DEFAULT_RULE
+    run: Run | UrlRun, engine_name: str = LOCAL, workers: int | None = None, progress: Progress = _no_progress, rule: Rule = DEFAULT_RULE
 ) -> DistributedResult:
     """Map the run's ranks on the named engine, reduce them here."""
     tasks = rank_tasks(run)
-    outcomes = engine(engine_name)(tasks, workers if workers is not None else default_workers(len(tasks)), progress)
+    outcomes = engine(engine_name)(tasks, workers, progress)
     tables = [outcome for outcome in outcomes if isinstance(outcome, RankTables)]
     failures = [outcome.message for outcome in outcomes if isinstance(outcome, RankFailure)]
     return reduce_ranks(run.name, tables, failures, rule)
 
 
 register_engine(LOCAL, local_engine)
+register_engine(RAY, ray_engine)
 
-__all__ = ["ENGINES", "LOCAL", "Engine", "RankFailure", "RankTask", "analyse_rank", "analyse_run", "default_workers", "engine", "rank_tasks", "register_engine"]
+__all__ = [
+    "ENGINES",
+    "LOCAL",
+    "RAY",
+    "Engine",
+    "RankFailure",
+    "RankTask",
+    "analyse_rank",
+    "analyse_run",
+    "default_workers",
+    "engine",
+    "rank_tasks",
+    "register_engine",
+]

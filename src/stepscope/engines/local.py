@@ -8,6 +8,7 @@ worker and many give identical results.
 from __future__ import annotations
 
 import multiprocessing
+import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
@@ -20,7 +21,15 @@ from stepscope.errors import StepscopeError
 START_METHOD = "spawn"
 
 
-def local_engine(tasks: Sequence[RankTask], workers: int, progress: Callable[[], None]) -> list[Outcome]:
+def default_workers(tasks: int) -> int:
+    """One per core, at most one per rank."""
+    return max(1, min(tasks, os.cpu_count() or 1))
+
+
+def local_engine(tasks: Sequence[RankTask], workers: int | None, progress: Callable[[], None]) -> list[Outcome]:
+    """``workers`` processes (None: ``default_workers``); one: in this process."""
+    if workers is None:
+        workers = default_workers(len(tasks))
     if workers <= 1 or len(tasks) <= 1:
         outcomes = []
         for task in tasks:

@@ -13,6 +13,7 @@ from stepscope.analysis.distributed import RankTables, rank_tables
 from stepscope.errors import StepscopeError
 from stepscope.trace.logdir import Run
 from stepscope.trace.readers import load
+from stepscope.trace.remote import UrlRun
 
 
 @dataclass(frozen=True)
@@ -38,8 +39,8 @@ class RankFailure:
 Outcome = RankTables | RankFailure
 
 
-def rank_tasks(run: Run) -> list[RankTask]:
-    """One task per host file of the run."""
+def rank_tasks(run: Run | UrlRun) -> list[RankTask]:
+    """One task per host file of the run (a path, or a URL that ``load`` reads through fsspec)."""
     return [RankTask(str(host.path), host.name) for host in run.hosts]
 
 

@@ -91,7 +91,7 @@ def read_bytes(path: Path, check_head: Callable[[bytes], None] | None = None) ->
             if size > limit:
                 raise limits.INPUT_BYTES.error(path, f"is {size_text(size)} on disk, more than {size_text(limit)}")
             if stream.peek(2)[:2] == GZIP_MAGIC:
-                return _gunzip(path, stream, limit, check_head)
+                return gunzip_stream(path, stream, limit, check_head)
             data = stream.read(size + 1)  # one allocation; one byte more: did it grow?
             if len(data) > size:
                 data += stream.read(limit + 1 - len(data))
@@ -102,9 +102,10 @@ def read_bytes(path: Path, check_head: Callable[[bytes], None] | None = None) ->
     return data
 
 
-def _gunzip(path: Path, stream: io.BufferedReader, limit: int, check_head: Callable[[bytes], None] | None) -> bytearray:
+def gunzip_stream(path: Path, stream: BinaryIO, limit: int, check_head: Callable[[bytes], None] | None) -> bytearray:
     """Decompresses the gzip ``stream`` (concatenated members and zero padding between
-    them allowed, as ``gzip.decompress``), at most ``limit`` bytes of it."""
+    them allowed, as ``gzip.decompress``), at most ``limit`` bytes of it (``path`` names it
+    in errors). Any binary stream: a local file, or a URL's bytes (``trace.remote``)."""
     out = bytearray()
     unpacker = zlib.decompressobj(_GZIP_WBITS)
     data = stream.read(_READ_CHUNK)

@@ -118,7 +118,7 @@ def discover(path: str | Path) -> list[Run]:
     if not path.exists():
         raise ProfileFormatError(path, "does not exist")
     if is_regular_file(path):
-        return [Run(name=path.name, path=path, hosts=[Host(_file_host(path), path)])]
+        return [Run(name=path.name, path=path, hosts=[Host(file_host(path), path)])]
     if not path.is_dir():  # a FIFO, a device, a socket: reading it could block or never end
         with open_regular(path):  # raises the error that says what it is
             pass
@@ -161,6 +161,6 @@ def _prefer_xspace(hosts: list[Host]) -> list[Host]:
     return sorted(chosen.values(), key=lambda host: host.name)
 
 
-def _file_host(path: Path) -> str:
+def file_host(path: Path) -> str:
     stripped = _strip_suffix(path.name, (*LOOSE_SUFFIXES, *SNIFFED_SUFFIXES))
     return stripped or path.name

@@ -7,10 +7,12 @@ error. Every reader raises ``ProfileFormatError`` for bad input and nothing else
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
 from stepscope.errors import ProfileFormatError
+from stepscope.trace import remote
 from stepscope.trace.files import read_bytes
 from stepscope.trace.formats.chrome import document, kineto
 from stepscope.trace.formats.chrome import read as chrome
@@ -80,16 +82,37 @@ def load(path: str | Path) -> Profile:
 
     Reads regular files only, within the limits of :mod:`stepscope.trace.limits`; anything
     else, and anything nested past the decoders' recursion limit, is a ProfileFormatError.
+    A URL (``s3://...``, ``file://...``: :mod:`stepscope.trace.remote`) is read through
+    fsspec, and the profile and its errors are named by the URL as given.
     """
+    if remote.is_url(path):
+        url = str(path)
+        try:
+            profile = _load_or_nested(Path(url), lambda: remote.read_url(url))
+        except ProfileFormatError as error:
+            raise _renamed(error, url) from None
+        return dataclasses.replace(profile, source=url)
     path = Path(path)
+    return _load_or_nested(path, lambda: read_bytes(path, check_head=lambda head: _check_head(path, head)))
+
+
+def _load_or_nested(path: Path, read: Callable[[], bytes | bytearray]) -> Profile:
     try:
-        return _load(path)
+        return _load(path, read)
     except RecursionError:
         raise ProfileFormatError(path, "is nested too deeply to read (past Python's recursion limit)") from None
 
 
-def _load(path: Path) -> Profile:
-    source = FileBytes(read_bytes(path, check_head=lambda head: _check_head(path, head)))
+def _renamed(error: ProfileFormatError, url: str) -> ProfileFormatError:
+    """The same error about ``url`` (the readers named it by ``Path(url)``, which folds
+    ``//``); its other arguments kept (a limit error's setting and value)."""
+    kind, arguments = error.__reduce__()  # type: ignore[no-untyped-call]
+    renamed: ProfileFormatError = kind(url, *arguments[1:])
+    return renamed
+
+
+def _load(path: Path, read: Callable[[], bytes | bytearray]) -> Profile:
+    source = FileBytes(read())
     if not document.first_byte(source.peek()):
         raise ProfileFormatError(path, "is empty")
     kinds = candidates(path, source.peek())

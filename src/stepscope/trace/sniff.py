@@ -9,12 +9,12 @@ loads a whole file: the full read, within :mod:`stepscope.trace.limits`, is ``lo
 
 from __future__ import annotations
 
-import io
 import os
 import re
 import zlib
 from functools import lru_cache
 from pathlib import Path
+from typing import BinaryIO
 
 from stepscope.errors import ProfileFormatError
 from stepscope.trace.files import GZIP_MAGIC, open_regular
@@ -85,12 +85,13 @@ def read_head(path: Path) -> bytes:
         try:
             if stream.peek(2)[:2] != GZIP_MAGIC:
                 return stream.read(HEAD_BYTES)
-            return _gunzip_head(stream)
+            return gunzip_head(stream)
         except OSError:
             return b""
 
 
-def _gunzip_head(stream: io.BufferedReader) -> bytes:
+def gunzip_head(stream: BinaryIO) -> bytes:
+    """Up to HEAD_BYTES of a gzip stream's content, from at most MAX_COMPRESSED_BYTES of it."""
     unpacker = zlib.decompressobj(_GZIP_WBITS)
     head = b""
     taken = 0

@@ -1,0 +1,143 @@
+"""Profiles named by URL (``s3://bucket/run/rank0.pt.trace.json.gz``, ``gs://``, ``file://``,
+``memory://``...), read through fsspec, so that a cluster's workers read each rank's file
+where it lies (an object store, a shared filesystem) instead of the driver shipping bytes.
+
+fsspec is imported only when a URL is met: a local path never needs it, and stepscope
+imports without it. A URL is read within the same input limit as a local file and gunzipped
+by content the same way; the readers then see the bytes under the URL's own name, and every
+error and ``Profile.source`` name the URL as given (``pathlib.Path`` would fold its ``//``).
+
+Discovery of a run under a URL (``discover_url``) applies the local layout's rules
+(``logdir.parse_path``) to the relative paths that fsspec lists.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from stepscope.errors import ProfileFormatError, StepscopeError
+from stepscope.sizes import size_text
+from stepscope.trace import limits
+from stepscope.trace.files import GZIP_MAGIC, gunzip_stream
+from stepscope.trace.logdir import PROFILE_SUFFIXES, SNIFFED_SUFFIXES, XPLANE_SUFFIX, file_host, parse_path
+from stepscope.trace.sniff import HEAD_BYTES, MAX_COMPRESSED_BYTES, gunzip_head, looks_like_trace_json
+
+# scheme://... as RFC 3986 spells a scheme; one letter is a Windows drive (C://), not a URL.
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
+FSSPEC_MISSING = "reading a URL needs fsspec (pip install fsspec, or stepscope[ray])"
+
+
+def is_url(path: object) -> bool:
+    return isinstance(path, str) and _URL.match(path) is not None
+
+
+def _filesystem(url: str) -> tuple[Any, str]:
+    """fsspec's filesystem for the URL and the path within it (no protocol)."""
+    try:
+        import fsspec
+    except ImportError:
+        raise StepscopeError(f"{url}: {FSSPEC_MISSING}") from None
+    try:
+        fs, path = fsspec.core.url_to_fs(url)
+        return fs, str(path)
+    except (ValueError, ImportError) as error:  # an unknown protocol, or its package missing
+        raise ProfileFormatError(url, f"cannot be opened ({error})") from None
+
+
+def read_url(url: str) -> bytes | bytearray:
+    """The bytes at ``url``, gunzipped if gzip (by content), within ``limits.INPUT_BYTES``."""
+    fs, path = _filesystem(url)
+    limit = limits.INPUT_BYTES.get()
+    try:
+        info = fs.info(path)
+        if info.get("type") == "directory":
+            raise ProfileFormatError(url, "is a directory, not a profile file")
+        size = int(info.get("size") or 0)
+        if size > limit:
+            raise limits.INPUT_BYTES.error(url, f"is {size_text(size)} on disk, more than {size_text(limit)}")
+        with fs.open(path, "rb") as stream:
+            data: bytes = stream.read(limit + 1)
+    except FileNotFoundError:
+        raise ProfileFormatError(url, "does not exist") from None
+    except OSError as error:
+        raise ProfileFormatError(url, f"cannot be read ({error.strerror or error})") from None
+    if len(data) > limit:
+        raise limits.INPUT_BYTES.error(url, f"grew past {size_text(limit)} while being read")
+    if data[:2] == GZIP_MAGIC:
+        return gunzip_stream(Path(url), io.BytesIO(data), limit, None)
+    return data
+
+
+@dataclass(frozen=True)
+class UrlHost:
+    name: str
+    path: str  # the file's full URL
+
+
+@dataclass
+class UrlRun:
+    """A run whose host files are URLs (``logdir.Run``'s shape, with ``str`` paths)."""
+
+    name: str
+    path: str
+    hosts: list[UrlHost] = field(default_factory=list)
+
+
+def discover_url(url: str) -> list[UrlRun]:
+    """Runs under ``url`` (a folder) or the one run that ``url`` (a file) is; the layout's
+    rules are ``logdir.discover``'s, applied to the names fsspec lists."""
+    fs, root = _filesystem(url)
+    try:
+        if not fs.exists(root):
+            raise ProfileFormatError(url, "does not exist")
+        if fs.isfile(root):
+            name = PurePosixPath(root).name
+            return [UrlRun(name, url, [UrlHost(file_host(Path(name)), url)])]
+        files = sorted(str(file) for file in fs.find(root))
+    except OSError as error:
+        raise ProfileFormatError(url, f"cannot be listed ({error.strerror or error})") from None
+    runs: dict[str, UrlRun] = {}
+    base = root.rstrip("/") or "/"
+    for file in files:
+        name = PurePosixPath(file).name
+        if name.startswith(".") or not _is_profile(fs, file, name):
+            continue
+        parsed = parse_path(Path(base), Path(file))
+        if parsed is None:
+            continue
+        folder = fs.unstrip_protocol(str(PurePosixPath(file).parent))
+        runs.setdefault(parsed.run, UrlRun(parsed.run, folder)).hosts.append(UrlHost(parsed.host, fs.unstrip_protocol(file)))
+    if not runs:
+        raise ProfileFormatError(
+            url, "contains no profiles (looked for plugins/profile/<session>/<host>.xplane.pb, *.pt.trace.json[.gz] and trace JSON by content)"
+        )
+    for run in runs.values():
+        run.hosts = _prefer_xspace(run.hosts)
+    return sorted(runs.values(), key=lambda run: run.name)
+
+
+def _is_profile(fs: Any, file: str, name: str) -> bool:
+    if name.endswith(PROFILE_SUFFIXES):
+        return True
+    if not name.endswith(SNIFFED_SUFFIXES):
+        return False
+    try:
+        with fs.open(file, "rb") as stream:
+            head = stream.read(MAX_COMPRESSED_BYTES)
+    except OSError:
+        return False
+    return looks_like_trace_json(gunzip_head(io.BytesIO(head)) if head[:2] == GZIP_MAGIC else head[:HEAD_BYTES])
+
+
+def _prefer_xspace(hosts: list[UrlHost]) -> list[UrlHost]:
+    """One host per name; XSpace over trace JSON (as ``logdir`` does)."""
+    chosen: dict[str, UrlHost] = {}
+    for host in hosts:
+        current = chosen.get(host.name)
+        if current is None or (host.path.endswith(XPLANE_SUFFIX) and not current.path.endswith(XPLANE_SUFFIX)):
+            chosen[host.name] = host
+    return sorted(chosen.values(), key=lambda host: host.name)
