@@ -63,6 +63,8 @@ protos: $(STAMP)
 # the test venv; it does not depend on torch (checked: pip pulls none), so no torch there.
 # The large trace comes from a real torch.profiler run, made (once, cached) with .venv's torch.
 # Tools benchmark against XProf's converter: xprof and TensorFlow are in .venv (test deps).
+# Distributed benchmark: stepscope's engines (ray is a test dep) in .venv, HTA's multi-rank
+# load in .venv-bench/bin/python.
 bench: $(STAMP) $(WEB_BUILT) $(CHROMIUM)
 	test -x .venv-bench/bin/python || python3 -m venv .venv-bench
 	.venv-bench/bin/python -m pip install --quiet -e . holistictraceanalysis
@@ -76,6 +78,7 @@ bench: $(STAMP) $(WEB_BUILT) $(CHROMIUM)
 	$(PY) bench/diff.py
 	$(PY) bench/trace_viewer.py
 	$(PY) bench/trace_viewer_page.py
+	$(PY) bench/distributed.py
 
 clean:
 	rm -rf $(VENV) .venv-bench build src/*.egg-info web/node_modules src/stepscope/dashboard/static
