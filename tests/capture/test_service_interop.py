@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -32,6 +31,7 @@ import pytest
 import stepscope
 from stepscope.analysis import run_tool
 from tests.support.frameworks import find_files
+from tests.support.namespaces import NAMESPACE_PROBLEM
 
 pytestmark = pytest.mark.framework
 
@@ -41,20 +41,6 @@ CAPTURE_MS = 800
 CLOCK_SLACK_NS = 2_000_000
 
 
-def _namespaces_work() -> str | None:
-    """None when ``unshare -n`` with loopback up works here, else why not."""
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        return "unshare or ip is not installed"
-    try:
-        done = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        return f"unshare -n failed to run: {error}"
-    if done.returncode != 0:
-        return f"unshare -n is not permitted here (exit {done.returncode}: {done.stderr.strip()})"
-    return None
-
-
-NAMESPACE_PROBLEM = _namespaces_work()
 needs_namespace = pytest.mark.skipif(
     NAMESPACE_PROBLEM is not None,
     reason=f"JAX's and TensorFlow's profiler servers listen on every interface; these tests run them only in a private network namespace: {NAMESPACE_PROBLEM}",

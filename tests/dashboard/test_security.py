@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from stepscope.dashboard.app import STATIC_DIR
 from stepscope.dashboard.security import CONTENT_SECURITY_POLICY, Access, origin_problem
 from stepscope.errors import StepscopeError
 from tests.support.dashboard.server import DashboardServer
+from tests.support.namespaces import NAMESPACE_PROBLEM
 
 ADDRESS = "127.0.0.2"
 TOKEN_NOTE = " (token required: open this address once and the browser keeps it in a cookie)"
@@ -305,15 +305,6 @@ def test_no_token_beyond_loopback_needs_allowed_hosts(host):
 def test_tokens_are_new_at_every_start():
     assert Access.for_bind("0.0.0.0", 9001).token != Access.for_bind("0.0.0.0", 9001).token
 
-
-def _namespace_problem() -> str | None:
-    if shutil.which("unshare") is None or shutil.which("ip") is None:
-        return "unshare or ip is not installed"
-    done = subprocess.run(["unshare", "-n", "sh", "-c", "ip link set lo up"], capture_output=True, text=True, timeout=30)
-    return None if done.returncode == 0 else f"unshare -n is not permitted here: {done.stderr.strip()}"
-
-
-NAMESPACE_PROBLEM = _namespace_problem()
 
 # Runs inside the namespace: for each scenario starts `stepscope serve ARGS`, sends the
 # requests ({port}, {token} and {cookie}, the last cookie set, filled in) to 127.0.0.1,
