@@ -138,3 +138,14 @@ def test_without_ray_the_engine_is_one_line(folders):
         env={**os.environ, "RAY_ADDRESS": ""},
     )
     assert_one_error_line(done, "the ray engine needs Ray: pip install stepscope[ray]")
+
+
+def test_an_address_where_no_ray_answers_is_one_line(folders):
+    """At once, not after Ray's minutes of retries: nothing listens on port 1 of loopback."""
+    done = subprocess.run(
+        [sys.executable, "-m", "stepscope.cli", "distributed", str(folders["recsys"]), "--engine", "ray", "--ray-address", "127.0.0.1:1"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert_one_error_line(done, "127.0.0.1:1: cannot attach to Ray (nothing answers at 127.0.0.1:1")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -30,6 +31,8 @@ ADDRESS_ENV = "RAY_ADDRESS"  # Ray's own variable: where ray.init() attaches by 
 # A local Ray started here listens on loopback only (its GCS, raylet and object store),
 # as every stepscope server does; no dashboard.
 LOOPBACK = "127.0.0.1"
+RAY_CLIENT_SCHEME = "ray://"
+PROBE_S = 5.0  # how long a --ray-address gets to accept a TCP connection
 
 
 def import_ray() -> Any:
@@ -52,6 +55,8 @@ def connect(address: str | None = None) -> None:
     address = address or os.environ.get(ADDRESS_ENV) or None
     # Worker output is not the report's: the CLI's stdout carries JSON or CSV.
     quiet = dict(log_to_driver=False, logging_level=logging.WARNING)
+    if address:
+        _check_reachable(address)
     try:
         if address:
             ray.init(address=address, **quiet)
@@ -60,6 +65,18 @@ def connect(address: str | None = None) -> None:
     except (ConnectionError, RuntimeError, ValueError) as error:
         what = f"{address}: cannot attach to Ray" if address else "cannot start a local Ray"
         raise StepscopeError(f"{what} ({_first_line(error)})") from None
+
+
+def _check_reachable(address: str) -> None:
+    """A ``HOST:PORT`` (or ``ray://HOST:PORT``) that answers no TCP connection is an error
+    at once: ``ray.init`` would retry it for minutes before giving up."""
+    host, colon, port = address.removeprefix(RAY_CLIENT_SCHEME).rpartition(":")
+    if not colon or not port.isdigit():
+        return  # "auto", or a form Ray resolves itself
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_S).close()
+    except OSError as error:
+        raise StepscopeError(f"{address}: cannot attach to Ray (nothing answers at {host}:{port}: {error.strerror or error})") from None
 
 
 def ray_engine(tasks: Sequence[RankTask], workers: int | None, progress: Callable[[], None]) -> list[Outcome]:
