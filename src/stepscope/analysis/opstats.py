@@ -26,6 +26,7 @@ from stepscope.analysis.op_table import OpRow, ridge_point, side_idle_ps, side_r
 from stepscope.analysis.ops import Ops, find_ops
 from stepscope.analysis.step_outliers import SetAside, set_aside
 from stepscope.analysis.steps import Steps, find_steps
+from stepscope.analysis.torch_costs import ShapeCosts, find_shape_costs
 from stepscope.trace.model import Profile
 
 
@@ -68,6 +69,18 @@ class OpStats:
     def xla_ops(self) -> XlaOps:
         """The XLA (HLO) op executions, with device-clock times (hlo_stats, roofline_model)."""
         return find_xla_ops(self.profile, self.ops)
+
+    @cached_property
+    def shape_costs(self) -> ShapeCosts:
+        """PyTorch ops' kernel time with FLOPs and bytes estimated from their recorded input
+        shapes (``torch_costs``), in the XLA ops' columns."""
+        return find_shape_costs(self.profile, self.ops)
+
+    @cached_property
+    def roofline_ops(self) -> XlaOps:
+        """What the roofline plots: the XLA ops where the profile has any, else the PyTorch
+        ops' shape estimates."""
+        return self.xla_ops if len(self.xla_ops) else self.shape_costs.ops
 
     @cached_property
     def kernels(self) -> list[DeviceKernels]:

@@ -50,6 +50,8 @@ from stepscope.analysis.tables import Column, Table, ps_to_us
 from stepscope.analysis.xla_selection import DEVICE_OPTION, PEAK_OPTIONS, common_peaks, common_ridge, intensity_of, known, rate, selected_peaks
 
 TOOL = "roofline_model"
+XLA, SHAPES = "xla", "shapes"
+TOP_UNESTIMATED = 10
 DEVICE, PROGRAM, OP = "device", "program", "op"
 
 COLUMNS = (
@@ -72,6 +74,9 @@ COLUMNS = (
     Column("bytes_accessed", "Bytes accessed"),
     Column("time_ps", "Time (ps)"),
 )
+
+
+UNESTIMATED_COLUMNS = (Column("name", "Op without FLOPs", "string"), Column("occurrences", "Occurrences"), Column("time_ps", "Time (ps)"))
 
 
 class RooflineRow(TypedDict):
@@ -97,10 +102,23 @@ class RooflineRow(TypedDict):
     bound_by: str | None
 
 
+class Unestimated(TypedDict):
+    """An op with no FLOP count: no XLA cost analysis, or no estimator for its shapes."""
+
+    name: str
+    occurrences: int
+    time_ps: int
+
+
 @dataclass
 class RooflineResult(ToolResult):
     device: str = ALL
     devices: list[str] = field(default_factory=list)
+    source: str = ""  # "xla" (XLA's cost analysis) | "shapes" (PyTorch ops' recorded shapes) | "" (no ops)
+    unestimated_ops: int = 0  # op rows without FLOPs
+    unestimated_time_ps: int = 0
+    unestimated: list[Unestimated] = field(default_factory=list)  # the longest of them
+    assumed_ops: int = 0  # shape estimates that took an unrecorded argument's default
     peaks: list[Peaks] = field(default_factory=list)
     peak_tflops: float | None = None  # the selected devices' common peaks, when they share them
     peak_gbps: float | None = None
@@ -110,12 +128,18 @@ class RooflineResult(ToolResult):
     ops: list[RooflineRow] = field(default_factory=list)
 
     def tables(self) -> list[Table]:
-        return [Table.of(name, COLUMNS, rows) for name, rows in (("devices", self.device_rows), ("programs", self.programs), ("ops", self.ops))]
+        levels = [Table.of(name, COLUMNS, rows) for name, rows in (("devices", self.device_rows), ("programs", self.programs), ("ops", self.ops))]
+        return [*levels, Table.of("unestimated", UNESTIMATED_COLUMNS, self.unestimated)]
 
     def summary(self) -> list[str]:
         if not self.ops:
-            return ["No XLA (HLO) ops in this profile."]
+            return ["No XLA (HLO) ops, and no PyTorch ops with kernels, in this profile."]
         lines = []
+        if self.source == SHAPES:
+            lines.append(
+                f"FLOPs and bytes estimated from the PyTorch ops' recorded input shapes; {self.unestimated_ops} op rows "
+                f"({self.unestimated_time_ps / 1e6:,.1f} us of kernel time) have no estimate, {self.assumed_ops} assumed a default argument"
+            )
         for peaks in self.peaks:
             if peaks.peak_tflops is None or peaks.peak_gbps is None:
                 lines.append(f"{peaks.device}: peaks unknown (pass --option peak_flops=TFLOP/s --option peak_bw=GB/s)")
@@ -235,8 +259,9 @@ def _program_rows(groups: OpGroups, device: str, peaks: tuple[float | None, floa
     options=(DEVICE_OPTION, *PEAK_OPTIONS),
 )
 def roofline_model(stats: OpStats, device: str = ALL, peak_flops: str = "", peak_bw: str = "") -> RooflineResult:
-    mask, peaks = selected_peaks(stats, TOOL, device, peak_flops, peak_bw)
-    xla = stats.xla_ops
+    xla = stats.roofline_ops
+    from_shapes = xla is not stats.xla_ops
+    mask, peaks = selected_peaks(stats, TOOL, device, peak_flops, peak_bw, xla)
     shared = common_peaks(peaks)
     groups = group(xla, mask)
     ops = [
@@ -254,9 +279,18 @@ def roofline_model(stats: OpStats, device: str = ALL, peak_flops: str = "", peak
         )
         for i in range(len(groups))
     ]
+    missing = [i for i in range(len(groups)) if not math.isfinite(float(groups.flops[i]))]
+    missing.sort(key=lambda i: (-int(groups.time_ps[i]), groups.name[i]))
     return RooflineResult(
         device=device,
         devices=xla.devices,
+        source=(SHAPES if from_shapes else XLA) if len(xla) else "",
+        unestimated_ops=len(missing),
+        unestimated_time_ps=int(sum(int(groups.time_ps[i]) for i in missing)),
+        unestimated=[
+            Unestimated(name=groups.name[i], occurrences=int(groups.occurrences[i]), time_ps=int(groups.time_ps[i])) for i in missing[:TOP_UNESTIMATED]
+        ],
+        assumed_ops=int(stats.shape_costs.assumed[mask].sum()) if from_shapes else 0,
         peaks=peaks,
         peak_tflops=shared[0],
         peak_gbps=shared[1],

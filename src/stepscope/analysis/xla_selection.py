@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from stepscope.analysis.chips import Peaks, device_peaks, parse_peak
-from stepscope.analysis.hlo_ops import ALL
+from stepscope.analysis.hlo_ops import ALL, XlaOps
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import Option
 from stepscope.errors import StepscopeError
@@ -30,9 +30,10 @@ PEAK_OPTIONS = (
 )
 
 
-def selected_peaks(stats: OpStats, tool_name: str, device: str, peak_flops: str, peak_bw: str) -> tuple[np.ndarray, list[Peaks]]:
-    """The mask of the chosen device's XLA ops, and the peaks of the planes they ran on."""
-    xla = stats.xla_ops
+def selected_peaks(stats: OpStats, tool_name: str, device: str, peak_flops: str, peak_bw: str, ops: XlaOps | None = None) -> tuple[np.ndarray, list[Peaks]]:
+    """The mask of the chosen device's ops (the XLA ops unless ``ops`` says otherwise),
+    and the peaks of the planes they ran on."""
+    xla = stats.xla_ops if ops is None else ops
     if device != ALL and device not in xla.devices:
         choices = ", ".join([ALL, *xla.devices])
         raise StepscopeError(f"{tool_name}: no XLA ops on device {device!r} (choose from {choices})")

@@ -126,6 +126,8 @@ KINETO_HOST_CATEGORIES: Final = frozenset(
 )
 KINETO_MEMORY_EVENT: Final = "[memory]"
 KINETO_INPUT_DIMS: Final = "Input Dims"
+KINETO_INPUT_TYPES: Final = "Input type"
+KINETO_CONCRETE_INPUTS: Final = "Concrete Inputs"
 # Flow categories: host launch -> device activity, forward op -> backward op.
 KINETO_LAUNCH_FLOW_CATEGORIES: Final = frozenset({"ac2g", "async"})
 KINETO_FWDBWD_FLOW: Final = "fwdbwd"

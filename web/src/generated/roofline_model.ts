@@ -7,6 +7,11 @@
 export interface RooflineModel {
   device: string;
   devices: string[];
+  source: string;
+  unestimated_ops: number;
+  unestimated_time_ps: number;
+  unestimated: Unestimated[];
+  assumed_ops: number;
   peaks: Peaks[];
   peak_tflops: number | null;
   peak_gbps: number | null;
@@ -14,6 +19,14 @@ export interface RooflineModel {
   device_rows: RooflineRow[];
   programs: RooflineRow[];
   ops: RooflineRow[];
+}
+/**
+ * An op with no FLOP count: no XLA cost analysis, or no estimator for its shapes.
+ */
+export interface Unestimated {
+  name: string;
+  occurrences: number;
+  time_ps: number;
 }
 /**
  * One device's peaks and where they came from (its JSON form).

@@ -1,0 +1,162 @@
+"""PyTorch framework ops as roofline points: their kernels' device time with FLOPs and
+bytes estimated from their recorded input shapes (``shape_costs``), in the same columns
+as the XLA ops (``hlo_ops.XlaOps``), so roofline_model reads either.
+
+Which op a kernel counts for
+    A kernel (copy, memset) belongs to the host op that launched it, the deepest op with
+    its External id (as framework_op_stats attributes device time). Its cost is that of
+    the outermost op above it, on the same thread, whose estimator reads its arguments:
+    ``aten::linear`` rather than the ``aten::addmm`` inside it, and
+    ``aten::cudnn_convolution_backward`` for the kernels of both its ``_input`` and
+    ``_weight`` halves, whose own arguments may not say the weight's shape. An op none of
+    whose ancestors has an estimate is listed under its own (the launching op's) name
+    with no FLOPs. Kernels that no framework op launched (or that were launched where the
+    profile kept no ``External id``) are not framework ops and are left out.
+
+Per entry (one per estimated op occurrence and device plane):
+    program   the op's name ("aten::mm"): roofline_model's program rows are op names;
+    name      the op's name and its tensor inputs' shapes and dtype
+              ("aten::mm(32x2048, 2048x1000) float"): its op rows are one per shape;
+    category  framework_op_stats' type of the op (GEMM, Convolution, ...);
+    time_ps   the op's kernels' durations summed, on that plane; self_ps the same;
+    flops, bytes_accessed  the estimate, NaN where there is none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from stepscope.analysis.hlo_ops import XlaOps
+from stepscope.analysis.ops import Ops
+from stepscope.analysis.shape_costs import ESTIMATORS, Call, Cost, call_of, estimate
+from stepscope.trace import names
+from stepscope.trace.model import NO_ID, Plane, Profile
+
+
+@dataclass(frozen=True)
+class ShapeCosts:
+    """The estimated framework ops, and which of them assumed an unrecorded argument."""
+
+    ops: XlaOps
+    assumed: np.ndarray  # bool per entry
+
+
+def _call(plane: Plane, row: int, name: str) -> Call | None:
+    stats = {stat.name: stat.value for stat in plane.stats.stats(row, name)}
+    return call_of(stats.get(names.KINETO_INPUT_DIMS), stats.get(names.KINETO_INPUT_TYPES), stats.get(names.KINETO_CONCRETE_INPUTS))
+
+
+def _signature(name: str, call: Call | None) -> str:
+    if call is None:
+        return name
+    tensors = [t for t in call.tensors if t is not None]
+    shapes = ", ".join("x".join(str(d) for d in t.dims) or "scalar" for t in tensors)
+    dtype = next((t.dtype for t in tensors if t.dtype), "")
+    return f"{name}({shapes}) {dtype}".rstrip()
+
+
+def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
+    plane_names = tuple(plane.name for plane in profile.planes)
+    host = profile.plane(names.HOST_PLANE)
+    empty = ShapeCosts(_empty(plane_names), np.zeros(0, dtype=bool))
+    if host is None:
+        return empty
+    host_index = profile.planes.index(host)
+    events = host.events
+    meta_names = host.metadata.name_array
+    on_host = np.flatnonzero((ops.side == 0) & (ops.plane == host_index))
+    host_rows = ops.row[on_host]
+    op_type = dict(zip(host_rows.tolist(), ops.type[on_host].tolist()))
+    with_id = host_rows[events.external_id[host_rows] != NO_ID]
+    launcher: dict[int, int] = {}
+    for row in with_id[np.argsort(events.depth[with_id], kind="stable")].tolist():  # deepest wins
+        launcher[int(events.external_id[row])] = row
+    if not launcher:
+        return empty
+
+    chosen: dict[int, tuple[int, Cost | None, Call | None]] = {}
+
+    def choose(row: int) -> tuple[int, Cost | None, Call | None]:
+        """The launching op's row -> (the op it counts for, its cost, its call)."""
+        if row in chosen:
+            return chosen[row]
+        chain = []
+        at = row
+        while at != NO_ID:
+            if at in op_type:
+                chain.append(at)
+            at = int(events.parent[at])
+        found: tuple[int, Cost | None, Call | None] = (row, None, None)
+        for candidate in reversed(chain):  # outermost first
+            name = str(meta_names[events.metadata_id[candidate]])
+            if name not in ESTIMATORS:
+                continue
+            call = _call(host, candidate, name)
+            cost = estimate(name, call) if call is not None else None
+            if cost is not None:
+                found = (candidate, cost, call)
+                break
+        if found[1] is None:
+            own = str(meta_names[events.metadata_id[row]])
+            found = (row, None, _call(host, row, own))
+        chosen[row] = found
+        return found
+
+    keys: list[tuple[int, int]] = []
+    times: list[int] = []
+    for plane_index in np.unique(ops.plane[ops.side == 1]).tolist():
+        plane = profile.planes[plane_index]
+        here = np.flatnonzero((ops.side == 1) & (ops.plane == plane_index))
+        external = plane.events.external_id[ops.row[here]]
+        for ext, duration in zip(external.tolist(), ops.duration_ps[here].tolist()):
+            row = launcher.get(ext)
+            if row is None:
+                continue
+            keys.append((plane_index, choose(row)[0]))
+            times.append(duration)
+    if not keys:
+        return empty
+    sums: dict[tuple[int, int], int] = {}
+    for key, duration in zip(keys, times):
+        sums[key] = sums.get(key, 0) + duration
+    by_row = {found[0]: found for found in chosen.values()}
+    columns: dict[str, list[object]] = {key: [] for key in ("plane", "row", "name", "expression", "category", "program", "time_ps", "flops", "bytes_accessed")}
+    assumed = []
+    for (plane_index, row), total in sums.items():
+        _, cost, call = by_row[row]
+        op_name = str(meta_names[events.metadata_id[row]])
+        signature = _signature(op_name, call)
+        columns["plane"].append(plane_index)
+        columns["row"].append(row)
+        columns["name"].append(signature)
+        columns["expression"].append(signature)
+        columns["category"].append(op_type.get(row, ""))
+        columns["program"].append(op_name)
+        columns["time_ps"].append(total)
+        columns["flops"].append(cost.flops if cost is not None else np.nan)
+        columns["bytes_accessed"].append(cost.bytes_accessed if cost is not None else np.nan)
+        assumed.append(cost is not None and cost.assumed)
+    time = np.asarray(columns["time_ps"], dtype=np.int64)
+    xla = XlaOps(
+        plane=np.asarray(columns["plane"], dtype=np.int64),
+        row=np.asarray(columns["row"], dtype=np.int64),
+        name=np.asarray(columns["name"], dtype=object),
+        expression=np.asarray(columns["expression"], dtype=object),
+        category=np.asarray(columns["category"], dtype=object),
+        program=np.asarray(columns["program"], dtype=object),
+        program_id=np.full(len(time), "", dtype=object),
+        time_ps=time,
+        self_ps=time.copy(),
+        flops=np.asarray(columns["flops"], dtype=np.float64),
+        bytes_accessed=np.asarray(columns["bytes_accessed"], dtype=np.float64),
+        plane_names=plane_names,
+    )
+    return ShapeCosts(xla, np.asarray(assumed, dtype=bool))
+
+
+def _empty(plane_names: tuple[str, ...]) -> XlaOps:
+    ints, floats = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    strings = np.zeros(0, dtype=object)
+    return XlaOps(ints, ints, strings, strings, strings, strings, strings, ints, ints, floats, floats, plane_names)
