@@ -33,6 +33,7 @@ from stepscope.analysis.ops import DEVICE, HOST
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.step_outliers import SetAsideStep, set_aside_note, set_aside_rows
+from stepscope.analysis.step_throughput import Throughput, throughput
 from stepscope.analysis.steps import launching_steps
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
 from stepscope.analysis.verdict import Leads, Recommendation, Shares, recommendation
@@ -146,6 +147,7 @@ class OverviewResult(ToolResult):
     recommendation: Recommendation
     flops: Flops
     gpus: list[GpuMetrics]  # per GPU plane with kernels (``gpu_metrics``); empty without
+    throughput: Throughput  # per step: MFU where FLOPs are known, tokens/s and samples/s (``step_throughput``)
 
     def tables(self) -> list[Table]:
         step_rows = [(s["step"], s["step_time_us"], *(s["breakdown"][f"{k}_us"] for k in [*BREAKDOWN.values(), IDLE]), s["set_aside"]) for s in self.steps]
@@ -171,6 +173,7 @@ class OverviewResult(ToolResult):
             for device in self.devices
         )
         lines.extend(_gpu_line(gpu) for gpu in self.gpus)
+        lines.extend(_throughput_lines(self.throughput))
         lines.append(f"recommendation: {self.recommendation['summary']}")
         lines.extend(f"  - {step}" for step in self.recommendation["next_steps"])
         return lines
@@ -185,6 +188,21 @@ def _gpu_line(gpu: GpuMetrics) -> str:
         f"est. SM efficiency {shown(gpu['sm_efficiency_percent'])}, est. achieved occupancy {shown(gpu['achieved_occupancy_percent'])}, "
         f"TensorCore kernels {gpu['tensor_core_percent']:.1f}% of kernel time"
     )
+
+
+def _throughput_lines(through: Throughput) -> list[str]:
+    lines = []
+    if through["mfu_percent"] is not None:
+        where = "XLA's cost analysis" if through["flops_source"] == "xla" else "estimates from the PyTorch ops' recorded shapes"
+        lines.append(
+            f"MFU {through['mfu_percent']:.3g}% of {through['peak_tflops_per_second'] or 0:,.1f} TFLOP/s "
+            f"({len(through['devices'])} device(s); FLOPs from {where})"
+        )
+    for key, label in (("tokens_per_second", "tokens/s"), ("samples_per_second", "samples/s")):
+        value = through[key]  # type: ignore[literal-required]
+        if value is not None:
+            lines.append(f"throughput: {value:,.1f} {label}")
+    return lines
 
 
 def _environment(profile: Profile) -> Environment:
@@ -387,4 +405,5 @@ def overview_page(stats: OpStats) -> OverviewResult:
         recommendation=recommendation(shares, set_aside_note(set_aside), _leads(stats)),
         flops=_flop_rate(stats, devices),
         gpus=gpu_metrics(stats.kernels, {device["device"]: device["active_span_ps"] for device in devices}),
+        throughput=throughput(stats),
     )

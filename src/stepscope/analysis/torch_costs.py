@@ -41,6 +41,7 @@ class ShapeCosts:
 
     ops: XlaOps
     assumed: np.ndarray  # bool per entry
+    start_ps: np.ndarray  # per entry, the host op's start (which step it belongs to)
 
 
 def _call(plane: Plane, row: int, name: str) -> Call | None:
@@ -60,7 +61,7 @@ def _signature(name: str, call: Call | None) -> str:
 def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
     plane_names = tuple(plane.name for plane in profile.planes)
     host = profile.plane(names.HOST_PLANE)
-    empty = ShapeCosts(_empty(plane_names), np.zeros(0, dtype=bool))
+    empty = ShapeCosts(_empty(plane_names), np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64))
     if host is None:
         return empty
     host_index = profile.planes.index(host)
@@ -153,7 +154,7 @@ def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
         bytes_accessed=np.asarray(columns["bytes_accessed"], dtype=np.float64),
         plane_names=plane_names,
     )
-    return ShapeCosts(xla, np.asarray(assumed, dtype=bool))
+    return ShapeCosts(xla, np.asarray(assumed, dtype=bool), events.start_ps[xla.row])
 
 
 def _empty(plane_names: tuple[str, ...]) -> XlaOps:

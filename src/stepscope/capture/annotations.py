@@ -228,9 +228,12 @@ trace.function = _trace_function
 _py_trace.function = _trace_function  # type: ignore[attr-defined]
 
 
-def step(number: int, **args: Any) -> AbstractContextManager[Any]:
+def step(number: int, tokens: int | float | None = None, samples: int | float | None = None, **args: Any) -> AbstractContextManager[Any]:
     """``with stepscope.step(n):`` marks one training step; the tools find it by its
     ``step_num`` stat, as they find JAX's and TensorFlow's step annotations.
+
+    ``tokens`` and ``samples`` (what the step processed) are kept as stats of the marker,
+    and the overview turns them into tokens/s and samples/s over the step's time.
 
     A step is also where a capture started by the profiler server hands the training
     thread what only it can do (see ``capture/handoff.py``)."""
@@ -239,4 +242,5 @@ def step(number: int, **args: Any) -> AbstractContextManager[Any]:
     recording = _recording
     if recording is None:
         return _IDLE
-    return _Span(names.STEPSCOPE_STEP, {names.STEP_NUM: int(number), **args}, recording)
+    counts = {key: value for key, value in ((names.STEP_TOKENS, tokens), (names.STEP_SAMPLES, samples)) if value is not None}
+    return _Span(names.STEPSCOPE_STEP, {names.STEP_NUM: int(number), **counts, **args}, recording)

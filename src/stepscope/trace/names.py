@@ -55,6 +55,10 @@ COUNTERS_LINE: Final = "_counters_"
 CORRELATION_ID: Final = "correlation_id"
 GROUP_ID: Final = "group_id"
 STEP_NUM: Final = "step_num"
+# What a step processed, as the user passes them to stepscope.step(n, tokens=..., samples=...):
+# stats of the step marker, read by the overview for tokens/s and samples/s.
+STEP_TOKENS: Final = "tokens"
+STEP_SAMPLES: Final = "samples"
 STEP_NAME: Final = "step_name"
 FLOPS: Final = "flops"
 BYTES_ACCESSED: Final = "bytes_accessed"

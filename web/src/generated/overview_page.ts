@@ -24,6 +24,7 @@ export interface OverviewPage {
   recommendation: Recommendation;
   flops: Flops;
   gpus: GpuMetrics[];
+  throughput: Throughput;
 }
 export interface OverviewStep {
   breakdown: {
@@ -148,4 +149,23 @@ export interface KernelSlice {
   percent: number;
   total_duration_ps: number;
   total_duration_us: number;
+}
+export interface Throughput {
+  devices: string[];
+  flops_source: string;
+  mfu_percent: number | null;
+  peak_tflops_per_second: number | null;
+  samples_per_second: number | null;
+  steps: StepThroughput[];
+  tokens_per_second: number | null;
+}
+export interface StepThroughput {
+  flops: number | null;
+  mfu_percent: number | null;
+  samples: number | null;
+  samples_per_second: number | null;
+  step: number;
+  step_time_ps: number;
+  tokens: number | null;
+  tokens_per_second: number | null;
 }

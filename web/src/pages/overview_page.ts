@@ -48,6 +48,11 @@ function summaryCard(data: OverviewPage): HTMLElement {
   if (flops && flops.gflops_per_second !== null) items.push(metric("flops_gflops_per_second", at(flops, "gflops_per_second"), "Device GFLOP/s"));
   if (flops && flops.utilization_percent !== null) items.push(metric("flops_utilization_percent", at(flops, "utilization_percent"), "FLOPS utilisation"));
   if (flops && flops.peak_tflops_per_second !== null) items.push(metric("flops_peak_tflops_per_second", at(flops, "peak_tflops_per_second"), "Device peak TFLOP/s"));
+  const through = data.throughput;
+  if (through && through.mfu_percent !== null)
+    items.push(metric("mfu_percent", at(through, "mfu_percent"), "MFU", "Model FLOP utilisation: the kept steps' FLOPs over their time and the devices' summed peak FLOP/s"));
+  if (through && through.tokens_per_second !== null) items.push(metric("tokens_per_second", at(through, "tokens_per_second"), "Tokens/s", "Tokens passed to stepscope.step over the kept steps' time"));
+  if (through && through.samples_per_second !== null) items.push(metric("samples_per_second", at(through, "samples_per_second"), "Samples/s", "Samples passed to stepscope.step over the kept steps' time"));
   return card(
     "Performance summary",
     [
