@@ -55,6 +55,7 @@ describe("page registry", () => {
       "op_profile",
       "memory_profile",
       "memory_viewer",
+      "roofline_model",
       "trace_viewer",
       "diff",
       "distributed",

@@ -15,10 +15,12 @@ import {
   Filler,
   Legend,
   LinearScale,
+  LogarithmicScale,
   LineController,
   LineElement,
   PieController,
   PointElement,
+  ScatterController,
   Tooltip,
   type ChartConfiguration,
   type TooltipItem,
@@ -27,6 +29,7 @@ import zoomPlugin from "chartjs-plugin-zoom";
 import { el } from "../dom";
 import { formatBytes, formatTimeUs } from "../format";
 import { byteTickStep, type CategoryData, type LineSeries } from "./chart-data";
+import type { RooflineData } from "./roofline-data";
 
 Chart.register(
   ArcElement,
@@ -37,10 +40,12 @@ Chart.register(
   Filler,
   Legend,
   LinearScale,
+  LogarithmicScale,
   LineController,
   LineElement,
   PieController,
   PointElement,
+  ScatterController,
   Tooltip,
   zoomPlugin,
 );
@@ -481,6 +486,43 @@ export function histogramChart(
           callbacks: {
             label: (item: TooltipItem<"bar">) =>
               `${item.dataset.label}: ${item.parsed.y} step${item.parsed.y === 1 ? "" : "s"}`,
+          },
+        },
+      },
+    },
+  });
+  return box;
+}
+
+/**
+ * The roofline: ops as points on log-log axes (FLOP/byte, GFLOP/s), the memory and compute
+ * roofs as lines. Dataset 0 is the ops (`data` in the JSON's order), 1 and 2 the roofs.
+ */
+export function rooflineChart(name: string, label: string, data: RooflineData): HTMLElement {
+  const { box, canvas } = canvasBox(name, label, true);
+  register(name, canvas, {
+    type: "scatter",
+    data: {
+      datasets: [
+        { label: "ops", data: data.points, backgroundColor: "rgba(26, 115, 232, 0.6)", pointRadius: 4 },
+        { label: "memory roof", data: data.memory, showLine: true, pointRadius: 0, borderColor: "#d93025", borderWidth: 2 },
+        { label: "compute roof", data: data.compute, showLine: true, pointRadius: 0, borderColor: "#188038", borderWidth: 2 },
+      ],
+    },
+    options: {
+      scales: {
+        x: { type: "logarithmic", title: { display: true, text: "operational intensity (FLOP/byte)" } },
+        y: { type: "logarithmic", title: { display: true, text: "achieved GFLOP/s" } },
+      },
+      plugins: {
+        legend: { position: "bottom", labels: { boxWidth: 12 } },
+        tooltip: {
+          callbacks: {
+            label: (item: TooltipItem<"scatter">) => {
+              const point = data.points[item.dataIndex];
+              const where = `${item.parsed.x?.toPrecision(3)} FLOP/byte, ${item.parsed.y?.toPrecision(3)} GFLOP/s`;
+              return item.datasetIndex === 0 && point ? `${point.name}: ${where}` : `${item.dataset.label}: ${where}`;
+            },
           },
         },
       },

@@ -13,6 +13,7 @@ import { memoryProfilePage } from "./memory_profile";
 import { memoryViewerPage } from "./memory_viewer";
 import { opProfilePage } from "./op_profile";
 import { overviewPage } from "./overview_page";
+import { rooflinePage } from "./roofline_model";
 import { traceViewerPage } from "./trace_viewer";
 import type { ToolPage } from "./types";
 
@@ -24,6 +25,7 @@ export const PAGES: Record<string, ToolPage> = {
   op_profile: opProfilePage,
   memory_profile: memoryProfilePage,
   memory_viewer: memoryViewerPage,
+  roofline_model: rooflinePage,
   trace_viewer: traceViewerPage,
   diff: diffPage,
   distributed: distributedPage,
