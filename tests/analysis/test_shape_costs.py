@@ -13,6 +13,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
+from stepscope.analysis.shape_costs import call_of, estimate
 from tests.support.traces import shared
 
 US_PS = 1_000_000
@@ -188,3 +189,47 @@ def test_mi250_gemms_from_the_json():
     assert programs["aten::linear"]["flops"] == flops
     mms = _ops_named(events, "aten::mm", {"cpu_op"})
     assert programs["aten::mm"]["flops"] == sum(2 * a[0] * b[1] * a[1] for a, b in (e["args"]["Input Dims"] for e in mms))
+
+
+# The estimators one by one, on calls written as Kineto records them.
+
+
+def _cost(name, dims, types, concrete=None):
+    call = call_of(dims, types, concrete)
+    assert call is not None
+    return estimate(name, call)
+
+
+def test_bmm_and_broadcast_matmul():
+    # [B, M, K] x [B, K, N]: 2BMNK; bytes (BMK + BKN + BMN) x 2
+    cost = _cost("aten::bmm", [[4, 8, 16], [4, 16, 32]], ["c10::Half"] * 2)
+    assert cost.flops == 2 * 4 * 8 * 32 * 16 and cost.bytes_accessed == (4 * 8 * 16 + 4 * 16 * 32 + 4 * 8 * 32) * 2
+    # [3, 1, M, K] x [5, K, N] broadcasts to a batch of 3 x 5
+    cost = _cost("aten::matmul", [[3, 1, 8, 16], [5, 16, 32]], ["float"] * 2)
+    assert cost.flops == 2 * 15 * 8 * 32 * 16
+    # a vector on the right: [M, K] x [K] is M x K x 1
+    assert _cost("aten::matmul", [[8, 16], [16]], ["float"] * 2).flops == 2 * 8 * 1 * 16
+
+
+def test_attention_backward_and_convolution_backward_weight():
+    fwd = 2 * (2 * 2 * 4 * 64 * 64 * 32)  # 2 B H L S E, twice (QK^T and PV)
+    assert _cost("aten::_scaled_dot_product_flash_attention", [[2, 4, 64, 32]] * 3, ["c10::BFloat16"] * 3).flops == fwd
+    # the backward's five products: 2.5 forwards
+    backward = _cost("aten::_scaled_dot_product_flash_attention_backward", [[2, 4, 64, 32]] * 5, ["c10::BFloat16"] * 5)
+    assert backward.flops == 2.5 * fwd
+    # weight gradient of w[16, 3, 3, 3] over x[8, 3, 32, 32] -> grad_out[8, 16, 30, 30]: one forward
+    cost = _cost(
+        "aten::cudnn_convolution_backward_weight",
+        [[], [8, 16, 30, 30], [8, 3, 32, 32]],
+        ["ScalarList", "float", "float"],
+        ["[16, 3, 3, 3]", "", ""],
+    )
+    assert cost.flops == 2 * 8 * 16 * 30 * 30 * 3 * 3 * 3
+    # without the weight's shape recorded there is nothing to count
+    assert _cost("aten::cudnn_convolution_backward_weight", [[], [8, 16, 30, 30], [8, 3, 32, 32]], ["ScalarList", "float", "float"]) is None
+
+
+def test_unknown_ops_and_malformed_args_have_no_estimate():
+    assert _cost("aten::native_layer_norm", [[4, 8]], ["float"]) is None
+    assert _cost("aten::mm", [[4, 8]], ["float"]) is None  # one operand
+    assert call_of("not json", ["float"]) is None
