@@ -14,6 +14,7 @@ import pytest
 import stepscope
 from stepscope.analysis import run_tool
 from stepscope.analysis.shape_costs import call_of, estimate
+from stepscope.trace.writers import save
 from tests.support.traces import shared
 
 US_PS = 1_000_000
@@ -233,3 +234,14 @@ def test_unknown_ops_and_malformed_args_have_no_estimate():
     assert _cost("aten::native_layer_norm", [[4, 8]], ["float"]) is None
     assert _cost("aten::mm", [[4, 8]], ["float"]) is None  # one operand
     assert call_of("not json", ["float"]) is None
+
+
+def test_the_estimates_survive_conversion_to_xspace(tmp_path):
+    """Kineto args become XSpace stats (containers as JSON text): the same rows either way."""
+    kineto = stepscope.load(shared(MI250))
+    save(kineto, tmp_path / "mi250.xplane.pb")
+    ours = run_tool("roofline_model", kineto).to_json()
+    converted = run_tool("roofline_model", stepscope.load(tmp_path / "mi250.xplane.pb")).to_json()
+    keys = ("name", "occurrences", "time_ps", "flops", "bytes_accessed")
+    assert [[row[k] for k in keys] for row in converted["ops"]] == [[row[k] for k in keys] for row in ours["ops"]]
+    assert converted["unestimated_ops"] == ours["unestimated_ops"] > 0
