@@ -170,6 +170,15 @@ def test_v100_resnet_mm_and_convolution_backward_from_the_json(v100: dict):
         expected += 2 * 2 * grad[0] * w[0] * grad[2] * grad[3] * w[1] * w[2] * w[3]
     assert programs["aten::cudnn_convolution_backward"]["flops"] == expected
     assert programs["aten::cudnn_convolution_backward"]["occurrences"] == len(backward) == 318
+    # aten::conv2d(x, w) records no stride or padding (2021 schema): its output's size is
+    # its autograd node's (CudnnConvolutionBackward, same Sequence number) gradient's dims
+    grads = {e["args"]["Sequence number"]: e["args"]["Input Dims"][0] for e in _ops_named(events, "CudnnConvolutionBackward", {"Operator"})}
+    forward = 0
+    for event in _ops_named(events, "aten::conv2d", {"Operator"}):
+        x, w = event["args"]["Input Dims"][:2]
+        out = grads[event["args"]["Sequence number"]]
+        forward += 2 * x[0] * w[0] * out[2] * out[3] * w[1] * w[2] * w[3]
+    assert programs["aten::conv2d"]["flops"] == forward and v100["assumed_ops"] == 0
     # V100 from deviceProperties' "Tesla V100-DGXS-32GB"
     assert {(p["chip"], p["source"]) for p in v100["peaks"]} == {("NVIDIA V100", "table")}
     # the batch norms have no estimator; the longest unestimated rows are theirs

@@ -21,8 +21,9 @@ written once, the least traffic the op can have, so the intensity is an upper bo
             x C/groups x prod(kernel) (+ N x Cout x prod(out) with a bias); out = (in + 2p
             - d(k - 1) - 1) // s + 1 with stride, padding and dilation from ``Concrete
             Inputs`` (arguments 3, 4, 5 of aten::convolution and its cudnn/miopen forms)
-            where recorded, else PyTorch's defaults (stride 1, padding 0, dilation 1), and
-            the estimate is marked ``assumed``. The backward ops record the output's
+            where recorded, else the output's size from its gradient where the op's
+            autograd node records it (a training step), else PyTorch's defaults (stride 1,
+            padding 0, dilation 1), and the estimate is marked ``assumed``. The backward ops record the output's
             gradient, so need no stride: ``convolution_backward`` / ``cudnn_convolution_
             backward`` (grad_out, x, w) cost two forwards (the input's and the weight's
             gradient), ``_input`` and ``_weight`` one each.
@@ -95,6 +96,9 @@ class Call:
 
     tensors: tuple[Tensor | None, ...]
     concrete: tuple[str, ...]
+    # The output's dims where the profile says them elsewhere: a forward op's autograd
+    # node records the gradient of its output (``torch_costs``); None where unknown.
+    output: tuple[int, ...] | None = None
 
     def tensor(self, index: int) -> Tensor | None:
         return self.tensors[index] if index < len(self.tensors) else None
@@ -228,6 +232,9 @@ def convolution(call: Call) -> Cost | None:
     assumed = any(value is None for value in recorded)
     stride, padding, dilation = (_per_dim(value, rank, default) for value, default in zip(recorded, (1, 0, 1)))
     out = tuple((size + 2 * p - d * (k - 1) - 1) // s + 1 for size, k, s, p, d in zip(spatial, kernel, stride, padding, dilation))
+    known = call.output
+    if assumed and known is not None and len(known) == len(x.dims) and known[1] == w.dims[0]:
+        out, assumed = known[2:], False  # the output's size from its gradient: nothing assumed
     if any(o <= 0 for o in out):
         return None
     output = Tensor((x.dims[0], w.dims[0], *out), x.dtype)

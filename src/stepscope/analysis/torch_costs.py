@@ -13,6 +13,10 @@ Which op a kernel counts for
     with no FLOPs. Kernels that no framework op launched (or that were launched where the
     profile kept no ``External id``) are not framework ops and are left out.
 
+The output's size of a convolution whose stride and padding are not recorded
+    is read from its autograd node (``CONV_BACKWARD_NODE``, same ``Sequence number``):
+    the node's first input is the gradient of the output.
+
 Per entry (one per estimated op occurrence and device plane):
     program   the op's name ("aten::mm"): roofline_model's program rows are op names;
     name      the op's name and its tensor inputs' shapes and dtype
@@ -24,7 +28,8 @@ Per entry (one per estimated op occurrence and device plane):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -33,6 +38,11 @@ from stepscope.analysis.ops import Ops
 from stepscope.analysis.shape_costs import ESTIMATORS, Call, Cost, call_of, estimate
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Plane, Profile
+
+# Autograd nodes of a convolution (CudnnConvolutionBackward, ConvolutionBackward0): their
+# first input is the gradient of the forward op's output, so its dims are the output's.
+CONV_BACKWARD_NODE = re.compile(r"^\w*Conv\w*Backward\d*$")
+SEQUENCE_NUMBER = "Sequence number"
 
 
 @dataclass(frozen=True)
@@ -44,9 +54,30 @@ class ShapeCosts:
     start_ps: np.ndarray  # per entry, the host op's start (which step it belongs to)
 
 
-def _call(plane: Plane, row: int, name: str) -> Call | None:
+def _call(plane: Plane, row: int, name: str, outputs: dict[int, tuple[int, ...]] | None = None) -> Call | None:
     stats = {stat.name: stat.value for stat in plane.stats.stats(row, name)}
-    return call_of(stats.get(names.KINETO_INPUT_DIMS), stats.get(names.KINETO_INPUT_TYPES), stats.get(names.KINETO_CONCRETE_INPUTS))
+    call = call_of(stats.get(names.KINETO_INPUT_DIMS), stats.get(names.KINETO_INPUT_TYPES), stats.get(names.KINETO_CONCRETE_INPUTS))
+    sequence = stats.get(SEQUENCE_NUMBER)
+    if call is not None and outputs and isinstance(sequence, int) and sequence in outputs:
+        call = replace(call, output=outputs[sequence])
+    return call
+
+
+def _output_shapes(plane: Plane, rows: np.ndarray) -> dict[int, tuple[int, ...]]:
+    """Sequence number -> the forward output's dims, from the convolutions' autograd nodes
+    (``CONV_BACKWARD_NODE``); a number two nodes share (two forward threads) says nothing."""
+    meta_names = plane.metadata.name_array
+    is_node = np.asarray([bool(CONV_BACKWARD_NODE.match(name)) for name in plane.metadata.names], dtype=bool)
+    found: dict[int, tuple[int, ...] | None] = {}
+    for row in rows[is_node[plane.events.metadata_id[rows]]].tolist() if len(is_node) else []:
+        stats = {stat.name: stat.value for stat in plane.stats.stats(row, str(meta_names[plane.events.metadata_id[row]]))}
+        sequence = stats.get(SEQUENCE_NUMBER)
+        call = call_of(stats.get(names.KINETO_INPUT_DIMS), stats.get(names.KINETO_INPUT_TYPES))
+        grad = call.tensor(0) if call is not None else None
+        if not isinstance(sequence, int) or grad is None:
+            continue
+        found[sequence] = grad.dims if sequence not in found else None
+    return {sequence: dims for sequence, dims in found.items() if dims is not None}
 
 
 def _signature(name: str, call: Call | None) -> str:
@@ -76,6 +107,7 @@ def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
         launcher[int(events.external_id[row])] = row
     if not launcher:
         return empty
+    outputs = _output_shapes(host, host_rows)
 
     chosen: dict[int, tuple[int, Cost | None, Call | None]] = {}
 
@@ -94,7 +126,7 @@ def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
             name = str(meta_names[events.metadata_id[candidate]])
             if name not in ESTIMATORS:
                 continue
-            call = _call(host, candidate, name)
+            call = _call(host, candidate, name, outputs)
             cost = estimate(name, call) if call is not None else None
             if cost is not None:
                 found = (candidate, cost, call)
