@@ -119,7 +119,7 @@ def child_stepscope(engine: str, workers: str, folder: str) -> dict:
         from stepscope.engines.ray_engine import connect
 
         t0 = time.perf_counter()
-        connect()
+        connect("local")  # in a private network namespace where unshare works
         init_s = time.perf_counter() - t0
     # engines.analyse_run's steps, timed apart: the map (on the engine) and the reduce (here).
     t0 = time.perf_counter()

@@ -492,7 +492,10 @@ def build_parser() -> argparse.ArgumentParser:
     distributed.add_argument(
         "--workers", type=_int_in(1, 4096), help="local: processes (default one per core, at most one per rank); ray: most tasks in flight (default all)"
     )
-    distributed.add_argument("--ray-address", help="the Ray cluster to run on (ray://HEAD:10001, HEAD:6379 or auto; default $RAY_ADDRESS, else a local Ray)")
+    distributed.add_argument(
+        "--ray-address",
+        help="the Ray cluster to run on (ray://HEAD:10001, HEAD:6379 or auto; default $RAY_ADDRESS); local: start a local Ray (its servers listen on every interface)",
+    )
     distributed.add_argument("--format", choices=("text", "json", "csv"), default="text")
     distributed.add_argument("--output", help="write to this file instead of standard output")
     distributed.set_defaults(handler=cmd_distributed)

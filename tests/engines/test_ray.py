@@ -149,3 +149,18 @@ def test_an_address_where_no_ray_answers_is_one_line(folders):
         timeout=120,
     )
     assert_one_error_line(done, "127.0.0.1:1: cannot attach to Ray (nothing answers at 127.0.0.1:1")
+
+
+def test_without_an_address_no_local_ray_is_started_unasked(folders):
+    """Ray's servers listen on every interface, so ``--engine ray`` with no cluster named
+    (no --ray-address, no $RAY_ADDRESS) is a one-line error, not a local Ray started
+    silently; ``--ray-address local`` is how a user asks for one."""
+    env = {key: value for key, value in os.environ.items() if key != "RAY_ADDRESS"}
+    done = subprocess.run(
+        [sys.executable, "-m", "stepscope.cli", "distributed", str(folders["recsys"]), "--engine", "ray"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert_one_error_line(done, "--engine ray: no Ray cluster given: pass --ray-address ADDR (or set $RAY_ADDRESS), or --ray-address local")

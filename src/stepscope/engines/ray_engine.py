@@ -28,11 +28,16 @@ from stepscope.errors import StepscopeError
 RAY = "ray"
 INSTALL_HINT = "the ray engine needs Ray: pip install stepscope[ray]"
 ADDRESS_ENV = "RAY_ADDRESS"  # Ray's own variable: where ray.init() attaches by default
-# A local Ray started here listens on loopback only (its GCS, raylet and object store),
-# as every stepscope server does; no dashboard.
+# A local Ray started here is told loopback (its node address), with no dashboard; its
+# servers still bind every interface (Ray has no option against it), hence LOCAL_RAY.
 LOOPBACK = "127.0.0.1"
 RAY_CLIENT_SCHEME = "ray://"
 PROBE_S = 5.0  # how long a --ray-address gets to accept a TCP connection
+LOCAL_RAY = "local"  # --ray-address local: start a Ray on this machine (see connect)
+NO_ADDRESS = (
+    "--engine ray: no Ray cluster given: pass --ray-address ADDR (or set $RAY_ADDRESS), or --ray-address local "
+    "to start a local Ray, whose servers listen on every interface (on one machine --engine local needs none)"
+)
 
 
 def import_ray() -> Any:
@@ -46,13 +51,22 @@ def import_ray() -> Any:
 
 def connect(address: str | None = None) -> None:
     """Attaches this process to Ray: at ``address`` (``ray://head:10001``, ``head:6379`` or
-    ``auto``), else at ``$RAY_ADDRESS``, else a local Ray started on loopback with one
-    worker per core. Nothing to do when this process is attached already (a test's session,
-    or a user's own ``ray.init``)."""
+    ``auto``), else at ``$RAY_ADDRESS``; ``local`` starts a local Ray with one worker per
+    core. Nothing to do when this process is attached already (a test's session, or a
+    user's own ``ray.init``).
+
+    A local Ray is started only when asked for by name: its servers (GCS, raylet, object
+    store) listen on every interface whatever ``_node_ip_address`` says, and stepscope
+    starts nothing that listens beyond loopback unless the user asks (on one machine the
+    local engine does the same work without a server)."""
     ray = import_ray()
     if ray.is_initialized():
         return
     address = address or os.environ.get(ADDRESS_ENV) or None
+    if address is None:
+        raise StepscopeError(NO_ADDRESS)
+    if address == LOCAL_RAY:
+        address = None
     # Worker output is not the report's: the CLI's stdout carries JSON or CSV.
     quiet = dict(log_to_driver=False, logging_level=logging.WARNING)
     if address:
