@@ -11,7 +11,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis.op_categories import COMMUNICATION, MEMORY_COPY, OTHER, category_of
-from stepscope.analysis.op_profile import OpProfileNode, OpProfileResult, op_profile
+from stepscope.analysis.op_profile import PROGRAM, OpProfileNode, OpProfileResult, op_profile
 from stepscope.errors import StepscopeError
 from stepscope.protos import xplane_pb2
 from stepscope.render.formats import render
@@ -309,17 +309,14 @@ def test_profile_without_ops_is_well_formed(tmp_path: Path):
 # --- the real TPU profile ---------------------------------------------------------------------
 
 
-def _self_times_from_protobuf(line: xplane_pb2.XLine) -> list[int]:
-    """Each event's duration minus its direct children's on the line; an event's parent is
-    the innermost earlier event (by start, longest first) that contains it whole."""
-    spans = sorted((e.offset_ps, -e.duration_ps) for e in line.events)
-    spans = [(start, start - negative) for start, negative in spans]
-    self_ps = [end - start for start, end in spans]
-    for i, (start, end) in enumerate(spans):
-        parent = next((j for j in range(i - 1, -1, -1) if spans[j][0] <= start and end <= spans[j][1]), None)
-        if parent is not None:
-            self_ps[parent] -= end - start
-    return self_ps
+def _device_clock_times(plane: xplane_pb2.XPlane, line: xplane_pb2.XLine) -> list[int]:
+    """Each event's ``device_duration_ps`` stat (every TPU XLA op carries one): its time by
+    the device's clock, which op_profile, hlo_stats and XProf all show; no op is nested in
+    another by that clock, so it is the op's self time too."""
+    stat = next(k for k, m in plane.stat_metadata.items() if m.name == "device_duration_ps")
+    times = [next(s.int64_value or s.uint64_value for s in e.stats if s.metadata_id == stat) for e in line.events]
+    assert len(times) == len(line.events) and all(t >= 0 for t in times)
+    return times
 
 
 def test_tpu_root_is_the_xla_ops_self_time_of_the_chosen_device():
@@ -331,7 +328,7 @@ def test_tpu_root_is_the_xla_ops_self_time_of_the_chosen_device():
     space = xplane_pb2.XSpace.FromString(path.read_bytes())
     plane = next(p for p in space.planes if p.name == result.device)
     line = next(line for line in plane.lines if line.name == "XLA Ops")
-    assert result.root.time_ps == sum(_self_times_from_protobuf(line))
+    assert result.root.time_ps == sum(_device_clock_times(plane, line))
     assert result.root.occurrences == len(line.events)
     # Every category node sums to its program and the programs to the root (exactly).
     categories = [c for p in result.root.children for c in p.children]
@@ -356,7 +353,7 @@ def test_tpu_every_device_and_all_devices():
         if not plane.name.startswith("/device:"):
             continue
         line = next(line for line in plane.lines if line.name == "XLA Ops")
-        expected = sum(_self_times_from_protobuf(line))
+        expected = sum(_device_clock_times(plane, line))
         result = op_profile(profile, device=plane.name)
         _check_tree(result)
         assert result.root.time_ps == expected, plane.name
@@ -451,3 +448,77 @@ def test_every_shared_trace_gives_a_well_formed_tree(path: Path):
     assert result.root.occurrences > 0
     assert sum(row[-1] for row in result.tables()[0].rows) == result.root.time_ps
     render([result], "text")
+
+
+# --- against XProf's op_profile ----------------------------------------------------------------
+
+
+XPROF_DUPLICATES = " and its duplicate(s)"
+
+
+def _xprof_tree(node: dict, depth: int = 3) -> dict[str, tuple[int, int, dict]]:
+    """name -> (time ps, occurrences, children the same way) below an XProf op profile node,
+    ``depth`` levels (program, category, op).
+    XProf puts ops with the same HLO text under one node "<first> and its duplicate(s)"
+    (here: three broadcast_add_fusions); stepscope lists them side by side, so that node is
+    replaced by its children (the ops) here, after checking it is their sum. Below an op,
+    XProf lists a fusion's HLO instructions (from the HLO module the file carries) at time
+    0; stepscope stops at the op, so they are checked to be 0 and left out."""
+    out: dict[str, tuple[int, int, dict]] = {}
+    for child in node.get("children", []):
+        duplicates = child["name"].endswith(XPROF_DUPLICATES)
+        if depth == 0:
+            assert int(child["metrics"].get("rawTime", 0)) == 0 and all(int(c["metrics"].get("rawTime", 0)) == 0 for c in child.get("children", []))
+            continue
+        below = _xprof_tree(child, depth if duplicates else depth - 1)
+        entry = (int(child["metrics"].get("rawTime", 0)), int(child["metrics"].get("occurrences", 0)), below)
+        if duplicates:
+            assert entry[0] == sum(t for t, _, _ in entry[2].values()) and entry[1] == sum(n for _, n, _ in entry[2].values())
+            out.update(entry[2])
+        else:
+            out[child["name"]] = entry
+    return out
+
+
+def _our_tree(node: OpProfileNode) -> dict[str, tuple[int, int, dict]]:
+    """The same of our node; programs have no occurrences in XProf's form (it counts them on
+    categories and ops), so they are left 0 here too."""
+    return {child.name: (child.time_ps, 0 if child.kind == PROGRAM else child.occurrences, _our_tree(child)) for child in node.children}
+
+
+@pytest.mark.parametrize("device", ["/device:TPU:0", "/device:TPU:1", "/device:TPU:2", "/device:TPU:3", "all"])
+def test_tpu_matches_xprofs_op_profile(device: str):
+    """The whole tree, program -> category -> op, the same as XProf's ("exclude idle": its
+    ``byProgramExcludeIdle``), time and occurrences exactly: both take TPU op times from the
+    device's clock. XProf adds up every device of a file; its answer for one chip is that of
+    a copy of the file holding only that chip's plane."""
+    from tests.support.xla_ops import xprof_op_profile
+
+    path = shared(TPU)
+    xprof = xprof_op_profile(path, None if device == "all" else device)["byProgramExcludeIdle"]
+    ours = op_profile(stepscope.load(path), device=device, top_n=10_000)
+    assert ours.root.time_ps == int(xprof["metrics"]["rawTime"])
+    assert _our_tree(ours.root) == _xprof_tree(xprof)
+    # The top ops (most time first) are XProf's, in its order.
+    xprof_ops = sorted(
+        ((time, name) for program in _xprof_tree(xprof).values() for category in program[2].values() for name, (time, _, _) in category[2].items()),
+        reverse=True,
+    )
+    assert [(node.time_ps, node.name) for node in ours.ops[:5]] == xprof_ops[:5]
+
+
+@pytest.mark.parametrize("device", ["/device:TPU:0", "/device:TPU:3", "all"])
+def test_tpu_op_profile_and_hlo_stats_agree_exactly(device: str):
+    """Both read TPU op times from the shared XLA op table: the root is hlo_stats' total
+    self time, and each category its rows' summed self time."""
+    from stepscope.analysis.hlo_stats import hlo_stats
+    from stepscope.analysis.opstats import OpStats
+
+    stats = OpStats(stepscope.load(shared(TPU)))
+    tree, table = op_profile(stats, device=device, top_n=10_000), hlo_stats(stats, device=device)
+    assert tree.root.time_ps == table.total_self_time_ps
+    by_category: dict[tuple[str, str], int] = {}
+    for row in table.rows:
+        key = (row["program"], row["category"])
+        by_category[key] = by_category.get(key, 0) + row["total_self_time_ps"]
+    assert {(p.name, c.name): c.time_ps for p in tree.root.children for c in p.children} == by_category

@@ -128,3 +128,27 @@ def device_clock_spans(path: Path) -> dict[str, int]:
                 ends.append(int(own["device_offset_ps"]) + int(own["device_duration_ps"]))
             spans[xplane.name] = max(ends) - min(starts)
     return spans
+
+
+def xprof_op_profile(path: Path, device: str | None = None) -> dict[str, Any]:
+    """XProf's op_profile document (``byProgram``, ``byProgramExcludeIdle``) of ``path``, or,
+    with ``device``, of a copy holding only that one device plane (and the host planes):
+    XProf's op profile always adds up every device of the file, so this is how its answer
+    for one chip is had."""
+    from xprof.convert import raw_to_tool_data  # installed by requirements/test.txt
+
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    os.environ.setdefault("GLOG_minloglevel", "3")
+    space = xplane_pb2.XSpace()
+    space.ParseFromString(path.read_bytes())
+    if device is not None:
+        kept = [p for p in space.planes if not p.name.startswith("/device:") or p.name == device]
+        assert any(p.name == device for p in kept), device
+        del space.planes[:]
+        space.planes.extend(kept)
+    with tempfile.TemporaryDirectory() as folder:
+        copy = Path(folder) / path.name
+        copy.write_bytes(space.SerializeToString())
+        data, _ = raw_to_tool_data.xspace_to_tool_data([str(copy)], "op_profile", {"use_saved_result": False})
+    document: dict[str, Any] = json.loads(data)
+    return document

@@ -62,6 +62,9 @@ class XlaOps:
     flops: np.ndarray
     bytes_accessed: np.ndarray
     plane_names: tuple[str, ...]  # profile.planes' names, by index
+    # True where time_ps is the device's clock (``device_duration_ps``); None: nowhere (the
+    # shape-estimated ops of torch_costs). op_profile takes these ops' times from here.
+    device_clock: np.ndarray | None = None
 
     def __len__(self) -> int:
         return len(self.row)
@@ -71,6 +74,15 @@ class XlaOps:
         """The planes that ran XLA ops, devices in natural order (TPU:2 before TPU:10)."""
         used = {self.plane_names[i] for i in np.unique(self.plane).tolist()}
         return sorted(used, key=natural)
+
+    def device_clock_self_ps(self, plane_index: int, events: int) -> np.ndarray:
+        """Per event of one plane: the self time of the XLA op it is where that is timed by
+        the device's clock, else -1 (what op_profile takes instead of the timeline's)."""
+        out = np.full(events, -1, dtype=np.int64)
+        if self.device_clock is not None:
+            here = self.device_clock & (self.plane == plane_index)
+            out[self.row[here]] = self.self_ps[here]
+        return out
 
     def select(self, device: str) -> np.ndarray:
         """A mask: one plane's ops, or (``all``) every device plane's (the host's when no
@@ -99,11 +111,11 @@ def find_xla_ops(profile: Profile, ops: Ops) -> XlaOps:
         part = _plane_part(plane, plane_index, ops, here)
         if part is not None:
             parts.append(part)
-    keys = ("plane", "row", "name", "expression", "category", "program", "program_id", "time_ps", "self_ps", "flops", "bytes_accessed")
+    keys = ("plane", "row", "name", "expression", "category", "program", "program_id", "time_ps", "self_ps", "flops", "bytes_accessed", "device_clock")
     plane_names = tuple(plane.name for plane in profile.planes)
     if not parts:
         ints, floats = {"plane", "row", "time_ps", "self_ps"}, {"flops", "bytes_accessed"}
-        kinds = {key: np.int64 if key in ints else np.float64 if key in floats else object for key in keys}
+        kinds = {key: np.int64 if key in ints else np.float64 if key in floats else bool if key == "device_clock" else object for key in keys}
         return XlaOps(**{key: np.zeros(0, dtype=kind) for key, kind in kinds.items()}, plane_names=plane_names)
     columns = {key: np.concatenate([part[key] for part in parts]) for key in keys}
     return XlaOps(**columns, plane_names=plane_names)
@@ -161,6 +173,7 @@ def _plane_part(plane: Plane, plane_index: int, ops: Ops, here: np.ndarray) -> d
         "self_ps": time[rows] - child_time[rows],
         "flops": ops.flops[here],
         "bytes_accessed": ops.bytes_accessed[here],
+        "device_clock": device_clock[rows],
     }
 
 

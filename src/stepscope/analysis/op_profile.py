@@ -23,9 +23,12 @@ Levels
              host side, ``find_ops``'s op name.
 
 Numbers (every node)
-    time_ps        the sum of the self times (duration minus child ops on the same line) of
-                   the op occurrences under the node. Integers: a node's children, the folded
-                   one included, add up to it exactly, and nothing is counted twice.
+    time_ps        the sum of the self times of the op occurrences under the node: an XLA
+                   op timed by the device's clock (a ``device_duration_ps`` stat: TPU) takes
+                   its self time from the shared XLA op table (``hlo_ops``: its device-clock
+                   duration, the time hlo_stats and XProf show); every other op, its duration
+                   minus its child ops on the same line. Integers: a node's children, the
+                   folded one included, add up to it exactly, and nothing is counted twice.
     time_percent   time_ps / the root's time_ps ("exclude idle": the root is 100).
     time_percent_with_idle  time_ps / (the root's time_ps + idle), idle being the profiled
                    window (time 0 to the profile's last event end) minus the union of the
@@ -231,10 +234,13 @@ def op_profile(stats: OpStats, device: str = "", top_n: int = DEFAULT_TOP_N) -> 
     program_codes = np.zeros(len(selected), dtype=np.int64)
     name_codes = np.zeros(len(selected), dtype=np.int64)
     fallback = _source_program(profile)
+    self_ps = ops.self_ps[selected].copy()
     for plane_index in plane_indices:
         here = ops.plane[selected] == plane_index
         plane = profile.planes[plane_index]
         rows = ops.row[selected[here]]
+        clock = stats.xla_ops.device_clock_self_ps(plane_index, len(plane.events))[rows]
+        self_ps[here] = np.where(clock >= 0, clock, self_ps[here])
         program_codes[here] = programs.codes(*_programs(plane, rows, fallback))
         if side == DEVICE:  # the event's own name
             name_codes[here] = op_names.codes(plane.events.metadata_id[rows], _labels(plane).tolist())
@@ -243,9 +249,9 @@ def op_profile(stats: OpStats, device: str = "", top_n: int = DEFAULT_TOP_N) -> 
     category_codes = categories.of(ops.type[selected])
     keys = _Keys(program_codes, programs.names, category_codes, categories.names, name_codes, op_names.names)
 
-    root_ps = int(ops.self_ps[selected].sum())
+    root_ps = int(self_ps.sum())
     totals = (root_ps, root_ps + result.idle_time_ps, result.peak_teraflops_per_second)
-    leaves, leaf_program, leaf_category, representatives = _op_nodes(ops, selected, keys, totals)
+    leaves, leaf_program, leaf_category, representatives = _op_nodes(ops, selected, self_ps, keys, totals)
     root = _tree(label, leaves, leaf_program, leaf_category)
     for node in root.walk():
         if node.kind != OP:
@@ -406,11 +412,12 @@ class _Keys:
 
 
 def _op_nodes(
-    ops: Ops, selected: np.ndarray, keys: _Keys, totals: tuple[int, int, float | None]
+    ops: Ops, selected: np.ndarray, self_ps: np.ndarray, keys: _Keys, totals: tuple[int, int, float | None]
 ) -> tuple[list[OpProfileNode], list[str], list[str], list[tuple[int, int]]]:
     """One op node per (program, category, op name), with its summed numbers, percentages
     and rates (vectorised: there can be many); beside each, its program, category and the
-    (plane index, event row) of its first occurrence."""
+    (plane index, event row) of its first occurrence. ``self_ps``: the selected ops' self
+    times."""
     program_codes, program_names = keys.program, keys.program_names
     category_codes, category_names = keys.category, keys.category_names
     name_codes, distinct_names = keys.name, keys.names
@@ -418,7 +425,6 @@ def _op_nodes(
     groups, codes = np.unique(pair.reshape(-1) * len(distinct_names) + name_codes, return_inverse=True)
     codes = codes.reshape(-1)
     count = len(groups)
-    self_ps = ops.self_ps[selected]
     # Sorted by group, then most self time first: each group's first row stands for the op
     # (its details are read from that occurrence), and integer sums stay exact.
     order = np.lexsort((np.arange(len(codes)), -self_ps, codes))
