@@ -21,6 +21,10 @@ describe("tool options", () => {
     expect(optionChoices(device, {})).toEqual(["all", "/host:CPU"]);
     expect(optionChoices(topN, data)).toEqual([]);
   });
+  it("leaves the default out of the choices (the control lists it first, as the default)", () => {
+    const all: OptionInfo = { ...device, default: "all", choices: ["all"] };
+    expect(optionChoices(all, { devices: ["/device:TPU:0", "/device:TPU:1"] })).toEqual(["/device:TPU:0", "/device:TPU:1"]);
+  });
   it("drops an option set back to its default", () => {
     expect(withOption({ top_n: "3" }, topN, "10")).toEqual({});
     expect(withOption({}, topN, "4")).toEqual({ top_n: "4" });

@@ -24,7 +24,9 @@ export function optionsFromParams(tool: ToolInfo | undefined, params: URLSearchP
 export function optionChoices(option: OptionInfo, data: unknown): string[] {
   const listed = option.choices_from !== null && typeof data === "object" && data !== null ? (data as Record<string, unknown>)[option.choices_from] : undefined;
   const fromData = Array.isArray(listed) ? listed.filter((value): value is string => typeof value === "string") : [];
-  return [...new Set([...fromData, ...option.choices])];
+  // The control lists the default first, labelled as such: not a second time here (hlo_stats'
+  // device defaults to "all", which is also one of its choices).
+  return [...new Set([...fromData, ...option.choices])].filter((value) => value !== String(option.default));
 }
 
 /** `values` with `name` set to `value`, or removed when that is the option's default. */
