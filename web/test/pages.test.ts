@@ -56,6 +56,7 @@ describe("page registry", () => {
       "memory_profile",
       "memory_viewer",
       "roofline_model",
+      "hlo_stats",
       "trace_viewer",
       "diff",
       "distributed",

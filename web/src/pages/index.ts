@@ -7,6 +7,7 @@ import { diffPage } from "./diff";
 import { distributedPage } from "./distributed";
 import { frameworkOpStatsPage } from "./framework_op_stats";
 import { genericPage } from "./generic";
+import { hloStatsPage } from "./hlo_stats";
 import { inputPipelinePage } from "./input_pipeline_analyzer";
 import { kernelStatsPage } from "./kernel_stats";
 import { memoryProfilePage } from "./memory_profile";
@@ -26,6 +27,7 @@ export const PAGES: Record<string, ToolPage> = {
   memory_profile: memoryProfilePage,
   memory_viewer: memoryViewerPage,
   roofline_model: rooflinePage,
+  hlo_stats: hloStatsPage,
   trace_viewer: traceViewerPage,
   diff: diffPage,
   distributed: distributedPage,
