@@ -79,6 +79,7 @@ bench: $(STAMP) $(WEB_BUILT) $(CHROMIUM)
 	$(PY) bench/trace_viewer.py
 	$(PY) bench/trace_viewer_page.py
 	$(PY) bench/distributed.py
+	$(PY) bench/summary.py --update-readme
 
 clean:
 	rm -rf $(VENV) .venv-bench build src/*.egg-info web/node_modules src/stepscope/dashboard/static

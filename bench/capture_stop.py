@@ -33,6 +33,8 @@ import threading
 import time
 from pathlib import Path
 
+from goals import VALUE_OVER_ANCHOR, goal
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 OUT = ROOT / "bench" / "out" / "capture_stop.json"
@@ -168,6 +170,11 @@ def main() -> None:
         "numba_compile_s": compile_s,
         "numba_cache_load_s": cached_s,
         "same_xspace": same,
+        # No number in the issues: the bulk paths must beat the per-event ones they replaced.
+        "goals": [
+            goal(f"whole capture stop ({len(records):,} events)", new_total, "s", "per-event reference stop", old_total, VALUE_OVER_ANCHOR, "<", 1),
+            goal(f"XSpace write ({len(records):,} events)", new_write_s, "s", "per-event reference writer", old_write_s, VALUE_OVER_ANCHOR, "<", 1),
+        ],
     }
     print(f"{len(records):,} events{' (with a busy thread beside)' if options.busy else ''}")
     print(f"  events_plane      old {old_plane_s:7.3f} s   new {new_plane_s:7.3f} s   x{old_plane_s / new_plane_s:6.1f}")

@@ -32,6 +32,7 @@ import sys
 import time
 from pathlib import Path
 
+from goals import VALUE_OVER_ANCHOR, goal
 from measure import MB, peak_bytes, warm_page_cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
         runs.append(json.loads(next(line for line in answer.stdout.splitlines() if line.startswith(RESULT_MARK))[len(RESULT_MARK) :]))
     best = {key: min(run[key] for run in runs) for key in ("load_s", "tools_s", "subtract_and_render_s", "diff_s")}
     ratio = best["diff_s"] / best["load_s"]
-    report = {**runs[0], **best, "ratio_diff_to_load": ratio, "goal_holds": ratio < 1, "repeat": args.repeat}
+    goals = [goal(f"diff of two profiles ({runs[0]['events']:,} events)", best["diff_s"], "s", "loading both", best["load_s"], VALUE_OVER_ANCHOR, "<", 1)]
+    report = {**runs[0], **best, "ratio_diff_to_load": ratio, "goal_holds": ratio < 1, "repeat": args.repeat, "goals": goals}
     print(f"{report['events']:,} events in two profiles ({base.name}, {new.name})")
     print(f"  load both      {best['load_s']:8.2f} s   (the anchor)")
     print(f"  diff           {best['diff_s']:8.2f} s   = tools {best['tools_s']:.2f} s + subtract, gate, render {best['subtract_and_render_s']:.2f} s")

@@ -36,6 +36,7 @@ import time
 from importlib import metadata, util
 from pathlib import Path
 
+from goals import ANCHOR_OVER_VALUE, VALUE_OVER_ANCHOR, goal
 from measure import MB, peak_bytes, rss_bytes, warm_page_cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -44,7 +45,7 @@ LARGE = ROOT / "bench" / "out" / "large.pt.trace.json"
 OUT_JSON = ROOT / "bench" / "out" / "ingest.json"
 RESULT_MARK = "@@ingest-result@@ "
 TOOLS = ("stepscope", "hta")
-TARGET_SPEED = 3.0  # HTA time / stepscope time, at least
+TARGET_SPEED = 4.0  # HTA time / stepscope time, at least (issue 20)
 TARGET_MEMORY = 0.5  # stepscope peak / HTA peak, at most
 
 
@@ -204,6 +205,31 @@ def versions() -> dict:
     return found
 
 
+def ingest_goals(rows: list[dict]) -> list[dict]:
+    """Issue 20's goal, speed and memory against HTA, on the large trace and the V100 ones."""
+    goals = []
+    for row in rows:
+        ss, hta = row["stepscope"], row["hta"]
+        if not (ss and hta) or not (row["kind"] == "large" or row["name"].startswith("v100_")):
+            continue
+        goals.append(
+            goal(f"Kineto load, {row['name']}", ss["seconds"], "s", "HTA parse_trace_dataframe", hta["seconds"], ANCHOR_OVER_VALUE, ">=", TARGET_SPEED)
+        )
+        goals.append(
+            goal(
+                f"Kineto load peak RSS, {row['name']}",
+                ss["peak_rss"] / MB,
+                "MB",
+                "HTA's peak RSS",
+                hta["peak_rss"] / MB,
+                VALUE_OVER_ANCHOR,
+                "<=",
+                TARGET_MEMORY,
+            )
+        )
+    return goals
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", nargs=2, metavar=("TOOL", "PATH"), help=argparse.SUPPRESS)
@@ -298,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
 
     args.json.parent.mkdir(parents=True, exist_ok=True)
     report = {
+        "goals": ingest_goals(rows),
         "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "python": sys.version.split()[0],
         "platform": platform.platform(),

@@ -26,6 +26,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from goals import VALUE_OVER_ANCHOR, goal
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out" / "overhead.json"
 MARK = "@@overhead@@ "
@@ -138,12 +140,16 @@ def child(script: str, *args: str, env: dict[str, str] | None = None) -> dict:
     return json.loads(line[len(MARK) :])
 
 
-def annotation_goals(found: dict[str, float], jax_recording: float) -> None:
+def annotation_goals(found: dict[str, float], jax_recording: float, label: str) -> list[dict]:
     """The issue's two goals for one set of stepscope figures: recording at or below JAX's
     (measured in the compiled path's process), idle within 1.2x of the empty block."""
     idle, recording, empty = found["stepscope.trace idle"], found["stepscope.trace recording"], found["empty with-block (baseline)"]
     print(f"  recording / jax TraceAnnotation recording: {recording / jax_recording:.2f} (goal <= 1: {'holds' if recording <= jax_recording else 'NO'})")
     print(f"  idle / empty with-block: {idle / empty:.2f} (goal <= 1.2: {'holds' if idle <= 1.2 * empty else 'NO'})")
+    return [
+        goal(f"annotation recording ({label})", recording, "ns", "jax TraceAnnotation recording", jax_recording, VALUE_OVER_ANCHOR, "<=", 1),
+        goal(f"annotation idle ({label})", idle, "ns", "empty with-block", empty, VALUE_OVER_ANCHOR, "<=", 1.2),
+    ]
 
 
 def main() -> None:
@@ -152,14 +158,14 @@ def main() -> None:
     for name, ns in annotations.items():
         print(f"  {name:36s} {ns:8.1f}")
     jax_recording = annotations["jax TraceAnnotation recording"]
-    annotation_goals(annotations, jax_recording)
+    goals = annotation_goals(annotations, jax_recording, "compiled")
     ratio = annotations["torch record_function recording"] / annotations["stepscope.trace recording"]
     print(f"  recording vs torch record_function: {ratio:.2f}x cheaper" if ratio >= 1 else f"  recording vs torch record_function: {1 / ratio:.2f}x DEARER")
     pure = child(ANNOTATIONS, "stepscope", env={**os.environ, "STEPSCOPE_PURE_PYTHON": "1"})
     print("The pure-Python annotations (STEPSCOPE_PURE_PYTHON=1, another process), best of repeats (ns):")
     for name, ns in pure.items():
         print(f"  {name:36s} {ns:8.1f}")
-    annotation_goals(pure, jax_recording)
+    goals += annotation_goals(pure, jax_recording, "pure Python")
 
     # Interleave the modes, best of three processes each, so machine noise hits them alike.
     times: dict[str, dict[str, list[float]]] = {model: {mode: [] for mode in MODES} for model in MODELS}
@@ -180,8 +186,32 @@ def main() -> None:
         )
         level1 = overhead["stepscope host level 1"]
         print(f"  stepscope host_tracer_level=1: {level1 * 100:+.1f}% (goal < 3%: {'holds' if level1 < 0.03 else 'NO'})")
+        goals.append(
+            goal(
+                f"step overhead, default options ({model})",
+                overhead["stepscope"] * 100,
+                "%",
+                "torch.profiler's overhead",
+                overhead["torch.profiler"] * 100,
+                VALUE_OVER_ANCHOR,
+                "<=",
+                0.5,
+            )
+        )
+        goals.append(
+            goal(
+                f"step time, host_tracer_level=1 ({model})",
+                best["stepscope host level 1"] * 1e3,
+                "ms",
+                "unprofiled step",
+                best["unprofiled"] * 1e3,
+                VALUE_OVER_ANCHOR,
+                "<",
+                1.03,
+            )
+        )
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"annotations_ns": annotations, "pure_python_annotations_ns": pure, "step_seconds": times}, indent=2))
+    OUT.write_text(json.dumps({"annotations_ns": annotations, "pure_python_annotations_ns": pure, "step_seconds": times, "goals": goals}, indent=2))
     print(f"results: {OUT}")
 
 

@@ -25,6 +25,8 @@ import textwrap
 import time
 from pathlib import Path
 
+from goals import VALUE_OVER_ANCHOR, goal
+
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out" / "remote_stop.json"
 WINDOW_MS = 6000  # long enough for 500k events on a slow machine, then the job idles or spins
@@ -107,7 +109,21 @@ def main() -> None:
     ratio = median["busy"] / median["idle"] if median["idle"] > 0 else float("inf")
     print(f"  busy / idle: {ratio:.2f}x (goal <= 2x)")
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"events": args.events, "window_ms": WINDOW_MS, "runs": results, "median_s": median, "busy_over_idle": ratio}, indent=2))
+    goals = [
+        goal(
+            f"remote capture stop, busy job ({args.events:,} events)",
+            median["busy"],
+            "s",
+            "the same stop, idle job",
+            median["idle"],
+            VALUE_OVER_ANCHOR,
+            "<=",
+            2,
+        )
+    ]
+    OUT.write_text(
+        json.dumps({"events": args.events, "window_ms": WINDOW_MS, "runs": results, "median_s": median, "busy_over_idle": ratio, "goals": goals}, indent=2)
+    )
 
 
 if __name__ == "__main__":

@@ -55,6 +55,7 @@ import time
 from importlib import metadata
 from pathlib import Path
 
+from goals import VALUE_OVER_ANCHOR, goal
 from measure import MB, peak_bytes, rss_bytes, warm_page_cache
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -324,6 +325,26 @@ def versions() -> dict:
     return found
 
 
+def tools_goal(row: dict) -> dict | None:
+    """Issue 20's goal for one file: stepscope's load + tools <= 0.3x XProf's time on the TF
+    XSpace and the GPU profile (the converted Kineto trace keeps the older bar, below XProf's).
+
+    Summed over the tools both answered, so that one tool XProf cannot produce for a profile
+    (memory_viewer wants an HLO module) leaves the rest comparable; the figure names it.
+    """
+    ss, xp = row["stepscope"], row["xprof"]
+    if ss is None or xp is None or ss["load_s"] is None:
+        return None
+    both = [name for name in row["xprof_tools"] if "error" not in ss["tools"].get(name, {"error": 1}) and "error" not in xp["tools"].get(name, {"error": 1})]
+    if not both:
+        return None
+    left_out = sorted(set(row["tools"]) - set(both))
+    ours = ss["load_s"] + sum(ss["tools"][name]["seconds"] for name in both)
+    theirs = sum(xp["tools"][name]["seconds"] for name in both)
+    figure = f"load + tools, {row['label']}" + (f" (without {', '.join(left_out)})" if left_out else "")
+    return goal(figure, ours, "s", "XProf xspace_to_tool_data", theirs, VALUE_OVER_ANCHOR, "<" if row["converted"] else "<=", 1.0 if row["converted"] else 0.3)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--child", nargs=3, metavar=("IMPL", "PATH", "TOOLS"), help=argparse.SUPPRESS)
@@ -409,6 +430,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(render_table(rows))
     verdicts = {}
+    goals = []
     for row in rows:
         for key in ("stepscope", "stepscope_pb", "xprof"):
             summary = row[key]
@@ -417,6 +439,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {row['name']}: {key} {name} failed: {summary['tools'][name]['error']}")
             elif row["runs"].get(key) and summary is None:
                 print(f"  {row['name']}: {key} failed: {row['runs'][key][-1]['error']}")
+        if (entry := tools_goal(row)) is not None:
+            goals.append(entry)
         ss, xp = row["stepscope"], row["xprof"]
         if ss is None or xp is None or ss["failed_tools"] or xp["failed_tools"]:
             verdicts[row["name"]] = None
@@ -450,6 +474,7 @@ def main(argv: list[str] | None = None) -> int:
             "base_rss": "VmRSS of the child after its imports (bytes)",
         },
         "target": {"rule": "stepscope total < XProf total, per file", "met": verdicts},
+        "goals": goals,
         "files": rows,
     }
     args.json.write_text(json.dumps(report, indent=1) + "\n")

@@ -46,6 +46,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from goals import ANCHOR_OVER_VALUE, ON_VALUE, goal
 from measure import MB, peak_bytes, rss_bytes
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -364,6 +365,27 @@ def report(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def viewer_goals(rows: list[dict]) -> list[dict]:
+    """Issue 20's goals on the synthetic profile, in absolute terms (XProf's figure beside):
+    full view over all tracks p95 < 50 ms, first search < 100 ms, load + index < 3 s."""
+    goals = []
+    for row in rows:
+        b, q, x = row["build"], row.get("query", {}), row.get("xprof", {})
+        if not row["label"].startswith("synthetic") or "error" in b or "views" not in q:
+            continue
+        their_full = x.get("views", {}).get("full, all tracks", {}).get("p95_s")
+        pairs = [
+            (f"trace viewer full view p95, {row['label']}", q["views"]["full, all tracks"]["p95_s"] * 1e3, "ms", their_full, 50),
+            (f"trace viewer first search, {row['label']}", q["find_first_s"] * 1e3, "ms", None, 100),
+            (f"trace viewer load + index, {row['label']}", b["load_s"] + b["build_s"], "s", x.get("convert_s"), 3),
+        ]
+        for figure, value, unit, theirs, bound in pairs:
+            scale = 1e3 if unit == "ms" else 1.0
+            anchor_value = theirs * scale if theirs else None
+            goals.append(goal(figure, value, unit, "XProf trace_viewer@", anchor_value, ANCHOR_OVER_VALUE, "<", bound, on=ON_VALUE))
+    return goals
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
@@ -412,7 +434,7 @@ def main(argv: list[str] | None = None) -> int:
         "peak = build's VmHWM (loaded profile + index build), XProf's = after its first call."
     )
     print(report(rows))
-    (OUT / "trace_viewer.json").write_text(json.dumps({"width": WIDTH, "rows": rows}, indent=1))
+    (OUT / "trace_viewer.json").write_text(json.dumps({"width": WIDTH, "rows": rows, "goals": viewer_goals(rows)}, indent=1))
     return 0
 
 
