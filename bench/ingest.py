@@ -17,7 +17,7 @@ backend); it reads only Kineto JSON, so the xplane row has stepscope alone.
     speed ratio  = HTA seconds / stepscope seconds    (> 1: stepscope is faster)
     memory ratio = stepscope peak / HTA peak          (< 1: stepscope uses less)
 
-Target (on the large trace): speed ratio >= 3 and memory ratio <= 0.5.
+Target (on the large trace): speed ratio >= 4 and memory ratio <= 0.5 (issue 20).
 
 Run from a venv with both stepscope and holistictraceanalysis (``make bench`` makes one):
     python bench/ingest.py
