@@ -35,6 +35,7 @@ TOOLS = (
     "memory_profile",
     "hlo_stats",
     "roofline_model",
+    "graph_viewer",
     "memory_viewer",
 )
 

@@ -6,6 +6,7 @@ it is defined, so adding a tool is a module and its line here.
 
 from stepscope.analysis import (  # noqa: F401  (each registers its tool)
     framework_op_stats,
+    graph_viewer,
     hlo_stats,
     input_pipeline,
     kernel_stats,
