@@ -102,6 +102,7 @@ export type { KernelStats, KernelRow } from "./generated/kernel_stats";
 export type { OpProfile, OpProfileNode as OpNode } from "./generated/op_profile";
 export type { MemoryProfile, MemoryDevice, MemoryPoint } from "./generated/memory_profile";
 export type { MemoryViewer, ProgramRow as MemoryViewerProgram, PointRow as MemoryViewerPoint, BufferRow as MemoryViewerBuffer } from "./generated/memory_viewer";
+export type { GraphViewer, GraphNode, GraphEdge } from "./generated/graph_viewer";
 
 // ---------------------------------------------------------------- calls
 

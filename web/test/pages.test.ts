@@ -57,6 +57,7 @@ describe("page registry", () => {
       "memory_viewer",
       "roofline_model",
       "hlo_stats",
+      "graph_viewer",
       "trace_viewer",
       "diff",
       "distributed",

@@ -8,6 +8,7 @@ import { distributedPage } from "./distributed";
 import { frameworkOpStatsPage } from "./framework_op_stats";
 import { genericPage } from "./generic";
 import { hloStatsPage } from "./hlo_stats";
+import { graphViewerPage } from "./graph_viewer";
 import { inputPipelinePage } from "./input_pipeline_analyzer";
 import { kernelStatsPage } from "./kernel_stats";
 import { memoryProfilePage } from "./memory_profile";
@@ -28,6 +29,7 @@ export const PAGES: Record<string, ToolPage> = {
   memory_viewer: memoryViewerPage,
   roofline_model: rooflinePage,
   hlo_stats: hloStatsPage,
+  graph_viewer: graphViewerPage,
   trace_viewer: traceViewerPage,
   diff: diffPage,
   distributed: distributedPage,
