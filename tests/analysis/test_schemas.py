@@ -142,7 +142,7 @@ def test_options_are_typed_checked_and_listed():
         spec("kernel_stats").parse_options({"top_n": "3"})
     listed = op_profile.to_json()["options"]
     assert listed[1] == {
-        "name": "top_n", "type": "integer", "default": 10, "minimum": 1, "choices": [], "choices_from": None,
+        "name": "top_n", "type": "integer", "default": 10, "minimum": 1, "choices": [], "choices_from": None, "resets": [],
         "help": op_profile.options[1].help,
     }  # fmt: skip
     assert listed[0]["choices_from"] == "devices" and listed[0]["choices"] == ["all", "/host:CPU"]

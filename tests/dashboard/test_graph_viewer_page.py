@@ -60,3 +60,18 @@ def test_graph_viewer_of_a_profile_without_xla_programs_says_why(page, server):
     open_tool(page, server, "graph_viewer", **GPU)
     assert "No XLA programs with an HLO proto" in page.locator("#graph-viewer-note").inner_text()
     assert page.locator("#graph-svg").count() == 0
+
+
+def test_a_new_program_clears_the_op_it_held(page, server):
+    """The op names an instruction of one program: choosing another program in the options
+    bar drops it from the address, and the page shows that program's own largest op."""
+    open_tool(page, server, "graph_viewer", **TPU, program=F, op="copy-done.2")
+    assert drawn(page)[2] == "copy-done.2"
+    psum = "jit__psum(9646411105960254074)"
+    page.locator('#tool-options select[name="option-program"]').select_option(psum)
+    page.wait_for_function("name => new URLSearchParams(location.search).get('program') === name", arg=psum)
+    wait_ready(page, "graph_viewer")
+    page.wait_for_function("() => document.querySelector('#graph-viewer')?.dataset.op === 'all-reduce'")
+    assert "op" not in parse_qs(urlparse(page.url).query)
+    # psum's entry: param -> bitcast -> all-reduce, all within 2 hops of its only op.
+    assert drawn(page)[:2] == (["param", "bitcast", "all-reduce"], {("param", "bitcast"), ("bitcast", "all-reduce")})

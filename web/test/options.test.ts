@@ -4,8 +4,8 @@ import { optionChoices, optionsFromParams, sameOptions, withOption } from "../sr
 import { sameSelection } from "../src/state/url";
 
 // op_profile's two options as the registry lists them (stepscope tools --format json).
-const device: OptionInfo = { name: "device", type: "string", default: "", help: "", minimum: null, choices: ["all", "/host:CPU"], choices_from: "devices" };
-const topN: OptionInfo = { name: "top_n", type: "integer", default: 10, help: "", minimum: 1, choices: [], choices_from: null };
+const device: OptionInfo = { name: "device", type: "string", default: "", help: "", minimum: null, choices: ["all", "/host:CPU"], choices_from: "devices", resets: [] };
+const topN: OptionInfo = { name: "top_n", type: "integer", default: 10, help: "", minimum: 1, choices: [], choices_from: null, resets: [] };
 const opProfile: ToolInfo = { name: "op_profile", title: "Op profile", output: "tables", description: "", options: [device, topN] };
 
 describe("tool options", () => {
@@ -29,6 +29,11 @@ describe("tool options", () => {
     expect(withOption({ top_n: "3" }, topN, "10")).toEqual({});
     expect(withOption({}, topN, "4")).toEqual({ top_n: "4" });
     expect(withOption({ device: "all", top_n: "4" }, device, "")).toEqual({ top_n: "4" });
+  });
+  it("clears the options a changed one resets (graph_viewer's op belongs to its program)", () => {
+    const program: OptionInfo = { name: "program", type: "string", default: "", help: "", minimum: null, choices: [], choices_from: "program_names", resets: ["op"] };
+    expect(withOption({ program: "a(1)", op: "fusion.3", hops: "1" }, program, "b(2)")).toEqual({ program: "b(2)", hops: "1" });
+    expect(withOption({ program: "a(1)", op: "fusion.3" }, program, "")).toEqual({});
   });
   it("tells selections with other options apart", () => {
     expect(sameOptions({ a: "1", b: "2" }, { b: "2", a: "1" })).toBe(true);

@@ -208,7 +208,14 @@ def _node(
     order=65,  # XProf's place: after roofline_model (64), before memory_viewer (67)
     description="What does an HLO op take from and feed into, and how long do its neighbours take?",
     options=(
-        Option("program", str, "", "the program: its label name(id), program id or module name (default: the most op time)", choices_from="program_names"),
+        Option(
+            "program",
+            str,
+            "",
+            "the program: its label name(id), program id or module name (default: the most op time)",
+            choices_from="program_names",
+            resets=("op",),
+        ),
         Option("op", str, "", "the HLO instruction at the centre (default: the program's op with the most self time)", choices_from="op_names"),
         Option("hops", int, DEFAULT_HOPS, "how many operand/user steps out from the op to show", minimum=0),
     ),

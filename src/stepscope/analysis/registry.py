@@ -69,6 +69,7 @@ class OptionInfo(TypedDict):
     minimum: int | None
     choices: list[str]
     choices_from: str | None
+    resets: list[str]
 
 
 class ToolInfo(TypedDict):
@@ -92,7 +93,9 @@ class Option:
     """A tool option, as ``report --option NAME=VALUE``, an API query parameter and a page
     control all take it. The values a page offers: ``choices`` (fixed ones) and the values
     of the result field ``choices_from`` names (op_profile's ``devices``: they depend on the
-    profile)."""
+    profile). ``resets``: options a page control clears when this one changes, because their
+    values only hold for this one's (graph_viewer's ``op`` names an instruction of one
+    ``program``: a new program makes it an error)."""
 
     name: str
     type: type[int] | type[str] | type[bool]
@@ -101,6 +104,7 @@ class Option:
     minimum: int | None = None
     choices: tuple[str, ...] = ()
     choices_from: str | None = None
+    resets: tuple[str, ...] = ()
 
     def parse(self, tool_name: str, text: str) -> Any:
         """The option's value from text (a query parameter, a CLI ``NAME=VALUE``)."""
@@ -129,6 +133,7 @@ class Option:
             minimum=self.minimum,
             choices=list(self.choices),
             choices_from=self.choices_from,
+            resets=list(self.resets),
         )
 
 

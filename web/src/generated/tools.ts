@@ -27,5 +27,6 @@ export interface OptionInfo {
   help: string;
   minimum: number | null;
   name: string;
+  resets: string[];
   type: string;
 }

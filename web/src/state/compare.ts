@@ -27,7 +27,7 @@ export const STEP_SCALE = "step";
 export const PAIR_VIEW_OPTIONS = [PAIR, PAIR_SCALE];
 
 function baseOption(name: string, help: string): ToolInfo["options"][number] {
-  return { name, type: "string", default: "", help, minimum: null, choices: [], choices_from: null };
+  return { name, type: "string", default: "", help, minimum: null, choices: [], choices_from: null, resets: [] };
 }
 
 export const COMPARE_INFO: ToolInfo = {

@@ -29,9 +29,13 @@ export function optionChoices(option: OptionInfo, data: unknown): string[] {
   return [...new Set([...fromData, ...option.choices])].filter((value) => value !== String(option.default));
 }
 
-/** `values` with `name` set to `value`, or removed when that is the option's default. */
+/**
+ * `values` with `name` set to `value`, or removed when that is the option's default; the
+ * options it `resets` are removed too (their values held for its old value only).
+ */
 export function withOption(values: Record<string, string>, option: OptionInfo, value: string): Record<string, string> {
   const next = { ...values };
+  for (const other of option.resets) delete next[other];
   if (value === String(option.default) || value === "") delete next[option.name];
   else next[option.name] = value;
   return next;
