@@ -121,10 +121,14 @@ def _choose_program(programs: list[Program], groups: OpGroups, wanted: str) -> P
                 return matches[0]
         listed = ", ".join(p.label for p in programs[:LISTED])
         raise StepscopeError(f"{TOOL}: no program {wanted!r} (choose from {listed}{', ...' if len(programs) > LISTED else ''})")
-    time: dict[str, int] = {}
-    for label, self_ps in zip(groups.program, groups.self_ps.tolist()):
-        time[label] = time.get(label, 0) + int(self_ps)
-    return max(programs, key=lambda p: (time.get(p.label, 0), -programs.index(p)))
+    time = {p.label: int(groups.self_ps[_rows_of(groups, p)].sum()) for p in programs}
+    return max(programs, key=lambda p: (time[p.label], -programs.index(p)))
+
+
+def _rows_of(groups: OpGroups, program: Program) -> list[int]:
+    """The op groups of the program: those whose program is its label, or (a source that
+    names ops' programs by id alone) its program id."""
+    return [i for i in range(len(groups)) if groups.program[i] == program.label or (program.program_id != "" and groups.program[i] == program.program_id)]
 
 
 @dataclass
@@ -143,13 +147,11 @@ def _add(total: float, value: float) -> float:
     return total if not math.isfinite(value) else value if not math.isfinite(total) else total + value
 
 
-def _op_times(groups: OpGroups, label: str) -> tuple[dict[str, _OpTime], list[str], int]:
+def _op_times(groups: OpGroups, program: Program) -> tuple[dict[str, _OpTime], list[str], int]:
     """The program's ops by name (summed over categories, of which a name has one), their
     names most self time first, and the program's total self time."""
     times: dict[str, _OpTime] = {}
-    for i in range(len(groups)):
-        if groups.program[i] != label:
-            continue
+    for i in _rows_of(groups, program):
         entry = times.setdefault(groups.name[i], _OpTime(groups.category[i]))
         entry.occurrences += int(groups.occurrences[i])
         entry.time_ps += int(groups.time_ps[i])
@@ -230,7 +232,7 @@ def graph_viewer(stats: OpStats, program: str = "", op: str = "", hops: int = DE
     xla = stats.xla_ops
     groups = group(xla, xla.select(ALL))
     shown = _choose_program(programs, groups, program)
-    times, ordered, total_self = _op_times(groups, shown.label)
+    times, ordered, total_self = _op_times(groups, shown)
     module = shown.proto.hlo_module
     name = op or _default_op(shown, ordered)
     found = hlo_graph.find_instruction(module, name)
