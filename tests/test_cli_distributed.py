@@ -76,3 +76,23 @@ def test_bad_input_is_one_line(recsys_logdir, tmp_path):
     assert_one_error_line(stepscope("distributed", str(recsys_logdir), "--output", str(tmp_path)), "is a directory")
     (tmp_path / "only.pt.trace.json.gz").write_bytes(b"not gzip")
     assert_one_error_line(stepscope("distributed", str(tmp_path)), "no rank could be analysed", "only.pt.trace.json.gz")
+
+
+def test_by_device_on_the_tpu_host_and_its_one_line_errors(tmp_path):
+    # One file of 4 chips: auto reads it by device, each chip a unit (the chips' own numbers
+    # are checked against the XSpace in tests/analysis/test_distributed_devices.py).
+    tpu = shared("xplane/tpu_v_inference_4chips.xplane.pb")
+    result = stepscope("distributed", str(tpu), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    document = json.loads(result.stdout)["distributed"]
+    jsonschema.Draft202012Validator(json.loads(SCHEMA.read_text())).validate(document)
+    assert document["unit"] == "device"
+    assert [(row["rank"], row["device"]) for row in document["ranks"]] == [(n, f"/device:TPU:{n}") for n in range(4)]
+    assert json.loads(stepscope("distributed", str(tpu), "--format", "json", "--by", "rank").stdout)["distributed"]["unit"] == "rank"
+    text = stepscope("distributed", str(tpu), "--by", "device").stdout
+    assert "4 devices of 1 host(s) found" in text
+    # A CPU-only trace has no device to be a unit of.
+    cpu = tmp_path / "cpu.pt.trace.json"
+    cpu.write_text(json.dumps({"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 10, "dur": 5}]}))
+    assert_one_error_line(stepscope("distributed", str(cpu), "--by", "device"), "no device planes")
+    assert_one_error_line(stepscope("distributed", str(cpu), "--by", "chip"), "--by")

@@ -282,7 +282,7 @@ def cmd_distributed(args: argparse.Namespace) -> int:
     if args.engine == RAY:  # attach (or start a local Ray) before the bar; no Ray: one line
         connect(args.ray_address)
     with tqdm(total=len(run.hosts), desc="ranks", unit="rank", disable=None, leave=False, file=sys.stderr) as bar:
-        result = analyse_run(run, args.engine, args.workers, lambda: bar.update(1))
+        result = analyse_run(run, args.engine, args.workers, lambda: bar.update(1), by=args.by)
     for warning in result.warnings:
         print(f"stepscope: warning: {warning}", file=sys.stderr)
     _write_output(args.output, render([result], args.format))
@@ -436,6 +436,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from stepscope.analysis.distributed.reduce import BY_AUTO, UNITS
+
     parser = _Parser(prog="stepscope", description="Profiles of ML training jobs: inspect, convert, analyse.")
     parser.add_argument("--version", action="version", version=f"stepscope {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -495,6 +497,13 @@ def build_parser() -> argparse.ArgumentParser:
     distributed.add_argument(
         "--ray-address",
         help="the Ray cluster to run on (ray://HEAD:10001, HEAD:6379 or auto; default $RAY_ADDRESS); local: start a local Ray (its servers listen on every interface)",
+    )
+    distributed.add_argument(
+        "--by",
+        choices=UNITS,
+        default=BY_AUTO,
+        help="the unit: rank (each host file, all its devices together), device (each /device:GPU:N or /device:TPU:N plane of each file: host x device), "
+        "or auto (the default: device for a run of one file with several devices, else rank)",
     )
     distributed.add_argument("--format", choices=("text", "json", "csv"), default="text")
     distributed.add_argument("--output", help="write to this file instead of standard output")

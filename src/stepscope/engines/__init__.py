@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from stepscope.analysis.distributed import DEFAULT_RULE, DistributedResult, RankTables, Rule, reduce_ranks
+from stepscope.analysis.distributed.reduce import BY_AUTO
 from stepscope.engines.local import default_workers, local_engine
 from stepscope.engines.ray_engine import RAY, ray_engine
 from stepscope.engines.tasks import Outcome, RankFailure, RankTask, analyse_rank, rank_tasks
@@ -53,14 +54,20 @@ def _no_progress() -> None:
 
 
 def analyse_run(
-    run: Run | UrlRun, engine_name: str = LOCAL, workers: int | None = None, progress: Progress = _no_progress, rule: Rule = DEFAULT_RULE
+    run: Run | UrlRun,
+    engine_name: str = LOCAL,
+    workers: int | None = None,
+    progress: Progress = _no_progress,
+    rule: Rule = DEFAULT_RULE,
+    by: str = BY_AUTO,
 ) -> DistributedResult:
-    """Map the run's ranks on the named engine, reduce them here."""
+    """Map the run's ranks on the named engine, reduce them here; ``by``: the unit (a rank,
+    or each device of each rank: one map gives both, ``RankTables.devices``)."""
     tasks = rank_tasks(run)
     outcomes = engine(engine_name)(tasks, workers, progress)
     tables = [outcome for outcome in outcomes if isinstance(outcome, RankTables)]
     failures = [outcome.message for outcome in outcomes if isinstance(outcome, RankFailure)]
-    return reduce_ranks(run.name, tables, failures, rule)
+    return reduce_ranks(run.name, tables, failures, rule, by)
 
 
 register_engine(LOCAL, local_engine)

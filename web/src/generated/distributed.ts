@@ -6,6 +6,7 @@
  */
 export interface Distributed {
   run: string;
+  unit: string;
   world_size: number;
   rank_source: string;
   alignment: string;
@@ -24,9 +25,11 @@ export interface StragglerRule {
 export interface DistributedRank {
   clock: string;
   collective_wait_ps: number;
+  device: string;
   file_host: string;
   format: string;
   host: string;
+  host_rank: number;
   rank: number;
   source: string;
   start_offset_ps: number;

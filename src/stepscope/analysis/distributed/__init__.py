@@ -10,9 +10,10 @@ profile; ``stepscope distributed`` renders it through the same renderers (``tool
 
 from __future__ import annotations
 
-from stepscope.analysis.distributed.rank_tables import RankTables, rank_tables, rank_tables_of
+from stepscope.analysis.distributed.rank_tables import rank_tables, rank_tables_of
 from stepscope.analysis.distributed.reduce import reduce_ranks
 from stepscope.analysis.distributed.result import TOOL, DistributedResult
 from stepscope.analysis.distributed.stragglers import DEFAULT_RULE, Rule
+from stepscope.analysis.distributed.unit_tables import RankTables
 
 __all__ = ["DEFAULT_RULE", "TOOL", "DistributedResult", "RankTables", "Rule", "rank_tables", "rank_tables_of", "reduce_ranks"]

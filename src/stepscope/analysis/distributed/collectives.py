@@ -134,15 +134,34 @@ def message_bytes(elements: object, dtype: object) -> int | None:
 
 def collective_calls(stats: OpStats) -> list[CollectiveCall]:
     """Every device collective launched inside a step, in start order per step and name."""
+    return _numbered([call for calls in _found_calls(stats).values() for call in calls])
+
+
+def device_collective_calls(stats: OpStats) -> dict[str, list[CollectiveCall]]:
+    """The same calls per device plane (name -> its calls), each plane numbered on its own:
+    every device of a process group issues the group's collectives in the same order, so the
+    k-th ``all-reduce`` of a step on chip 0 is the same collective as the k-th on chip 3."""
+    return {plane: _numbered(calls) for plane, calls in _found_calls(stats).items()}
+
+
+_Found = tuple[int, int, str, int, int | None]  # (step, start, name, duration, bytes)
+
+
+def _found_calls(stats: OpStats) -> dict[str, list[_Found]]:
     steps = stats.steps
     annotations = _Annotations(stats)
-    found: list[tuple[int, int, str, int, int | None]] = []  # (step, start, name, duration, bytes)
+    found: dict[str, list[_Found]] = {}
     for plane, step_index in launching_steps(stats.profile, steps):
         rows = np.flatnonzero((event_activities(plane) == Activity.DEVICE_COLLECTIVES) & (step_index >= 0))
+        calls = found.setdefault(plane.name, [])
         for row in rows.tolist():
             name, size = _describe(plane, row, annotations)
-            found.append((int(steps.number[step_index[row]]), int(plane.events.start_ps[row]), name, int(plane.events.duration_ps[row]), size))
-    found.sort(key=lambda call: (call[0], call[1]))
+            calls.append((int(steps.number[step_index[row]]), int(plane.events.start_ps[row]), name, int(plane.events.duration_ps[row]), size))
+    return found
+
+
+def _numbered(found: list[_Found]) -> list[CollectiveCall]:
+    found = sorted(found, key=lambda call: (call[0], call[1]))
     seen: dict[tuple[int, str], int] = {}
     calls = []
     for step, _start, name, duration, size in found:

@@ -11,17 +11,18 @@ Loading the rank's file and running this on a worker is ``stepscope.engines``' p
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
 from typing import Any
 
-from stepscope.analysis.breakdown import BREAKDOWN, IDLE
+from stepscope.analysis.breakdown import BREAKDOWN
 from stepscope.analysis.classify import Activity
-from stepscope.analysis.distributed.collectives import CollectiveCall, collective_calls
+from stepscope.analysis.distributed.collectives import collective_calls
+from stepscope.analysis.distributed.device_tables import device_tables
+from stepscope.analysis.distributed.unit_tables import CATEGORIES, RankStep, RankTables
 from stepscope.analysis.opstats import OpStats
 from stepscope.trace import names
 from stepscope.trace.model import Profile
 
-CATEGORIES = (*BREAKDOWN.values(), IDLE)
 COPY_CATEGORIES = (BREAKDOWN[Activity.DEVICE_TO_DEVICE], BREAKDOWN[Activity.HOST_TO_DEVICE], BREAKDOWN[Activity.DEVICE_TO_HOST])
 
 # How a rank's time 0 was put on the UNIX clock (``clock_method``).
@@ -29,37 +30,6 @@ CLOCK_BASE_TIME = "Kineto baseTimeNanoseconds"
 CLOCK_EPOCH = "epoch timestamps"
 CLOCK_XSPACE = "XSpace per-host start"
 CLOCK_RELATIVE = "relative (not on the UNIX clock)"
-
-
-@dataclass(frozen=True)
-class RankStep:
-    number: int
-    start_ns: int  # UNIX epoch ns (or the rank's own clock, see RankTables.clock)
-    start_ps: int  # from the rank's profile start: where its trace viewer shows the step
-    step_time_ps: int
-    breakdown: dict[str, int]  # the overview's categories (CATEGORIES), ps; they sum to step_time_ps
-    collective_ps: int  # all collective time in the step, hidden behind compute or not
-    set_aside: bool  # the overview sets it aside (warm-up or one-off outlier)
-
-
-@dataclass(frozen=True)
-class RankTables:
-    """One rank, as the reduce needs it."""
-
-    path: str
-    host: str  # XSpace's host name where the file has one, else the run's name for the file
-    rank: int | None  # distributedInfo.rank, where the trace has it
-    world_size: int | None  # distributedInfo.world_size
-    format: str
-    start_ns: int
-    clock: str  # one of the CLOCK_* methods
-    step_source: str
-    steps: list[RankStep]
-    collectives: list[CollectiveCall]
-    warnings: list[str] = field(default_factory=list)
-    # The run's name for the file (``logdir.Host.name``): what the dashboard's host
-    # selector and trace viewer address name, which XSpace's own host name may not be.
-    file_host: str = ""
 
 
 def rank_tables(profile: Profile, host: str) -> RankTables:
@@ -86,7 +56,7 @@ def rank_tables_of(stats: OpStats, host: str) -> RankTables:
         for index in range(len(steps))
     ]
     rank, world_size = _distributed_info(profile.info)
-    return RankTables(
+    tables = RankTables(
         path=profile.source,
         host=profile.host if profile.format == "xspace" and profile.info.get("hostnames") else host,
         rank=rank,
@@ -100,6 +70,7 @@ def rank_tables_of(stats: OpStats, host: str) -> RankTables:
         warnings=[str(warning) for warning in profile.info.get("warnings", [])],
         file_host=host,
     )
+    return dataclasses.replace(tables, devices=device_tables(stats, tables))
 
 
 def clock_method(profile: Profile) -> str:

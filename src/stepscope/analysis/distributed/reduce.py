@@ -14,13 +14,15 @@ step's matched calls.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from stepscope.analysis.distributed.rank_tables import CATEGORIES, CLOCK_RELATIVE, COPY_CATEGORIES, RankStep, RankTables
+from stepscope.analysis.breakdown import IDLE
+from stepscope.analysis.distributed.rank_tables import CLOCK_RELATIVE, COPY_CATEGORIES
 from stepscope.analysis.distributed.result import (
     DistributedCollective,
     DistributedRank,
@@ -30,11 +32,19 @@ from stepscope.analysis.distributed.result import (
     StragglerRule,
 )
 from stepscope.analysis.distributed.stragglers import DEFAULT_RULE, Rule, late_stage, outliers
+from stepscope.analysis.distributed.unit_tables import CATEGORIES, RankStep, RankTables
 from stepscope.errors import StepscopeError
 
 FROM_DISTRIBUTED_INFO = "distributedInfo"
 FROM_FILE_NAME = "file name"
 FROM_HOST_ORDER = "host order"
+# What a unit of the reduce is: a rank (one profile, all its devices) or one device of one.
+BY_RANK = "rank"
+BY_DEVICE = "device"
+# Devices when the run is one profile of several devices (a TPU host, one 8-GPU node): one
+# rank has nothing to be compared with; else ranks.
+BY_AUTO = "auto"
+UNITS = (BY_AUTO, BY_RANK, BY_DEVICE)
 _FILE_RANK = re.compile(r"rank[_-]?(\d+)", re.IGNORECASE)
 
 COMPUTE = "device_compute"
@@ -46,6 +56,12 @@ SIGNALS: dict[str, Callable[[DistributedStep], int]] = {
     # The step less its wait for other ranks: in a synchronous job every rank's step ends
     # together, and the late rank is the one that worked longest before the collective.
     "work_time": lambda step: step["step_time_ps"] - step["collective_wait_ps"],
+}
+# Devices share their host's step windows, so their step times are equal by construction;
+# what differs is how much of the window each device was busy (compute, collectives, copies).
+DEVICE_SIGNALS: dict[str, Callable[[DistributedStep], int]] = {
+    **SIGNALS,
+    "busy_time": lambda step: step["step_time_ps"] - step["breakdown"][IDLE],
 }
 
 
@@ -65,7 +81,11 @@ def assign_ranks(tables: Sequence[RankTables]) -> tuple[list[int], str]:
     return ranks, FROM_HOST_ORDER
 
 
-def alignment(tables: Sequence[RankTables]) -> str:
+def alignment(tables: Sequence[RankTables], unit: str = BY_RANK) -> str:
+    """How the hosts' clocks were put on one (``tables``: one per host); the devices of one
+    host share its clock, so a run of one host by device needs none."""
+    if unit == BY_DEVICE and len(tables) == 1:
+        return f"one host's clock ({tables[0].clock}), which its devices share"
     relative = [table.host for table in tables if table.clock == CLOCK_RELATIVE]
     if relative:
         return f"not aligned: {len(relative)} rank(s) have no UNIX clock ({', '.join(relative[:3])}); steps are matched by number and start offsets are each rank's own"
@@ -76,12 +96,52 @@ def alignment(tables: Sequence[RankTables]) -> str:
     return f"on the UNIX epoch, from {methods}"
 
 
-def reduce_ranks(run: str, tables: Sequence[RankTables], failures: Sequence[str] = (), rule: Rule = DEFAULT_RULE) -> DistributedResult:
+def device_units(tables: Sequence[RankTables], numbers: list[int]) -> tuple[list[tuple[int, RankTables]], dict[int, int]]:
+    """Every host's device units numbered 0.. in (host rank, device ordinal) order, and each
+    unit's host rank."""
+    # A unit is named as its host is named now (the dashboard names a cached host's tables
+    # after the run's name for its file, not the units inside them).
+    found = sorted(
+        (
+            (numbers[index], position, dataclasses.replace(unit, host=table.host, file_host=table.file_host, path=table.path))
+            for index, table in enumerate(tables)
+            for position, unit in enumerate(table.devices)
+        ),
+        key=lambda item: item[:2],
+    )
+    ranked = [(number, unit) for number, (_host, _position, unit) in enumerate(found)]
+    return ranked, {number: host for number, (host, _position, _unit) in enumerate(found)}
+
+
+def chosen_unit(tables: Sequence[RankTables], by: str) -> str:
+    """``by`` itself, or for ``auto``: devices where the run is one profile with two device
+    planes or more, else ranks."""
+    if by not in UNITS:
+        raise StepscopeError(f"unknown unit {by!r} (units: {', '.join(UNITS)})")
+    if by != BY_AUTO:
+        return by
+    return BY_DEVICE if len(tables) == 1 and len(tables[0].devices) >= 2 else BY_RANK
+
+
+def reduce_ranks(run: str, tables: Sequence[RankTables], failures: Sequence[str] = (), rule: Rule = DEFAULT_RULE, by: str = BY_RANK) -> DistributedResult:
+    """The view over ranks (``by="rank"``: each table a unit) or over every host's devices
+    (``by="device"``: each table's ``devices`` a unit; units are host x device); ``auto``:
+    ``chosen_unit``. The result's ``unit`` says which."""
+    by = chosen_unit(tables, by)
     if not tables:
         raise StepscopeError(f"{run}: no rank could be analysed" + (f" (first: {failures[0]})" if failures else ""))
     numbers, source = assign_ranks(tables)
-    order = sorted(range(len(tables)), key=lambda index: numbers[index])
-    ranked = [(numbers[index], tables[index]) for index in order]
+    if by == BY_DEVICE:
+        ranked, host_ranks = device_units(tables, numbers)
+        if not ranked:
+            raise StepscopeError(f"{run}: no device planes (/device:GPU:N, /device:TPU:N) in its {len(tables)} profile(s)")
+        source = f"host x device (hosts by {source}, devices by ordinal)"
+        hosts, tables = tables, [unit for _number, unit in ranked]
+    else:
+        order = sorted(range(len(tables)), key=lambda index: numbers[index])
+        ranked = [(numbers[index], tables[index]) for index in order]
+        host_ranks = {number: number for number, _table in ranked}
+        hosts = tables
     # Offsets from the earliest rank's time 0 where every clock is the UNIX one; else each
     # rank's from its own (one rank's relative zero says nothing of another's).
     aligned = all(table.clock != CLOCK_RELATIVE for table in tables)
@@ -95,15 +155,19 @@ def reduce_ranks(run: str, tables: Sequence[RankTables], failures: Sequence[str]
     world = [table.world_size for table in tables if table.world_size is not None]
     return DistributedResult(
         run=run,
-        world_size=max(world) if world else len(tables),
+        unit=by,
+        world_size=len(ranked) if by == BY_DEVICE else max(world) if world else len(tables),
         rank_source=source,
-        alignment=alignment(tables),
+        alignment=alignment(hosts, by),
         rule=StragglerRule(k_sigma=rule.k_sigma, min_excess_fraction=rule.min_excess_fraction, min_ranks=rule.min_ranks),
-        ranks=[_rank_row(rank, table, origins[rank], by_rank[rank]) for rank, table in ranked],
+        ranks=[_rank_row(rank, table, origins[rank], by_rank[rank], host_ranks[rank]) for rank, table in ranked],
         steps=steps,
-        stragglers=_stragglers(steps, rule),
+        stragglers=_stragglers(steps, rule, DEVICE_SIGNALS if by == BY_DEVICE else SIGNALS),
         collectives=_collectives(ranked, waits[1]),
-        warnings=[*failures, *(f"rank {rank}: {warning}" for rank, table in ranked for warning in table.warnings)],
+        warnings=[
+            *failures,
+            *(f"rank {rank}: {warning}" for rank, table in sorted(zip(numbers, hosts, strict=True), key=lambda pair: pair[0]) for warning in table.warnings),
+        ],
     )
 
 
@@ -144,10 +208,12 @@ def _step_row(rank: int, step: RankStep, origin_ns: int, wait_ps: int) -> Distri
     )
 
 
-def _rank_row(rank: int, table: RankTables, origin_ns: int, own: list[DistributedStep]) -> DistributedRank:
+def _rank_row(rank: int, table: RankTables, origin_ns: int, own: list[DistributedStep], host_rank: int) -> DistributedRank:
     return DistributedRank(
         rank=rank,
         host=table.host,
+        device=table.device,
+        host_rank=host_rank,
         file_host=table.file_host or table.host,
         source=table.path,
         format=table.format,
@@ -160,7 +226,7 @@ def _rank_row(rank: int, table: RankTables, origin_ns: int, own: list[Distribute
     )
 
 
-def _stragglers(steps: list[DistributedStep], rule: Rule) -> list[DistributedStraggler]:
+def _stragglers(steps: list[DistributedStep], rule: Rule, signals: dict[str, Callable[[DistributedStep], int]]) -> list[DistributedStraggler]:
     by_number: dict[int, list[DistributedStep]] = defaultdict(list)
     for step in steps:
         by_number[step["step"]].append(step)
@@ -168,7 +234,7 @@ def _stragglers(steps: list[DistributedStep], rule: Rule) -> list[DistributedStr
     for number in sorted(by_number):
         rows = by_number[number]
         step_median = float(np.median([row["step_time_ps"] for row in rows]))
-        for signal, value_of in SIGNALS.items():
+        for signal, value_of in signals.items():
             values = np.asarray([value_of(row) for row in rows], dtype=np.int64)
             for outlier in outliers(values, step_median, rule):
                 row = rows[outlier.position]

@@ -18,8 +18,10 @@ TOOL = "distributed"
 
 
 class DistributedRank(TypedDict):
-    rank: int
+    rank: int  # the unit's number: the rank, or (by device) its place in host x device order
     host: str
+    device: str  # by device: the unit's plane (/device:TPU:2); "" for a whole rank
+    host_rank: int  # the rank of the unit's host (by rank: the rank itself)
     file_host: str  # the run's name for its file: the dashboard's host (its trace viewer's)
     source: str  # the profile file
     format: str
@@ -84,6 +86,8 @@ class StragglerRule(TypedDict):
 RANK_COLUMNS = (
     Column("rank", "rank"),
     Column("host", "host", "string"),
+    Column("device", "device", "string"),
+    Column("host_rank", "host rank"),
     Column("clock", "clock", "string"),
     Column("start_offset_us", "start offset (us)"),
     Column("steps", "steps"),
@@ -140,6 +144,7 @@ def _in_us(record: Mapping[str, object]) -> dict[str, object]:
 class DistributedResult(ToolResult):
     tool: ClassVar[str] = TOOL
     run: str
+    unit: str  # what a unit ("rank" in every table) is: "rank" (a profile) | "device" (one device plane of one)
     world_size: int  # distributedInfo.world_size where the traces have it, else the ranks found
     rank_source: str  # where the rank numbers came from: "distributedInfo" | "file name" | "host order"
     alignment: str  # how the ranks' clocks were aligned
@@ -158,15 +163,27 @@ class DistributedResult(ToolResult):
             Table.of("steps", STEP_COLUMNS, [_in_us(row) for row in self.steps]),
         ]
 
+    def unit_label(self, number: int) -> str:
+        """``rank 3``, or for a device unit ``device 5 (/device:GPU:1 of host node-b, rank 1)``."""
+        if self.unit != "device":
+            return f"rank {number}"
+        row = next((rank for rank in self.ranks if rank["rank"] == number), None)
+        return f"device {number} ({row['device']} of host {row['host']}, rank {row['host_rank']})" if row else f"device {number}"
+
     def summary(self) -> list[str]:
+        found = (
+            f"{len(self.ranks)} devices of {len({rank['host_rank'] for rank in self.ranks})} host(s) found"
+            if self.unit == "device"
+            else f"{len(self.ranks)} ranks found"
+        )
         lines = [
-            f"run {self.run}: {len(self.ranks)} ranks found (world size {self.world_size}; ranks from {self.rank_source})",
+            f"run {self.run}: {found} (world size {self.world_size}; {self.unit}s from {self.rank_source})",
             f"clocks: {self.alignment}",
         ]
         if self.stragglers:
             worst = self.stragglers[0]
             lines.append(
-                f"stragglers: {len(self.stragglers)}; worst: rank {worst['rank']} at step {worst['step']} "
+                f"stragglers: {len(self.stragglers)}; worst: {self.unit_label(worst['rank'])} at step {worst['step']} "
                 f"({worst['signal']} {ps_to_us(worst['excess_ps']):,.1f} us over the median, "
                 f"{worst['excess_percent']:.1f}% of the step; stage {worst['stage']})"
             )

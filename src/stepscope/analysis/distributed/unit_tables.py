@@ -1,0 +1,48 @@
+"""What one unit of the distributed view is, as the reduce reads it: a rank's (or one
+device's) steps and collective calls (``RankTables``), small and picklable. Built by
+``rank_tables`` (a whole profile) and ``device_tables`` (each device plane of one)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from stepscope.analysis.breakdown import BREAKDOWN, IDLE
+from stepscope.analysis.distributed.collectives import CollectiveCall
+
+CATEGORIES = (*BREAKDOWN.values(), IDLE)
+
+
+@dataclass(frozen=True)
+class RankStep:
+    number: int
+    start_ns: int  # UNIX epoch ns (or the rank's own clock, see RankTables.clock)
+    start_ps: int  # from the rank's profile start: where its trace viewer shows the step
+    step_time_ps: int
+    breakdown: dict[str, int]  # the overview's categories (CATEGORIES), ps; they sum to step_time_ps
+    collective_ps: int  # all collective time in the step, hidden behind compute or not
+    set_aside: bool  # the overview sets it aside (warm-up or one-off outlier)
+
+
+@dataclass(frozen=True)
+class RankTables:
+    """One rank, as the reduce needs it."""
+
+    path: str
+    host: str  # XSpace's host name where the file has one, else the run's name for the file
+    rank: int | None  # distributedInfo.rank, where the trace has it
+    world_size: int | None  # distributedInfo.world_size
+    format: str
+    start_ns: int
+    clock: str  # one of the CLOCK_* methods
+    step_source: str
+    steps: list[RankStep]
+    collectives: list[CollectiveCall]
+    warnings: list[str] = field(default_factory=list)
+    # The run's name for the file (``logdir.Host.name``): what the dashboard's host
+    # selector and trace viewer address name, which XSpace's own host name may not be.
+    file_host: str = ""
+    # A device unit (``device_tables``): its plane's name (``/device:TPU:2``); "" for a
+    # whole host. A host's own tables carry its device units here, so one map serves both
+    # ``--by rank`` and ``--by device``.
+    device: str = ""
+    devices: list[RankTables] = field(default_factory=list)
