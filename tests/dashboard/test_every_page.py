@@ -54,9 +54,9 @@ def test_every_page_shows_what_applies(page, server, logdir, kind):
         page.screenshot(path=str(SCREENSHOTS / f"{tool}_{kind}.png"), full_page=True)
 
 
-def test_the_distributed_page_is_offered_for_a_run_of_several_hosts(page, server, logdir):
+def test_the_distributed_page_is_offered_for_several_hosts_and_several_devices(page, server, logdir):
     """The page's own distributed view (not in /api/tools): in the menu of the gpu run (two
-    hosts, two ranks), shown like every page, and not offered for a run of one host."""
+    hosts, two ranks), shown like every page, and on a run of one host of several devices."""
     page.goto(page_url(server.url, **where("gpu", logdir), tool="distributed"))
     page.wait_for_selector('#tool[data-tool="distributed"][data-state="ready"]', timeout=READY_TIMEOUT_MS)
     panel = page.locator("#tool")
@@ -65,6 +65,12 @@ def test_the_distributed_page_is_offered_for_a_run_of_several_hosts(page, server
     assert empty == []
     SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / "distributed_gpu.png"), full_page=True)
+    # A run of one host is offered it too: the TPU host's 4 chips are its units (by device,
+    # the default for one profile of several devices).
     page.goto(page_url(server.url, **where("tpu", logdir), tool="overview_page"))
     page.wait_for_selector('#tool[data-tool="overview_page"][data-state="ready"]', timeout=READY_TIMEOUT_MS)
-    assert "distributed" not in page.locator("#tool-select option").evaluate_all("options => options.map(o => o.value)")
+    assert "distributed" in page.locator("#tool-select option").evaluate_all("options => options.map(o => o.value)")
+    page.goto(page_url(server.url, **where("tpu", logdir), tool="distributed"))
+    page.wait_for_selector('#tool[data-tool="distributed"][data-state="ready"]', timeout=READY_TIMEOUT_MS)
+    labels = page.evaluate("() => window.__stepscope.charts['distributed-heatmap'].options.scales.y.labels")
+    assert labels == [f"{n} TPU:{n}" for n in range(4)]

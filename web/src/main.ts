@@ -77,8 +77,7 @@ async function toolsFor(run: string, host: string): Promise<ToolInfo[]> {
   if (known) return known;
   // The compare and distributed views are the page's own tools (two profiles, a run's
   // every host; the registry's take one).
-  const hosts = runs.find((candidate) => candidate.name === run)?.hosts.length ?? 1;
-  const tools = withDistributed(withCompare((await getTools(run, host)).tools), hosts);
+  const tools = withDistributed(withCompare((await getTools(run, host)).tools));
   toolsCache.set(key, tools);
   return tools;
 }

@@ -1,10 +1,24 @@
 import { describe, expect, it } from "vitest";
 import type { ToolInfo } from "../src/api";
 import type { Distributed, DistributedRank, DistributedStep } from "../src/generated/distributed";
-import { DISTRIBUTED_INFO, heatColor, heatGrid, HIGH_RGB, isMetric, LOW_RGB, metricUs, stepTraceAddress, withDistributed } from "../src/state/distributed";
+import { DISTRIBUTED_INFO, heatColor, heatGrid, HIGH_RGB, isMetric, LOW_RGB, metricUs, stepTraceAddress, unitLabel, withDistributed } from "../src/state/distributed";
 
-function rank(number: number, host: string): DistributedRank {
-  return { rank: number, host, file_host: `file_${host}`, source: "", format: "kineto", clock: "", start_offset_ps: 0, steps: 2, step_time_mean_ps: 0, collective_wait_ps: 0, warnings: [] };
+function rank(number: number, host: string, device = "", hostRank = number): DistributedRank {
+  return {
+    rank: number,
+    host,
+    device,
+    host_rank: hostRank,
+    file_host: `file_${host}`,
+    source: "",
+    format: "kineto",
+    clock: "",
+    start_offset_ps: 0,
+    steps: 2,
+    step_time_mean_ps: 0,
+    collective_wait_ps: 0,
+    warnings: [],
+  };
 }
 
 function step(rankNumber: number, number: number, stepPs: number, waitPs: number, exposedPs: number, traceStartPs: number): DistributedStep {
@@ -26,17 +40,28 @@ function step(rankNumber: number, number: number, stepPs: number, waitPs: number
 }
 
 // Two ranks listed out of order; rank 1 lacks step 8.
-const data: Pick<Distributed, "ranks" | "steps"> = {
+const data: Pick<Distributed, "ranks" | "steps" | "unit"> = {
+  unit: "rank",
   ranks: [rank(1, "b"), rank(0, "a")],
   steps: [step(0, 7, 2_000_000, 500_000, 250_000, 10_000_000), step(0, 8, 3_000_000, 0, 0, 12_000_000), step(1, 7, 5_000_000, 1_500_000, 1_000_000, 40_000_000)],
 };
 
 describe("distributed state", () => {
-  it("is in the menu only for a run of two hosts or more, once", () => {
+  it("is in the menu of every run (one host may hold several devices), once, with the unit option", () => {
     const tools: ToolInfo[] = [{ ...DISTRIBUTED_INFO, name: "overview_page" }];
-    expect(withDistributed(tools, 1).map((tool) => tool.name)).toEqual(["overview_page"]);
-    expect(withDistributed(tools, 2).map((tool) => tool.name)).toEqual(["overview_page", "distributed"]);
-    expect(withDistributed(withDistributed(tools, 2), 2).map((tool) => tool.name)).toEqual(["overview_page", "distributed"]);
+    expect(withDistributed(tools).map((tool) => tool.name)).toEqual(["overview_page", "distributed"]);
+    expect(withDistributed(withDistributed(tools)).map((tool) => tool.name)).toEqual(["overview_page", "distributed"]);
+    expect(DISTRIBUTED_INFO.options.map((option) => [option.name, option.default, option.choices])).toEqual([["by", "auto", ["rank", "device"]]]);
+  });
+
+  it("labels device units by chip, and by host where the run has several", () => {
+    const chips = { unit: "device", ranks: [rank(0, "tpu", "/device:TPU:0", 0), rank(1, "tpu", "/device:TPU:1", 0)], steps: [step(1, 0, 4_000_000, 0, 0, 0), step(0, 0, 2_000_000, 0, 0, 0)] };
+    expect(unitLabel(chips, 1)).toBe("1 TPU:1");
+    const grid = heatGrid(chips, "step_time");
+    expect([grid.axis, grid.ranks, grid.cells.map((cell) => cell.y)]).toEqual(["device", ["0 TPU:0", "1 TPU:1"], ["1 TPU:1", "0 TPU:0"]]);
+    const nodes = { unit: "device", ranks: [rank(0, "node0", "/device:GPU:0", 0), rank(1, "node1", "/device:GPU:0", 1)] };
+    expect([unitLabel(nodes, 0), unitLabel(nodes, 1), unitLabel(nodes, 7)]).toEqual(["0 node0 GPU:0", "1 node1 GPU:0", "7"]);
+    expect(heatGrid(data, "step_time").axis).toBe("rank");
   });
 
   it("reads each metric in microseconds", () => {
@@ -45,7 +70,7 @@ describe("distributed state", () => {
     expect(metricUs(row, "step_time")).toBe(5);
     expect(metricUs(row, "collective_wait")).toBe(1.5);
     expect(metricUs(row, "exposed_collective")).toBe(1);
-    expect(isMetric("step_time") && isMetric("collective_wait") && !isMetric("toString") && !isMetric("compute")).toBe(true);
+    expect(isMetric("step_time") && isMetric("collective_wait") && isMetric("device_compute") && !isMetric("toString") && !isMetric("compute")).toBe(true);
   });
 
   it("lays the cells on sorted steps and ranks, with the range of the values", () => {
@@ -61,7 +86,7 @@ describe("distributed state", () => {
     const waits = heatGrid(data, "collective_wait");
     expect(waits.cells.map((cell) => cell.v)).toEqual([0.5, 0, 1.5]);
     expect([waits.min, waits.max]).toEqual([0, 1.5]);
-    expect(heatGrid({ ranks: [], steps: [] }, "step_time")).toMatchObject({ cells: [], min: 0, max: 0 });
+    expect(heatGrid({ unit: "rank", ranks: [], steps: [] }, "step_time")).toMatchObject({ cells: [], min: 0, max: 0 });
   });
 
   it("colours linearly from the pale end to the dark end", () => {

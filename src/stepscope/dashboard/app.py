@@ -27,6 +27,7 @@ from starlette.staticfiles import StaticFiles
 from stepscope.analysis import spec, specs
 from stepscope.analysis.diff import TOOL as DIFF
 from stepscope.analysis.distributed import TOOL as DISTRIBUTED
+from stepscope.analysis.distributed.reduce import BY_AUTO, UNITS
 from stepscope.analysis.registry import OptionError
 from stepscope.dashboard import trace_api
 from stepscope.dashboard.analysis_cache import AnalysisCache, Ready
@@ -96,7 +97,10 @@ def _distributed_documents(request: Request) -> tuple[bytes, bytes]:
     dashboard: Dashboard = request.app.state.dashboard
     run = dashboard.run(request)
     views: DistributedViews = request.app.state.distributed
-    return views.documents(run, [dashboard.cache.status(host.path) for host in run.hosts])
+    by = request.query_params.get("by", BY_AUTO)
+    if by not in UNITS:
+        raise BadParameter(f"by={by!r}: the unit is one of {', '.join(UNITS)}")
+    return views.documents(run, [dashboard.cache.status(host.path) for host in run.hosts], by)
 
 
 def _documents(request: Request) -> tuple[str, bytes, bytes]:
@@ -149,7 +153,7 @@ def api_diff(request: Request) -> Response:
 
 
 def api_distributed(request: Request) -> Response:
-    """``/api/distributed?run=R``: the run's distributed view, as ``stepscope distributed
+    """``/api/distributed?run=R[&by=device]``: the run's distributed view, as ``stepscope distributed
     --format json`` gives it."""
     return _tool_answer(_distributed_documents(request)[0])
 

@@ -27,6 +27,7 @@ import msgspec
 
 from stepscope import jsonform
 from stepscope.analysis.distributed import RankTables, reduce_ranks
+from stepscope.analysis.distributed.reduce import BY_AUTO
 from stepscope.dashboard.analysis_cache import Failed, Pending, Ready, Status
 from stepscope.dashboard.api_errors import AnalysisPending, ProfileFailed
 from stepscope.dashboard.profile_jobs import ProfileJobs, rank_tables_job
@@ -49,7 +50,9 @@ def load_rank_tables(ready: Ready, host: str, path: Path, jobs: ProfileJobs) -> 
         tables = msgspec.json.decode(data, type=RankTables)
     else:
         tables = jobs.run(f"the rank tables of {path}", rank_tables_job, str(path))
-    return dataclasses.replace(tables, host=tables.host or host, file_host=host)
+    named = tables.host or host
+    devices = [dataclasses.replace(unit, host=unit.host or host, file_host=host) for unit in tables.devices]
+    return dataclasses.replace(tables, host=named, file_host=host, devices=devices)
 
 
 def pending_progress(statuses: list[Status]) -> Progress:
@@ -68,13 +71,14 @@ class DistributedViews:
         self._lock = threading.Lock()
         self._kept: OrderedDict[tuple[str, ...], tuple[bytes, bytes]] = OrderedDict()
 
-    def documents(self, run: Run, statuses: list[Status]) -> tuple[bytes, bytes]:
+    def documents(self, run: Run, statuses: list[Status], by: str = BY_AUTO) -> tuple[bytes, bytes]:
         """(JSON, tables) of the run's distributed view; ``statuses``: its hosts' analyses,
-        in ``run.hosts`` order. Raises AnalysisPending while any host is analysed, and
+        in ``run.hosts`` order; ``by``: the unit, a rank or each device of each (the cached
+        tables hold both, ``RankTables.devices``). Raises AnalysisPending while any host is analysed, and
         ProfileFailed when no rank can be shown. Call from a worker thread."""
         if any(isinstance(status, Pending) for status in statuses):
             raise AnalysisPending(pending_progress(statuses).to_json())
-        key = (run.name, *(status.folder.name if isinstance(status, Ready) else f"failed:{status.message}" for status in statuses))
+        key = (run.name, by, *(status.folder.name if isinstance(status, Ready) else f"failed:{status.message}" for status in statuses))
         with self._lock:
             if key in self._kept:
                 self._kept.move_to_end(key)
@@ -88,7 +92,7 @@ class DistributedViews:
             else:
                 tables.append(found)
         try:
-            result = reduce_ranks(run.name, tables, failures)
+            result = reduce_ranks(run.name, tables, failures, by=by)
         except StepscopeError as error:
             raise ProfileFailed(str(error)) from None
         answer = (jsonform.encode(result.to_json()), jsonform.encode(tables_json(result.tables())))

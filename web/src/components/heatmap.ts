@@ -49,7 +49,7 @@ export function heatmapChart(name: string, label: string, grid: HeatGrid, valueL
       onHover: onCellClick && ((_event, elements) => canvas.style.setProperty("cursor", elements.length > 0 ? "pointer" : "default")),
       scales: {
         x: { type: "category", labels: grid.steps, offset: true, grid: { display: false }, title: { display: true, text: "step" } },
-        y: { type: "category", labels: grid.ranks, offset: true, reverse: false, grid: { display: false }, title: { display: true, text: "rank" } },
+        y: { type: "category", labels: grid.ranks, offset: true, reverse: false, grid: { display: false }, title: { display: true, text: grid.axis } },
       },
       plugins: {
         legend: { display: false },
@@ -58,7 +58,7 @@ export function heatmapChart(name: string, label: string, grid: HeatGrid, valueL
             title: () => "",
             label: (item: TooltipItem<"matrix">) => {
               const cell = item.raw as HeatCell;
-              return `rank ${cell.rank}, step ${cell.step}: ${valueLabel.toLowerCase()} ${formatTimeUs(cell.v)}`;
+              return `${grid.axis} ${cell.y}, step ${cell.step}: ${valueLabel.toLowerCase()} ${formatTimeUs(cell.v)}`;
             },
           },
         },

@@ -1,6 +1,7 @@
 /**
- * The distributed view (tool `distributed`, offered for a run of several hosts): every
- * host a rank, as `stepscope distributed` reads them. The ranks and how their clocks were
+ * The distributed view (tool `distributed`, offered on every run): every host a rank, or
+ * (option `by`, the options bar's select: rank / device) every device of every host a
+ * unit, as `stepscope distributed --by` reads them. The ranks and how their clocks were
  * aligned; a heat map of rank x step (step time, or the wait inside collectives, or the
  * collective time not hidden behind compute: the select), whose cells open that rank's
  * trace viewer zoomed to that step; the stragglers (rank, step, the late stage, how much
@@ -14,7 +15,7 @@ import { card, metric, metrics, note } from "../components/metric";
 import { findTable } from "../components/table";
 import { el } from "../dom";
 import type { Distributed } from "../generated/distributed";
-import { DEFAULT_METRIC, heatGrid, isMetric, METRICS, stepTraceAddress, type MetricName } from "../state/distributed";
+import { DEFAULT_METRIC, heatGrid, isMetric, METRICS, stepTraceAddress, unitWord, type MetricName } from "../state/distributed";
 import { add, grid, tableCard } from "./common";
 import type { PageContext, ToolPage } from "./types";
 
@@ -25,7 +26,7 @@ function heatmapCard(data: Distributed, run: string): HTMLElement {
   const holder = el("div", { class: "heatmap-holder" });
   const draw = (metric: MetricName): void => {
     const heat = heatGrid(data, metric);
-    const chart = heatmapChart(HEATMAP_CHART, `${METRICS[metric].label} of each rank and step`, heat, METRICS[metric].label, (cell) => {
+    const chart = heatmapChart(HEATMAP_CHART, `${METRICS[metric].label} of each ${unitWord(data)} and step`, heat, METRICS[metric].label, (cell) => {
       const address = stepTraceAddress(run, data, cell.rank, cell.step);
       if (address) location.assign(address);
     });
@@ -41,8 +42,8 @@ function heatmapCard(data: Distributed, run: string): HTMLElement {
   select.addEventListener("change", () => {
     if (isMetric(select.value)) draw(select.value);
   });
-  const body = [el("label", { class: "option" }, ["Show ", select]), holder, el("p", { class: "note" }, "Darker is longer. Click a cell for that rank's trace viewer at that step.")];
-  const box = card("Rank × step", body, { id: "distributed-heatmap-card" }, true);
+  const body = [el("label", { class: "option" }, ["Show ", select]), holder, el("p", { class: "note" }, `Darker is longer. Click a cell for that ${unitWord(data) === "device" ? "device's host (the device is a track of it)" : "rank"}: its trace viewer at that step.`)];
+  const box = card(`${unitWord(data) === "device" ? "Device" : "Rank"} × step`, body, { id: "distributed-heatmap-card" }, true);
   // Drawn once the card is in the document (Chart.js sizes itself to its box).
   queueMicrotask(() => draw(DEFAULT_METRIC));
   return box;
@@ -59,11 +60,13 @@ function stepLink(context: PageContext, data: Distributed) {
 }
 
 function summaryCard(data: Distributed): HTMLElement {
+  const word = unitWord(data);
+  const hosts = new Set(data.ranks.map((rank) => rank.host_rank)).size;
   return card(
-    `${data.run}: ${data.ranks.length} ranks`,
+    word === "device" ? `${data.run}: ${data.ranks.length} devices of ${hosts} host${hosts === 1 ? "" : "s"}` : `${data.run}: ${data.ranks.length} ranks`,
     [
-      metrics([metric("ranks", data.ranks.length, "Ranks found"), metric("world_size", data.world_size, "World size"), metric("stragglers", data.stragglers.length, "Stragglers")]),
-      el("p", { id: "distributed-ranks-from" }, `Ranks from ${data.rank_source}.`),
+      metrics([metric("ranks", data.ranks.length, word === "device" ? "Devices found" : "Ranks found"), metric("world_size", data.world_size, word === "device" ? "Units" : "World size"), metric("stragglers", data.stragglers.length, "Stragglers")]),
+      el("p", { id: "distributed-ranks-from" }, `${word === "device" ? "Devices" : "Ranks"} from ${data.rank_source}.`),
       el("p", { id: "distributed-alignment" }, `Clocks: ${data.alignment}.`),
       ...data.warnings.map((warning) => note(warning, "warning")),
     ],
@@ -87,8 +90,8 @@ function render(root: HTMLElement, context: PageContext): void {
       : card(
           "Stragglers",
           note(
-            `None: no rank's step time, collective wait or work time is above the median of the ranks by ${rule.k_sigma} sigma and ${100 * rule.min_excess_fraction}% of the step` +
-              (data.ranks.length < rule.min_ranks ? ` (it takes ${rule.min_ranks} ranks to name one; this run has ${data.ranks.length}).` : "."),
+            `None: no ${unitWord(data)}'s ${unitWord(data) === "device" ? "busy time, " : ""}step time, collective wait or work time is above the median of the ${unitWord(data)}s by ${rule.k_sigma} sigma and ${100 * rule.min_excess_fraction}% of the step` +
+              (data.ranks.length < rule.min_ranks ? ` (it takes ${rule.min_ranks} ${unitWord(data)}s to name one; this run has ${data.ranks.length}).` : "."),
           ),
           { "data-card": "stragglers" },
           true,
@@ -97,8 +100,8 @@ function render(root: HTMLElement, context: PageContext): void {
       ? // A collective's name is not an event's (the events are nccl:<op>, the kernels the NCCL algorithm's): no trace link.
         tableCard(context, "collectives", "Collectives (largest wait skew first)", { searchable: true, cellHref: () => null })
       : card("Collectives", note("No collective calls on any rank (no NCCL/RCCL or XLA collective kernels in these traces)."), { "data-card": "collectives" }, true),
-    tableCard(context, "ranks", "Ranks"),
-    tableCard(context, "steps", "Steps of every rank", { searchable: true, cellHref: links }),
+    tableCard(context, "ranks", unitWord(data) === "device" ? "Devices (rank: the unit's number; host rank: its host's)" : "Ranks"),
+    tableCard(context, "steps", `Steps of every ${unitWord(data)}`, { searchable: true, cellHref: links }),
   );
 }
 

@@ -14,23 +14,56 @@ import { traceViewerAddress } from "./url";
 export const DISTRIBUTED_TOOL = "distributed";
 export const PS_PER_US = 1_000_000;
 
+/** The unit option (`by`, as `stepscope distributed --by`): the server's default, auto, is devices for a run of one profile with several devices, else ranks. */
+export const UNIT_OPTION = "by";
+export const DEVICE_UNIT = "device";
+
 export const DISTRIBUTED_INFO: ToolInfo = {
   name: DISTRIBUTED_TOOL,
   title: "Distributed",
   output: "tables",
-  description: "Every host of the run as one rank: rank x step times, stragglers, collective wait (stepscope distributed).",
-  options: [],
+  description: "Every host of the run as one rank, or every device of every host as one unit: unit x step times, stragglers, collective wait (stepscope distributed).",
+  options: [
+    {
+      name: UNIT_OPTION,
+      type: "string",
+      default: "auto",
+      choices: ["rank", DEVICE_UNIT],
+      choices_from: null,
+      minimum: null,
+      help: "the unit: rank (each host, all its devices together), device (each GPU or TPU chip of each host), auto (device for one host of several devices, else rank)",
+    },
+  ],
 };
 
-/** The tools with Distributed after them (once) when the run has several hosts. */
-export function withDistributed(tools: ToolInfo[], hosts: number): ToolInfo[] {
-  if (hosts < 2 || tools.some((tool) => tool.name === DISTRIBUTED_TOOL)) return tools;
+/**
+ * The tools with Distributed after them (once). Every run has it: a run of several hosts
+ * is read by rank, and a single host may hold several devices (a TPU host, an 8-GPU node),
+ * which the page cannot know before the host is analysed.
+ */
+export function withDistributed(tools: ToolInfo[]): ToolInfo[] {
+  if (tools.some((tool) => tool.name === DISTRIBUTED_TOOL)) return tools;
   return [...tools, DISTRIBUTED_INFO];
+}
+
+/** What a unit is called on the page: "rank" or "device". */
+export function unitWord(data: Pick<Distributed, "unit">): string {
+  return data.unit === DEVICE_UNIT ? "device" : "rank";
+}
+
+/** A unit's label on the heat map's axis: the rank number; a device unit's its number, its host where the run has several, and its chip ("5 node1 GPU:1"). */
+export function unitLabel(data: Pick<Distributed, "unit" | "ranks">, rank: number): string {
+  if (data.unit !== DEVICE_UNIT) return String(rank);
+  const row = data.ranks.find((candidate) => candidate.rank === rank);
+  if (row === undefined) return String(rank);
+  const hosts = new Set(data.ranks.map((candidate) => candidate.host_rank)).size;
+  return [String(rank), ...(hosts > 1 ? [row.host] : []), row.device.replace(/^\/device:/, "")].join(" ");
 }
 
 /** What the heat map can show per rank and step: a label and the step row's field (ps). */
 export const METRICS = {
   step_time: { label: "Step time", field: "step_time_ps" },
+  device_compute: { label: "Compute time", field: "compute_ps" },
   collective_wait: { label: "Collective wait", field: "collective_wait_ps" },
   exposed_collective: { label: "Exposed collective time", field: "exposed_collective_ps" },
 } as const satisfies Record<string, { label: string; field: keyof DistributedStep }>;
@@ -58,23 +91,26 @@ export interface HeatCell {
 }
 
 export interface HeatGrid {
-  /** Step numbers (x) and rank numbers (y), ascending, as labels. */
+  /** Step numbers (x) and units (y: rank numbers, or device labels), ascending, as labels. */
   steps: string[];
   ranks: string[];
+  /** What a row is: "rank" or "device". */
+  axis: string;
   cells: HeatCell[];
   min: number;
   max: number;
 }
 
 /** Every (rank, step) the result has, with the metric's value; a rank missing a step has no cell. */
-export function heatGrid(data: Pick<Distributed, "ranks" | "steps">, metric: MetricName): HeatGrid {
+export function heatGrid(data: Pick<Distributed, "ranks" | "steps" | "unit">, metric: MetricName): HeatGrid {
   const stepNumbers = [...new Set(data.steps.map((step) => step.step))].sort((a, b) => a - b);
   const rankNumbers = data.ranks.map((rank) => rank.rank).sort((a, b) => a - b);
-  const cells = data.steps.map((step) => ({ x: String(step.step), y: String(step.rank), rank: step.rank, step: step.step, v: metricUs(step, metric) }));
+  const cells = data.steps.map((step) => ({ x: String(step.step), y: unitLabel(data, step.rank), rank: step.rank, step: step.step, v: metricUs(step, metric) }));
   const values = cells.map((cell) => cell.v);
   return {
     steps: stepNumbers.map(String),
-    ranks: rankNumbers.map(String),
+    ranks: rankNumbers.map((rank) => unitLabel(data, rank)),
+    axis: unitWord(data),
     cells,
     min: values.length ? Math.min(...values) : 0,
     max: values.length ? Math.max(...values) : 0,
@@ -93,7 +129,8 @@ export function heatColor(value: number, min: number, max: number): string {
 }
 
 /**
- * The trace viewer of the rank's host (the run's name for its file) zoomed to the step:
+ * The trace viewer of the rank's host (the run's name for its file) zoomed to the step (a
+ * device unit's: its host's, where the device is a track):
  * the step's start on that rank's own timeline to its end; null when the result has no
  * such rank or step.
  */
