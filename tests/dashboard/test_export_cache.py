@@ -111,3 +111,19 @@ def test_the_budget_setting(monkeypatch, tmp_path, setting, budget):
         monkeypatch.setenv(EXPORT_BUDGET_SETTING, setting)
     assert Exports(tmp_path / "exports").budget == budget
     assert Exports(tmp_path / "exports", budget=123).budget == 123
+
+
+def test_a_cache_of_an_older_analysis_format_is_not_read(monkeypatch, tmp_path):
+    """The key holds ``ANALYSIS_FORMAT``: a folder cached before a change of what the analysis
+    writes (same version number, same file) is another key, so it is analysed again rather
+    than read as current."""
+    from stepscope.dashboard import analysis_cache
+
+    profile = tmp_path / "host.pt.trace.json"
+    profile.write_text('{"traceEvents": []}')
+    cache = AnalysisCache(tmp_path / "cache", workers=1)
+    current = cache.key(profile)
+    (cache.root / current).mkdir()  # as a finished analysis leaves it
+    monkeypatch.setattr(analysis_cache, "ANALYSIS_FORMAT", analysis_cache.ANALYSIS_FORMAT - 1)
+    older = cache.key(profile)
+    assert older != current and not (cache.root / older).exists()

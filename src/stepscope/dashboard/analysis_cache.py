@@ -44,6 +44,12 @@ from stepscope.errors import StepscopeError
 from stepscope.trace.files import atomic_write
 
 
+# What a cached analysis holds, beyond the release: bumped whenever a cached file's content
+# changes without a new version number (a tool's new fields, the distributed view's device
+# units), so an older cache folder is never read as the current one.
+ANALYSIS_FORMAT = 2
+
+
 def default_cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "stepscope"
@@ -92,7 +98,7 @@ class AnalysisCache:
 
     def key(self, path: Path) -> str:
         stat = path.stat()
-        identity = f"{__version__}\0{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}"
+        identity = f"{__version__}\0{ANALYSIS_FORMAT}\0{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}"
         return hashlib.sha256(identity.encode()).hexdigest()[:32]
 
     def status(self, path: Path) -> Status:
