@@ -43,7 +43,6 @@ from stepscope.dashboard.worker import (
 from stepscope.errors import StepscopeError
 from stepscope.trace.files import atomic_write
 
-
 # What a cached analysis holds, beyond the release: bumped whenever a cached file's content
 # changes without a new version number (a tool's new fields, the distributed view's device
 # units), so an older cache folder is never read as the current one.

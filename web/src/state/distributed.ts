@@ -31,6 +31,7 @@ export const DISTRIBUTED_INFO: ToolInfo = {
       choices: ["rank", DEVICE_UNIT],
       choices_from: null,
       minimum: null,
+      resets: [],
       help: "the unit: rank (each host, all its devices together), device (each GPU or TPU chip of each host), auto (device for one host of several devices, else rank)",
     },
   ],
