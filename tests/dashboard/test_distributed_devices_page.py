@@ -8,12 +8,11 @@ from __future__ import annotations
 import json
 from urllib.parse import parse_qs, urlparse
 
-import playwright.sync_api as playwright_api
 import pytest
 
 from stepscope.engines import analyse_run
 from stepscope.trace.logdir import discover
-from tests.support.dashboard.browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, foreign_requests, page_url
+from tests.support.dashboard.browser import SCREENSHOTS, page_url
 from tests.support.dashboard.server import DashboardServer
 from tests.support.device_runs import GPUS, NORMAL, SLOW_GPU, SLOW_STEP, SLOWED, STEP_US, STEPS, write_node
 
@@ -38,28 +37,6 @@ def server(logdir, tmp_path_factory):
     running = DashboardServer(logdir, tmp_path_factory.mktemp("cache"))
     yield running
     running.stop()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser, server):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    opened = context.new_page()
-    requested: list[str] = []
-    errors: list[str] = []
-    opened.on("request", lambda request: requested.append(request.url))
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    yield opened
-    context.close()
-    assert foreign_requests(requested) == [], "the page fetched something from outside stepscope"
-    assert errors == [], errors
 
 
 def wait_ready(page, tool: str) -> None:

@@ -14,10 +14,9 @@ import shutil
 from collections import defaultdict
 from urllib.parse import parse_qs, urlparse
 
-import playwright.sync_api as playwright_api
 import pytest
 
-from tests.support.dashboard.browser import CHROMIUM, CHROMIUM_ARGS, SCREENSHOTS, foreign_requests, page_url
+from tests.support.dashboard.browser import SCREENSHOTS, page_url
 from tests.support.dashboard.server import DashboardServer
 from tests.support.distributed_runs import Stretch, events, host_name, json_calls, step_durations_us, step_windows, synthesize
 from tests.support.traces import read_json, shared
@@ -54,25 +53,9 @@ def recsys_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def browser():
-    with playwright_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        yield launched
-        launched.close()
-
-
-@pytest.fixture
-def page(browser, recsys_server):
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
-    opened = context.new_page()
-    requested: list[str] = []
-    errors: list[str] = []
-    opened.on("request", lambda request: requested.append(request.url))
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    yield opened
-    context.close()
-    assert foreign_requests(requested) == [], "the page fetched something from outside stepscope"
-    assert errors == [], errors
+def server(recsys_server):
+    """The shared ``page`` fixture (conftest.py) opens pages on this module's server."""
+    return recsys_server
 
 
 def wait_ready(page, tool: str) -> None:
