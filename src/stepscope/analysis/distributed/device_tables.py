@@ -24,7 +24,7 @@ import re
 
 import numpy as np
 
-from stepscope.analysis.breakdown import BREAKDOWN, IDLE
+from stepscope.analysis.breakdown import BREAKDOWN, step_breakdown
 from stepscope.analysis.classify import DEVICE_ACTIVITIES, Activity, event_activities
 from stepscope.analysis.distributed.collectives import device_collective_calls
 from stepscope.analysis.distributed.unit_tables import CATEGORIES, RankStep, RankTables
@@ -52,21 +52,6 @@ def device_unions(plane: Plane) -> dict[Activity, Union]:
     return unions
 
 
-def device_breakdown(stats: OpStats, unions: dict[Activity, Union]) -> dict[str, np.ndarray]:
-    """Per host step, ps of each category on one device; sums to the step time."""
-    steps = stats.steps
-    result: dict[str, np.ndarray] = {}
-    claimed = Union.empty()
-    previous = np.zeros(len(steps), dtype=np.int64)
-    for kind, key in BREAKDOWN.items():
-        claimed = claimed | unions[kind]
-        covered = claimed.covered(steps.start_ps, steps.end_ps)
-        result[key] = covered - previous
-        previous = covered
-    result[IDLE] = steps.duration_ps - previous
-    return result
-
-
 def device_tables(stats: OpStats, host_tables: RankTables) -> list[RankTables]:
     """One unit per device plane, by device ordinal; each carries the host's identity
     (path, host, rank, clock) and ``device`` set to its plane's name."""
@@ -76,7 +61,7 @@ def device_tables(stats: OpStats, host_tables: RankTables) -> list[RankTables]:
     units = []
     for plane in sorted(stats.profile.device_planes, key=lambda plane: (device_ordinal(plane.name), plane.name)):
         unions = device_unions(plane)
-        breakdown = device_breakdown(stats, unions)
+        breakdown = step_breakdown(stats.steps, unions)  # the host's steps, this device's unions
         collective = unions[Activity.DEVICE_COLLECTIVES].covered(steps.start_ps, steps.end_ps)
         rows = [
             RankStep(
