@@ -14,8 +14,6 @@ from stepscope.analysis import run_tool
 from stepscope.analysis.opstats import OpStats
 from stepscope.errors import StepscopeError
 from stepscope.render import render
-from tests.support.framework_loops import JAX_BODY, JAX_IMPORTS
-from tests.support.frameworks import run_framework_script
 from tests.support.traces import shared
 from tests.support.xla_graph import fusion_of, plain_neighbourhood, xprof_edges
 from tests.support.xla_memory import file_programs
@@ -28,14 +26,6 @@ F = "jit_f(12190760917235803885)"
 @pytest.fixture(scope="module")
 def tpu_path() -> Path:
     return shared(TPU)
-
-
-@pytest.fixture(scope="module")
-def jax_path(tmp_path_factory) -> Path:
-    run = run_framework_script(tmp_path_factory.mktemp("jax_graph_viewer"), "jax", JAX_IMPORTS, JAX_BODY)
-    (run_folder,) = stepscope.discover(run["logdir"])
-    (host,) = run_folder.hosts
-    return host.path
 
 
 def _stats(path: Path) -> OpStats:

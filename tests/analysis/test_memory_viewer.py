@@ -16,8 +16,6 @@ from stepscope.analysis.opstats import OpStats
 from stepscope.errors import StepscopeError
 from stepscope.protos import hlo_pb2
 from stepscope.render import render
-from tests.support.framework_loops import JAX_BODY, JAX_IMPORTS
-from tests.support.frameworks import run_framework_script
 from tests.support.traces import shared
 from tests.support.xla_memory import file_programs, plain_peak, xprof_memory_viewer
 
@@ -30,14 +28,6 @@ SMALL = 16384  # XProf folds buffers under this many bytes into one "small" entr
 @pytest.fixture(scope="module")
 def tpu_path() -> Path:
     return shared(TPU)
-
-
-@pytest.fixture(scope="module")
-def jax_path(tmp_path_factory) -> Path:
-    run = run_framework_script(tmp_path_factory.mktemp("jax_memory_viewer"), "jax", JAX_IMPORTS, JAX_BODY)
-    (run_folder,) = stepscope.discover(run["logdir"])
-    (host,) = run_folder.hosts
-    return host.path
 
 
 def _stats(path: Path) -> OpStats:

@@ -11,19 +11,10 @@ import pytest
 import stepscope
 from stepscope.analysis import run_tool
 from stepscope.analysis.opstats import OpStats
-from tests.support.framework_loops import JAX_BODY, JAX_IMPORTS, STEPS
-from tests.support.frameworks import run_framework_script
+from tests.support.framework_loops import STEPS
 from tests.support.xla_ops import hlo_op_sums, xprof_tables
 
 pytestmark = pytest.mark.framework
-
-
-@pytest.fixture(scope="module")
-def jax_path(tmp_path_factory) -> Path:
-    run = run_framework_script(tmp_path_factory.mktemp("jax_xla_tools"), "jax", JAX_IMPORTS, JAX_BODY)
-    (run_folder,) = stepscope.discover(run["logdir"])
-    (host,) = run_folder.hosts
-    return host.path
 
 
 @pytest.fixture(scope="module")
