@@ -231,6 +231,45 @@ export interface XRange {
   end_ms: number;
 }
 
+/** A memory series as both memory charts draw it: the `peak` series a marker (one point,
+ * no line), the others stepped (a point is the level just after an event, held until the
+ * next one), filled where `fill`. */
+function memorySeries(series: LineSeries, fill: boolean) {
+  return series.key === "peak"
+    ? {
+        ...series,
+        fill: false,
+        showLine: false,
+        pointRadius: 6,
+        pointHoverRadius: 8,
+        pointStyle: "triangle" as const,
+        order: -1,
+      }
+    : {
+        ...series,
+        fill,
+        pointRadius: 0,
+        borderWidth: 1.5,
+        stepped: "after" as const,
+      };
+}
+
+/** The memory charts' y axis: bytes from 0, ticks at round byte steps up to the top value. */
+function bytesAxis(datasets: LineSeries[]) {
+  const top = Math.max(
+    0,
+    ...datasets.flatMap((series) => series.data.map((point) => point.y)),
+  );
+  return {
+    beginAtZero: true,
+    ticks: {
+      stepSize: byteTickStep(top),
+      callback: (value: string | number) => formatBytes(Number(value)),
+    },
+    title: { display: true, text: "memory" },
+  };
+}
+
 /**
  * Memory over time: a line chart on a linear x axis in ms, bytes on y. Dragging across it
  * zooms into that time range (chartjs-plugin-zoom's drag zoom; ctrl + wheel zooms too,
@@ -243,33 +282,11 @@ export function memoryLineChart(
   onRange?: (range: XRange) => void,
 ): HTMLElement {
   const { box, canvas } = canvasBox(name, label, true);
-  const top = Math.max(
-    0,
-    ...data.datasets.flatMap((series) => series.data.map((point) => point.y)),
-  );
   register(name, canvas, {
     type: "line",
     data: {
       datasets: data.datasets.map((series) =>
-        series.key === "peak"
-          ? // The peak marker: one point, no line.
-            {
-              ...series,
-              fill: false,
-              showLine: false,
-              pointRadius: 6,
-              pointHoverRadius: 8,
-              pointStyle: "triangle" as const,
-              order: -1,
-            }
-          : {
-              ...series,
-              fill: series.key === "allocated_bytes",
-              pointRadius: 0,
-              borderWidth: 1.5,
-              // A point is the level just after an event, held until the next one.
-              stepped: "after" as const,
-            },
+        memorySeries(series, series.key === "allocated_bytes"),
       ),
     },
     options: {
@@ -278,14 +295,7 @@ export function memoryLineChart(
       interaction: { mode: "nearest", intersect: false, axis: "x" },
       scales: {
         x: { type: "linear", title: { display: true, text: "time (ms)" } },
-        y: {
-          beginAtZero: true,
-          ticks: {
-            stepSize: byteTickStep(top),
-            callback: (value: string | number) => formatBytes(Number(value)),
-          },
-          title: { display: true, text: "memory" },
-        },
+        y: bytesAxis(data.datasets),
       },
       plugins: {
         zoom: {
@@ -342,32 +352,10 @@ export function sequenceLineChart(
   data: { datasets: LineSeries[] },
 ): HTMLElement {
   const { box, canvas } = canvasBox(name, label, true);
-  const top = Math.max(
-    0,
-    ...data.datasets.flatMap((series) => series.data.map((point) => point.y)),
-  );
   register(name, canvas, {
     type: "line",
     data: {
-      datasets: data.datasets.map((series) =>
-        series.key === "peak"
-          ? {
-              ...series,
-              fill: false,
-              showLine: false,
-              pointRadius: 6,
-              pointHoverRadius: 8,
-              pointStyle: "triangle" as const,
-              order: -1,
-            }
-          : {
-              ...series,
-              fill: true,
-              pointRadius: 0,
-              borderWidth: 1.5,
-              stepped: "after" as const,
-            },
-      ),
+      datasets: data.datasets.map((series) => memorySeries(series, true)),
     },
     options: {
       parsing: false,
@@ -375,14 +363,7 @@ export function sequenceLineChart(
       interaction: { mode: "nearest", intersect: false, axis: "x" },
       scales: {
         x: { type: "linear", title: { display: true, text: xTitle } },
-        y: {
-          beginAtZero: true,
-          ticks: {
-            stepSize: byteTickStep(top),
-            callback: (value: string | number) => formatBytes(Number(value)),
-          },
-          title: { display: true, text: "memory" },
-        },
+        y: bytesAxis(data.datasets),
       },
       plugins: {
         legend: { position: "bottom", labels: { boxWidth: 12 } },
@@ -498,21 +479,50 @@ export function histogramChart(
  * The roofline: ops as points on log-log axes (FLOP/byte, GFLOP/s), the memory and compute
  * roofs as lines. Dataset 0 is the ops (`data` in the JSON's order), 1 and 2 the roofs.
  */
-export function rooflineChart(name: string, label: string, data: RooflineData): HTMLElement {
+export function rooflineChart(
+  name: string,
+  label: string,
+  data: RooflineData,
+): HTMLElement {
   const { box, canvas } = canvasBox(name, label, true);
   register(name, canvas, {
     type: "scatter",
     data: {
       datasets: [
-        { label: "ops", data: data.points, backgroundColor: "rgba(26, 115, 232, 0.6)", pointRadius: 4 },
-        { label: "memory roof", data: data.memory, showLine: true, pointRadius: 0, borderColor: "#d93025", borderWidth: 2 },
-        { label: "compute roof", data: data.compute, showLine: true, pointRadius: 0, borderColor: "#188038", borderWidth: 2 },
+        {
+          label: "ops",
+          data: data.points,
+          backgroundColor: "rgba(26, 115, 232, 0.6)",
+          pointRadius: 4,
+        },
+        {
+          label: "memory roof",
+          data: data.memory,
+          showLine: true,
+          pointRadius: 0,
+          borderColor: "#d93025",
+          borderWidth: 2,
+        },
+        {
+          label: "compute roof",
+          data: data.compute,
+          showLine: true,
+          pointRadius: 0,
+          borderColor: "#188038",
+          borderWidth: 2,
+        },
       ],
     },
     options: {
       scales: {
-        x: { type: "logarithmic", title: { display: true, text: "operational intensity (FLOP/byte)" } },
-        y: { type: "logarithmic", title: { display: true, text: "achieved GFLOP/s" } },
+        x: {
+          type: "logarithmic",
+          title: { display: true, text: "operational intensity (FLOP/byte)" },
+        },
+        y: {
+          type: "logarithmic",
+          title: { display: true, text: "achieved GFLOP/s" },
+        },
       },
       plugins: {
         legend: { position: "bottom", labels: { boxWidth: 12 } },
@@ -521,7 +531,9 @@ export function rooflineChart(name: string, label: string, data: RooflineData): 
             label: (item: TooltipItem<"scatter">) => {
               const point = data.points[item.dataIndex];
               const where = `${item.parsed.x?.toPrecision(3)} FLOP/byte, ${item.parsed.y?.toPrecision(3)} GFLOP/s`;
-              return item.datasetIndex === 0 && point ? `${point.name}: ${where}` : `${item.dataset.label}: ${where}`;
+              return item.datasetIndex === 0 && point
+                ? `${point.name}: ${where}`
+                : `${item.dataset.label}: ${where}`;
             },
           },
         },
