@@ -20,23 +20,11 @@ from stepscope.protos import xplane_pb2
 from stepscope.trace.logdir import discover
 from stepscope.trace.readers import load
 from tests.support.device_runs import GPUS, NORMAL, SLOW_GPU, SLOW_STEP, SLOWED, STEPS, write_node
+from tests.support.intervals import union_length
 from tests.support.traces import shared
 
 TPU = "xplane/tpu_v_inference_4chips.xplane.pb"
 PS_PER_US = 1_000_000
-
-
-def _union_length(intervals: list[tuple[int, int]]) -> int:
-    """The length of a union of [start, end) intervals, by sweeping them in start order."""
-    total, reach = 0, None
-    for start, end in sorted(intervals):
-        if reach is None or start > reach:
-            total += end - start
-            reach = end
-        elif end > reach:
-            total += end - reach
-            reach = end
-    return total
 
 
 def tpu_chip_busy_ps() -> dict[str, int]:
@@ -53,7 +41,7 @@ def tpu_chip_busy_ps() -> dict[str, int]:
             for event in line.events:
                 start = line.timestamp_ns * 1000 + event.offset_ps
                 intervals.append((start, start + event.duration_ps))
-        busy[plane.name] = _union_length(intervals)
+        busy[plane.name] = union_length(intervals)
     return busy
 
 

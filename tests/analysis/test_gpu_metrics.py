@@ -20,6 +20,7 @@ from stepscope.analysis.gpu_metrics import top_kernels
 from stepscope.analysis.kernels import TENSOR_CORE_KERNEL
 from stepscope.analysis.opstats import OpStats
 from tests.support.frameworks import read_json_exact
+from tests.support.intervals import union_length
 from tests.support.traces import shared
 
 
@@ -161,16 +162,6 @@ def test_kernel_stats_tensor_core_share_by_hand(tmp_path: Path):
 DEVICE_CATEGORIES = {"kernel", "gpu_memcpy", "gpu_memset"}
 
 
-def _union_length(spans: list[tuple[float, float]]) -> float:
-    total, reach = 0.0, None
-    for start, end in sorted(spans):
-        if reach is None or start > reach:
-            total, reach = total + end - start, end
-        elif end > reach:
-            total, reach = total + end - reach, end
-    return total
-
-
 def _capped_sweep(kernels: list[tuple[float, float, float]]) -> float:
     """Integral of min(1, the running kernels' summed fraction), walking the boundaries."""
     boundaries = sorted([(start, fraction) for start, _, fraction in kernels] + [(end, -fraction) for _, end, fraction in kernels])
@@ -229,7 +220,7 @@ def expected_from_json(path: Path) -> dict:
         "device": f"/device:GPU:{device}",
         "kernel_count": len(kernels),
         "kernel_time_us": kernel_time,
-        "utilization_percent": 100 * _union_length(spans) / active,
+        "utilization_percent": 100 * union_length(spans) / active,
         "sm_count": sms,
         "sm_efficiency_percent": efficiency,
         "achieved_occupancy_percent": occupancy,

@@ -18,6 +18,7 @@ import pytest
 import stepscope
 from stepscope.analysis import run_tool, tool_names
 from stepscope.protos import xplane_pb2
+from tests.support.intervals import union_length
 from tests.support.traces import ALL_SHARED_TRACES, KINETO_TRACES, XPLANE_TRACES
 
 DEVICE_WORK = {"kernel", "Kernel", "gpu_memcpy", "Memcpy", "gpu_memset", "Memset"}
@@ -27,18 +28,6 @@ KERNELS = {"kernel", "Kernel"}
 def exact_json(path: Path) -> dict:
     with gzip.open(path, "rt", encoding="utf-8") as stream:
         return json.load(stream, parse_float=Decimal)
-
-
-def union_length(intervals: list[tuple[int, int]]) -> int:
-    total, reach = 0, None
-    for start, end in sorted(intervals):
-        if reach is None or start > reach:
-            total += end - start
-            reach = end
-        elif end > reach:
-            total += end - reach
-            reach = end
-    return total
 
 
 def _percents(value, path=""):
