@@ -1,0 +1,59 @@
+"""``stepscope diff``: what changed between two runs, and a regression gate for CI."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from stepscope.cli.arguments import JUNIT, RESULT_FORMATS, TEXT, add_output
+from stepscope.cli.command import Command
+from stepscope.cli.errors import EXIT_REGRESSION
+from stepscope.cli.output import check_output, write_output
+from stepscope.cli.profiles import load_profile, pick_host
+from stepscope.cli.progress import FILES, progress
+
+
+def add_diff_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("base", help="the run to compare against: a profile file, a run folder or a log directory")
+    parser.add_argument("new", help="the run to compare, likewise")
+    parser.add_argument("--run", help="the run, when a path holds several (the same for both)")
+    parser.add_argument("--host", help="the host, when a run has several (the same for both)")
+    parser.add_argument(
+        "--fail-if",
+        action="append",
+        default=[],
+        metavar="RULE",
+        help="exit 1 when this significant change happened, e.g. 'step_time > +5%%', 'memory_peak > +512MiB', 'input > +1ms' (repeatable)",
+    )
+    parser.add_argument("--format", choices=(*RESULT_FORMATS, JUNIT), default=TEXT, help=f"{JUNIT}: one testcase per --fail-if rule")
+    add_output(parser)
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    """Loads BASE and NEW (each as ``report`` picks its profile), diffs them, renders the
+    diff (and the gate, with rules or as JUnit), and exits 1 when a rule failed."""
+    from stepscope.analysis.diff import RunResults, diff_results
+    from stepscope.analysis.gate import Rule, gate
+    from stepscope.render import render
+
+    rules = [Rule.parse(text) for text in args.fail_if]  # a bad rule fails before any loading
+    if args.output:
+        check_output(Path(args.output))
+    hosts = [pick_host(path, args.run, args.host) for path in (args.base, args.new)]
+    runs: list[RunResults] = []
+    with progress(len(hosts), "loading", FILES) as bar:
+        for host in hosts:
+            runs.append(RunResults.of(load_profile(host.path)))
+            bar.update(1)
+    result = diff_results(runs[0], runs[1], str(hosts[0].path), str(hosts[1].path))
+    outcome = gate(rules, result)
+    write_output(args.output, render([result, outcome] if rules or args.format == JUNIT else [result], args.format))
+    if outcome.failed:
+        reasons = "; ".join(f"{failed['rule']}: {failed['reason']}" for failed in outcome.failed)
+        print(f"stepscope: regression: {reasons}", file=sys.stderr)
+        return EXIT_REGRESSION
+    return 0
+
+
+DIFF = Command("diff", "what changed between two runs, and a regression gate for CI (--fail-if)", add_diff_arguments, run_diff)

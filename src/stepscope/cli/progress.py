@@ -1,0 +1,15 @@
+"""The commands' progress bars: on stderr, shown only on a terminal, gone when done."""
+
+from __future__ import annotations
+
+import sys
+
+from tqdm import tqdm
+
+FILES = "file"
+EVENTS = "ev"
+
+
+def progress(total: int, description: str, unit: str) -> tqdm:
+    """A bar of ``total`` ``unit``s (stdout stays the command's output alone)."""
+    return tqdm(total=total, desc=description, unit=unit, disable=None, leave=False, file=sys.stderr)

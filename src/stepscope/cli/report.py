@@ -1,0 +1,75 @@
+"""``stepscope report``: the analysis tools run on one profile, rendered as text, JSON or CSV."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from stepscope.cli.arguments import RESULT_FORMATS, TEXT, add_output
+from stepscope.cli.command import Command
+from stepscope.cli.output import check_output, write_output
+from stepscope.cli.profiles import load_profile, pick_host
+from stepscope.errors import StepscopeError
+
+ALL_TOOLS = "all"
+DEFAULT_TOOL = "overview_page"
+
+
+def add_report_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("path", help="a profile file, a run folder or a log directory")
+    parser.add_argument("--run", help="the run, when PATH holds several")
+    parser.add_argument("--host", help="the host, when the run has several")
+    parser.add_argument("--tool", default=DEFAULT_TOOL, help=f"a tool name, or {ALL_TOOLS} (default: {DEFAULT_TOOL}; stepscope tools lists them)")
+    parser.add_argument(
+        "--option",
+        dest="options",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a tool option, e.g. top_n=5 (repeatable; stepscope tools lists them)",
+    )
+    parser.add_argument("--format", choices=RESULT_FORMATS, default=TEXT)
+    add_output(parser)
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from stepscope.analysis import Output, spec, tool_names
+    from stepscope.analysis.opstats import OpStats
+    from stepscope.render import render
+
+    if args.tool != ALL_TOOLS and args.tool not in tool_names(None):
+        raise StepscopeError(f"unknown tool {args.tool!r} (tools: {', '.join(tool_names())}, {ALL_TOOLS})")
+    if args.tool != ALL_TOOLS and spec(args.tool).output is not Output.TABLES:
+        raise StepscopeError(f"{args.tool} is shown by the dashboard only (stepscope serve), not by report")
+    tools = [spec(name) for name in (tool_names() if args.tool == ALL_TOOLS else [args.tool])]
+    options = tool_options(tools, args.options)
+    host = pick_host(args.path, args.run, args.host)
+    if args.output:  # before the analysis: an output that can never be written fails now
+        output_path = Path(args.output)
+        check_output(output_path)
+        if output_path.exists() and output_path.resolve() == host.path.resolve():
+            raise StepscopeError(f"{output_path}: the output is the profile being reported on; choose another name")
+    profile = load_profile(host.path)
+    stats = OpStats(profile)  # what the tools share, built once for all of them
+    results = [tool.run(stats, **options[tool.name]) for tool in tools]
+    write_output(args.output, render(results, args.format))
+    return 0
+
+
+def tool_options(tools: list, given: list[str]) -> dict[str, dict]:
+    """``--option NAME=VALUE``s, typed by the registry, per tool: each applies to the chosen
+    tools that have it, and one that none of them has is an error."""
+    values: dict[str, str] = {}
+    for text in given:
+        name, equals, value = text.partition("=")
+        if not equals or not name:
+            raise StepscopeError(f"--option {text!r}: give NAME=VALUE (see stepscope tools)")
+        values[name] = value
+    names = {tool.name: {option.name for option in tool.options} for tool in tools}
+    for name in values:
+        if not any(name in known for known in names.values()):
+            raise StepscopeError(f"--option {name}: no option of that name in {', '.join(names)} (see stepscope tools)")
+    return {tool.name: tool.parse_options({name: value for name, value in values.items() if name in names[tool.name]}) for tool in tools}
+
+
+REPORT = Command("report", "run the analysis tools on one profile", add_report_arguments, run_report)
