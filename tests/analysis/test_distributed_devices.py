@@ -19,11 +19,13 @@ from stepscope.errors import StepscopeError
 from stepscope.protos import xplane_pb2
 from stepscope.trace.logdir import discover
 from stepscope.trace.readers import load
-from tests.support.device_runs import GPUS, NORMAL, SLOW_GPU, SLOW_STEP, SLOWED, STEPS, write_node
+from tests.support.device_runs import GPUS, NORMAL, SLOW_GPU, SLOW_STEP, SLOW_US, SLOWED, STEPS, write_node
+from tests.support.distributed_runs import json_calls
 from tests.support.intervals import union_length
-from tests.support.traces import shared
+from tests.support.traces import read_json, shared
 
 TPU = "xplane/tpu_v_inference_4chips.xplane.pb"
+RECSYS = "kineto/recsys_sampled_rank0_of_128.pt.trace.json.gz"
 PS_PER_US = 1_000_000
 
 
@@ -126,6 +128,38 @@ def test_two_nodes_are_host_by_device_units(tmp_path):
     assert result.world_size == 8
     _check_units(result, 4 * 1 + SLOW_GPU)
     assert "host node1" in result.unit_label(4 + SLOW_GPU)
+
+
+def _calls(units) -> list[tuple[int, str, int, int | None]]:
+    """The calls of some units without their numbering, in one order: what both views hold."""
+    return sorted((call.step, call.name, call.duration_ps, call.bytes) for unit in units for call in unit.collectives)
+
+
+def test_the_rank_and_device_views_hold_the_same_collectives(tmp_path):
+    """A rank's collectives (``--by rank``) and its devices' (``--by device``) are one set of
+    calls, numbered two ways: all the rank's together, and each device's on its own."""
+    tables = rank_tables(load(write_node(tmp_path / "node.pt.trace.json", slow=True)), "node")
+    # By hand from device_runs: each GPU has one AllReduce per step, 800 - 600 = 200 us, but
+    # the slow GPU's in the slow step starts SLOW_US later: 800 - 750 = 50 us. No bytes (the
+    # kernels carry no size, and there is no nccl: annotation).
+    for gpu, unit in enumerate(tables.devices):
+        durations = [200 - (SLOW_US if (gpu, step) == (SLOW_GPU, SLOW_STEP) else 0) for step in STEPS]
+        assert [(c.step, c.name, c.ordinal, c.duration_ps, c.bytes) for c in unit.collectives] == [
+            (step, "AllReduce", 0, us * PS_PER_US, None) for step, us in zip(STEPS, durations, strict=True)
+        ]
+    # The rank's view: per step the four calls in start order (all at 600 us but the slow
+    # one at 750 us, which comes last), numbered 0..3.
+    assert [(c.step, c.ordinal, c.duration_ps) for c in tables.collectives] == [
+        (step, ordinal, (50 if (step, ordinal) == (SLOW_STEP, GPUS - 1) else 200) * PS_PER_US) for step in STEPS for ordinal in range(GPUS)
+    ]
+    assert _calls([tables]) == _calls(tables.devices)
+    # One GPU (a real rank): the device's calls are the rank's, numbering and all; as many
+    # as the trace's NCCL kernels launched inside a step, by the annotations around them.
+    real = rank_tables(load(shared(RECSYS)), "rank0")
+    (device,) = real.devices
+    assert device.collectives == real.collectives
+    expected = sorted((call.step, call.name, call.bytes) for call in json_calls(read_json(shared(RECSYS))))
+    assert sorted((call.step, call.name, call.bytes) for call in real.collectives) == expected and len(expected) == 10
 
 
 def test_by_device_without_device_planes_is_one_line(tmp_path):

@@ -132,16 +132,26 @@ def message_bytes(elements: object, dtype: object) -> int | None:
     return int(elements) * size if size is not None else None
 
 
-def collective_calls(stats: OpStats) -> list[CollectiveCall]:
-    """Every device collective launched inside a step, in start order per step and name."""
-    return _numbered([call for calls in _found_calls(stats).values() for call in calls])
+@dataclass(frozen=True)
+class RankCollectives:
+    """A rank's device collectives, found once (naming a call walks the host's annotations,
+    per call) and numbered for the two kinds of unit: ``calls``, the rank's, all its devices'
+    calls together in start order per step and name; ``by_device``, each device plane's own
+    (plane name -> its calls), numbered on its own: every device of a process group issues
+    the group's collectives in the same order, so the k-th ``all-reduce`` of a step on chip 0
+    is the same collective as the k-th on chip 3. Both hold the same calls."""
+
+    calls: list[CollectiveCall]
+    by_device: dict[str, list[CollectiveCall]]
 
 
-def device_collective_calls(stats: OpStats) -> dict[str, list[CollectiveCall]]:
-    """The same calls per device plane (name -> its calls), each plane numbered on its own:
-    every device of a process group issues the group's collectives in the same order, so the
-    k-th ``all-reduce`` of a step on chip 0 is the same collective as the k-th on chip 3."""
-    return {plane: _numbered(calls) for plane, calls in _found_calls(stats).items()}
+def rank_collectives(stats: OpStats) -> RankCollectives:
+    """Every device collective launched inside a step, numbered per rank and per device."""
+    found = _found_calls(stats)
+    return RankCollectives(
+        calls=_numbered([call for calls in found.values() for call in calls]),
+        by_device={plane: _numbered(calls) for plane, calls in found.items()},
+    )
 
 
 _Found = tuple[int, int, str, int, int | None]  # (step, start, name, duration, bytes)

@@ -14,7 +14,8 @@ classifies them (``classify.event_activities``) and claimed in the breakdown's p
 order: compute, then collectives not under compute (the exposed part), then copies; the
 rest of the window is the device's idle. Host categories (input, compile, launch, host
 compute) are host time, not a device's, and are 0 here. Collective calls are the plane's
-own, numbered per device (``collectives.device_collective_calls``).
+own, numbered per device (``collectives.RankCollectives.by_device``, found once with the
+rank's own).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ import numpy as np
 
 from stepscope.analysis.breakdown import BREAKDOWN, step_breakdown
 from stepscope.analysis.classify import DEVICE_ACTIVITIES, Activity, event_activities
-from stepscope.analysis.distributed.collectives import device_collective_calls
+from stepscope.analysis.distributed.collectives import CollectiveCall
 from stepscope.analysis.distributed.unit_tables import CATEGORIES, RankStep, RankTables
 from stepscope.analysis.intervals import Union
 from stepscope.analysis.opstats import OpStats
@@ -52,12 +53,12 @@ def device_unions(plane: Plane) -> dict[Activity, Union]:
     return unions
 
 
-def device_tables(stats: OpStats, host_tables: RankTables) -> list[RankTables]:
+def device_tables(stats: OpStats, host_tables: RankTables, calls: dict[str, list[CollectiveCall]]) -> list[RankTables]:
     """One unit per device plane, by device ordinal; each carries the host's identity
-    (path, host, rank, clock) and ``device`` set to its plane's name."""
+    (path, host, rank, clock), ``device`` set to its plane's name and its collective calls
+    from ``calls`` (plane name -> calls: ``RankCollectives.by_device``)."""
     steps = stats.steps
     kept = stats.set_aside.kept
-    calls = device_collective_calls(stats)
     units = []
     for plane in sorted(stats.profile.device_planes, key=lambda plane: (device_ordinal(plane.name), plane.name)):
         unions = device_unions(plane)

@@ -16,7 +16,7 @@ from typing import Any
 
 from stepscope.analysis.breakdown import BREAKDOWN
 from stepscope.analysis.classify import Activity
-from stepscope.analysis.distributed.collectives import collective_calls
+from stepscope.analysis.distributed.collectives import rank_collectives
 from stepscope.analysis.distributed.device_tables import device_tables
 from stepscope.analysis.distributed.unit_tables import CATEGORIES, RankStep, RankTables
 from stepscope.analysis.opstats import OpStats
@@ -56,6 +56,7 @@ def rank_tables_of(stats: OpStats, host: str) -> RankTables:
         for index in range(len(steps))
     ]
     rank, world_size = _distributed_info(profile.info)
+    collectives = rank_collectives(stats)  # found once for the rank's units and its devices'
     tables = RankTables(
         path=profile.source,
         host=profile.host if profile.format == "xspace" and profile.info.get("hostnames") else host,
@@ -66,11 +67,11 @@ def rank_tables_of(stats: OpStats, host: str) -> RankTables:
         clock=clock_method(profile),
         step_source=steps.source,
         steps=rows,
-        collectives=collective_calls(stats),
+        collectives=collectives.calls,
         warnings=[str(warning) for warning in profile.info.get("warnings", [])],
         file_host=host,
     )
-    return dataclasses.replace(tables, devices=device_tables(stats, tables))
+    return dataclasses.replace(tables, devices=device_tables(stats, tables, collectives.by_device))
 
 
 def clock_method(profile: Profile) -> str:
