@@ -15,7 +15,6 @@ from stepscope.analysis.steps import find_steps
 from stepscope.trace.readers import load
 from stepscope.viewer import STEPS_PLANE, build_index, decode, query
 from stepscope.viewer import index as index_module
-from stepscope.viewer import lod as lod_module
 from tests.support.reference.viewer import (
     expected,
     overlapping_depths,
@@ -167,12 +166,10 @@ def test_lanes_never_overlap_after_layout():
         assert np.all(starts[1:] >= ends[:-1])
 
 
-def test_chunked_and_unkeyed_paths_answer_the_same(monkeypatch):
+def test_unkeyed_path_answers_the_same(monkeypatch):
     profile = random_profile(5)
     plain = build_index(profile)
     answers = [query(plain, 0, profile.span_ps, width) for width in (5, 400)]
-    monkeypatch.setattr(lod_module, "CHUNK_ITEMS", 7)
-    assert [query(plain, 0, profile.span_ps, width) for width in (5, 400)] == answers
     monkeypatch.setattr(index_module, "KEY_LIMIT", 0)
     unkeyed = build_index(profile)
     assert not unkeyed.keyed

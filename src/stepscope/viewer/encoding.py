@@ -62,6 +62,7 @@ from __future__ import annotations
 
 import json
 import struct
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -96,23 +97,42 @@ def _align(size: int) -> int:
     return (size + 7) & ~7
 
 
-def encode(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> bytes:
-    """The buffer for ``header`` (without "arrays"/"version", added here) and the arrays
-    named in LAYOUT, converted to their wire types."""
-    converted = [(name, kind, np.asarray(arrays[name])) for name, kind in LAYOUT]
+@dataclass(frozen=True)
+class RawJson:
+    """A header value already encoded as JSON text (``json.dumps`` with the separators and
+    ``ensure_ascii`` used here): spliced in as it is. A query's track list is the same
+    text for every query of an index, so it is encoded once, not 2,000 dicts a query."""
+
+    text: str
+
+
+def _header_text(header: dict[str, Any]) -> str:
+    """``json.dumps(header)`` in the compact form, with RawJson values spliced in."""
+    items = []
+    for key, value in header.items():
+        text = value.text if isinstance(value, RawJson) else json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        items.append(json.dumps(key) + ":" + text)
+    return "{" + ",".join(items)
+
+
+def allocate(header: dict[str, Any], lengths: dict[str, int]) -> tuple[bytearray, dict[str, np.ndarray]]:
+    """The buffer for ``header`` (without "arrays"/"version", added here) and arrays of the
+    given lengths (every name of LAYOUT), zero-filled, with a writable view in its wire
+    type for each array: the caller writes the values straight into place (a ufunc's
+    ``out=``), converting as it goes, with no temporary copy of a 12 MB answer."""
     # The offsets depend on the header's length, which depends on the offsets' digits:
     # lay out with a guess, then again until the header's length stops changing. Only the
     # small "arrays" list is re-encoded.
-    fixed = json.dumps({"version": VERSION, **header}, separators=(",", ":"), ensure_ascii=False)[:-1]
+    fixed = _header_text({"version": VERSION, **header})
     descriptors: list[dict[str, Any]] = []
     text = b""
     header_room = len(fixed)
     while True:
         offset = _align(_PREAMBLE.size + header_room)
         descriptors = []
-        for name, kind, array in converted:
-            descriptors.append({"name": name, "type": kind, "offset": offset, "length": len(array)})
-            offset = _align(offset + len(array) * _TYPES[kind].itemsize)
+        for name, kind in LAYOUT:
+            descriptors.append({"name": name, "type": kind, "offset": offset, "length": lengths[name]})
+            offset = _align(offset + lengths[name] * _TYPES[kind].itemsize)
         text = (fixed + ',"arrays":' + json.dumps(descriptors, separators=(",", ":")) + "}").encode()
         if _align(_PREAMBLE.size + len(text)) == _align(_PREAMBLE.size + header_room):
             break
@@ -121,10 +141,8 @@ def encode(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> bytes:
     buffer = bytearray(_align(last["offset"] + last["length"] * _TYPES[last["type"]].itemsize))
     _PREAMBLE.pack_into(buffer, 0, MAGIC, VERSION, len(text), 0)
     buffer[_PREAMBLE.size : _PREAMBLE.size + len(text)] = text
-    for descriptor, (_, kind, array) in zip(descriptors, converted):
-        # Converted to the wire type while copied into place (one pass).
-        np.frombuffer(buffer, dtype=_TYPES[kind], count=len(array), offset=descriptor["offset"])[:] = array
-    return bytes(buffer)
+    views = {d["name"]: np.frombuffer(buffer, dtype=_TYPES[d["type"]], count=d["length"], offset=d["offset"]) for d in descriptors}
+    return buffer, views
 
 
 def decode(data: bytes) -> dict[str, Any]:

@@ -27,14 +27,13 @@ independent of the profile's size.
 
 from __future__ import annotations
 
-import itertools
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 _EMPTY = np.zeros(0, dtype=np.int64)
-# Events (sparse lanes) or pixel edges (dense lanes) handled in one vectorised pass.
-CHUNK_ITEMS = 1 << 21
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,71 +127,63 @@ class Window:
         return self.start_ps + steps * quotient + (steps * remainder) // self.width_px
 
 
+# The Lod columns that go into the answer as they are.
+WIRE_COLUMNS = ("event_start", "event_duration", "event_id", "event_name", "run_start", "run_end", "run_count", "run_busy")
+
+
 @dataclass(frozen=True, eq=False)
 class Lod:
-    """A query's answer before encoding; times in ps from the profile start.
+    """A query's answer before its header: the columns in the answer's wire types
+    (:mod:`stepscope.viewer.encoding`), times in ps relative to the window's start.
 
     Grouped by lane: ``lanes[k]`` owns the next ``lane_events[k]`` wide events and the next
     ``lane_runs[k]`` merged runs, each group sorted by start. Lanes come in the order they
     were computed (ascending within the sparse lanes, then within the dense ones) and only
-    lanes with something to draw are listed. ``event_pos`` are positions in the
-    LaneEvents queried.
+    lanes with something to draw are listed. ``event_id`` are index rows.
     """
 
     lanes: np.ndarray
     lane_events: np.ndarray
     lane_runs: np.ndarray
-    event_pos: np.ndarray
-    event_start: np.ndarray
-    event_duration: np.ndarray
-    run_start: np.ndarray
-    run_end: np.ndarray
-    run_count: np.ndarray
-    run_busy: np.ndarray
+    event_start: np.ndarray  # float64
+    event_duration: np.ndarray  # float64
+    event_id: np.ndarray  # int32
+    event_name: np.ndarray  # int32, ids into the index's names
+    run_start: np.ndarray  # float32
+    run_end: np.ndarray  # float32
+    run_count: np.ndarray  # uint32
+    run_busy: np.ndarray  # float32: busy ps / (run_end - run_start), 0 for instants
     overlapping: int  # events overlapping the range in the lanes queried
 
-    @classmethod
-    def empty(cls) -> Lod:
-        return cls(*([_EMPTY] * 10), overlapping=0)
 
-    @property
-    def event_lane(self) -> np.ndarray:
-        return np.repeat(self.lanes, self.lane_events)
+@contextlib.contextmanager
+def level_of_detail(view: LaneEvents, lanes: np.ndarray, window: Window, name_id: np.ndarray) -> Iterator[Lod]:
+    """The wide events and merged runs of ``lanes`` in ``window`` (module docstring);
+    ``name_id`` is the index's column of name ids. The Lod's columns are scratch reused by
+    the next query (``lod_loop.Scratch``): valid inside the ``with`` block only."""
+    from stepscope.viewer import lod_loop  # compiled: loads numba at the first query
 
-    @property
-    def run_lane(self) -> np.ndarray:
-        return np.repeat(self.lanes, self.lane_runs)
-
-
-@dataclass
-class _Parts:
-    """Pieces of the answer, one per chunk of lanes: (lanes, events per lane, runs per
-    lane), events as (position, start, duration), runs as (start, end, count, busy)."""
-
-    lanes: list[tuple[np.ndarray, np.ndarray, np.ndarray]]
-    events: list[tuple[np.ndarray, ...]]
-    runs: list[tuple[np.ndarray, ...]]
-
-
-def level_of_detail(view: LaneEvents, lanes: np.ndarray, window: Window) -> Lod:
-    """The wide events and merged runs of ``lanes`` in ``window`` (module docstring)."""
     lanes, first, stop = range_slices(view, lanes, window.start_ps, window.end_ps)
-    if not len(lanes):
-        return Lod.empty()
     counts = stop - first
-    overlapping = int(counts.sum())
-    dense = counts > window.width_px
-    parts = _Parts([], [], [])
-    # Chunks bound the temporaries (a chunk reads at most CHUNK_ITEMS events or edges).
-    sparse = np.flatnonzero(~dense)
-    for chunk in _chunks(counts[sparse], CHUNK_ITEMS):
-        picked = sparse[chunk]
-        _sparse(view, lanes[picked], first[picked], counts[picked], window, parts)
-    dense = np.flatnonzero(dense)
-    for chunk in _chunks(np.full(len(dense), window.width_px + 1), CHUNK_ITEMS):
-        picked = dense[chunk]
-        _dense(view, lanes[picked], first[picked], stop[picked], window, parts)
-    return _assemble(parts, overlapping)
+    width = window.width_px
+    dense = counts > width
+    # Sparse lanes first, then dense ones, each ascending (the order the answer lists them).
+    order = np.concatenate((np.flatnonzero(~dense), np.flatnonzero(dense)))
+    lanes, first, stop, counts, dense = lanes[order], first[order], stop[order], counts[order], dense[order]
+    # Room: a sparse lane yields at most one event or run per event, a dense one at most two
+    # wide events and one run per pixel.
+    event_room = int(np.where(dense, 2 * width, counts).sum())
+    run_room = int(np.where(dense, width, counts).sum())
+    ids = _EMPTY if view.ids is None else view.ids
+    with lod_loop.SCRATCH.columns(event_room, run_room, len(lanes)) as out:
+        events, runs = lod_loop.lod_lanes(
+            view.key, view.duration, view.busy_before, view.lane_shift, ids, name_id, lanes, first, stop, window.edges(), window.min_event_ps, out
+        )
+        *columns, lane_counts = out
+        used = (lane_counts[0] > 0) | (lane_counts[1] > 0)
+        event_columns = [column[:events] for column in columns[:4]]
+        run_columns = [column[:runs] for column in columns[4:]]
+        yield Lod(lanes[used], lane_counts[0][used], lane_counts[1][used], *event_columns, *run_columns, int(counts.sum()))
 
 
 def range_slices(view: LaneEvents, lanes: np.ndarray, start: int, end: int) -> tuple[np.ndarray, ...]:
@@ -218,127 +209,3 @@ def gather(first: np.ndarray, stop: np.ndarray, lanes: np.ndarray) -> tuple[np.n
     total = int(counts.sum())
     positions = np.arange(total, dtype=np.int64) + np.repeat(first - (np.cumsum(counts) - counts), counts)
     return positions, np.repeat(lanes, counts)
-
-
-def _chunks(sizes: np.ndarray, limit: int) -> list[slice]:
-    """Consecutive slices of ``sizes`` each summing to about ``limit`` (at least one item)."""
-    if not len(sizes):
-        return []
-    group = np.cumsum(sizes) // limit
-    bounds = np.flatnonzero(np.diff(group)) + 1
-    edges = np.concatenate(([0], bounds, [len(sizes)]))
-    return [slice(int(a), int(b)) for a, b in itertools.pairwise(edges) if b > a]
-
-
-def _pixels(window: Window, edges: np.ndarray, times: np.ndarray) -> np.ndarray:
-    """The pixel each time falls in (0 before the range): estimated in floating point,
-    then corrected by one against the exact integer edges."""
-    width = window.width_px
-    estimate = ((times - window.start_ps) * (width / (window.end_ps - window.start_ps))).astype(np.int64)
-    estimate = np.clip(estimate, 0, width - 1)
-    estimate -= times < edges[estimate]
-    estimate += times >= edges[estimate + 1]
-    return np.clip(estimate, 0, width - 1)
-
-
-def _sparse(view: LaneEvents, lanes, first, counts, window: Window, parts: _Parts) -> None:
-    """Lanes with few events in range: every event is read."""
-    positions, lane = gather(first, first + counts, lanes)
-    local = np.repeat(np.arange(len(lanes)), counts)
-    start = view.starts(positions, lane)
-    duration = view.duration[positions]
-    wide = duration >= window.min_event_ps
-    parts.events.append((positions[wide], start[wide], duration[wide]))
-    wide_per_lane = np.bincount(local[wide], minlength=len(lanes))
-    narrow = ~wide
-    local, start, duration = local[narrow], start[narrow], duration[narrow]
-    pixel = _pixels(window, window.edges(), start)
-    # Events are sorted by (lane, start), so a run is a stretch of equal (lane, pixel).
-    change = np.flatnonzero((local[1:] != local[:-1]) | (pixel[1:] != pixel[:-1])) + 1
-    heads = np.concatenate(([0], change)) if len(local) else _EMPTY
-    if len(heads):
-        parts.runs.append(
-            (
-                start[heads],
-                np.maximum.reduceat(start + duration, heads),
-                np.diff(np.append(heads, len(local))),
-                np.add.reduceat(duration, heads),
-            )
-        )
-    parts.lanes.append((lanes, wide_per_lane, np.bincount(local[heads], minlength=len(lanes))))
-
-
-def _dense(view: LaneEvents, lanes, first, stop, window: Window, parts: _Parts) -> None:
-    """Lanes with more events in range than pixels: summarised from the pixel edges.
-
-    Pixel ``j`` holds positions ``bounds[j]:bounds[j+1]``; its first event is at
-    ``bounds[j]`` and its last just before ``bounds[j+1]``, so every column is gathered
-    once at the edges and once just before them (gathers dominate: each is a cache miss
-    in a big index).
-    """
-    width = window.width_px
-    count = len(lanes)
-    bounds = view.search(np.repeat(lanes, width + 1), np.tile(window.edges(), count)).reshape(count, width + 1)
-    bounds[:, 0] = first  # pixel 0 also holds the event begun before the range
-    bounds[:, width] = stop
-    last = len(view) - 1
-    at, before = np.minimum(bounds, last), np.maximum(bounds - 1, 0)
-    shift = view.lane_shift[lanes][:, None]
-    head_start = (view.key[at] - shift)[:, :-1]
-    head_duration = view.duration[at][:, :-1]
-    tail_duration = view.duration[before][:, 1:]
-    tail_end = (view.key[before] - shift)[:, 1:] + tail_duration
-    busy = np.diff(view.busy_before[bounds], axis=1)
-    events_in = np.diff(bounds, axis=1)
-    filled = events_in > 0
-    minimum = window.min_event_ps
-    head_wide = filled & (head_duration >= minimum)
-    tail_wide = (events_in > 1) & (tail_duration >= minimum)  # a pixel's only event is its head
-    # Wide events as (lane, pixel, head before tail): sorted by start within each lane.
-    wide = np.stack((head_wide, tail_wide), axis=2)
-    parts.events.append(
-        (
-            np.stack((bounds[:, :-1], bounds[:, 1:] - 1), axis=2)[wide],
-            np.stack((head_start, tail_end - tail_duration), axis=2)[wide],
-            np.stack((head_duration, tail_duration), axis=2)[wide],
-        )
-    )
-    merged = events_in - head_wide - tail_wide
-    has_run = merged > 0
-    busy = busy - np.where(head_wide, head_duration, 0) - np.where(tail_wide, tail_duration, 0)
-    run_start = head_start
-    run_end = tail_end
-    # Where the first (last) event is wide, the run starts (ends) at its neighbour: rare.
-    lane = np.broadcast_to(lanes[:, None], head_start.shape)
-    fix = head_wide & has_run
-    if fix.any():
-        run_start = head_start.copy()
-        run_start[fix] = view.starts(bounds[:, :-1][fix] + 1, lane[fix])
-    fix = tail_wide & has_run
-    if fix.any():
-        previous = bounds[:, 1:][fix] - 2
-        run_end = tail_end.copy()
-        run_end[fix] = view.starts(previous, lane[fix]) + view.duration[previous]
-    # Ends are sorted within a lane, so the last narrow event ends last.
-    parts.runs.append((run_start[has_run], run_end[has_run], merged[has_run], busy[has_run]))
-    parts.lanes.append((lanes, wide.sum(axis=(1, 2)), has_run.sum(axis=1)))
-
-
-def _assemble(parts: _Parts, overlapping: int) -> Lod:
-    """Joins the chunks (each grouped by lane already) and drops lanes left empty."""
-
-    def joined(pieces: list[tuple[np.ndarray, ...]], width: int) -> list[np.ndarray]:
-        if not pieces:
-            return [_EMPTY] * width
-        return [np.concatenate([np.asarray(piece[i], dtype=np.int64) for piece in pieces]) for i in range(width)]
-
-    lanes, lane_events, lane_runs = joined(parts.lanes, 3)
-    used = (lane_events > 0) | (lane_runs > 0)
-    event_pos, event_start, event_duration = joined(parts.events, 3)
-    run_start, run_end, run_count, run_busy = joined(parts.runs, 4)
-    return Lod(
-        lanes[used], lane_events[used], lane_runs[used],
-        event_pos, event_start, event_duration,
-        run_start, run_end, run_count, run_busy,
-        overlapping,
-    )  # fmt: skip
