@@ -175,15 +175,23 @@ def level_of_detail(view: LaneEvents, lanes: np.ndarray, window: Window, name_id
     event_room = int(np.where(dense, 2 * width, counts).sum())
     run_room = int(np.where(dense, width, counts).sum())
     ids = _EMPTY if view.ids is None else view.ids
+    # Read-only views of every column: numba compiles (or loads from its cache) one version
+    # per signature, and a memory-mapped index, a built one and a filtered subset would
+    # otherwise each be a signature of their own (~0.1 s the first time each is seen).
+    inputs = [_readonly(column) for column in (view.key, view.duration, view.busy_before, view.lane_shift, ids, name_id)]
     with lod_loop.SCRATCH.columns(event_room, run_room, len(lanes)) as out:
-        events, runs = lod_loop.lod_lanes(
-            view.key, view.duration, view.busy_before, view.lane_shift, ids, name_id, lanes, first, stop, window.edges(), window.min_event_ps, out
-        )
+        events, runs = lod_loop.lod_lanes(*inputs, lanes, first, stop, window.edges(), window.min_event_ps, out)
         *columns, lane_counts = out
         used = (lane_counts[0] > 0) | (lane_counts[1] > 0)
         event_columns = [column[:events] for column in columns[:4]]
         run_columns = [column[:runs] for column in columns[4:]]
         yield Lod(lanes[used], lane_counts[0][used], lane_counts[1][used], *event_columns, *run_columns, int(counts.sum()))
+
+
+def _readonly(column: np.ndarray) -> np.ndarray:
+    view = np.asarray(column).view()
+    view.flags.writeable = False
+    return view
 
 
 def range_slices(view: LaneEvents, lanes: np.ndarray, start: int, end: int) -> tuple[np.ndarray, ...]:
