@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from stepscope.trace.readers import load
-from stepscope.viewer import build_index, find, lod_loop, query
+from stepscope.viewer import TraceIndex, build_index, find, lod, lod_loop, query
 from stepscope.viewer import index as index_module
 from tests.support.reference.lod import reference_query
 from tests.support.reference.viewer import random_profile
@@ -192,3 +192,17 @@ def test_find_on_real_traces(path):
     for text in {names[len(names) // 3][:5], "memcpy", "step"}:
         if text:
             check_find(index, text, rng, steps=20)
+
+
+def test_one_compiled_version_serves_every_kind_of_index(tmp_path):
+    # warm() compiles (or loads) the loop for the signature every query uses: a saved and
+    # memory-mapped index, a built one and a filtered subset add no version of their own.
+    lod.warm()
+    assert len(lod_loop.lod_lanes.signatures) == 1
+    built = build_index(random_profile(3))
+    built.save(tmp_path / "index")
+    loaded = TraceIndex.load(tmp_path / "index")
+    for index in (built, loaded):
+        for text in (None, "alpha"):
+            assert query(index, 0, index.span_ps, 800, name_filter=text) == reference_query(index, 0, index.span_ps, 800, name_filter=text)
+    assert len(lod_loop.lod_lanes.signatures) == 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ from stepscope.dashboard.tool_runs import ToolRuns
 from stepscope.dashboard.worker import table_from_json
 from stepscope.errors import StepscopeError
 from stepscope.render.formats import table_csv
+from stepscope.viewer import lod
 
 STATIC_DIR = Path(__file__).parent / "static"
 NOT_BUILT = "stepscope's web page is not built: run `make web` (or `cd web && npm ci && npm run build`) and reload.\n"
@@ -229,6 +231,9 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # The trace viewer's compiled loop loads in the background while the page starts
+        # (its first query would otherwise wait ~0.6 s for numba).
+        threading.Thread(target=lod.warm, name="stepscope-viewer-warm", daemon=True).start()
         yield
         cache.close()
         app.state.profile_jobs.close()
