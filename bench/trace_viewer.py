@@ -17,7 +17,8 @@ Each measurement is a fresh subprocess of this interpreter:
           full view, all tracks; full view, one screen of tracks (the first 60 lanes);
           mid zoom (1% of the span) and deep zoom (0.01%), all tracks; width 1600 px.
           Also a name-filtered full view (first call builds the filtered subset) and
-          ``find`` next.
+          ``find`` next; then ``find`` once more with the subsets dropped, as for a text
+          not seen before (the "first search" goal).
   xprof   ``raw_to_tool_data.xspace_to_tool_data([copy], "trace_viewer@", ...)`` on a
           private copy: the first call converts the XSpace and writes its SSTable caches
           beside it (XProf's "index build"), later calls are its queries for the same
@@ -163,6 +164,11 @@ def child_query(folder: str, repeat: int) -> dict:
     for _ in range(repeat):
         match = find(index, name, after_id=match.id) if match else None
     find_s = (time.perf_counter() - t) / repeat
+    # A search for a text not seen before: find builds the filtered subset itself.
+    index.cache.pop("filters", None)
+    t = time.perf_counter()
+    find(index, name, after_ps=span // 2)
+    find_cold_s = time.perf_counter() - t
     return {
         "open_s": open_s,
         "first_query_s": first_s,
@@ -173,6 +179,7 @@ def child_query(folder: str, repeat: int) -> dict:
         "filter_first_s": filter_first_s,
         "filter_p50_s": float(np.percentile(times, 50)),
         "find_first_s": find_first_s,
+        "find_cold_s": find_cold_s,
         "find_next_s": find_s,
         "peak_rss": peak_bytes(),
         "rss": rss_bytes(),
@@ -360,7 +367,8 @@ def report(rows: list[dict]) -> str:
             )
         lines.append(
             f"{row['label'][:34]:34} {'filter ' + repr(q['filter']):20} first {ms(q['filter_first_s'])} ms, then p50 "
-            f"{ms(q['filter_p50_s'])} ms; find: first {ms(q['find_first_s'])} ms, next {ms(q['find_next_s'])} ms"
+            f"{ms(q['filter_p50_s'])} ms; find: first {ms(q['find_first_s'])} ms (text not seen before: {ms(q.get('find_cold_s'))} ms), "
+            f"next {ms(q['find_next_s'])} ms"
         )
     return "\n".join(lines)
 
@@ -376,7 +384,8 @@ def viewer_goals(rows: list[dict]) -> list[dict]:
         their_full = x.get("views", {}).get("full, all tracks", {}).get("p95_s")
         pairs = [
             (f"trace viewer full view p95, {row['label']}", q["views"]["full, all tracks"]["p95_s"] * 1e3, "ms", their_full, 50),
-            (f"trace viewer first search, {row['label']}", q["find_first_s"] * 1e3, "ms", None, 100),
+            # The first search of a text: find builds the filtered subset (not the filtered query).
+            (f"trace viewer first search, {row['label']}", q.get("find_cold_s", q["find_first_s"]) * 1e3, "ms", None, 100),
             (f"trace viewer load + index, {row['label']}", b["load_s"] + b["build_s"], "s", x.get("convert_s"), 3),
         ]
         for figure, value, unit, theirs, bound in pairs:
