@@ -49,9 +49,23 @@ def _first_at_or_after(key, shift, target, lo, stop):  # pragma: no cover - comp
 
 
 @jit
-def _busy(busy, span):  # pragma: no cover - compiled
-    """A run's busy fraction as the answer carries it (0 for a run of instants)."""
-    return busy / span if span > 0 else 0.0
+def _put_event(out, k, position, ids, name_id, start, duration):  # pragma: no cover - compiled
+    """Writes event ``k`` of the answer: index position ``position`` (mapped through
+    ``ids`` unless empty), ``start`` relative to the window."""
+    row = ids[position] if len(ids) else position
+    out[0][k] = start
+    out[1][k] = duration
+    out[2][k] = row
+    out[3][k] = name_id[row]
+
+
+@jit
+def _put_run(out, k, begin, end, count, busy):  # pragma: no cover - compiled
+    """Writes run ``k``: ``begin`` and ``end`` relative to the window, ``busy`` ps."""
+    out[4][k] = begin
+    out[5][k] = end
+    out[6][k] = count
+    out[7][k] = busy / (end - begin) if end > begin else 0.0
 
 
 @jit
@@ -62,10 +76,9 @@ def lod_lanes(key, duration, busy_before, lane_shift, ids, name_id, lanes, first
     many of each (``lane_counts`` rows 0 and 1). ``ids`` maps a position to its index row
     (empty: the same). Returns (events written, runs written).
     """
-    event_start, event_duration, event_id, event_name, run_start, run_end, run_count, run_busy, lane_counts = out
+    lane_counts = out[8]
     width = len(edges) - 1
     origin = edges[0]
-    mapped = len(ids) > 0
     events = 0
     runs = 0
     for k in range(len(lanes)):
@@ -81,11 +94,7 @@ def lod_lanes(key, duration, busy_before, lane_shift, ids, name_id, lanes, first
                 s = key[p] - shift
                 d = duration[p]
                 if d >= min_event:
-                    row = ids[p] if mapped else p
-                    event_start[events] = s - origin
-                    event_duration[events] = d
-                    event_id[events] = row
-                    event_name[events] = name_id[row]
+                    _put_event(out, events, p, ids, name_id, s - origin, d)
                     events += 1
                     continue
                 while pixel < width - 1 and edges[pixel + 1] <= s:
@@ -96,17 +105,11 @@ def lod_lanes(key, duration, busy_before, lane_shift, ids, name_id, lanes, first
                     last_end = s + d  # ends ascend in a lane: the latest is the last
                     continue
                 if merged:
-                    run_start[runs] = first_start - origin
-                    run_end[runs] = last_end - origin
-                    run_count[runs] = merged
-                    run_busy[runs] = _busy(busy, last_end - first_start)
+                    _put_run(out, runs, first_start - origin, last_end - origin, merged, busy)
                     runs += 1
                 run_pixel, first_start, last_end, merged, busy = pixel, s, s + d, 1, d
             if merged:
-                run_start[runs] = first_start - origin
-                run_end[runs] = last_end - origin
-                run_count[runs] = merged
-                run_busy[runs] = _busy(busy, last_end - first_start)
+                _put_run(out, runs, first_start - origin, last_end - origin, merged, busy)
                 runs += 1
         else:
             # Dense: pixel j holds positions a:b between its edges' searches; its first
@@ -125,20 +128,12 @@ def lod_lanes(key, duration, busy_before, lane_shift, ids, name_id, lanes, first
                     busy = busy_before[b] - busy_before[a]
                     merged = n
                     if head_wide:
-                        row = ids[a] if mapped else a
-                        event_start[events] = head_start - origin
-                        event_duration[events] = head_duration
-                        event_id[events] = row
-                        event_name[events] = name_id[row]
+                        _put_event(out, events, a, ids, name_id, head_start - origin, head_duration)
                         events += 1
                         merged -= 1
                         busy -= head_duration
                     if tail_wide:
-                        row = ids[b - 1] if mapped else b - 1
-                        event_start[events] = tail_start - origin
-                        event_duration[events] = tail_duration
-                        event_id[events] = row
-                        event_name[events] = name_id[row]
+                        _put_event(out, events, b - 1, ids, name_id, tail_start - origin, tail_duration)
                         events += 1
                         merged -= 1
                         busy -= tail_duration
@@ -146,10 +141,7 @@ def lod_lanes(key, duration, busy_before, lane_shift, ids, name_id, lanes, first
                         # Ends ascend within a lane: the last narrow event ends last.
                         begin = key[a + 1] - shift if head_wide else head_start
                         end = key[b - 2] - shift + duration[b - 2] if tail_wide else tail_start + tail_duration
-                        run_start[runs] = begin - origin
-                        run_end[runs] = end - origin
-                        run_count[runs] = merged
-                        run_busy[runs] = _busy(busy, end - begin)
+                        _put_run(out, runs, begin - origin, end - origin, merged, busy)
                         runs += 1
                 a = b
         lane_counts[0, k] = events - events_before
