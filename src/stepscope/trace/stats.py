@@ -205,6 +205,21 @@ class JsonStats:
     def translated(self, translate: ArgsTranslator) -> JsonStats:
         return JsonStats(self._blob, self._starts, self._ends, translate)
 
+    def joined(self, size: int) -> Iterator[tuple[np.ndarray, memoryview | None]]:
+        """The rows with args, ``size`` at a time, each batch with its rows' args as one
+        text, comma-separated (wrapped in brackets, a JSON array): where the blob holds them
+        so, in row order, as the Chrome reader stores them, one decode per batch instead of
+        one per row. The text is None where the rows' args are not stored so."""
+        starts, ends = self._starts, self._ends
+        present = np.flatnonzero(ends > starts)
+        blob = memoryview(self._blob)
+        data = np.frombuffer(self._blob, dtype=np.uint8)
+        for lo in range(0, len(present), size):
+            rows = present[lo : lo + size]
+            between = ends[rows[:-1]]
+            joined = bool(np.all(starts[rows[1:]] == between + 1)) and bool(np.all(data[between] == ord(",")))
+            yield rows, (blob[int(starts[rows[0]]) : int(ends[rows[-1]])] if joined else None)
+
     def views(self) -> Iterator[memoryview]:
         """Every row's raw args, as views into the blob (no copies)."""
         blob = memoryview(self._blob)

@@ -10,15 +10,17 @@ codes into tables of distinct values (names, categories, pids...), float64 times
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 
 import msgspec
 import numpy as np
 
-from stepscope.trace.stat_types import is_int64
+from stepscope.trace.stat_types import INT64_MAX, is_int64
 from stepscope.trace.stats import JsonStats
 
 # Events decoded into msgspec structs at a time: each struct is a Python object (~700 bytes
@@ -47,12 +49,25 @@ class ChromeEvent(msgspec.Struct, gc=False):
     args: msgspec.Raw = msgspec.Raw()
 
 
-class _TimestampOnly(msgspec.Struct, gc=False):
-    ts: msgspec.Raw = msgspec.Raw()
+class _TimedEvent(ChromeEvent, gc=False):
+    """A ChromeEvent as the reader decodes it from the file: ``ts`` kept as its JSON text
+    (``null`` when absent), so that the text is at hand for the exact decimal decode and
+    the numbers are decoded for a whole batch in one call (issue 20 item 4: this replaced
+    decoding every timestamp as a float and then each event again for its text)."""
+
+    ts: msgspec.Raw = msgspec.Raw(b"null")
 
 
 _EVENT = msgspec.json.Decoder(ChromeEvent)
-_TIMESTAMP = msgspec.json.Decoder(_TimestampOnly)
+_TIMED_EVENT = msgspec.json.Decoder(_TimedEvent)
+_VALUES = msgspec.json.Decoder(list[Any])
+_ANY = msgspec.json.Decoder()
+# The fields coded into tables of distinct values.
+_CODED_FIELDS = ("ph", "name", "cat", "pid", "tid", "id")
+_TS = attrgetter("ts")
+_DUR = attrgetter("dur")
+_BP = attrgetter("bp")
+_ARGS = attrgetter("args")
 
 
 def as_text(value: Any) -> str:
@@ -154,12 +169,8 @@ class EventColumns:
     def oversized_ids(self) -> int:
         """How many distinct pid / tid / flow id values are integers past int64 (kept as
         they are, but they cannot be numeric ids)."""
-        return sum(
-            1
-            for column in (self.pid, self.tid, self.flow_id)
-            for value in column.values
-            if isinstance(value, int) and not isinstance(value, bool) and not is_int64(value)
-        )
+        ints = [value for column in (self.pid, self.tid, self.flow_id) for value in column.values if type(value) is int]
+        return int(np.count_nonzero(~int64_mask(ints)))
 
     def __len__(self) -> int:
         return len(self.ts_us)
@@ -169,67 +180,72 @@ class EventColumns:
 class ColumnBuilder:
     """Accumulates batches of decoded events into EventColumns."""
 
-    _coders: dict[str, _Coder] = field(default_factory=lambda: {k: _Coder() for k in ("ph", "name", "cat", "pid", "tid", "id")})
+    _coders: dict[str, _Coder] = field(default_factory=lambda: {name: _Coder() for name in _CODED_FIELDS})
     _ts: list[np.ndarray] = field(default_factory=list)
     _dur: list[np.ndarray] = field(default_factory=list)
     _dur_absent: list[np.ndarray] = field(default_factory=list)
     _bp: list[np.ndarray] = field(default_factory=list)
     _exact_ns: list[np.ndarray] = field(default_factory=list)
     _exact: list[np.ndarray] = field(default_factory=list)
-    _args: list[bytes] = field(default_factory=list)
-    _arg_lengths: list[np.ndarray] = field(default_factory=list)
+    # Every event's args as decoded (views into the trace's text), joined once at the end.
+    _args: list[msgspec.Raw] = field(default_factory=list)
     skipped: int = 0
 
     def add_raw(self, raws: list[msgspec.Raw]) -> None:
         """A batch of events given as the raw JSON text of each."""
-        events: list[ChromeEvent] = []
-        kept: list[msgspec.Raw] = []
+        events: list[_TimedEvent] = []
         for raw in raws:
             try:
-                events.append(_EVENT.decode(raw))
-                kept.append(raw)
+                events.append(_TIMED_EVENT.decode(raw))
             except msgspec.ValidationError:
                 self.skipped += 1  # an array element that is not an event object
             # A DecodeError (bad UTF-8 inside a string) propagates: the reader repairs it.
-        self.add(events, kept)
+        texts: list[msgspec.Raw] = list(map(_TS, events))
+        try:
+            values = _VALUES.decode(b"[" + b",".join(texts) + b"]")
+        except msgspec.ValidationError:
+            # A number past the double's range, which makes its event no event (decoded
+            # with its "ts" as a value, it fails as any element that is not an object).
+            kept = [i for i, text in enumerate(texts) if _in_range(text)]
+            self.skipped += len(events) - len(kept)
+            events, texts = [events[i] for i in kept], [texts[i] for i in kept]
+            values = _VALUES.decode(b"[" + b",".join(texts) + b"]")
+        self._add(events, numbers(values), texts)
 
-    def add(self, events: list[ChromeEvent], raws: list[msgspec.Raw] | None = None) -> None:
-        """A batch of decoded events; ``raws`` (their text) lets imprecise timestamps be
+    def add(self, events: list[ChromeEvent]) -> None:
+        """A batch of events decoded elsewhere (the lenient parser): no timestamp text to
         re-read exactly."""
-        coders = self._coders
-        coders["ph"].add([e.ph for e in events])
-        coders["name"].add([e.name for e in events])
-        coders["cat"].add([e.cat for e in events])
-        coders["pid"].add([e.pid for e in events])
-        coders["tid"].add([e.tid for e in events])
-        coders["id"].add([e.id for e in events])
-        ts = numbers([e.ts for e in events])
+        self._add(events, numbers(list(map(_TS, events))), None)
+
+    def _add(self, events: list[Any], ts: np.ndarray, texts: list[msgspec.Raw] | None) -> None:
+        for name, coder in self._coders.items():
+            coder.add(list(map(attrgetter(name), events)))
         self._ts.append(ts)
-        durations = [e.dur for e in events]
+        durations = list(map(_DUR, events))
         self._dur.append(numbers(durations))
         self._dur_absent.append(np.asarray([d is None for d in durations], dtype=bool))
-        self._bp.append(np.asarray([e.bp == "e" for e in events], dtype=bool))
+        self._bp.append(np.asarray([b == "e" for b in map(_BP, events)], dtype=bool))
         exact_ns = np.zeros(len(events), dtype=np.int64)
         exact = np.zeros(len(events), dtype=bool)
         # Past the threshold a double cannot show whether the text had fractional digits
         # at all (1712195495519689.047 parses to ...689.0), so every such value is re-read.
         imprecise = np.flatnonzero(np.isfinite(ts) & (np.abs(ts) >= EXACT_TS_THRESHOLD_US))
-        if raws is not None and len(imprecise):
-            texts = [bytes(_TIMESTAMP.decode(raws[i]).ts) for i in imprecise.tolist()]
-            values, valid = decimal_units(texts, 0, 1000)
+        if texts is not None and len(imprecise):
+            values, valid = decimal_units([texts[i] for i in imprecise.tolist()], 0, 1000)
             exact_ns[imprecise[valid]] = values[valid]
             exact[imprecise[valid]] = True
         self._exact_ns.append(exact_ns)
         self._exact.append(exact)
-        args = [e.args for e in events]
-        self._arg_lengths.append(np.asarray([len(a) for a in args], dtype=np.int64))
-        self._args.append(b"".join(args))
+        self._args.extend(map(_ARGS, events))
 
     def finish(self) -> EventColumns:
         coders = self._coders
-        lengths = np.concatenate(self._arg_lengths) if self._arg_lengths else np.zeros(0, dtype=np.int64)
-        ends = np.cumsum(lengths)
-        blob = b"".join(self._args)
+        # The args back to back, a comma between two (JsonStats.joined: the id columns are
+        # then decoded a batch of events per call); rows without args are empty.
+        lengths = np.fromiter(map(len, self._args), dtype=np.int64, count=len(self._args))
+        step = np.where(lengths > 0, lengths + 1, 0)
+        ends = np.cumsum(step) - (lengths > 0)
+        blob = b",".join(filter(None, self._args))
         self._args.clear()
         empty_f = np.zeros(0)
         return EventColumns(
@@ -250,10 +266,21 @@ class ColumnBuilder:
         )
 
 
-def columns_from_raw(raws: list[msgspec.Raw]) -> EventColumns:
+def _in_range(text: msgspec.Raw) -> bool:
+    try:
+        _ANY.decode(text)
+    except msgspec.ValidationError:
+        return False
+    return True
+
+
+def columns_from_raw(raws: list[Any]) -> EventColumns:
+    """The columns of events given as their texts; ``raws`` is emptied as it is read (each
+    text freed once decoded, so that the args read later reuse their memory)."""
     builder = ColumnBuilder()
     for lo in range(0, len(raws), BATCH_EVENTS):
         builder.add_raw(raws[lo : lo + BATCH_EVENTS])
+        raws[lo : lo + BATCH_EVENTS] = [None] * len(raws[lo : lo + BATCH_EVENTS])
     return builder.finish()
 
 
@@ -273,13 +300,18 @@ def columns_from_events(events: Iterable[ChromeEvent]) -> EventColumns:
 
 
 def numbers(values: list[Any]) -> np.ndarray:
-    """Numeric JSON values as float64; None, non-numeric strings, booleans etc. become NaN."""
-    try:
-        array = np.asarray(values, dtype=np.float64)
-        if array.ndim == 1:
-            return array
-    except (TypeError, ValueError, OverflowError):
-        pass
+    """Numeric JSON values as float64; None, non-numeric strings, booleans etc. become NaN.
+
+    At once where numpy converts them as ``_number`` does: not where a boolean is among
+    them (numpy makes true 1.0, so a time of ``true`` was 1.0 or NaN by what else its
+    batch held)."""
+    if bool not in set(map(type, values)):
+        try:
+            array = np.asarray(values, dtype=np.float64)
+            if array.ndim == 1:
+                return array
+        except (TypeError, ValueError, OverflowError):
+            pass
     return np.asarray([_number(v) for v in values], dtype=np.float64)
 
 
@@ -299,12 +331,41 @@ def _number(value: Any) -> float:
     return math.nan
 
 
-def int_ids(values: list[Any], absent: int) -> np.ndarray:
-    """Integer ids (ints, numeric strings, "0x.." strings) as int64; others -> ``absent``."""
-    try:
-        return np.asarray(values, dtype=np.int64)
-    except (TypeError, ValueError, OverflowError):
-        return np.asarray([_int_id(v, absent) for v in values], dtype=np.int64)
+def int_ids(values: list[Any], absent: int) -> tuple[np.ndarray, np.ndarray]:
+    """Integer ids (ints, numeric strings, "0x.." strings) as int64, others -> ``absent``;
+    and which values are integers past int64 (which become ``absent`` too).
+
+    Where every value is an int (Kineto's ids, absent ones given as an int) they convert at
+    once, and then none is past int64 (testing them one by one was a fifth of loading the
+    V100 traces). Not otherwise: numpy would make true 1, 1.5 1 and "012" 12."""
+    if _all_ints(values):
+        with contextlib.suppress(OverflowError):
+            return np.asarray(values, dtype=np.int64), np.zeros(len(values), dtype=bool)
+    oversized = np.fromiter((isinstance(v, int) and not isinstance(v, bool) and not is_int64(v) for v in values), dtype=bool, count=len(values))
+    return np.asarray([_int_id(v, absent) for v in values], dtype=np.int64), oversized
+
+
+def _all_ints(values: Sequence[Any]) -> bool:
+    return set(map(type, values)) <= {int}
+
+
+def int64_mask(values: Sequence[Any]) -> np.ndarray:
+    """``is_int64`` of each value, as a bool array: at once where every value is an int (a
+    trace's flow ids, by the ten thousand; one by one they cost ~10% of loading the V100
+    traces), else one by one."""
+    if _all_ints(values):
+        with contextlib.suppress(OverflowError):
+            np.asarray(values, dtype=np.int64)
+            return np.ones(len(values), dtype=bool)
+    return np.fromiter(map(is_int64, values), dtype=bool, count=len(values))
+
+
+def int64_or(values: Sequence[Any], default: np.ndarray | int) -> np.ndarray:
+    """Each value where it ``is_int64``, else ``default`` (one number, or one per value)."""
+    mask = int64_mask(values)
+    kept = np.zeros(len(values), dtype=np.int64)
+    kept[mask] = np.asarray([value for value, ok in zip(values, mask.tolist()) if ok], dtype=np.int64)
+    return np.where(mask, kept, default)
 
 
 def _int_id(value: Any, absent: int) -> int:
@@ -323,18 +384,21 @@ def _int_id(value: Any, absent: int) -> int:
     return absent
 
 
-def decimal_units(texts: list[bytes], base: int, scale: int) -> tuple[np.ndarray, np.ndarray]:
+def decimal_units(texts: Sequence[bytes | msgspec.Raw], base: int, scale: int) -> tuple[np.ndarray, np.ndarray]:
     """Decimal number texts (e.g. b"1712195495519689.047") as integer ``(value - base) *
     scale``, rounded half up, computed exactly from the digits; and which texts were plain
-    decimals (no sign, no exponent). Vectorised over the texts as a byte matrix, one pass
+    decimals (no sign, no exponent) whose value fits int64. Vectorised over the texts as a byte matrix, one pass
     per character column."""
     count = len(texts)
     values = np.zeros(count, dtype=np.int64)
-    width = max((len(t) for t in texts), default=0)
+    width = max(map(len, texts), default=0)
     if not count or width > 40:
         return values, np.zeros(count, dtype=bool)
     digits_after = len(str(scale)) - 1  # scale is a power of ten
-    matrix = np.frombuffer(b"".join(t.ljust(width, b" ") for t in texts), dtype=np.uint8).reshape(count, width)
+    joined = b"".join(texts)
+    if len(joined) != count * width:  # texts of unequal lengths (else, as Kineto's are, as they are)
+        joined = b"".join(bytes(t).ljust(width, b" ") for t in texts)
+    matrix = np.frombuffer(joined, dtype=np.uint8).reshape(count, width)
     is_digit = (matrix >= ord("0")) & (matrix <= ord("9"))
     is_dot = matrix == ord(".")
     plain = np.all(is_digit | is_dot | (matrix == ord(" ")), axis=1) & (is_dot.sum(axis=1) <= 1) & is_digit[:, 0]
@@ -354,5 +418,9 @@ def decimal_units(texts: list[bytes], base: int, scale: int) -> tuple[np.ndarray
         round_up |= valid & (place == digits_after + 1) & (digit >= 5)
     # "1.5" at scale 1000 is 1500: pad the fraction to `digits_after` digits.
     fraction *= 10 ** (digits_after - shown)
+    # A value past int64 would wrap around (a time past the year 2262 in epoch ns): not
+    # plain, so it keeps its double.
+    whole_digits = np.sum(is_digit & (np.arange(width) < dot[:, None]), axis=1)
+    plain &= (whole_digits <= 18) & (whole - base <= (INT64_MAX - scale) // scale)
     values = (whole - base) * scale + fraction + round_up
     return np.where(plain, values, 0), plain

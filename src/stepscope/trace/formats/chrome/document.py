@@ -23,6 +23,7 @@ import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,7 @@ import numpy as np
 from stepscope import jsonform
 from stepscope.errors import ProfileFormatError
 from stepscope.trace import limits
-from stepscope.trace.formats.chrome.columns import ChromeEvent, EventColumns, columns_from_events, columns_from_raw, int_ids
-from stepscope.trace.stat_types import is_int64
+from stepscope.trace.formats.chrome.columns import BATCH_EVENTS, ChromeEvent, EventColumns, columns_from_events, columns_from_raw, int_ids
 from stepscope.trace.stats import JsonStats
 
 
@@ -247,37 +247,55 @@ def _not_json(path: Path, error: json.JSONDecodeError) -> ProfileFormatError:
     return ProfileFormatError(path, f"is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})")
 
 
-def id_columns_reader(struct: type[msgspec.Struct], columns: dict[str, tuple[str, ...]]) -> Callable[[JsonStats], tuple[dict[str, np.ndarray], int]]:
+def id_columns_reader(struct: type[msgspec.Struct], columns: dict[str, tuple[str, ...]]) -> Callable[[JsonStats], tuple[dict[str, np.ndarray], np.ndarray]]:
     """A function that pulls integer id columns out of every event's raw args, and counts
-    the ids past int64 (kept exactly in the args, but with no numeric id).
+    each event's ids past int64 (kept exactly in the args, but with no numeric id).
 
     ``struct`` names the args keys to decode (defaulting to -1); ``columns`` maps each
     event-table column to the struct fields that may hold it, first present wins. The
     decoder skips every other key without building it, so this costs one small struct per
-    event.
+    event, decoded a batch of events per call where the args are stored joined
+    (``JsonStats.joined``: a third of the time of a call per event).
     """
     decoder = msgspec.json.Decoder(struct)
+    batch_decoder = msgspec.json.Decoder(list[struct])  # type: ignore[valid-type]
     absent = struct()
 
-    def decode(raw: memoryview) -> msgspec.Struct:
-        if not len(raw):
-            return absent
+    def decode(raw: bytes | memoryview) -> msgspec.Struct:
         try:
             return decoder.decode(raw)
         except (msgspec.DecodeError, msgspec.ValidationError):  # args that are not an object
             return absent
 
-    def read(args: JsonStats) -> tuple[dict[str, np.ndarray], int]:
-        decoded = [decode(raw) for raw in args.views()]
+    def decode_batch(text: memoryview | None) -> list[msgspec.Struct] | None:
+        if text is None:
+            return None
+        try:
+            decoded: list[msgspec.Struct] = batch_decoder.decode(b"[" + text + b"]")
+        except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
+            return None  # some args are not an object (or nest past the limit in a list)
+        return decoded
+
+    def decode_all(args: JsonStats) -> list[msgspec.Struct]:
+        decoded = [absent] * len(args)
+        for rows, text in args.joined(BATCH_EVENTS):
+            found = decode_batch(text)
+            if found is None or len(found) != len(rows):  # one by one
+                found = [decode(args.raw(row)) for row in rows.tolist()]
+            for row, item in zip(rows.tolist(), found):
+                decoded[row] = item
+        return decoded
+
+    def read(args: JsonStats) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        decoded = decode_all(args)
         result = {}
-        oversized = 0
+        oversized = np.zeros(len(decoded), dtype=np.int64)
         for column, fields in columns.items():
             values = np.full(len(decoded), -1, dtype=np.int64)
             for name in fields:
-                raw_values = [getattr(item, name) for item in decoded]
-                found = int_ids(raw_values, -1)
+                found, past_int64 = int_ids(list(map(attrgetter(name), decoded)), -1)
+                oversized += past_int64
                 values = np.where(values != -1, values, found)
-                oversized += sum(1 for v in raw_values if isinstance(v, int) and not isinstance(v, bool) and not is_int64(v))
             result[column] = values
         return result, oversized
 

@@ -13,9 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.trace.formats.chrome.columns import factorize
+from stepscope.trace.formats.chrome.columns import factorize, int64_or
 from stepscope.trace.model import EventTable, FlowTable, Plane
-from stepscope.trace.stat_types import is_int64
 
 
 @dataclass(frozen=True)
@@ -94,7 +93,7 @@ def build_flows(points: FlowPoints, planes: list[Plane]) -> tuple[FlowTable, int
     valid = (points.plane >= 0) & np.isfinite(points.time_ps) & (np.abs(points.time_ps) < 2.0**62)
     # Integer flow ids, for the correlation tie-break; a string id matches no correlation.
     no_match = np.iinfo(np.int64).min
-    ids = np.asarray([k if is_int64(k) else no_match for k in points.flow_key], dtype=np.int64)
+    ids = int64_or(points.flow_key, no_match)
     for plane_index in np.unique(points.plane[valid]).tolist():
         mask = valid & (points.plane == plane_index)
         bound[mask] = bind_points(
@@ -123,10 +122,7 @@ def build_flows(points: FlowPoints, planes: list[Plane]) -> tuple[FlowTable, int
     distinct = (points.plane[src] != points.plane[dst]) | (bound[src] != bound[dst])
     src, dst = src[distinct], dst[distinct]
     # Integer ids are kept; other ids (strings) get negative numbers of their own.
-    numeric = np.asarray(
-        [k if is_int64(k) else -1 - i for i, k in enumerate(flow_keys)],
-        dtype=np.int64,
-    )
+    numeric = int64_or(flow_keys, -1 - np.arange(len(flow_keys), dtype=np.int64))
     table = FlowTable(
         flow_id=numeric[key_codes[linked][distinct]] if len(flow_keys) else np.zeros(0, dtype=np.int64),
         category=category_codes[order][linked][distinct].astype(np.int32),

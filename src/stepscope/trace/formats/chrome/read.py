@@ -110,7 +110,7 @@ class Dialect:
     # of a device plane holding none of them is a host thread.
     device_categories: frozenset[str] = frozenset()
     # Derives hot id columns (correlation_id...) from the records' raw args.
-    id_columns: Callable[[JsonStats], tuple[dict[str, np.ndarray], int]] | None = None
+    id_columns: Callable[[JsonStats], tuple[dict[str, np.ndarray], np.ndarray]] | None = None
     # Header keys kept in Profile.info.
     info_keys: tuple[str, ...] = ()
     # Header key holding the epoch ns that timestamps are relative to.
@@ -236,9 +236,13 @@ def _build_planes(
     categories = max(len(events.category.values), 1)
     pair_codes = events.name.codes[records.source] * categories + events.category.codes[records.source]
     record_args = events.args.translated(dialect.translator).take(records.source)
-    id_columns, oversized = dialect.id_columns(record_args) if dialect.id_columns else ({}, 0)
-    if oversized:
-        warnings.append(f"{oversized} id values in args are integers past int64: kept in the args, not as ids")
+    id_columns: dict[str, np.ndarray] = {}
+    if dialect.id_columns:  # read in file order, where the args lie joined, then taken
+        in_file, oversized = dialect.id_columns(events.args)
+        id_columns = {column: values[records.source] for column, values in in_file.items()}
+        past_int64 = int(oversized[records.source].sum())
+        if past_int64:
+            warnings.append(f"{past_int64} id values in args are integers past int64: kept in the args, not as ids")
     planes = []
     for plane_index, plane_name in enumerate(layout.plane_names):
         plane_rows = np.flatnonzero(layout.record_plane == plane_index)
@@ -509,10 +513,11 @@ class _Layout:
         combined = self._keys(events.pid.codes[rows], tid, np.zeros(len(rows), dtype=np.int64), self.width)
         position = np.clip(np.searchsorted(self.sorted_keys, combined), 0, max(len(self.sorted_keys) - 1, 0))
         known = (tid < self.width) & (self.sorted_keys[position] == combined) if len(self.sorted_keys) else np.zeros(len(rows), bool)
-        phase_values, category_values, id_values = events.phase.values, events.category.values, events.flow_id.values
+        phase_values, id_values = events.phase.values, events.flow_id.values
+        category_texts = [as_text(value) for value in events.category.values]
         return FlowPoints(
             phase=[phase_values[c] for c in events.phase.codes[rows].tolist()],
-            category=[as_text(category_values[c]) for c in events.category.codes[rows].tolist()],
+            category=[category_texts[c] for c in events.category.codes[rows].tolist()],
             flow_key=[id_values[c] for c in events.flow_id.codes[rows].tolist()],
             plane=np.where(known, self.sorted_plane[position], -1),
             line=np.where(known, self.sorted_line[position], -1),
