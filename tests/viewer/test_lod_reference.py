@@ -15,6 +15,7 @@ import pytest
 from stepscope.trace.readers import load
 from stepscope.viewer import TraceIndex, build_index, find, lod, lod_loop, query
 from stepscope.viewer import index as index_module
+from stepscope.viewer.query import decode
 from tests.support.reference.lod import reference_query
 from tests.support.reference.viewer import random_profile
 from tests.support.traces import ALL_SHARED_TRACES
@@ -72,18 +73,36 @@ def test_random_profiles_answer_as_the_reference(shape):
 GRID = [(75 * (k // 4) + (0, 5, 15, 35)[k % 4], (5, 10, 20, 40)[k % 4], "g") for k in range(4000)]
 
 
+# A range of ~3e18 ps on 997 pixels where pixel 269 starts at EDGE_269, and a time one ps
+# before it (so in pixel 268) that a float64 guess of its pixel, time * 997 / range, rounds
+# up to 269 (found by trying random ranges; the edges are exact integers, lod.Window.edges).
+FAR_RANGE, EDGE_269 = 2_973_771_138_962_123_133, 802_351_490_853_371_236
+FAR = [(0, 1, "f"), (EDGE_269 - 1, 1, "f"), (EDGE_269, 1, "f")]
+
+
 def test_hand_built_lanes_answer_as_the_reference():
     # HAND (every pixel rule on one lane; its own window is [500, 3000) on 5 pixels); GRID;
-    # only instants, all at one time; one event.
+    # only instants, all at one time; one event; FAR, a sparse lane whose pixels are guessed.
     cases = [
         (HAND, [(500, 3000, 5), (500, 3000, 50)]),
         (GRID, [(0, 10_000, 1000), (0, 20_000, 1000), (100, 40_100, 1000), (7, 75_007, 3)]),
         ([(100, 0, "i")] * 50 + [(100, 0, "j")] * 3, []),
         ([(0, 7, "only")], []),
+        (FAR, [(0, FAR_RANGE, 997)]),
     ]
     for events, extra in cases:
         index = build_index(one_line_profile(events))
         assert_same(index, np.random.default_rng(0), texts=("p", "j", "only"), extra=extra)
+
+
+def test_a_sparse_pixel_guessed_one_too_far_is_moved_back():
+    # FAR's three 1 ps events on 997 pixels of FAR_RANGE: pixel 269 starts at EDGE_269
+    # (floor(269 * FAR_RANGE / 997), the module docstring's rule), so the events are alone
+    # in pixels 0, 268 and 269: three runs of one event each.
+    assert 269 * FAR_RANGE // 997 == EDGE_269 and 268 * FAR_RANGE // 997 < EDGE_269 - 1
+    answer = decode(query(build_index(one_line_profile(FAR)), 0, FAR_RANGE, 997))
+    assert answer["run_count"].tolist() == [1, 1, 1]
+    assert answer["run_start"].tolist() == np.asarray([0, EDGE_269 - 1, EDGE_269], dtype=np.float32).tolist()
 
 
 def test_unkeyed_and_finely_chunked_reference(monkeypatch):

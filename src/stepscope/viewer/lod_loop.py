@@ -49,6 +49,23 @@ def _first_at_or_after(key, shift, target, lo, stop):  # pragma: no cover - comp
 
 
 @jit
+def _pixel_of(edges, time, lowest, scale):  # pragma: no cover - compiled
+    """The last pixel ``j`` (of ``len(edges) - 1``) with ``edges[j] <= time``, given that
+    ``lowest`` is one: guessed from ``scale`` (pixels per ps) in floating point, then
+    moved against the exact edges (the guess can be one too far: a range of ~3e18 ps).
+    A sparse lane's events are far apart in pixels: walking the edges one by one from
+    each event to the next took 5.9M steps for the 0.5M events of the 10M-event full
+    view's 3,913 sparse lanes (those lanes: 11 ms, 7 ms with the guess)."""
+    last = len(edges) - 2
+    pixel = min(max(int((time - edges[0]) * scale), lowest), last)
+    while pixel > lowest and edges[pixel] > time:
+        pixel -= 1
+    while pixel < last and edges[pixel + 1] <= time:
+        pixel += 1
+    return pixel
+
+
+@jit
 def _put_event(out, k, position, ids, name_id, start, duration):  # pragma: no cover - compiled
     """Writes event ``k`` of the answer: index position ``position`` (mapped through
     ``ids`` unless empty), ``start`` relative to the window."""
@@ -79,6 +96,7 @@ def lod_lanes(key, duration, busy_before, lane_shift, ids, name_id, lanes, first
     lane_counts = out[8]
     width = len(edges) - 1
     origin = edges[0]
+    scale = width / max(edges[width] - origin, 1)
     events = 0
     runs = 0
     for k in range(len(lanes)):
@@ -97,8 +115,8 @@ def lod_lanes(key, duration, busy_before, lane_shift, ids, name_id, lanes, first
                     _put_event(out, events, p, ids, name_id, s - origin, d)
                     events += 1
                     continue
-                while pixel < width - 1 and edges[pixel + 1] <= s:
-                    pixel += 1
+                if pixel < width - 1 and edges[pixel + 1] <= s:
+                    pixel = _pixel_of(edges, s, pixel + 1, scale)
                 if pixel == run_pixel:
                     merged += 1
                     busy += d
