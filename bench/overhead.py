@@ -7,20 +7,26 @@
    what runs where the compiled ``capture/_spans.c`` was not built). Targets (issue 20):
    recording at or below JAX's TraceAnnotation in the same run; idle within 1.2x of an empty
    ``with``-block.
-2. Two CPU training loops, a tiny-op PyTorch MLP and the demo's CNN (ms-scale ops): mean
-   step time unprofiled, under stepscope's default options (which runs torch.profiler for
-   the ops plus its own annotations), at ``host_tracer_level=1`` (annotations and steps
-   only) and under torch.profiler alone; the overheads. Goals (issue 20): the default
-   options' overhead <= 0.5x torch.profiler's; host level 1 under 3%.
+2. One tiny torch op (``x.add_(1)``) unprofiled, under torch.profiler and under ITT's
+   RecordFunction observer with no collector (``emit_itt``): what any recorder of torch's
+   ops pays at least, beside what torch.profiler pays, per op.
+3. Two CPU training loops, a tiny-op PyTorch MLP and the demo's CNN (ms-scale ops): the step
+   time unprofiled, under stepscope's default options (which runs torch.profiler for the ops
+   plus its own annotations), at ``host_tracer_level=1`` (annotations and steps only) and
+   under torch.profiler alone, and the overheads. Goals (issue 20): the default options'
+   overhead <= 0.5x torch.profiler's; host level 1 under 3%. Every mode runs in one process
+   per loop, in interleaved rounds, each step timed on its own; the printed quartiles say
+   how far the rounds spread (see ``TRAINING`` and ``fastest_tenth``).
 
 Run: ``.venv/bin/python bench/overhead.py`` (writes bench/out/overhead.json). Each part
-runs in a fresh subprocess so one profiler's state never leaks into another's numbers.
+runs in a fresh subprocess, so the annotations' figures never see torch's or JAX's state.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import statistics
 import subprocess
 import sys
 import textwrap
@@ -78,25 +84,35 @@ ANNOTATIONS = textwrap.dedent(
 )
 
 
+# One process per loop runs every mode in rounds: each round runs each mode once, as a block
+# (its profiler started, WARM steps untimed, then each of STEPS steps timed on its own,
+# the profiler stopped untimed), the order rotated every round so no mode always follows
+# another. Every step is timed on two clocks: the wall clock and the process CPU clock
+# (every thread of the process, so a profiler's own threads count; time slices other
+# processes take on a loaded machine do not). The same tensors, allocator state and
+# process serve every mode, which separate processes per mode did not give: their
+# figures moved by more than the 3% the level-1 goal is about.
 TRAINING = textwrap.dedent(
     """
-    import json, sys, tempfile, time
+    import contextlib, gc, json, random, sys, tempfile, time
     import stepscope
     import torch
 
-    model_name, mode = sys.argv[1], sys.argv[2]
+    model_name = sys.argv[1]
     torch.manual_seed(0)
     torch.set_num_threads(1)
     if model_name == "mlp":  # tiny ops (tens of us): the profilers' per-op cost shows
         model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10))
-        data, target, steps, warm = torch.randn(64, 256), torch.randint(0, 10, (64,)), 60, 10
+        data, target = torch.randn(64, 256), torch.randint(0, 10, (64,))
+        rounds, steps, warm = 24, 40, 3
     else:  # the demo's CNN on its batch shape (ms-scale convolutions)
         from stepscope.demo import DemoConfig, _model
 
         config = DemoConfig()
         model = _model(torch, config)
         data = torch.randn(config.batch_size, 3, config.image_size, config.image_size)
-        target, steps, warm = torch.randint(0, config.classes, (config.batch_size,)), 20, 3
+        target = torch.randint(0, config.classes, (config.batch_size,))
+        rounds, steps, warm = 10, 12, 2
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 
     def step():
@@ -105,31 +121,70 @@ TRAINING = textwrap.dedent(
         loss.backward()
         optimizer.step()
 
-    def mean_step():
-        for _ in range(warm):
+    def block():
+        for _ in range(warm):  # the first steps under a profiler pay its set-up
             step()
-        started = time.perf_counter()
+        wall, cpu = [], []
         for number in range(steps):
+            started, started_cpu = time.perf_counter_ns(), time.process_time_ns()
             with stepscope.step(number):
                 step()
-        return (time.perf_counter() - started) / steps
+            cpu.append(time.process_time_ns() - started_cpu)
+            wall.append(time.perf_counter_ns() - started)
+        return wall, cpu
 
-    if mode == "unprofiled":
-        seconds = mean_step()
-    elif mode == "stepscope":
-        with stepscope.profile(tempfile.mkdtemp()):
-            seconds = mean_step()
-    elif mode == "stepscope host level 1":
-        with stepscope.profile(tempfile.mkdtemp(), stepscope.ProfilerOptions(host_tracer_level=1)):
-            seconds = mean_step()
-    else:
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]):
-            seconds = mean_step()
-    print("@@overhead@@ " + json.dumps({mode: seconds}))
+    modes = {
+        "unprofiled": contextlib.nullcontext,
+        "stepscope": lambda: stepscope.profile(tempfile.mkdtemp()),
+        "stepscope host level 1": lambda: stepscope.profile(tempfile.mkdtemp(), stepscope.ProfilerOptions(host_tracer_level=1)),
+        "torch.profiler": lambda: torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]),
+    }
+    for _ in range(10):  # oneDNN / MKL set-up and the allocator's first growth, before any mode
+        step()
+    found = {mode: {"wall_ns": [], "cpu_ns": []} for mode in modes}
+    shuffle = random.Random(0).shuffle
+    for _ in range(rounds):
+        order = list(modes)
+        shuffle(order)  # no mode always follows the same one (and its stop's aftermath)
+        for mode in order:
+            gc.collect()  # the last stop's garbage is not collected inside a block
+            with modes[mode]():
+                wall, cpu = block()
+            found[mode]["wall_ns"].append(wall)
+            found[mode]["cpu_ns"].append(cpu)
+    print("@@overhead@@ " + json.dumps(found))
     """
 )
-MODELS = {"mlp": "PyTorch MLP, tiny ops, 60 steps", "cnn": "the demo's CNN, batch 32 of 48x48 images, 20 steps"}
+MODELS = {"mlp": "PyTorch MLP, tiny ops", "cnn": "the demo's CNN, batch 32 of 48x48 images"}
 MODES = ("unprofiled", "stepscope", "stepscope host level 1", "torch.profiler")
+# The floor under any recorder of torch's ops: every op recorder in torch is a RecordFunction
+# observer, and an op pays the dispatcher's observed path plus the observer's own work. ITT's
+# observer (``emit_itt``) does nearly nothing with no ITT collector attached, so a tiny op's
+# cost under it is the floor; under torch.profiler it is the floor plus Kineto's collection.
+# Rounds interleave the modes; each keeps its per-round ns per op on the process CPU clock.
+RECORD_FUNCTION = textwrap.dedent(
+    """
+    import contextlib, json, time
+    import torch
+
+    torch.set_num_threads(1)
+    x = torch.zeros(4)
+    modes = {"unprofiled": contextlib.nullcontext, "torch.profiler": lambda: torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])}
+    if torch.profiler.itt.is_available():
+        modes["bare RecordFunction observer (emit_itt)"] = torch.autograd.profiler.emit_itt
+    found = {mode: [] for mode in modes}
+    for _ in range(25):
+        for mode, around in modes.items():
+            with around():
+                for _ in range(200):
+                    x.add_(1)
+                started = time.process_time_ns()
+                for _ in range(4000):
+                    x.add_(1)
+                found[mode].append((time.process_time_ns() - started) / 4000)
+    print("@@overhead@@ " + json.dumps(found))
+    """
+)
 
 
 def child(script: str, *args: str, env: dict[str, str] | None = None) -> dict:
@@ -152,6 +207,104 @@ def annotation_goals(found: dict[str, float], jax_recording: float, label: str) 
     ]
 
 
+def quartiles(values: list[float]) -> tuple[float, float, float]:
+    q1, median, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return q1, median, q3
+
+
+def fastest_tenth(block: list[int]) -> float:
+    """A block's step time: its 10th percentile. A profiler's cost is in every step it
+    records; a neighbour's slowdown (time slices, caches) lands on some steps and not others,
+    so the fastest tenth shows the step with the profiler and without the neighbour. Measured
+    on this 2-core machine at load 4: the level-1 overhead's quartiles over rounds were
+    -3%..+4% from the 10th percentile, -9%..+15% from the median."""
+    return statistics.quantiles(block, n=10, method="inclusive")[0]
+
+
+# What a block's steps are reduced to: the verdict's statistic and the cross-check.
+STATISTICS = {"p10": fastest_tenth, "median": statistics.median}
+
+
+def summarise(found: dict[str, dict[str, list[list[int]]]], clock: str, statistic: str) -> dict[str, dict[str, float]]:
+    """Per mode: the step time (the median over rounds of each block's statistic, in ms) and
+    the overhead over the unprofiled block of the same round (the median over rounds, in %,
+    with its quartiles as the spread): the pairing takes out the drift of the machine's load
+    between rounds."""
+    reduce = STATISTICS[statistic]
+    figures = {mode: [reduce(block) for block in blocks[clock]] for mode, blocks in found.items()}
+    base = figures["unprofiled"]
+    result = {}
+    for mode, values in figures.items():
+        low, overhead, high = quartiles([(value / unprofiled - 1) * 100 for value, unprofiled in zip(values, base, strict=True)])
+        result[mode] = {"step_ms": statistics.median(values) / 1e6, "overhead_pct": overhead, "overhead_q1_pct": low, "overhead_q3_pct": high}
+    return result
+
+
+# The clock and statistic the goals are judged on, and the cross-checks printed beside them.
+# The process CPU clock counts every thread of the process (a profiler's own threads too)
+# and none of the slices other processes take; the wall clock counts those as well.
+VERDICT = ("cpu_ns", "p10")
+VIEWS = {VERDICT: "CPU p10", ("cpu_ns", "median"): "CPU median", ("wall_ns", "p10"): "wall p10"}
+
+
+def loop_goals(model: str, found: dict[str, dict[str, list[list[int]]]]) -> tuple[dict, list[dict]]:
+    """Prints one loop's figures and returns them with its two goals (judged on
+    ``VERDICT``): default options' overhead <= 0.5x torch.profiler's, level 1 < 3%."""
+    summary = {label: summarise(found, clock, statistic) for (clock, statistic), label in VIEWS.items()}
+    blocks = found["unprofiled"][VERDICT[0]]
+    print(f"\nCPU training loop ({MODELS[model]}), {len(blocks)} interleaved rounds of {len(blocks[0])} timed steps per mode.")
+    print("  step time: median over rounds of each block's fastest tenth of steps, process CPU time; overhead: over the")
+    print("  same round's unprofiled block, median over rounds (quartiles), then the same from the medians and the wall clock")
+    verdict = summary[VIEWS[VERDICT]]
+    for mode, figures in verdict.items():
+        if mode == "unprofiled":
+            print(f"    {mode:24s} {figures['step_ms']:7.3f} ms")
+            continue
+        checks = "  ".join(f"{label} {summary[label][mode]['overhead_pct']:+6.1f}%" for label in list(VIEWS.values())[1:])
+        spread = f"({figures['overhead_q1_pct']:+.1f}% .. {figures['overhead_q3_pct']:+.1f}%)"
+        print(f"    {mode:24s} {figures['step_ms']:7.3f} ms  {figures['overhead_pct']:+6.1f}% {spread:20s}  {checks}")
+    ours, torch_overhead, level1 = (verdict[mode]["overhead_pct"] for mode in ("stepscope", "torch.profiler", "stepscope host level 1"))
+    # A torch.profiler overhead the rounds did not resolve above zero is no anchor to halve.
+    anchor = torch_overhead if torch_overhead > 0 else 0.0
+    ratio = ours / anchor if anchor else float("inf")
+    print(
+        f"  stepscope default options: {ours:+.1f}%, {ratio:.2f}x torch.profiler's {torch_overhead:+.1f}% (goal <= 0.5x: {'holds' if ratio <= 0.5 else 'NO'})"
+    )
+    print(f"  stepscope host_tracer_level=1: {level1:+.1f}% (goal < 3%: {'holds' if level1 < 3 else 'NO'})")
+    # Where the rounds' spread reaches across a bound, a rerun may give the other verdict.
+    if verdict["torch.profiler"]["overhead_q1_pct"] <= 0:
+        print("  NOTE: torch.profiler's overhead was not above zero in a quarter of the rounds: the default-options verdict is within the noise")
+    if verdict["stepscope host level 1"]["overhead_q1_pct"] < 3 <= verdict["stepscope host level 1"]["overhead_q3_pct"]:
+        print("  NOTE: the level-1 overhead's quartiles straddle 3%: the level-1 verdict is within the noise")
+    unprofiled = verdict["unprofiled"]["step_ms"]
+    goals = [
+        goal(f"step overhead, default options ({model})", ours, "%", "torch.profiler's overhead", anchor, VALUE_OVER_ANCHOR, "<=", 0.5),
+        goal(f"step time, host_tracer_level=1 ({model})", unprofiled * (1 + level1 / 100), "ms", "unprofiled step", unprofiled, VALUE_OVER_ANCHOR, "<", 1.03),
+    ]
+    return {"per_step_ns": found, "summary": summary}, goals
+
+
+def record_function_floor(per_op: dict[str, list[float]]) -> dict[str, float]:
+    """Prints what a tiny op costs under each observer and what that leaves a recorder of
+    torch's ops that would halve torch.profiler's overhead."""
+    base = per_op["unprofiled"]
+    print("\nOne tiny torch op (x.add_(1) on 4 floats), process CPU ns per op, median of interleaved rounds:")
+    found = {}
+    for mode, values in per_op.items():
+        found[mode] = statistics.median(values)
+        extra = statistics.median([value - unprofiled for value, unprofiled in zip(values, base, strict=True)])
+        found[f"{mode} overhead"] = extra
+        print(f"  {mode:40s} {found[mode]:8.0f}   overhead {extra:+6.0f}")
+    bare = found.get("bare RecordFunction observer (emit_itt) overhead")
+    torch_extra = found["torch.profiler overhead"]
+    if bare is not None and torch_extra > 0:
+        print(
+            f"  the bare observer is {bare / torch_extra:.2f}x torch.profiler's per-op overhead: a recorder of torch's ops at <= 0.5x"
+            f" torch.profiler's may spend {0.5 * torch_extra - bare:+.0f} ns per op on its own work (Kineto's collection spends {torch_extra - bare:.0f})"
+        )
+    return found
+
+
 def main() -> None:
     annotations = child(ANNOTATIONS)
     print("One annotation, best of repeats (ns):")
@@ -167,51 +320,18 @@ def main() -> None:
         print(f"  {name:36s} {ns:8.1f}")
     goals += annotation_goals(pure, jax_recording, "pure Python")
 
-    # Interleave the modes, best of three processes each, so machine noise hits them alike.
-    times: dict[str, dict[str, list[float]]] = {model: {mode: [] for mode in MODES} for model in MODELS}
-    for _ in range(3):
-        for model, modes in times.items():
-            for mode in modes:
-                modes[mode].append(child(TRAINING, model, mode)[mode])
-    for model, modes in times.items():
-        best = {mode: min(values) for mode, values in modes.items()}
-        print(f"\nCPU training loop ({MODELS[model]}), mean step time, best of 3 processes:")
-        for mode, seconds in best.items():
-            print(f"  {mode:24s} {seconds * 1e3:8.3f} ms   {seconds / best['unprofiled']:.3f}x unprofiled")
-        overhead = {mode: best[mode] / best["unprofiled"] - 1 for mode in MODES}
-        ratio = overhead["stepscope"] / overhead["torch.profiler"] if overhead["torch.profiler"] > 0 else float("inf")
-        print(
-            f"  stepscope default options: +{overhead['stepscope'] * 100:.1f}%, {ratio:.2f}x torch.profiler's +{overhead['torch.profiler'] * 100:.1f}%"
-            f" (goal <= 0.5x: {'holds' if ratio <= 0.5 else 'NO'})"
-        )
-        level1 = overhead["stepscope host level 1"]
-        print(f"  stepscope host_tracer_level=1: {level1 * 100:+.1f}% (goal < 3%: {'holds' if level1 < 0.03 else 'NO'})")
-        goals.append(
-            goal(
-                f"step overhead, default options ({model})",
-                overhead["stepscope"] * 100,
-                "%",
-                "torch.profiler's overhead",
-                overhead["torch.profiler"] * 100,
-                VALUE_OVER_ANCHOR,
-                "<=",
-                0.5,
-            )
-        )
-        goals.append(
-            goal(
-                f"step time, host_tracer_level=1 ({model})",
-                best["stepscope host level 1"] * 1e3,
-                "ms",
-                "unprofiled step",
-                best["unprofiled"] * 1e3,
-                VALUE_OVER_ANCHOR,
-                "<",
-                1.03,
-            )
-        )
+    per_op = child(RECORD_FUNCTION)
+    floor = record_function_floor(per_op)
+    steps: dict[str, dict] = {}
+    for model in MODELS:
+        steps[model], found_goals = loop_goals(model, child(TRAINING, model))
+        goals += found_goals
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"annotations_ns": annotations, "pure_python_annotations_ns": pure, "step_seconds": times, "goals": goals}, indent=2))
+    OUT.write_text(
+        json.dumps(
+            {"annotations_ns": annotations, "pure_python_annotations_ns": pure, "record_function_ns_per_op": floor, "steps": steps, "goals": goals}, indent=2
+        )
+    )
     print(f"results: {OUT}")
 
 
