@@ -112,7 +112,7 @@ TRAINING = textwrap.dedent(
         model = _model(torch, config)
         data = torch.randn(config.batch_size, 3, config.image_size, config.image_size)
         target = torch.randint(0, config.classes, (config.batch_size,))
-        rounds, steps, warm = 10, 12, 2
+        rounds, steps, warm = 16, 12, 2
     optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
 
     def step():

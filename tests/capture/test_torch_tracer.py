@@ -8,16 +8,19 @@ from __future__ import annotations
 
 import collections
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+import stepscope
 from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.tracers import torch as torch_tracer
 from stepscope.capture.tracers.torch import TorchTracer
@@ -186,6 +189,23 @@ def test_host_levels_below_2_trace_no_torch_ops(torch, scratch, host_level):
     _train(torch, _model(torch))
     assert tracer.stop() == []
     assert _left_behind(scratch) == []
+
+
+def test_a_host_level_1_session_adds_nothing_to_the_loop_but_its_annotations(torch, tmp_path):
+    # What a level-1 capture of a torch program costs per step is the step annotation alone
+    # (bench/overhead.py measures it): no torch profiler on, no Python profile or trace hook,
+    # no thread of its own (in Python or the OS) while the loop runs.
+    model = _model(torch)
+    _train(torch, model, steps=1)  # torch's own threads, if any, start before the counts
+    os_threads, threads, hooks = len(os.listdir("/proc/self/task")), threading.active_count(), (sys.getprofile(), sys.gettrace())
+    with stepscope.profile(tmp_path, ProfilerOptions(host_tracer_level=1)):
+        for number in range(STEPS):
+            with stepscope.step(number):
+                _train(torch, model, steps=1)
+        assert not torch.autograd._profiler_enabled()
+        assert (sys.getprofile(), sys.gettrace()) == hooks
+        assert threading.active_count() == threads
+        assert len(os.listdir("/proc/self/task")) == os_threads
 
 
 def test_stop_without_start_and_twice(torch):
