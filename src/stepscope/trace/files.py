@@ -8,7 +8,6 @@ import contextlib
 import io
 import os
 import stat
-import tempfile
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -141,6 +140,8 @@ def atomic_output(path: Path, replace: bool = True) -> Iterator[BinaryIO]:
     """Yields a temporary file beside ``path``; renames it over ``path`` only on success.
     With ``replace=False`` an existing ``path`` is left as it is (``FileExistsError``): the
     file is linked into place, which fails rather than overwrite."""
+    import tempfile  # here: loading a profile writes nothing, and tempfile costs ~1 MB of RSS
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

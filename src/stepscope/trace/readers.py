@@ -16,7 +16,7 @@ from stepscope.trace import remote
 from stepscope.trace.files import read_bytes
 from stepscope.trace.formats.chrome import document, kineto
 from stepscope.trace.formats.chrome import read as chrome
-from stepscope.trace.formats.xspace import read as xspace
+from stepscope.trace.formats.xspace.schema import looks_like_xspace
 from stepscope.trace.model import Profile
 
 
@@ -51,7 +51,10 @@ def _is_kineto(path: Path, decoded: document.TraceDocument) -> bool:
 
 
 def _read_xspace(path: Path, source: FileBytes) -> Profile:
-    return xspace.read_xspace(path, source.take())
+    # Imported here: the XSpace reader needs protobuf (~2 MB of RSS), a JSON trace does not.
+    from stepscope.trace.formats.xspace.read import read_xspace
+
+    return read_xspace(path, source.take())
 
 
 # Format name -> reader of (path, decompressed bytes).
@@ -70,7 +73,7 @@ def candidates(path: Path, data: bytes | bytearray) -> list[str]:
     found = []
     if document.first_byte(data) in (b"{", b"["):
         found.append("json")
-    if xspace.looks_like_xspace(data):
+    if looks_like_xspace(data):
         found.append("xspace")
     if path.name.endswith((".pb", ".pb.gz")):
         found.sort(key=lambda kind: kind != "xspace")

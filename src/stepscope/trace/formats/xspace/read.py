@@ -43,8 +43,6 @@ from stepscope.trace.stat_types import INT64_MAX, INT64_MIN, Stat, StatKind
 from stepscope.trace.stats import TypedStats
 
 _UINT64_MASK = (1 << 64) - 1
-# XSpace field 1..4 with wire type 2 (length-delimited): the only valid first bytes.
-_XSPACE_FIRST_BYTES = frozenset({0x0A, 0x12, 0x1A, 0x22})
 _VALUE_FIELDS = {
     "double_value": StatKind.DOUBLE,
     "uint64_value": StatKind.UINT64,
@@ -52,10 +50,6 @@ _VALUE_FIELDS = {
     "str_value": StatKind.STR,
     "bytes_value": StatKind.BYTES,
 }
-
-
-def looks_like_xspace(data: bytes | bytearray) -> bool:
-    return bool(data) and data[0] in _XSPACE_FIRST_BYTES
 
 
 def read_xspace(path: Path, data: bytes | bytearray, *, bulk: bool | None = None) -> Profile:

@@ -19,6 +19,16 @@ KIND_BYTES = 4
 KIND_REF = 5  # ref_value: the name of the stat metadata with this id
 KIND_NONE = 6  # no value field: reads as int64 0
 
+# XSpace field 1..4 with wire type 2 (length-delimited): the only valid first bytes.
+_XSPACE_FIRST_BYTES = frozenset({0x0A, 0x12, 0x1A, 0x22})
+
+
+def looks_like_xspace(data: bytes | bytearray) -> bool:
+    """Whether the bytes may be an XSpace (here, not in the reader: sniffing a file must
+    not import protobuf, which a JSON trace's load never needs)."""
+    return bool(data) and data[0] in _XSPACE_FIRST_BYTES
+
+
 # Line timestamps at or past this (1973 in epoch ns) are UNIX times, not session offsets.
 EPOCH_NS_THRESHOLD = 10**17
 TASK_ENVIRONMENT_INFO = names.TASK_ENVIRONMENT_INFO
