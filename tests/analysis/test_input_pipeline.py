@@ -15,6 +15,7 @@ import itertools
 import json
 import math
 import re
+import shutil
 from decimal import Decimal
 from pathlib import Path
 from types import SimpleNamespace
@@ -663,10 +664,18 @@ tf.profiler.experimental.stop()
 """
 
 
-@pytest.mark.framework
-def test_real_tf_data_pipeline(tmp_path: Path):
-    manifest = run_framework_script(tmp_path, "tensorflow", "import tensorflow as tf", TF_BODY)
+@pytest.fixture(scope="module")
+def tf_data_xplane(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The ``.xplane.pb`` of one real tf.data run (``TF_BODY``): both tf.data tests read the
+    same capture (neither writes to it), so TensorFlow starts once for the two, not twice."""
+    manifest = run_framework_script(tmp_path_factory.mktemp("tf_data"), "tensorflow", "import tensorflow as tf", TF_BODY)
     (path,) = find_files(Path(manifest["logdir"]), ".xplane.pb")
+    return path
+
+
+@pytest.mark.framework
+def test_real_tf_data_pipeline(tf_data_xplane: Path):
+    path = tf_data_xplane
     reference = read_xspace_independently(path)
     iterator_counts = collections.Counter(event.name for event in reference.events if event.plane == "/host:CPU" and event.name.startswith("Iterator::"))
     assert iterator_counts, "tf.data wrote no Iterator:: events"
@@ -688,13 +697,13 @@ def test_real_tf_data_pipeline(tmp_path: Path):
 
 
 @pytest.mark.framework
-def test_real_tf_data_categories_are_xprofs(tmp_path: Path):
+def test_real_tf_data_categories_are_xprofs(tf_data_xplane: Path, tmp_path: Path):
     """Every tf.data stage XProf's input pipeline analyzer lists gets XProf's category here too
     (XProf's labels: "Preprocessing", "Advanced file read", "Demanded file read")."""
     from xprof.convert import raw_to_tool_data  # installed by requirements/test.txt
 
-    manifest = run_framework_script(tmp_path, "tensorflow", "import tensorflow as tf", TF_BODY)
-    (path,) = find_files(Path(manifest["logdir"]), ".xplane.pb")
+    path = tmp_path / tf_data_xplane.name  # a copy: XProf writes its caches beside its input
+    shutil.copyfile(tf_data_xplane, path)
     data, _ = raw_to_tool_data.xspace_to_tool_data([str(path)], TOOL, {"use_saved_result": False})
     document = json.loads(data)
     theirs = {}
