@@ -24,7 +24,7 @@ import pytest
 import stepscope
 from stepscope.trace import names
 from stepscope.trace.formats.xspace.read import read_xspace
-from tests.support.framework_loops import JAX_BODY, JAX_IMPORTS, TF_BODY, TF_IMPORTS
+from tests.support.framework_loops import TF_BODY, TF_IMPORTS
 from tests.support.frameworks import (
     exact_ns,
     find_files,
@@ -388,9 +388,7 @@ def _check_epoch(manifest: dict) -> None:
 # --- JAX ----------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def jax_run(tmp_path_factory) -> dict:
-    return run_framework_script(tmp_path_factory.mktemp("jax"), "jax", JAX_IMPORTS, JAX_BODY)
+# jax_run: the session's capture of framework_loops.JAX_BODY (tests/conftest.py).
 
 
 def test_jax_discover_finds_the_session(jax_run):
