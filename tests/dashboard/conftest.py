@@ -23,8 +23,12 @@ def server(logdir: Logdir, tmp_path_factory):
     running.stop()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="package")
 def browser():
+    """One Chromium for the dashboard tests (a launch costs seconds); each test's ``page`` gets
+    a fresh context, so no cookies, storage or listeners pass from one test to the next.
+    Package-scoped, not session-scoped: Playwright's sync API holds an asyncio loop as the
+    main thread's running loop while it is open, which tests outside this folder need not meet."""
     with playwright_api.sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
         yield launched
