@@ -4,29 +4,21 @@ between the two runs as measured, never against fixed timings."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
 from stepscope.demo import RUN_AFTER, RUN_BEFORE, DemoConfig, comparison, figures
+from tests.support.demo_runs import DEMO_STEPS, DemoRun
 
-STEPS = 8
+STEPS = DEMO_STEPS
 
 pytestmark = pytest.mark.framework
 
 
-def test_demo_diagnoses_input_bound_then_shows_the_fix(tmp_path):
-    logdir = tmp_path / "demo"
-    result = subprocess.run(
-        [sys.executable, "-m", "stepscope.cli", "demo", "--no-serve", "--logdir", str(logdir), "--steps", str(STEPS)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def test_demo_diagnoses_input_bound_then_shows_the_fix(demo_run: DemoRun):
+    logdir, result = demo_run.logdir, demo_run
     assert result.returncode == 0, result.stderr
     runs = {run.name.split("/")[0]: run for run in stepscope.discover(logdir)}
     assert sorted(runs) == [RUN_BEFORE, RUN_AFTER]

@@ -9,11 +9,12 @@ import pytest
 from tests.support.dashboard.browser import CHROMIUM, CHROMIUM_ARGS, foreign_requests
 from tests.support.dashboard.logdir import Logdir, make_logdir
 from tests.support.dashboard.server import DashboardServer
+from tests.support.demo_runs import DemoRun
 
 
 @pytest.fixture(scope="session")
-def logdir(tmp_path_factory) -> Logdir:
-    return make_logdir(tmp_path_factory.mktemp("dashboard") / "logs")
+def logdir(tmp_path_factory, demo_run: DemoRun) -> Logdir:
+    return make_logdir(tmp_path_factory.mktemp("dashboard") / "logs", demo_run)
 
 
 @pytest.fixture(scope="session")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stepscope.demo import RUN_AFTER, RUN_BEFORE
+from tests.support.demo_runs import DemoRun
 from tests.support.traces import shared
 
 GPU_HOSTS = {
@@ -32,7 +33,6 @@ GPU_HOSTS = {
 CPU_ONLY_HOST = "cpu_only_rank34"
 TPU_SESSION = "2024_05_01_12_00_00"
 CPU_STEPS = 6
-DEMO_STEPS = 8
 
 CPU_JOB = textwrap.dedent(
     """
@@ -85,11 +85,11 @@ def cpu_capture(logdir: Path) -> Path:
     return path
 
 
-def demo_runs(logdir: Path) -> tuple[tuple[str, str], tuple[str, str]]:
-    """``stepscope demo``'s before and after runs, made in its own process, as (run, host)
-    of the dashboard's logdir (whose child ``logdir`` is)."""
-    command = [sys.executable, "-m", "stepscope.cli", "demo", "--no-serve", "--logdir", str(logdir), "--steps", str(DEMO_STEPS)]
-    subprocess.run(command, check=True, timeout=600, capture_output=True)
+def demo_runs(logdir: Path, demo: DemoRun) -> tuple[tuple[str, str], tuple[str, str]]:
+    """``stepscope demo``'s before and after runs (made in their own process, ``demo_runs``),
+    copied to ``logdir`` (a child of the dashboard's logdir), as (run, host)."""
+    assert demo.returncode == 0, demo.stderr[-3000:]
+    shutil.copytree(demo.logdir, logdir)
     found = []
     for name in (RUN_BEFORE, RUN_AFTER):
         (path,) = (logdir / name).glob("plugins/profile/*/*.xplane.pb")
@@ -97,7 +97,7 @@ def demo_runs(logdir: Path) -> tuple[tuple[str, str], tuple[str, str]]:
     return found[0], found[1]
 
 
-def make_logdir(root: Path) -> Logdir:
+def make_logdir(root: Path, demo: DemoRun) -> Logdir:
     """Lays the runs out under ``root`` (made here; its parent must be a folder of its own:
     the symlink's target and the capture's script go beside it)."""
     (root / "gpu").mkdir(parents=True)
@@ -119,5 +119,5 @@ def make_logdir(root: Path) -> Logdir:
     (root / "linked" / "secret.pt.trace.json.gz").symlink_to(outside / "secret.pt.trace.json.gz")
     cpu_path = cpu_capture(root / "cpu")
     session = cpu_path.parent.name
-    before, after = demo_runs(root / "demo")
+    before, after = demo_runs(root / "demo", demo)
     return Logdir(root, f"cpu/{session}", cpu_path.name.removesuffix(".xplane.pb"), cpu_path, before, after)
