@@ -12,6 +12,8 @@ here; ``conftest.py`` files hold fixtures only.
   real files, files that are costly to a naive reader;
 - ``frameworks``, ``framework_loops``, ``tracers``, ``data_jobs``: real framework
   profilers run in child processes, the loops they run, what the child scripts share;
+- ``demo_runs``: ``stepscope demo`` run in a child process (the demo test and the
+  dashboard's logdir share one run, ``tests/conftest.py``);
 - ``service_job``, ``remote_jobs``: training processes with a profiler server, captured
   remotely;
 - ``cli``: what the CLI's error answers must look like;
