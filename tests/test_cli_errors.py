@@ -369,7 +369,7 @@ def test_ctrl_c_exits_130_quietly(tmp_path: Path) -> None:
             if job.poll() is None:
                 job.kill()
                 job.communicate()
-    assert job.returncode == 130, (job.returncode, stderr)
+    assert job.returncode == 130, (job.returncode, stdout, stderr)
     assert stderr.strip() == "" and "Traceback" not in stdout, stderr
 
 

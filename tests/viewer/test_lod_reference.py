@@ -17,9 +17,8 @@ from stepscope.viewer import TraceIndex, build_index, find, lod, lod_loop, query
 from stepscope.viewer import index as index_module
 from stepscope.viewer.query import decode
 from tests.support.reference.lod import reference_query
-from tests.support.reference.viewer import random_profile
+from tests.support.reference.viewer import HAND, one_line_profile, random_profile
 from tests.support.traces import ALL_SHARED_TRACES
-from tests.viewer.test_query_edges import HAND, one_line_profile
 
 
 def windows(span: int, rng: np.random.Generator):

@@ -186,3 +186,39 @@ def pixel_of(start: int, end: int, width: int, time: int) -> int:
 
 
 __all__ = ["NO_ID", "TrackAnswer", "edges", "expected", "overlapping_depths", "overlaps", "pixel_of", "random_profile"]
+
+
+def one_line_profile(events: list[tuple[int, int, str]]) -> Profile:
+    """A profile of one host line holding ``events`` ((start, duration, name) in ps)."""
+    texts = sorted({name for _, _, name in events})
+    meta = EventMetadata(texts, [""] * len(texts), [""] * len(texts), [[] for _ in texts], [b""] * len(texts))
+    raw = RawPlane(
+        0,
+        "/host:CPU",
+        [Line(0, "main")],
+        meta,
+        np.asarray([e[0] for e in events], dtype=np.int64),
+        np.asarray([e[1] for e in events], dtype=np.int64),
+        np.asarray([texts.index(e[2]) for e in events], dtype=np.int32),
+        np.zeros(len(events), dtype=np.int32),
+        EmptyStats(len(events)),
+    )
+    plane, _ = finish_plane(raw, 0)
+    return Profile([plane], 0, "h", "hand", "test")
+
+
+# One lane (all at depth 0, none overlapping), in ps:
+#   A   [0, 600)                       begins before the range, 600 wide
+#   p0  10 events [600+30k, +10)       k = 0..9, inside pixel 0
+#   p1  50 events [1000+10k, +5)       k = 0..49, inside pixel 1
+#   p3  5 events [2000+10k, +5)        k = 0..4, inside pixel 3, then
+#   C   [2100, 2600)                   in pixel 3 too, exactly one pixel (500) wide
+#   D   [2600, 3100)                   starts in pixel 4, exactly one pixel (500) wide
+#   E   [3100, 3100)                   an instant at the range's end: outside
+HAND = (
+    [(0, 600, "A")]
+    + [(600 + 30 * k, 10, "p0") for k in range(10)]
+    + [(1000 + 10 * k, 5, "p1") for k in range(50)]
+    + [(2000 + 10 * k, 5, "p3") for k in range(5)]
+    + [(2100, 500, "C"), (2600, 500, "D"), (3100, 0, "E")]
+)
