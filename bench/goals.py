@@ -6,6 +6,14 @@ An entry holds the raw figures and the rule; the ratio and whether it holds are 
 here (``Goal.ratio``, ``Goal.holds``) and written beside them for a reader of the JSON, but
 the summary derives them again from the raw figures, so a stale or hand-edited verdict
 cannot stand in the table.
+
+A goal may carry the evidence of its own noise: ``value_range`` and ``anchor_range``, the
+interval each figure spread over (e.g. its quartiles over interleaved rounds). Where they
+are given, the verdict is judged at both ends of the ratio's interval as well as at the
+point: a ratio whose divisor's interval reaches zero, or whose interval reaches across the
+bound, is "within noise" rather than a "yes" or "NO" a rerun could turn over (a ratio of
+two overheads, one of them indistinguishable from zero, is no figure). A JSON without them
+is judged on the point figures, as before.
 """
 
 from __future__ import annotations
@@ -33,6 +41,11 @@ COMPARISONS: dict[str, Callable[[float, float], bool]] = {
     ">=": operator.ge,
     ">": operator.gt,
 }
+# The verdicts: the goal holds, it is missed, or the figures' spread does not resolve which.
+HOLDS = "yes"
+MISSED = "NO"
+WITHIN_NOISE = "within noise"
+Interval = tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -53,6 +66,8 @@ class Goal:
     op: str
     target: float
     on: str = ON_RATIO
+    value_range: Interval | None = None  # the spread of ``value`` (e.g. its quartiles); None: not known
+    anchor_range: Interval | None = None  # the spread of ``anchor_value``
 
     def __post_init__(self) -> None:
         if self.ratio_of not in RATIOS:
@@ -63,6 +78,11 @@ class Goal:
             raise ValueError(f"on must be {ON_RATIO!r} or {ON_VALUE!r}, not {self.on!r}")
         if self.on == ON_RATIO and self.anchor_value is None:
             raise ValueError(f"{self.figure}: a goal on the ratio needs the anchor's value")
+        for name, spread in (("value_range", self.value_range), ("anchor_range", self.anchor_range)):
+            if spread is not None and not spread[0] <= spread[1]:
+                raise ValueError(f"{self.figure}: {name} must be [low, high], not {list(spread)}")
+        if self.anchor_range is not None and self.anchor_value is None:
+            raise ValueError(f"{self.figure}: an anchor_range needs the anchor's value")
 
     @property
     def ratio(self) -> float | None:
@@ -73,8 +93,40 @@ class Goal:
 
     @property
     def holds(self) -> bool:
+        """The verdict on the point figures alone (what a JSON without ranges is judged on)."""
         judged = self.ratio if self.on == ON_RATIO else self.value
         return judged is not None and COMPARISONS[self.op](judged, self.target)
+
+    @property
+    def judged_range(self) -> Interval | None:
+        """The interval of what the bound applies to, from the figures' ranges (each widened
+        to take in its point figure); None where no range was given or the ratio's divisor
+        may be zero (then no interval of the ratio exists)."""
+        if self.value_range is None and self.anchor_range is None:
+            return None
+        value = hull(self.value, self.value_range)
+        if self.on == ON_VALUE:
+            return value
+        assert self.anchor_value is not None  # checked in __post_init__
+        anchor = hull(self.anchor_value, self.anchor_range)
+        dividend, divisor = (value, anchor) if self.ratio_of == VALUE_OVER_ANCHOR else (anchor, value)
+        if divisor[0] <= 0 <= divisor[1]:
+            return None
+        corners = [top / bottom for top in dividend for bottom in divisor]
+        return min(corners), max(corners)
+
+    @property
+    def verdict(self) -> str:
+        """The verdict: "yes" or "NO" where the ranges (if any) agree with the point, "within
+        noise" where the ratio's divisor may be zero or its interval reaches across the bound."""
+        point = HOLDS if self.holds else MISSED
+        if self.value_range is None and self.anchor_range is None:
+            return point
+        judged = self.judged_range
+        if judged is None:
+            return WITHIN_NOISE
+        ends = {COMPARISONS[self.op](end, self.target) for end in judged}
+        return point if ends == {self.holds} else WITHIN_NOISE
 
     @property
     def goal(self) -> str:
@@ -83,7 +135,7 @@ class Goal:
         return f"{self.ratio_of} {self.op} {self.target:g}"
 
     def to_json(self) -> dict:
-        return {**asdict(self), "ratio": self.ratio, "goal": self.goal, "holds": self.holds}
+        return {**asdict(self), "ratio": self.ratio, "goal": self.goal, "holds": self.holds, "verdict": self.verdict}
 
     @classmethod
     def from_json(cls, data: dict) -> Goal:
@@ -99,6 +151,8 @@ class Goal:
                 op=str(data["op"]),
                 target=float(data["target"]),
                 on=str(data.get("on", ON_RATIO)),
+                value_range=interval(data.get("value_range")),
+                anchor_range=interval(data.get("anchor_range")),
             )
         except KeyError as missing:
             raise ValueError(f"a goal lacks the field {missing}") from None
@@ -106,6 +160,34 @@ class Goal:
             raise ValueError(f"a goal has a bad field: {bad}") from None
 
 
-def goal(figure: str, value: float, unit: str, anchor: str, anchor_value: float | None, ratio_of: str, op: str, target: float, on: str = ON_RATIO) -> dict:
+def hull(point: float, spread: Interval | None) -> Interval:
+    """The smallest interval holding the point and its spread."""
+    if spread is None:
+        return point, point
+    return min(point, spread[0]), max(point, spread[1])
+
+
+def interval(data: object) -> Interval | None:
+    """A range as the JSON writes it (``[low, high]``), or None where the field is absent."""
+    if data is None:
+        return None
+    if not isinstance(data, list | tuple) or len(data) != 2:
+        raise ValueError(f"a range must be [low, high], not {data!r}")
+    return float(data[0]), float(data[1])
+
+
+def goal(
+    figure: str,
+    value: float,
+    unit: str,
+    anchor: str,
+    anchor_value: float | None,
+    ratio_of: str,
+    op: str,
+    target: float,
+    on: str = ON_RATIO,
+    value_range: Interval | None = None,
+    anchor_range: Interval | None = None,
+) -> dict:
     """The JSON entry of one goal (what a benchmark appends to its ``goals`` list)."""
-    return Goal(figure, value, unit, anchor, anchor_value, ratio_of, op, target, on).to_json()
+    return Goal(figure, value, unit, anchor, anchor_value, ratio_of, op, target, on, value_range, anchor_range).to_json()

@@ -1,5 +1,6 @@
 """One table of every benchmark's figures: stepscope's figure, its anchor (the peer tool and
-its figure in the same run), the ratio, the goal and whether it holds.
+its figure in the same run), the ratio, the goal and whether it holds ("within noise" where
+the figures' recorded spread does not resolve it, see ``bench/goals.py``).
 
 Reads the ``goals`` list each benchmark writes into ``bench/out/<name>.json`` (see
 ``bench/goals.py``), derives each ratio and verdict again from the raw figures, marks a
@@ -23,7 +24,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from goals import Goal
+from goals import HOLDS, MISSED, WITHIN_NOISE, Goal
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
@@ -54,7 +55,7 @@ class SummaryError(Exception):
 
 @dataclass(frozen=True)
 class Row:
-    """One line of the table; ``holds`` is "yes", "NO", "not run" or "no goals in its JSON"."""
+    """One line of the table; ``holds`` is "yes", "NO", "within noise", "not run" or "no goals in its JSON"."""
 
     benchmark: str
     figure: str
@@ -90,7 +91,7 @@ def rows_of(name: str, path: Path) -> list[Row]:
             item = Goal.from_json(entry)
         except ValueError as error:
             raise SummaryError(f"{path}: goal {number}: {error}") from None
-        rows.append(Row(name, item.figure, item.value, item.unit, item.anchor, item.anchor_value, item.ratio, item.goal, "yes" if item.holds else "NO"))
+        rows.append(Row(name, item.figure, item.value, item.unit, item.anchor, item.anchor_value, item.ratio, item.goal, item.verdict))
     return rows
 
 
@@ -125,10 +126,9 @@ def markdown(rows: list[Row]) -> str:
 
 
 def counts(rows: list[Row]) -> str:
-    held = sum(row.holds == "yes" for row in rows)
-    missed = sum(row.holds == "NO" for row in rows)
+    held, missed, noisy = (sum(row.holds == verdict for row in rows) for verdict in (HOLDS, MISSED, WITHIN_NOISE))
     absent = sum(row.holds in (NOT_RUN, NO_GOALS) for row in rows)
-    return f"{held} goals hold, {missed} missed, {absent} benchmark(s) without figures"
+    return f"{held} goals hold, {missed} missed, {noisy} within noise, {absent} benchmark(s) without figures"
 
 
 def write_atomically(path: Path, text: str) -> None:

@@ -87,8 +87,8 @@ def test_the_table_derives_ratios_and_verdicts_and_marks_missing_benchmarks(tmp_
     assert "| diff | diff of two profiles | 1.50 s | loading both: 3.00 s | 0.50x | stepscope / anchor < 1 | yes |" in table
     assert "| trace_viewer | full view p95 | 40.0 ms | XProf trace_viewer@: not measured | - | stepscope < 50 ms | yes |" in table
     assert "| tools | (run bench/tools.py) | - | - | - | - | not run |" in table
-    assert "2 goals hold, 2 missed, 6 benchmark(s) without figures" in table
-    assert done.stdout == table.split("\n\n", 1)[1] + "2 goals hold, 2 missed, 6 benchmark(s) without figures\n"  # the same table
+    assert "2 goals hold, 2 missed, 0 within noise, 6 benchmark(s) without figures" in table
+    assert done.stdout == table.split("\n\n", 1)[1] + "2 goals hold, 2 missed, 0 within noise, 6 benchmark(s) without figures\n"  # the same table
 
     text = readme.read_text()
     assert text.startswith("# Benchmarks\n\nintro\n\n## Latest results\n\n" + START + "\n")
@@ -96,6 +96,66 @@ def test_the_table_derives_ratios_and_verdicts_and_marks_missing_benchmarks(tmp_
     assert "old table" not in text
     assert table in text
     assert not list(tmp_path.rglob("*.tmp"))  # written through a temporary, renamed over
+
+
+def test_a_goal_with_ranges_is_within_noise_where_they_do_not_resolve_it(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    ratio, level = "stepscope / anchor", "step time, level 1"
+    goals = [
+        # The demo CNN's case: torch.profiler's overhead 0.5% with quartiles -14.2% .. +3.3%
+        # reaches zero, so stepscope's -1.79% / 0.5% = -3.58x is no ratio at all (the written
+        # holds true is stale).
+        entry("straddling anchor", -1.79, "%", "torch", 0.5, ratio, "<=", 0.5, value_range=[-5.0, 1.0], anchor_range=[-14.2, 3.3], holds=True),
+        # 4 / 10 = 0.4 holds, but the corners 3/9 .. 6/9 span 0.333 .. 0.667, across 0.5.
+        entry("straddling bound", 4.0, "%", "torch", 10.0, ratio, "<=", 0.5, value_range=[3.0, 6.0], anchor_range=[9.0, 11.0]),
+        # 2 / 10 = 0.2; the corners 1/12 .. 3/8 span 0.083 .. 0.375, all under 0.5.
+        entry("clear hold", 2.0, "%", "torch", 10.0, ratio, "<=", 0.5, value_range=[1.0, 3.0], anchor_range=[8.0, 12.0]),
+        # 8 / 10 = 0.8; the corners 7/11 .. 9/9 span 0.636 .. 1.0, all over 0.5 (written verdict stale).
+        entry("clear miss", 8.0, "%", "torch", 10.0, ratio, "<=", 0.5, value_range=[7.0, 9.0], anchor_range=[9.0, 11.0], verdict="yes"),
+        # A value's range only: 1.02 / 1.0 = 1.02 < 1.03, but 1.04 / 1.0 = 1.04 is not.
+        entry(level, 1.02, "ms", "unprofiled", 1.0, ratio, "<", 1.03, value_range=[1.0, 1.04]),
+        # 1.01 / 1.0 < 1.03 and so are both ends, 1.005 and 1.02.
+        entry(f"{level}, clear", 1.01, "ms", "unprofiled", 1.0, ratio, "<", 1.03, value_range=[1.005, 1.02]),
+        # On the value: 40 ms < 50 ms, but the range's 55 ms is not.
+        entry("p95 on the value", 40.0, "ms", "XProf", None, ratio, "<", 50, on="value", value_range=[35.0, 55.0]),
+        # Anchor over value: the divisor (stepscope's 2 s, range 0 .. 3 s) may be zero.
+        entry("divisor may be zero", 2.0, "s", "HTA", 6.0, "anchor / stepscope", ">=", 1, value_range=[0.0, 3.0]),
+        # No ranges (a JSON written before them): judged on the points, 2 / 10 = 0.2 holds.
+        entry("old entry", 2.0, "%", "torch", 10.0, ratio, "<=", 0.5),
+    ]
+    (out / "overhead.json").write_text(json.dumps({"goals": goals}))
+    done = run("--out", str(out))
+    assert done.returncode == 0, done.stderr
+    rows = {row["figure"]: row for row in json.loads((out / "summary.json").read_text())["rows"]}
+    verdicts = {figure: rows[figure]["holds"] for figure in [entry["figure"] for entry in goals]}
+    assert verdicts == {
+        "straddling anchor": "within noise",
+        "straddling bound": "within noise",
+        "clear hold": "yes",
+        "clear miss": "NO",
+        level: "within noise",
+        f"{level}, clear": "yes",
+        "p95 on the value": "within noise",
+        "divisor may be zero": "within noise",
+        "old entry": "yes",
+    }
+    assert rows["straddling anchor"]["ratio"] == -3.58  # the point ratio is still shown
+    assert "| overhead | straddling anchor | -1.79 % | torch: 0.50 % | -3.58x | stepscope / anchor <= 0.5 | within noise |" in done.stdout
+    # 3 hold, 1 missed, 5 within noise; the 8 other benchmarks have no JSON.
+    assert done.stdout.endswith("3 goals hold, 1 missed, 5 within noise, 8 benchmark(s) without figures\n")
+
+
+def test_a_reversed_range_is_a_one_line_error_naming_the_file(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "overhead.json").write_text(json.dumps({"goals": [entry("stop", 3.0, "s", "peer", 1.0, "stepscope / anchor", "<", 1, value_range=[4.0, 2.0])]}))
+    done = run("--out", str(out))
+    assert done.returncode == 2
+    assert (
+        done.stderr.strip()
+        == f"bench/summary.py: {out / 'overhead.json'}: goal 1: a goal has a bad field: stop: value_range must be [low, high], not [4.0, 2.0]"
+    )
 
 
 def test_a_malformed_json_file_is_a_one_line_error_naming_it(tmp_path):
