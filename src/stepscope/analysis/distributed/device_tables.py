@@ -28,7 +28,7 @@ import numpy as np
 from stepscope.analysis.breakdown import BREAKDOWN, step_breakdown
 from stepscope.analysis.classify import DEVICE_ACTIVITIES, Activity, event_activities
 from stepscope.analysis.distributed.collectives import CollectiveCall
-from stepscope.analysis.distributed.unit_tables import CATEGORIES, RankStep, RankTables
+from stepscope.analysis.distributed.unit_tables import RankTables, step_rows
 from stepscope.analysis.intervals import Union
 from stepscope.analysis.opstats import OpStats
 from stepscope.trace.model import Plane
@@ -64,17 +64,6 @@ def device_tables(stats: OpStats, host_tables: RankTables, calls: dict[str, list
         unions = device_unions(plane)
         breakdown = step_breakdown(stats.steps, unions)  # the host's steps, this device's unions
         collective = unions[Activity.DEVICE_COLLECTIVES].covered(steps.start_ps, steps.end_ps)
-        rows = [
-            RankStep(
-                number=int(steps.number[index]),
-                start_ns=stats.profile.start_ns + int(steps.start_ps[index]) // 1000,
-                start_ps=int(steps.start_ps[index]),
-                step_time_ps=int(steps.duration_ps[index]),
-                breakdown={key: int(breakdown[key][index]) for key in CATEGORIES},
-                collective_ps=int(collective[index]),
-                set_aside=not bool(kept[index]),
-            )
-            for index in range(len(steps))
-        ]
+        rows = step_rows(stats.profile.start_ns, steps, breakdown, collective, kept)
         units.append(dataclasses.replace(host_tables, steps=rows, collectives=calls.get(plane.name, []), device=plane.name, devices=[]))
     return units

@@ -18,7 +18,7 @@ from stepscope.analysis.breakdown import BREAKDOWN
 from stepscope.analysis.classify import Activity
 from stepscope.analysis.distributed.collectives import rank_collectives
 from stepscope.analysis.distributed.device_tables import device_tables
-from stepscope.analysis.distributed.unit_tables import CATEGORIES, RankStep, RankTables
+from stepscope.analysis.distributed.unit_tables import RankTables, step_rows
 from stepscope.analysis.opstats import OpStats
 from stepscope.trace import names
 from stepscope.trace.model import Profile
@@ -43,18 +43,7 @@ def rank_tables_of(stats: OpStats, host: str) -> RankTables:
     steps, breakdown = stats.steps, stats.breakdown
     collective = stats.unions[Activity.DEVICE_COLLECTIVES].covered(steps.start_ps, steps.end_ps)
     kept = stats.set_aside.kept
-    rows = [
-        RankStep(
-            number=int(steps.number[index]),
-            start_ns=profile.start_ns + int(steps.start_ps[index]) // 1000,
-            start_ps=int(steps.start_ps[index]),
-            step_time_ps=int(steps.duration_ps[index]),
-            breakdown={key: int(breakdown[key][index]) for key in CATEGORIES},
-            collective_ps=int(collective[index]),
-            set_aside=not bool(kept[index]),
-        )
-        for index in range(len(steps))
-    ]
+    rows = step_rows(profile.start_ns, steps, breakdown, collective, kept)
     rank, world_size = _distributed_info(profile.info)
     collectives = rank_collectives(stats)  # found once for the rank's units and its devices'
     tables = RankTables(

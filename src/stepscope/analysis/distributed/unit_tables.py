@@ -6,8 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from stepscope.analysis.breakdown import BREAKDOWN, IDLE
 from stepscope.analysis.distributed.collectives import CollectiveCall
+from stepscope.analysis.steps import Steps
 
 CATEGORIES = (*BREAKDOWN.values(), IDLE)
 
@@ -21,6 +24,24 @@ class RankStep:
     breakdown: dict[str, int]  # the overview's categories (CATEGORIES), ps; they sum to step_time_ps
     collective_ps: int  # all collective time in the step, hidden behind compute or not
     set_aside: bool  # the overview sets it aside (warm-up or one-off outlier)
+
+
+def step_rows(start_ns: int, steps: Steps, breakdown: dict[str, np.ndarray], collective: np.ndarray, kept: np.ndarray) -> list[RankStep]:
+    """A unit's steps: ``steps`` with their breakdown and collective time (per step, ps),
+    the ones the overview keeps marked; ``start_ns``: the profile's start. A rank and each
+    of its devices share the host's steps and differ in the unions these were cut from."""
+    return [
+        RankStep(
+            number=int(steps.number[index]),
+            start_ns=start_ns + int(steps.start_ps[index]) // 1000,
+            start_ps=int(steps.start_ps[index]),
+            step_time_ps=int(steps.duration_ps[index]),
+            breakdown={key: int(breakdown[key][index]) for key in CATEGORIES},
+            collective_ps=int(collective[index]),
+            set_aside=not bool(kept[index]),
+        )
+        for index in range(len(steps))
+    ]
 
 
 @dataclass(frozen=True)
