@@ -256,3 +256,36 @@ def test_odd_events_decode_as_the_reference_reads_them(tmp_path: Path, monkeypat
     # Decoded from their text: ...689.047, ...689.0474999, ...689.0475 and 1623212388426902
     # (not 1e20, an exponent; not 99999999999999999.9995, past int64 ns; not a string).
     assert sum(exact_ns(e.get("ts")) is not None for e in events) == 4
+
+
+def _decimal_reference(text: str, base: int, scale: int) -> int | None:
+    """value * scale rounded half up, less base * scale, from the decimal text; None where
+    the text is not a plain decimal or the value at this scale is past int64 (or its whole
+    part past 18 digits, which the reader keeps as a double)."""
+    if not PLAIN_DECIMAL.match(text) or len(text.split(".")[0]) > 18:
+        return None
+    value = int((Decimal(text) * scale).to_integral_value(rounding="ROUND_HALF_UP")) - base * scale
+    return value if value <= np.iinfo(np.int64).max else None
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        # Aligned (one length, the dot at one column: read by matrix products).
+        ["1712195495519689.047", "1712195495519689.999", "1712195495519690.000"],
+        ["1712195495519689.0474999", "1712195495519689.0475000", "9999999999999999.9995000"],
+        ["1623212388426902", "1623212388426903", "0000000000000001"],
+        ["12.5", "99.9", "00.0"],
+        ["999999999999999999.9", "100000000000000000.0"],  # 18 whole digits
+        ["1234567890123456789.5", "9999999999999999999.0"],  # 19: past what the reader reads (so, the loop)
+        # Not aligned (the column-by-column loop).
+        ["1712195495519689.047", "17.5", "3", "1e20", "-12.25", "1.2.3"],
+        ["1712195495519689.047", "1712195495519689047"],  # one length, no common dot
+    ],
+)
+def test_decimal_units_are_the_decimal_values_rounded_half_up(texts: list[str]):
+    for base, scale in ((0, 1000), (1712195495519000, 1000), (0, 1)):
+        values, plain = columns.decimal_units([t.encode() for t in texts], base, scale)
+        expected = [_decimal_reference(t, base, scale) for t in texts]
+        assert plain.tolist() == [e is not None for e in expected]
+        assert values.tolist() == [0 if e is None else e for e in expected]
