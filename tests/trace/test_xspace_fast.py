@@ -23,6 +23,7 @@ from stepscope import ProfileFormatError
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
 from stepscope.trace.formats.xspace.read import read_xspace
+from stepscope.trace.model import NO_ID
 from tests.support.fuzz import BYTE_OPS, mutate_bytes, source_bytes
 from tests.support.reference.xspace import assert_same_profile, reference_load
 from tests.support.traces import KINETO_TRACES, LARGEST_KINETO, XPLANE_TRACES, middle_fifth, shared
@@ -238,6 +239,32 @@ def test_wire_format_edge_cases_follow_protobuf(event: bytes, tmp_path: Path):
         path = tmp_path / "case.xplane.pb"
         path.write_bytes(_space_with_event(event, line_extra=extra))
         check_same(path)
+
+
+def _correlation(field: int, value: bytes) -> bytes:
+    """A stat of metadata 2 ("correlation_id" in ``_space_with_event``): ``field`` 3 uint64, 4 int64, 2 double."""
+    return ld(4, tag(1, 0) + b"\x02" + tag(field, 1 if field == 2 else 0) + value)
+
+
+# An event's correlation_id as each decoder reads it: the last of its integer stats that fits
+# an int64 (protobuf keeps repeated stats apart, stepscope's id column keeps the last such).
+HOT_ID_CASES = {
+    "int64 42, then uint64 7: 7 (the last)": (_correlation(4, varint(42)) + _correlation(3, varint(7)), 7),
+    "int64 42, then uint64 2**64 - 1 (past int64): 42": (_correlation(4, varint(42)) + _correlation(3, varint(2**64 - 1)), 42),
+    "int64 -5 (a 10-byte varint of 2**64 - 5): -5": (_correlation(4, varint(2**64 - 5)), -5),
+    "uint64 7, then a double: 7 (a double is no id)": (_correlation(3, varint(7)) + _correlation(2, b"\0" * 8), 7),
+    "a double only: no id": (_correlation(2, b"\0" * 8), NO_ID),
+}
+
+
+@pytest.mark.parametrize("case", list(HOT_ID_CASES.values()), ids=list(HOT_ID_CASES))
+def test_hot_id_columns_keep_the_last_integer_that_fits(case: tuple[bytes, int], tmp_path: Path):
+    stats, expected = case
+    path = tmp_path / "ids.xplane.pb"
+    path.write_bytes(_space_with_event(EVENT + stats))
+    check_same(path)
+    for read in decoders().values():
+        assert read(path).planes[0].events.correlation_id.tolist() == [expected]
 
 
 def test_corrupt_events_are_reported_with_their_position(tmp_path: Path):

@@ -75,7 +75,7 @@ def read_xspace(path: Path, data: bytes | bytearray, *, bulk: bool | None = None
     raws: list[RawPlane] = []
     points: list[FlowPoints] = []
     for plane in kept:
-        raw, plane_points = _read_plane(path, plane, base_ns)
+        raw, plane_points = _read_plane(path, plane, base_ns, space.bulk)
         if raw.name == names.TASK_ENVIRONMENT_PLANE:
             raw.plane_stats = []  # in info
         raws.append(raw)
@@ -233,7 +233,7 @@ def _stats(protos: Any, stat_names: dict[int, str]) -> list[Stat]:
     return result
 
 
-def _read_plane(path: Path, plane: DecodedPlane, base_ns: int) -> tuple[RawPlane, FlowPoints]:
+def _read_plane(path: Path, plane: DecodedPlane, base_ns: int, compiled: bool) -> tuple[RawPlane, FlowPoints]:
     proto = plane.proto
     stat_names = {key: meta.name for key, meta in proto.stat_metadata.items()}
     meta_names: list[str] = []
@@ -267,7 +267,7 @@ def _read_plane(path: Path, plane: DecodedPlane, base_ns: int) -> tuple[RawPlane
         categories.append("")
         meta_stats.append([])
         serialized.append(b"")
-    stats, ids, flow_points = _event_stats(count, columns, stat_names)
+    stats, ids, flow_points = _event_stats(count, columns, stat_names, compiled)
     duration_ps = columns.event_duration
     if count and duration_ps.min() < 0:
         raise ProfileFormatError(path, f"plane {proto.name!r} has an event with a negative duration")
@@ -354,8 +354,11 @@ def _event_starts(offset_ps: np.ndarray, counts: np.ndarray, lines: list[xplane_
     return (offset_ps.view(np.uint64) + shift).view(np.int64)
 
 
-def _event_stats(count: int, columns: DecodedLines, stat_names: dict[int, str]) -> tuple[TypedStats, dict[str, np.ndarray], FlowPoints]:
-    """The stats store, the hot id columns and the flow endpoints, from decoded stat columns."""
+def _event_stats(count: int, columns: DecodedLines, stat_names: dict[int, str], compiled: bool) -> tuple[TypedStats, dict[str, np.ndarray], FlowPoints]:
+    """The stats store, the hot id columns and the flow endpoints, from decoded stat columns.
+    ``compiled``: numba is loaded (the bulk decoder ran), so the hot ids take its one-pass loop."""
+    if compiled:
+        from stepscope.trace.formats.xspace.hot_ids import hot_id_column
     event, kind, bits = columns.stat_event, columns.stat_kind, columns.stat_bits
     if not len(event):  # (what the rest gives for no stats, at a fraction of the cost)
         store = TypedStats.from_columns(event, np.zeros(0, dtype=np.int32), kind, bits, columns.texts, [], count)
@@ -380,12 +383,20 @@ def _event_stats(count: int, columns: DecodedLines, stat_names: dict[int, str]) 
         code = key_index.get(stat)
         if code is None:
             continue
-        entries = np.flatnonzero((key == code) & integer & ((kind == StatKind.INT64) | (bits >= 0)))
-        if len(entries):
-            array = np.full(count, NO_ID, dtype=np.int64)
-            array[event[entries]] = bits[entries]
+        array = hot_id_column(count, event, key, kind, bits, code) if compiled else _hot_id_column(count, event, key, kind, bits, code, integer)
+        if array is not None:
             ids[column] = array
     code = key_index.get(names.FLOW)
     flows = np.flatnonzero((key == code) & integer) if code is not None else np.zeros(0, dtype=np.int64)
     store = TypedStats.from_columns(event, key, kind, bits, texts, list(key_index), count)
     return store, ids, (event[flows], bits[flows].view(np.uint64))
+
+
+def _hot_id_column(count: int, event: np.ndarray, key: np.ndarray, kind: np.ndarray, bits: np.ndarray, code: int, integer: np.ndarray) -> np.ndarray | None:
+    """``hot_ids.hot_id_column`` in numpy, for a file read without numba loaded (small files)."""
+    entries = np.flatnonzero((key == code) & integer & ((kind == StatKind.INT64) | (bits >= 0)))
+    if not len(entries):
+        return None
+    array = np.full(count, NO_ID, dtype=np.int64)
+    array[event[entries]] = bits[entries]
+    return array
