@@ -96,7 +96,7 @@ def read_xspace(path: Path, data: bytes | bytearray, *, bulk: bool | None = None
         finished, order = finish(raws.pop(), zero_ps)
         planes.append(finished)
         orders.append(order)
-    flows = _pair_flows(points, orders)
+    flows = _pair_flows(points, orders, compiled=space.bulk)
     info: dict[str, Any] = {}
     for key in ("hostnames", "errors", "warnings"):
         values = list(getattr(space.proto, key))
@@ -127,11 +127,13 @@ def _check_span(path: Path, raws: Sequence[RawPlane | None], zero_ps: int) -> No
 FlowPoints = tuple[np.ndarray, np.ndarray]
 
 
-def _pair_flows(points: list[FlowPoints], orders: list[np.ndarray | None]) -> FlowTable:
+def _pair_flows(points: list[FlowPoints], orders: list[np.ndarray | None], *, compiled: bool) -> FlowTable:
     """Arrows from each flow's first out-endpoint to each of its in-endpoints (in file
     order), but none from an event to itself. ``orders[i]`` is plane ``i``'s
-    finishing permutation (None: rows kept in place)."""
-    plane_parts, row_parts, encoded_parts = [], [], []
+    finishing permutation (None: rows kept in place). ``compiled``: paired by
+    :func:`stepscope.trace.formats.xspace.arrows.arrows` (the bulk reader's, with numba
+    loaded), else by :func:`pair_flows_numpy`; the same table."""
+    parts, row_parts, encoded_parts = [], [], []
     for plane_index, ((raw_rows, encoded), order) in enumerate(zip(points, orders)):
         if not len(raw_rows):
             continue
@@ -141,37 +143,53 @@ def _pair_flows(points: list[FlowPoints], orders: list[np.ndarray | None]) -> Fl
             position = np.empty_like(order)
             position[order] = np.arange(len(order))
             rows = position[raw_rows]
-        plane_parts.append(np.full(len(raw_rows), plane_index, dtype=np.int32))
-        row_parts.append(rows)
+        parts.append(plane_index)
+        row_parts.append(rows.astype(np.int64, copy=False))
         encoded_parts.append(encoded)
-    if not plane_parts:
+    if not parts:
         return FlowTable.empty()
-    plane = np.concatenate(plane_parts)
+    counts = [len(rows) for rows in row_parts]
     row = np.concatenate(row_parts)
     encoded = np.concatenate(encoded_parts)
+    del row_parts, encoded_parts
+    if compiled:
+        from stepscope.trace.formats.xspace.arrows import arrows
+
+        bounds = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=bounds[1:])
+        flow_id, src_plane, src_event, dst_plane, dst_event = arrows(np.asarray(parts, dtype=np.int32), bounds, row, encoded)
+    else:
+        flow_id, src_plane, src_event, dst_plane, dst_event = pair_flows_numpy(np.repeat(np.asarray(parts, dtype=np.int32), counts), row, encoded)
+    if not len(flow_id):
+        return FlowTable.empty()
+    return FlowTable(
+        flow_id=flow_id,
+        category=np.zeros(len(flow_id), dtype=np.int32),
+        src_plane=src_plane,
+        src_event=src_event,
+        dst_plane=dst_plane,
+        dst_event=dst_event,
+        categories=[FLOW_CATEGORY],
+    )
+
+
+def pair_flows_numpy(plane: np.ndarray, row: np.ndarray, encoded: np.ndarray) -> tuple[np.ndarray, ...]:
+    """(flow id, source plane, source event, sink plane, sink event) of each arrow, in sink
+    order, with whole-array operations: endpoint ``i`` is event ``row[i]`` of plane
+    ``plane[i]``, ``encoded[i]`` its `flow` stat."""
     direction = (encoded & np.uint64(3)).astype(np.int8)
     flow_id = ((encoded >> np.uint64(2)) & np.uint64(FLOW_ID_MASK)).astype(np.int64)
-    del encoded
     outs = np.flatnonzero(direction & FLOW_OUT)
     sinks = np.flatnonzero(direction & FLOW_IN)
     if not len(outs) or not len(sinks):
-        return FlowTable.empty()
-    source = _first_source(flow_id, outs, flow_id[sinks])
-    keep = np.flatnonzero(source >= 0)
-    sinks, source = sinks[keep], source[keep]
-    not_self = (plane[source] != plane[sinks]) | (row[source] != row[sinks])
-    sinks, source = sinks[not_self], source[not_self]
-    if not len(sinks):
-        return FlowTable.empty()
-    return FlowTable(
-        flow_id=flow_id[sinks],
-        category=np.zeros(len(sinks), dtype=np.int32),
-        src_plane=plane[source],
-        src_event=row[source],
-        dst_plane=plane[sinks],
-        dst_event=row[sinks],
-        categories=[FLOW_CATEGORY],
-    )
+        sinks = source = sinks[:0]
+    else:
+        source = _first_source(flow_id, outs, flow_id[sinks])
+        keep = np.flatnonzero(source >= 0)
+        sinks, source = sinks[keep], source[keep]
+        not_self = (plane[source] != plane[sinks]) | (row[source] != row[sinks])
+        sinks, source = sinks[not_self], source[not_self]
+    return flow_id[sinks], plane[source], row[source], plane[sinks], row[sinks]
 
 
 def _first_source(flow_id: np.ndarray, outs: np.ndarray, wanted: np.ndarray) -> np.ndarray:
