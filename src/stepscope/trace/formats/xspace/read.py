@@ -289,7 +289,7 @@ def _read_plane(path: Path, plane: DecodedPlane, base_ns: int, compiled: bool) -
     duration_ps = columns.event_duration
     if count and duration_ps.min() < 0:
         raise ProfileFormatError(path, f"plane {proto.name!r} has an event with a negative duration")
-    start_ps = _event_starts(columns.event_offset, columns.line_events, plane.lines, base_ns)
+    start_ps = _event_starts(columns.event_offset, columns.line_events, plane.lines, base_ns)  # (in place)
     columns.event_metadata = columns.event_offset = None  # type: ignore[assignment]  # garbage now
     if start_ps is None or np.any(duration_ps > INT64_MAX - np.maximum(start_ps, 0)):
         raise ProfileFormatError(path, f"plane {proto.name!r} has event times out of range (more than 106 days from the first event)")
@@ -355,7 +355,10 @@ def _event_starts(offset_ps: np.ndarray, counts: np.ndarray, lines: list[xplane_
     """Event starts in ps from ``base_ns``: (line timestamp - base) * 1000 + offset, for
     events stored line after line (``counts`` per line); None when one does not fit an
     int64. Computed in wrapping uint64 arithmetic once each line's extremes are checked
-    exactly (wrapping gives the exact value of any sum that fits)."""
+    exactly (wrapping gives the exact value of any sum that fits), in place: ``offset_ps``
+    (the decoder's column, garbage after this) becomes the starts, each line's slice
+    shifted by its base, so that no event-sized array is allocated (at 10M events a
+    repeated shift and a sum were 160 MB of fresh pages, 0.2 s)."""
     if not len(offset_ps):
         return np.zeros(0, dtype=np.int64)
     used = np.flatnonzero(counts)
@@ -368,8 +371,10 @@ def _event_starts(offset_ps: np.ndarray, counts: np.ndarray, lines: list[xplane_
         if base + low < INT64_MIN or base + high > INT64_MAX:
             return None
         bases.append(base & _UINT64_MASK)
-    shift = np.repeat(np.asarray(bases, dtype=np.uint64), counts[used])
-    return (offset_ps.view(np.uint64) + shift).view(np.int64)
+    wrapping = offset_ps.view(np.uint64)
+    for first, count, base in zip(firsts.tolist(), counts[used].tolist(), bases):
+        wrapping[first : first + count] += np.uint64(base)
+    return offset_ps
 
 
 def _event_stats(count: int, columns: DecodedLines, stat_names: dict[int, str], compiled: bool) -> tuple[TypedStats, dict[str, np.ndarray], FlowPoints]:
