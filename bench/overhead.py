@@ -163,17 +163,39 @@ MODES = ("unprofiled", "stepscope", "stepscope host level 1", "torch.profiler")
 # observer, and an op pays the dispatcher's observed path plus the observer's own work. ITT's
 # observer (``emit_itt``) does nearly nothing with no ITT collector attached, so a tiny op's
 # cost under it is the floor; under torch.profiler it is the floor plus Kineto's collection.
+# A recorder of its own would pay the floor plus its own work: bench/record_function_observer.cpp
+# is the least such a recorder does (a timestamp pair and an append per op), built by the child
+# with torch.utils.cpp_extension where a compiler and ninja are at hand (~25-35 s).
 # Rounds interleave the modes; each keeps its per-round ns per op on the process CPU clock.
+MINIMAL_OBSERVER = "minimal C++ recorder"
 RECORD_FUNCTION = textwrap.dedent(
     """
-    import contextlib, json, time
+    import contextlib, json, os, sys, time
     import torch
 
+    MINIMAL_OBSERVER, OBSERVER_SOURCE, OBSERVER_BUILD = sys.argv[1:4]
     torch.set_num_threads(1)
     x = torch.zeros(4)
     modes = {"unprofiled": contextlib.nullcontext, "torch.profiler": lambda: torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU])}
     if torch.profiler.itt.is_available():
         modes["bare RecordFunction observer (emit_itt)"] = torch.autograd.profiler.emit_itt
+    try:  # bench/record_function_observer.cpp: needs a C++ compiler and ninja (left out without)
+        from torch.utils import cpp_extension
+
+        os.makedirs(OBSERVER_BUILD, exist_ok=True)
+        observer = cpp_extension.load("stepscope_bench_observer", [OBSERVER_SOURCE], extra_cflags=["-O2"], build_directory=OBSERVER_BUILD)
+    except Exception as error:
+        print(f"the minimal C++ observer was not built: {error}", file=sys.stderr)
+    else:
+        @contextlib.contextmanager
+        def minimal_observer():
+            observer.start()
+            try:
+                yield
+            finally:
+                observer.stop()
+
+        modes[MINIMAL_OBSERVER] = minimal_observer
     found = {mode: [] for mode in modes}
     for _ in range(25):
         for mode, around in modes.items():
@@ -326,6 +348,11 @@ def record_function_floor(per_op: dict[str, list[float]]) -> dict[str, float]:
             f"  the bare observer is {bare / torch_extra:.2f}x torch.profiler's per-op overhead: a recorder of torch's ops at <= 0.5x"
             f" torch.profiler's may spend {0.5 * torch_extra - bare:+.0f} ns per op on its own work (Kineto's collection spends {torch_extra - bare:.0f})"
         )
+    minimal = found.get(f"{MINIMAL_OBSERVER} overhead")
+    if minimal is None:
+        print("  the minimal C++ recorder was not built (it needs a C++ compiler and ninja)")
+    elif torch_extra > 0:
+        print(f"  the minimal C++ recorder is {minimal / torch_extra:.2f}x torch.profiler's per-op overhead (issue 20 item 2's goal: <= 0.5x)")
     return found
 
 
@@ -349,7 +376,7 @@ def main() -> None:
     # clock reads, past JAX's C++ TraceMe.
     annotation_goals(pure, jax_recording, "pure Python")
 
-    per_op = child(RECORD_FUNCTION)
+    per_op = child(RECORD_FUNCTION, MINIMAL_OBSERVER, "bench/record_function_observer.cpp", "bench/out/record_function_observer")
     floor = record_function_floor(per_op)
     steps: dict[str, dict] = {}
     for model in MODELS:
