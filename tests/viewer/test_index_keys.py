@@ -1,37 +1,69 @@
-"""The index's keys: each lane's starts moved into its own band by the lane's shift, spread
-over the lane's rows by ``index.per_row`` (a cumulative sum) instead of ``np.repeat``."""
+"""The index's rows against a layout computed the slow way from the Profile's own arrays
+(``reference.viewer.line_lanes``): build_index gathers each plane's columns once in lane
+order and adds each lane's shift in place, so every row's source, key, duration, name and
+way back (``position``) is checked here, on profiles with overlapping lines, steps, empty
+planes and hidden ones."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
-from stepscope.viewer import build_index
-from stepscope.viewer.index import per_row
-from tests.support.reference.viewer import random_profile
-
-
-def test_per_row_spreads_each_lane_value_over_its_rows():
-    # Lanes of 2, 0, 3, 0 and 1 rows (offsets 0, 2, 2, 5, 5, 6): the empty lanes' values
-    # (99, 77) appear nowhere; values past 2**62 and negative ones come back exactly.
-    values = np.array([5, 99, -(2**62), 77, 2**62 + 3], dtype=np.int64)
-    offsets = np.array([0, 2, 2, 5, 5, 6], dtype=np.int64)
-    assert per_row(values, offsets).tolist() == [5, 5, -(2**62), -(2**62), -(2**62), 2**62 + 3]
+from stepscope.analysis.steps import find_steps
+from stepscope.errors import ProfileFormatError
+from stepscope.trace import model
+from stepscope.trace.model import EventTable
+from stepscope.viewer import STEPS_PLANE, build_index
+from stepscope.viewer import index as index_module
+from tests.support.reference.viewer import line_lanes, overlapping_depths, random_profile
 
 
-def test_per_row_of_no_lanes_and_of_empty_lanes_is_empty():
-    assert per_row(np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64)).tolist() == []
-    assert per_row(np.array([4, 8], dtype=np.int64), np.zeros(3, dtype=np.int64)).tolist() == []
+@pytest.mark.parametrize("seed", [0, 1, 2, 3])
+def test_rows_are_each_lines_lanes_in_start_order(seed):
+    profile = random_profile(seed)
+    assert overlapping_depths(profile)  # (the random profiles have lines laid out again)
+    index = build_index(profile)
+    arrays = index.arrays
+    want = line_lanes(profile)
+    assert {(t.plane, t.line) for t in index.tracks if t.plane != STEPS_PLANE} == set(want)
+    for track in index.tracks:
+        lanes = [slice(int(arrays["lane_offset"][lane]), int(arrays["lane_offset"][lane + 1])) for lane in track.lanes]
+        if track.plane == STEPS_PLANE:
+            steps = find_steps(profile)
+            rows = np.concatenate([arrays["ref_row"][lane] for lane in lanes])
+            assert sorted(rows.tolist()) == list(range(len(steps)))
+            starts, durations = steps.start_ps, steps.end_ps - steps.start_ps
+            names = [f"Step {int(number)}" for number in steps.number]
+        else:
+            assert [arrays["ref_row"][lane].tolist() for lane in lanes] == want[(track.plane, track.line)]
+            events = profile.planes[track.plane].events
+            starts, durations = events.start_ps, events.duration_ps
+            names = [profile.planes[track.plane].event_name(row) for row in range(len(events))]
+        for lane, rows in zip(track.lanes, lanes):
+            source = arrays["ref_row"][rows]
+            assert np.array_equal(arrays["key"][rows] - arrays["lane_shift"][lane], starts[source])
+            assert np.array_equal(arrays["duration_ps"][rows], durations[source])
+            assert [index.names[i] for i in arrays["name_id"][rows]] == [names[i] for i in source]
+            assert np.all(index.ref_planes(np.arange(rows.start, rows.stop)) == track.plane)
+            if track.plane != STEPS_PLANE:
+                first = int(arrays["plane_offset"][track.plane])
+                assert arrays["position"][first + source].tolist() == list(range(rows.start, rows.stop))
+    assert np.array_equal(arrays["busy_before"], np.concatenate(([0], np.cumsum(arrays["duration_ps"]))))
+    index.validate()
 
 
-def test_keys_are_each_rows_start_plus_its_lanes_shift():
-    """Against ``np.repeat``: a row's key is its event's start plus its lane's shift."""
-    for seed in range(4):
-        profile = random_profile(seed)
-        index = build_index(profile)
-        assert index.keyed
-        arrays = index.arrays
-        lane_of_row = np.repeat(np.arange(len(arrays["lane_shift"])), np.diff(arrays["lane_offset"]))
-        plane_of_row, row_of_row = arrays["ref_plane"], arrays["ref_row"]
-        starts = np.array([profile.planes[p].events.start_ps[r] if p >= 0 else 0 for p, r in zip(plane_of_row.tolist(), row_of_row.tolist())], dtype=np.int64)
-        events = plane_of_row >= 0  # (the steps lane's rows are no plane's events)
-        assert np.array_equal(arrays["key"][events], starts[events] + arrays["lane_shift"][lane_of_row][events])
+def test_a_profile_past_the_index_rows_is_refused_naming_it(monkeypatch):
+    profile = random_profile(0)  # 5 lines of 120 events and more
+    monkeypatch.setattr(index_module, "MAX_EVENTS", 100)
+    with pytest.raises(ProfileFormatError, match=f"^{profile.source}: .* more than the trace viewer holds"):
+        build_index(profile)
+
+
+@pytest.mark.parametrize("piece", [1, 3, 7, 1 << 20])
+def test_last_end_is_the_largest_start_plus_duration_in_any_piece(monkeypatch, piece):
+    monkeypatch.setattr(model, "END_PIECE", piece)
+    # The latest end is neither the last start's (row 3) nor the longest event's (row 0).
+    start = np.array([0, 5, 40, 60, 61, 62, 63], dtype=np.int64)
+    duration = np.array([50, 90, 1, 2, 0, 1, 2], dtype=np.int64)
+    table = EventTable(**{**{name: np.zeros(7, dtype=np.int64) for name in EventTable.__dataclass_fields__}, "start_ps": start, "duration_ps": duration})
+    assert table.last_end_ps() == 95  # row 1: 5 + 90

@@ -46,7 +46,7 @@ from stepscope.trace.files import atomic_write
 # What a cached analysis holds, beyond the release: bumped whenever a cached file's content
 # changes without a new version number (a tool's new fields, the distributed view's device
 # units), so an older cache folder is never read as the current one.
-ANALYSIS_FORMAT = 2
+ANALYSIS_FORMAT = 3
 
 
 def default_cache_dir() -> Path:

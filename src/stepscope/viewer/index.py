@@ -21,8 +21,8 @@ Layout, all numpy arrays (``L`` lanes, ``N`` events):
   is False, ``key`` is the plain start and searches go lane by lane;
 - ``duration_ps`` (N), ``busy_before`` (N+1, the running sum of durations: the busy time of
   any slice of a lane is one subtraction), ``name_id`` (N, into ``names``);
-- ``ref_plane``/``ref_row`` (N): the event's plane index and row in the Profile, for the
-  details pane (``STEPS_PLANE`` and the step's index for the Steps track); and back,
+- ``ref_row`` (N): the event's row in the Profile's plane of its track, for the details
+  pane (the step's index for the Steps track, whose plane is ``STEPS_PLANE``); and back,
   ``plane_offset`` (planes+1) and ``position`` (every plane event's row here, -1 for the
   events of a plane the timeline does not show: ``layout.HIDDEN_PLANES``).
 """
@@ -30,26 +30,29 @@ Layout, all numpy arrays (``L`` lanes, ``N`` events):
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from stepscope.errors import ProfileFormatError
 from stepscope.trace.model import Profile
 from stepscope.viewer.layout import (
     HIDDEN_PLANES,
     assign_lanes,
     display_depths,
-    lane_order,
     plane_order,
 )
 from stepscope.viewer.storage import load_index, save_index
 
-STEPS_PLANE = -1  # ref_plane of the synthetic Steps track's events; ref_row is the step index
+STEPS_PLANE = -1  # the synthetic Steps track's plane; its events' ref_row is the step index
 STEPS_SECTION = "Steps"
 STEPS_TRACK = "Steps"
 # Past this total of lane spans, keys would overflow int64 and searches go lane by lane.
 KEY_LIMIT = 2**62
+# Rows and positions are int32 (half the pages of int64 at 10M events): the most events an
+# index holds. Far past what the readers admit by default (trace.limits' 20M events).
+MAX_EVENTS = 2**31 - 1
 
 Progress = Callable[[int], None]
 
@@ -152,7 +155,13 @@ class TraceIndex:
         """(plane index, row) in the Profile of index row ``event_id``."""
         if not 0 <= event_id < self.event_count:
             raise ValueError(f"no event {event_id} in this index ({self.event_count} events)")
-        return int(self.ref_plane[event_id]), int(self.ref_row[event_id])
+        return int(self.ref_planes(np.asarray([event_id]))[0]), int(self.ref_row[event_id])
+
+    def ref_planes(self, ids: np.ndarray) -> np.ndarray:
+        """The Profile plane of index rows ``ids`` (``STEPS_PLANE`` for the Steps track's):
+        their tracks' planes, which the index does not repeat per row."""
+        track_plane = np.asarray([track.plane for track in self.tracks], dtype=np.int64)
+        return track_plane[self.lane_track[self.lane_of(ids)]]
 
     def id_of(self, plane: int, row: int) -> int | None:
         """Index row of a Profile event (None for an event the index does not hold)."""
@@ -225,9 +234,10 @@ class TraceIndex:
             raise ValueError("keys are not sorted across lanes")
         if self.busy_before[0] != 0 or np.any(np.diff(self.busy_before) != self.duration_ps):
             raise ValueError("busy_before is not the running sum of durations")
-        real = np.asarray(self.ref_plane) >= 0
+        ref_plane = self.ref_planes(np.arange(self.event_count))
+        real = ref_plane >= 0
         plane_offset = np.asarray(self.plane_offset)
-        flat = plane_offset[self.ref_plane[real]] + self.ref_row[real]
+        flat = plane_offset[ref_plane[real]] + self.ref_row[real]
         shown = [np.arange(plane_offset[p], plane_offset[p + 1]) for p, name in enumerate(self.plane_names) if name not in HIDDEN_PLANES]
         placed = np.concatenate(shown) if shown else np.zeros(0, dtype=np.int64)
         if not np.array_equal(np.sort(flat), placed) or not np.array_equal(np.flatnonzero(np.asarray(self.position) >= 0), placed):
@@ -283,16 +293,19 @@ class TraceIndex:
 
 
 @dataclass
-class _LaneSet:
-    """One track's events ordered by (lane, start), before they are placed in the index."""
+class _Block:
+    """One plane's events (or the steps) as consecutive rows of the index, before they
+    are written: row ``i`` of the block is the source's row ``order[i]``, ordered by
+    (track, lane, start)."""
 
-    track: Track
-    start: np.ndarray
+    plane: int  # profile plane index, STEPS_PLANE for the steps
+    order: np.ndarray
+    start: np.ndarray  # the source's columns, in its own row order
     duration: np.ndarray
-    name_id: np.ndarray
-    ref_plane: int
-    ref_row: np.ndarray
-    lane_counts: np.ndarray  # events per lane of the track
+    metadata_id: np.ndarray  # per source row, into ``names``
+    names: np.ndarray  # the source's name ids -> the index's
+    tracks: list[Track]  # id and first_lane set when placed
+    lane_counts: list[np.ndarray]  # per track: events per lane
 
 
 class _Names:
@@ -309,160 +322,123 @@ class _Names:
         return list(self.ids)
 
 
-def _steps_laneset(profile: Profile, table: _Names) -> _LaneSet | None:
+def _steps_block(profile: Profile, table: _Names) -> _Block | None:
     from stepscope.analysis.steps import find_steps
 
     steps = find_steps(profile)
     if steps.inferred or not len(steps):
         return None
-    order = np.lexsort((-(steps.end_ps - steps.start_ps), steps.start_ps))
-    start = steps.start_ps[order].astype(np.int64)
-    duration = (steps.end_ps[order] - steps.start_ps[order]).astype(np.int64)
-    depth = assign_lanes(start, start + duration, np.full(len(start), -1, dtype=np.int64))
+    start = steps.start_ps.astype(np.int64)
+    duration = (steps.end_ps - steps.start_ps).astype(np.int64)
+    by_start = np.lexsort((-duration, start))
+    depth = assign_lanes(start[by_start], start[by_start] + duration[by_start], np.full(len(start), -1, dtype=np.int64))
     lane_sort = np.argsort(depth, kind="stable")
     max_depth = int(depth.max())
-    name_ids = table.table([f"Step {int(number)}" for number in steps.number[order].tolist()])
+    names = np.zeros(len(start), dtype=np.int32)
+    names[by_start] = table.table([f"Step {int(number)}" for number in steps.number[by_start].tolist()])
     track = Track(0, STEPS_SECTION, STEPS_TRACK, STEPS_PLANE, -1, len(start), max_depth, 0)
-    return _LaneSet(
-        track,
-        start[lane_sort],
-        duration[lane_sort],
-        name_ids[lane_sort],
-        STEPS_PLANE,
-        order[lane_sort].astype(np.int64),
-        np.bincount(depth, minlength=max_depth + 1),
-    )
+    counts = np.bincount(depth, minlength=max_depth + 1)
+    return _Block(STEPS_PLANE, by_start[lane_sort], start, duration, np.arange(len(start)), names, [track], [counts])
 
 
-def _plane_lanesets(profile: Profile, plane_index: int, table: _Names) -> list[_LaneSet]:
-    """The plane's tracks (lines with events), each with its rows ordered by (lane, start)."""
+def _plane_block(profile: Profile, plane_index: int, table: _Names) -> _Block | None:
+    """The plane's tracks (lines with events), its rows ordered by (line, lane, start)."""
     plane = profile.planes[plane_index]
     events = plane.events
     if not len(events):
-        return []
-    depth = display_depths(plane)
-    order = lane_order(events.line, depth, int(depth.max()))
-    plane_names = table.table(plane.metadata.names)
+        return None
+    depth, order, key = display_depths(plane)
+    depth_span = int(depth.max()) + 1  # the key's line multiplier (layout.lane_order)
     offsets = plane.line_offsets
-    sets: list[_LaneSet] = []
+    tracks: list[Track] = []
+    lane_counts: list[np.ndarray] = []
     for line in np.flatnonzero(np.diff(offsets) > 0).tolist():
         lo, hi = int(offsets[line]), int(offsets[line + 1])
-        rows = order[lo:hi]  # lines are contiguous in the plane and in `order`
-        line_depth = depth[rows]
-        max_depth = int(line_depth[-1])  # sorted by depth within the line
-        track = Track(0, plane.name, plane.lines[line].label, plane_index, line, hi - lo, max_depth, 0)
-        sets.append(
-            _LaneSet(
-                track,
-                events.start_ps[rows],
-                events.duration_ps[rows],
-                plane_names[events.metadata_id[rows]],
-                plane_index,
-                rows,
-                np.bincount(line_depth, minlength=max_depth + 1),
-            )
-        )
-    return sets
-
-
-def per_row(values: np.ndarray, offsets: np.ndarray) -> np.ndarray:
-    """Each lane's value over its rows (lane ``i`` holds rows ``offsets[i]:offsets[i + 1]``):
-    ``np.repeat(values, np.diff(offsets))``, as the cumulative sum of the changes at the
-    first rows of the lanes that have rows. At 10M rows np.repeat with counts took 0.3-0.6 s,
-    this 0.01 s (int64 sums wrap, so the values come back exactly)."""
-    nonempty = np.flatnonzero(offsets[1:] > offsets[:-1])
-    changes = np.zeros(int(offsets[-1]) if len(offsets) else 0, dtype=np.int64)
-    changes[offsets[nonempty]] = np.diff(values[nonempty].astype(np.int64), prepend=np.int64(0))
-    return np.cumsum(changes, out=changes)
+        # lines are contiguous in the plane and in `order`; within a line keys are sorted
+        first = int(line) * depth_span
+        lane_keys = key[lo:hi]
+        max_depth = int(lane_keys[-1]) - first
+        counts = np.diff(np.searchsorted(lane_keys, first + np.arange(max_depth + 2)))
+        tracks.append(Track(0, plane.name, plane.lines[line].label, plane_index, line, hi - lo, max_depth, 0))
+        lane_counts.append(counts)
+    return _Block(plane_index, order, events.start_ps, events.duration_ps, events.metadata_id, table.table(plane.metadata.names), tracks, lane_counts)
 
 
 def build_index(profile: Profile, progress: Progress | None = None) -> TraceIndex:
     """Lays out every event of ``profile`` for the viewer (see the module docstring).
 
-    Vectorised per plane; the only per-event Python work is the re-layout of lines whose
-    events overlap at one depth. ``progress`` is called with the number of events placed.
+    Vectorised per plane: each column of a plane is gathered once, in index order,
+    straight into the index's array (``np.take(..., out=)``), as each lane's shift is
+    added in place, because at 10M events the fresh pages of per-line copies and
+    per-row temporaries cost more than the arithmetic. The only per-event Python work
+    is the re-layout of lines whose events overlap at one depth. ``progress`` is called
+    with the number of events placed.
     """
     table = _Names()
-    lanesets: list[_LaneSet] = []
-    steps = _steps_laneset(profile, table)
-    if steps is not None:
-        lanesets.append(steps)
-    for plane_index in plane_order(profile):
-        lanesets.extend(_plane_lanesets(profile, plane_index, table))
-
-    total = sum(len(s.start) for s in lanesets)
-    lane_total = sum(len(s.lane_counts) for s in lanesets)
+    blocks = [_steps_block(profile, table)] + [_plane_block(profile, plane_index, table) for plane_index in plane_order(profile)]
+    placed = [block for block in blocks if block is not None]
+    total = sum(len(block.order) for block in placed)
+    if total > MAX_EVENTS:
+        raise ProfileFormatError(profile.source, f"{total:,} events to show, more than the trace viewer holds ({MAX_EVENTS:,})")
+    lane_counts = np.concatenate([counts for block in placed for counts in block.lane_counts] or [np.zeros(0, dtype=np.int64)])
+    lane_total = len(lane_counts)
     arrays = {
         "lane_track": np.zeros(lane_total, dtype=np.int32),
         "lane_depth": np.zeros(lane_total, dtype=np.int32),
-        "lane_offset": np.zeros(lane_total + 1, dtype=np.int64),
-        "lane_shift": np.zeros(lane_total, dtype=np.int64),
-        "lane_min": np.zeros(lane_total, dtype=np.int64),
-        "lane_max": np.zeros(lane_total, dtype=np.int64),
-        "key": np.zeros(total, dtype=np.int64),
-        "duration_ps": np.zeros(total, dtype=np.int64),
-        "busy_before": np.zeros(total + 1, dtype=np.int64),
-        "name_id": np.zeros(total, dtype=np.int32),
-        "ref_plane": np.zeros(total, dtype=np.int32),
-        "ref_row": np.zeros(total, dtype=np.int64),
+        "lane_offset": np.concatenate(([0], np.cumsum(lane_counts))).astype(np.int64),
+        "key": np.empty(total, dtype=np.int64),
+        "duration_ps": np.empty(total, dtype=np.int64),
+        "busy_before": np.empty(total + 1, dtype=np.int64),
+        "name_id": np.empty(total, dtype=np.int32),
+        "ref_row": np.empty(total, dtype=np.int32),
     }
     plane_sizes = [len(plane.events) for plane in profile.planes]
     plane_offset = np.concatenate(([0], np.cumsum(plane_sizes))).astype(np.int64)
-    position = np.full(int(plane_offset[-1]), -1, dtype=np.int64)
+    position = np.full(int(plane_offset[-1]), -1, dtype=np.int32)
 
     tracks: list[Track] = []
     sections: list[str] = []
     lane = 0
     row = 0
-    for laneset in lanesets:
-        count = len(laneset.start)
-        lanes = len(laneset.lane_counts)
-        track = Track(
-            len(tracks),
-            laneset.track.section,
-            laneset.track.name,
-            laneset.track.plane,
-            laneset.track.line,
-            count,
-            laneset.track.max_depth,
-            lane,
-        )
-        tracks.append(track)
-        if track.section not in sections:
-            sections.append(track.section)
-        lane_slice = slice(lane, lane + lanes)
-        arrays["lane_track"][lane_slice] = track.id
-        arrays["lane_depth"][lane_slice] = np.arange(lanes)
-        ends = np.cumsum(laneset.lane_counts)
-        arrays["lane_offset"][lane + 1 : lane + lanes + 1] = row + ends
-        firsts = row + ends - laneset.lane_counts
-        nonempty = laneset.lane_counts > 0
-        lane_min = np.zeros(lanes, dtype=np.int64)
-        lane_max = np.zeros(lanes, dtype=np.int64)
-        lane_min[nonempty] = laneset.start[(firsts - row)[nonempty]]
-        lane_max[nonempty] = laneset.start[(ends - 1)[nonempty]]
-        arrays["lane_min"][lane_slice] = lane_min
-        arrays["lane_max"][lane_slice] = lane_max
+    for block in placed:
+        for track in block.tracks:
+            track = replace(track, id=len(tracks), first_lane=lane)
+            tracks.append(track)
+            if track.section not in sections:
+                sections.append(track.section)
+            arrays["lane_track"][track.lanes.start : track.lanes.stop] = track.id
+            arrays["lane_depth"][track.lanes.start : track.lanes.stop] = np.arange(track.max_depth + 1)
+            lane = track.lanes.stop
+        count = len(block.order)
         rows = slice(row, row + count)
-        arrays["duration_ps"][rows] = laneset.duration
-        arrays["name_id"][rows] = laneset.name_id
-        arrays["ref_plane"][rows] = laneset.ref_plane
-        arrays["ref_row"][rows] = laneset.ref_row
-        arrays["key"][rows] = laneset.start  # shifted below, once all lanes are known
-        if laneset.ref_plane != STEPS_PLANE:
-            position[plane_offset[laneset.ref_plane] + laneset.ref_row] = np.arange(row, row + count)
-        lane += lanes
+        np.take(block.start, block.order, out=arrays["key"][rows])  # shifted below, once all lanes are known
+        np.take(block.duration, block.order, out=arrays["duration_ps"][rows])
+        np.take(block.names, np.take(block.metadata_id, block.order), out=arrays["name_id"][rows])
+        arrays["ref_row"][rows] = block.order
+        if block.plane != STEPS_PLANE:
+            position[plane_offset[block.plane] : plane_offset[block.plane + 1]][block.order] = np.arange(row, row + count, dtype=np.int32)
         row += count
         if progress is not None:
             progress(row)
 
     # Keys: each lane's starts moved into a band of its own, bands in lane order.
-    extents = arrays["lane_max"] - arrays["lane_min"] + 2
+    key, lane_offset = arrays["key"], arrays["lane_offset"]
+    nonempty = lane_counts > 0
+    lane_min = np.zeros(lane_total, dtype=np.int64)
+    lane_max = np.zeros(lane_total, dtype=np.int64)
+    lane_min[nonempty] = key[lane_offset[:-1][nonempty]]
+    lane_max[nonempty] = key[lane_offset[1:][nonempty] - 1]
+    extents = lane_max - lane_min + 2
     base = np.concatenate(([0], np.cumsum(extents)[:-1])) if lane_total else np.zeros(0, dtype=np.int64)
     keyed = bool(lane_total == 0 or int(extents.astype(object).sum()) < KEY_LIMIT)
+    lane_shift = (base - lane_min) if keyed else np.zeros(lane_total, dtype=np.int64)
     if keyed:
-        arrays["lane_shift"][:] = base - arrays["lane_min"]
-        arrays["key"] += per_row(arrays["lane_shift"], arrays["lane_offset"])
+        bounds = lane_offset.tolist()
+        for lane_index, shift in enumerate(lane_shift.tolist()):
+            if shift and bounds[lane_index] < bounds[lane_index + 1]:
+                key[bounds[lane_index] : bounds[lane_index + 1]] += shift
+    arrays.update(lane_shift=lane_shift, lane_min=lane_min, lane_max=lane_max)
+    arrays["busy_before"][0] = 0
     np.cumsum(arrays["duration_ps"], out=arrays["busy_before"][1:])
     arrays["plane_offset"] = plane_offset
     arrays["position"] = position

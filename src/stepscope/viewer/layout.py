@@ -55,27 +55,31 @@ def plane_order(profile: Profile) -> list[int]:
     return sorted(shown, key=key)
 
 
-def overlapping_lines(plane: Plane, depth: np.ndarray, order: np.ndarray) -> np.ndarray:
-    """Lines of ``plane`` where two events of one depth overlap; ``order`` sorts the plane's
-    events by (line, depth) keeping their start order."""
+def overlapping_lines(plane: Plane, order: np.ndarray, lane_key: np.ndarray) -> np.ndarray:
+    """Lines of ``plane`` where two events of one depth overlap; ``order`` and ``lane_key``
+    are :func:`lane_order`'s."""
     events = plane.events
-    line = events.line[order]
-    same_lane = (line[1:] == line[:-1]) & (depth[order][1:] == depth[order][:-1])
     start = events.start_ps[order]
-    end = start + events.duration_ps[order]
-    bad = same_lane & (start[1:] < end[:-1])
-    return np.unique(line[1:][bad])
+    end = events.duration_ps[order]
+    end += start
+    bad = lane_key[1:] == lane_key[:-1]
+    bad &= start[1:] < end[:-1]
+    return np.unique(events.line[order[1:][bad]])
 
 
-def lane_order(line: np.ndarray, depth: np.ndarray, max_depth: int) -> np.ndarray:
-    """A stable permutation sorting events by (line, depth): within a lane the events stay
-    in the plane's start order. A narrow key lets numpy use its radix sort."""
-    key = line.astype(np.int64) * (max_depth + 1) + depth
-    if len(key) and key.max() < 2**15:
-        key = key.astype(np.int16)
-    elif len(key) and key.max() < 2**31:
-        key = key.astype(np.int32)
-    return np.argsort(key, kind="stable")
+def lane_order(line: np.ndarray, depth: np.ndarray, max_depth: int, line_count: int) -> tuple[np.ndarray, np.ndarray]:
+    """A stable permutation sorting events by (line, depth), and their sorted keys
+    ``line * (max_depth + 1) + depth`` (events of one lane share a key): within a lane
+    the events stay in the plane's start order. The key is as narrow as its range allows
+    (and built in place), so numpy sorts it by radix and touches a quarter of the memory
+    an int64 key would."""
+    top = line_count * (max_depth + 1)
+    dtype = np.int16 if top < 2**15 else np.int32 if top < 2**31 else np.int64
+    key = line.astype(dtype)
+    key *= max_depth + 1
+    np.add(key, depth, out=key, casting="unsafe")
+    order = np.argsort(key, kind="stable")
+    return order, key[order]
 
 
 def assign_lanes(start: np.ndarray, end: np.ndarray, parent: np.ndarray) -> np.ndarray:
@@ -102,18 +106,26 @@ def assign_lanes(start: np.ndarray, end: np.ndarray, parent: np.ndarray) -> np.n
     return lanes
 
 
-def display_depths(plane: Plane) -> np.ndarray:
+def display_depths(plane: Plane) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Each event's lane within its line: the model's depth, except on lines where events
-    of one depth overlap, which are laid out again by :func:`assign_lanes`."""
+    of one depth overlap, which are laid out again by :func:`assign_lanes`; with the
+    events' :func:`lane_order` by those lanes (both are needed to find the bad lines, so
+    the layout sorts once where no line is bad). The model's depth column is returned
+    as it is (not copied) where no line is bad: read it, don't write it."""
     events = plane.events
-    depth = events.depth.astype(np.int32, copy=True)
+    depth = events.depth
     if not len(depth):
-        return depth
-    order = lane_order(events.line, depth, int(depth.max()))
-    for bad_line in overlapping_lines(plane, depth, order).tolist():
+        return depth, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int16)
+    order, key = lane_order(events.line, depth, int(depth.max()), len(plane.lines))
+    bad_lines = overlapping_lines(plane, order, key).tolist()
+    if not bad_lines:
+        return depth, order, key
+    depth = depth.astype(np.int32, copy=True)
+    for bad_line in bad_lines:
         rows = plane.line_slice(int(bad_line))
         start = events.start_ps[rows]
         parent = events.parent[rows]
         local_parent = np.where(parent >= 0, parent - rows.start, -1)
         depth[rows] = assign_lanes(start, start + events.duration_ps[rows], local_parent)
-    return depth
+    order, key = lane_order(events.line, depth, int(depth.max()), len(plane.lines))
+    return depth, order, key

@@ -24,7 +24,8 @@ import numpy as np
 from stepscope.errors import StepscopeError
 
 # 2: the layout leaves hidden planes (Kineto's /host:trace-spans) out of the index.
-FORMAT_VERSION = 2
+# 3: rows and positions are int32, and an event's plane is its track's (no ref_plane).
+FORMAT_VERSION = 3
 MANIFEST = "manifest.json"
 NAMES = "names.json"
 # Array name -> dtype: the index's arrays, which a folder holds exactly.
@@ -39,10 +40,9 @@ ARRAYS: dict[str, type] = {
     "duration_ps": np.int64,
     "busy_before": np.int64,
     "name_id": np.int32,
-    "ref_plane": np.int32,
-    "ref_row": np.int64,
+    "ref_row": np.int32,
     "plane_offset": np.int64,
-    "position": np.int64,
+    "position": np.int32,
 }
 
 

@@ -147,6 +147,40 @@ def overlapping_depths(profile: Profile) -> set[tuple[int, int]]:
     return found
 
 
+def line_lanes(profile: Profile) -> dict[tuple[int, int], list[list[int]]]:
+    """(plane, line) of each drawn line with events -> its lanes, each the plane rows it
+    holds in the plane's (start) order: lane = the model's depth, except on a line where
+    two events of one depth overlap (:func:`overlapping_depths`), where each event, in
+    the plane's order, takes the first lane below its parent's whose last event has
+    ended by its start (a lane past the last is a new one)."""
+    bad = overlapping_depths(profile)
+    answer: dict[tuple[int, int], list[list[int]]] = {}
+    for plane_index, plane in enumerate(profile.planes):
+        if plane.name in NOT_DRAWN:
+            continue
+        events = plane.events
+        lane_of: dict[int, int] = {}
+        lane_ends: dict[int, list[int]] = defaultdict(list)
+        for row in range(len(events)):
+            line = int(events.line[row])
+            if (plane_index, line) in bad:
+                parent, start = int(events.parent[row]), int(events.start_ps[row])
+                ends = lane_ends[line]
+                lane = lane_of[parent] + 1 if parent >= 0 else 0
+                while lane < len(ends) and ends[lane] > start:
+                    lane += 1
+                if lane == len(ends):
+                    ends.append(0)
+                ends[lane] = start + int(events.duration_ps[row])
+            else:
+                lane = int(events.depth[row])
+            lane_of[row] = lane
+            lanes = answer.setdefault((plane_index, line), [])
+            lanes.extend([] for _ in range(lane + 1 - len(lanes)))
+            lanes[lane].append(row)
+    return answer
+
+
 def expected(profile: Profile, start: int, end: int, width: int, name_filter: str | None = None) -> dict[tuple[int, int], TrackAnswer]:
     """(plane, line) -> what a query must return for that track."""
     grid = edges(start, end, width)
@@ -185,7 +219,7 @@ def pixel_of(start: int, end: int, width: int, time: int) -> int:
     return min(max(bisect.bisect_right(edges(start, end, width), time) - 1, 0), width - 1)
 
 
-__all__ = ["NO_ID", "TrackAnswer", "edges", "expected", "overlapping_depths", "overlaps", "pixel_of", "random_profile"]
+__all__ = ["NO_ID", "TrackAnswer", "edges", "expected", "line_lanes", "overlapping_depths", "overlaps", "pixel_of", "random_profile"]
 
 
 def one_line_profile(events: list[tuple[int, int, str]]) -> Profile:
