@@ -54,10 +54,15 @@ def raw_planes(draw) -> RawPlane:
 
 
 @settings(max_examples=400, deadline=None, derandomize=True, database=None)
-@given(raw=raw_planes(), zero=st.sampled_from((0, 1000)))
-def test_finish_presorted_is_finish_plane(raw: RawPlane, zero: int):
+@given(raw=raw_planes(), zero=st.sampled_from((0, 1000)), frozen=st.booleans())
+def test_finish_presorted_is_finish_plane(raw: RawPlane, zero: int, frozen: bool):
+    given_start = raw.start_ps.copy()
+    raw.start_ps.flags.writeable = not frozen
     expected, expected_order = finish_plane(raw, zero)
     got, order = finish_presorted(raw, zero)
+    # A plane kept in order takes the raw start column, rebased in place where it can be;
+    # a read-only one, or a plane out of order, leaves the raw plane as it was.
+    assert np.array_equal(raw.start_ps, given_start - zero if order is None and not frozen else given_start)
     if order is None:
         assert np.array_equal(expected_order, np.arange(len(raw)))
     else:

@@ -38,7 +38,7 @@ from stepscope.trace.formats.xspace.schema import (
     KIND_REF,
     TASK_ENVIRONMENT_INFO,
 )
-from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Plane, Profile
+from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Plane, Profile, latest_end
 from stepscope.trace.stat_types import INT64_MAX, INT64_MIN, Stat, StatKind
 from stepscope.trace.stats import TypedStats
 
@@ -119,7 +119,7 @@ def read_xspace(path: Path, data: bytes | bytearray, *, bulk: bool | None = None
 def _check_span(path: Path, raws: Sequence[RawPlane | None], zero_ps: int) -> None:
     """Every event, rebased to the profile's start, must still end within an int64."""
     for raw in raws:
-        if raw is not None and len(raw) and (zero_ps < INT64_MIN or int((raw.start_ps + raw.duration_ps).max()) - zero_ps > INT64_MAX):
+        if raw is not None and len(raw) and (zero_ps < INT64_MIN or latest_end(raw.start_ps, raw.duration_ps) - zero_ps > INT64_MAX):
             raise ProfileFormatError(path, f"plane {raw.name!r} has event times out of range (more than 106 days from the first event)")
 
 
