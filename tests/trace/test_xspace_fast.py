@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ import stepscope
 from stepscope import ProfileFormatError
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
+from stepscope.trace.formats.xspace import decode
 from stepscope.trace.formats.xspace.read import read_xspace
 from stepscope.trace.model import NO_ID
 from tests.support.fuzz import BYTE_OPS, mutate_bytes, source_bytes
@@ -39,13 +41,26 @@ def outcome(read, path: Path):
         return error
 
 
+# The compiled decoder's outputs starting at one entry each, so that every event, stat,
+# text and line field after the first finds its array full: the decoder stops, the array
+# grows and it goes on from there.
+NO_ROOM = decode.FirstRoom(event_bytes=1 << 62, stat_bytes=1 << 62, text_share=1 << 62, minimum=1)
+
+
+def read_growing(path: Path) -> stepscope.Profile:
+    with mock.patch.object(decode, "FIRST_ROOM", NO_ROOM):
+        return read_xspace(path, path.read_bytes(), bulk=True)
+
+
 def decoders() -> dict:
-    """The reader with each decoder: compiled (bulk) and protobuf's messages (small files).
+    """The reader with each decoder: compiled (bulk; also growing its outputs from one
+    entry) and protobuf's messages (small files).
 
     The reader itself, not ``stepscope.load``, which first tells empty files and files of
     no known format apart (tests/trace/test_bad_input.py)."""
     return {
         "bulk": lambda path: read_xspace(path, path.read_bytes(), bulk=True),
+        "bulk, growing": read_growing,
         "messages": lambda path: read_xspace(path, path.read_bytes(), bulk=False),
     }
 

@@ -265,7 +265,7 @@ def _decode_plane(path: Path, wire: Any, buf: np.ndarray, data: bytes | bytearra
     if len(line_start):
         columns, heads = _decode_lines(path, wire, buf, line_start, line_end, budget)
     else:  # (most of the cost of a plane without lines)
-        columns, heads = _no_lines(), np.empty((3, 0), dtype=np.int64)
+        columns, heads = _no_lines(), np.empty((0, 3), dtype=np.int64)
     is_metadata = ((fields[:, 0] == _PLANE_EVENT_METADATA) | (fields[:, 0] == _PLANE_STAT_METADATA)) & (fields[:, 1] == _WIRE_LEN)
     budget.check_metadata(index, int(is_metadata.sum()), len(columns.event_offset), len(columns.stat_event))
     # The plane without its lines, parsed inside an XSpace so that protobuf's nesting
@@ -276,7 +276,7 @@ def _decode_plane(path: Path, wire: Any, buf: np.ndarray, data: bytes | bytearra
     proto = wrapper.planes[0]
     lines = [xplane_pb2.XLine() for _ in range(len(line_start))]
     chunks: list[list[bytes]] = [[] for _ in lines]
-    for line, head_start, head_end in heads.T.tolist():
+    for line, head_start, head_end in heads.tolist():
         chunks[line].append(data[head_start:head_end])
     for line, parts in zip(lines, chunks):
         if parts:
@@ -301,33 +301,106 @@ def _no_lines() -> DecodedLines:
     )
 
 
-def _columns(events: int, stats: int, text_size: int, texts: int, heads: int, lines: int) -> tuple[np.ndarray, ...]:
-    """Output arrays of wire.decode_lines for these counts."""
-    return (
-        np.empty(events, dtype=np.int64),
-        np.empty(events, dtype=np.int64),
-        np.empty(events, dtype=np.int64),
-        np.empty(events, dtype=np.int32),
-        np.empty(stats, dtype=np.int64),
-        np.empty(stats, dtype=np.int64),
-        np.empty(stats, dtype=np.int8),
-        np.empty(stats, dtype=np.int64),
-        np.empty(text_size, dtype=np.uint8),
-        np.zeros(texts + 1, dtype=np.int64),
-        np.empty((3, heads), dtype=np.int64),
-        np.zeros(lines, dtype=np.int64),
-    )
+@dataclass(frozen=True)
+class FirstRoom:
+    """The first size of wire.decode_lines' outputs, in bytes of the lines per entry
+    (the 10M-event profile of bench/make_big_profile.py has 24-35 bytes per event and
+    0.8-2 stats per event; the shared TPU profile 26-43 bytes and 1-2.6 stats). A guess too
+    large costs address space only (pages nobody writes are never mapped; the arrays are
+    cut to size afterwards); one too small costs a regrow."""
+
+    event_bytes: int = 12
+    stat_bytes: int = 8
+    text_share: int = 8  # text bytes: a part of the lines' bytes
+    minimum: int = 64
+
+    def size(self, line_bytes: int, per: int) -> int:
+        return max(line_bytes // per, self.minimum)
+
+
+FIRST_ROOM = FirstRoom()
+
+
+@dataclass
+class _Outputs:
+    """wire.decode_lines' output arrays, in its argument order, grown as it asks."""
+
+    arrays: list[np.ndarray]
+
+    @classmethod
+    def allocate(cls, line_bytes: int, lines: int, events: int) -> _Outputs:
+        room = FIRST_ROOM
+        stats = room.size(line_bytes, room.stat_bytes)
+        texts = room.size(line_bytes, room.stat_bytes)
+        return cls(
+            [
+                np.empty(events, dtype=np.int64),
+                np.empty(events, dtype=np.int64),
+                np.empty(events, dtype=np.int64),
+                np.empty(events, dtype=np.int32),
+                np.empty(stats, dtype=np.int64),
+                np.empty(stats, dtype=np.int64),
+                np.empty(stats, dtype=np.int8),
+                np.empty(stats, dtype=np.int64),
+                np.empty(room.size(line_bytes, room.text_share), dtype=np.uint8),
+                np.empty(texts + 1, dtype=np.int64),
+                np.empty((room.minimum, 3), dtype=np.int64),
+                np.zeros(lines, dtype=np.int64),
+            ]
+        )
+
+    # Which arrays each of wire's ROOM_* groups holds.
+    GROUPS = ((0, 1, 2, 3), (4, 5, 6, 7), (8,), (9,), (10,))
+
+    def grow(self, group: int, need: int) -> None:
+        """The group's arrays at least ``need`` long (twice as long, or more), values kept."""
+        for index in self.GROUPS[group]:
+            array = self.arrays[index]
+            self.arrays[index] = _resized(array, max(need, 2 * len(array)))
+
+    def cut(self, group: int, length: int) -> None:
+        for index in self.GROUPS[group]:
+            self.arrays[index] = _resized(self.arrays[index], length)
+
+
+def _resized(array: np.ndarray, length: int) -> np.ndarray:
+    """``array`` with ``length`` rows, its first rows kept: reallocated in place where
+    numpy can (a large block is remapped, not copied), else copied."""
+    shape = (length, *array.shape[1:])
+    try:
+        array.resize(shape, refcheck=False)
+        return array
+    except ValueError:  # not its own memory
+        grown = np.empty(shape, dtype=array.dtype)
+        kept = min(length, len(array))
+        grown[:kept] = array[:kept]
+        return grown
 
 
 def _decode_lines(path: Path, wire: Any, buf: np.ndarray, line_start: np.ndarray, line_end: np.ndarray, budget: _Budget) -> tuple[DecodedLines, np.ndarray]:
-    counts = wire.decode_lines(buf, line_start, line_end, False, *_columns(0, 0, 0, 0, 0, 0))
-    event_count, stat_count, text_size, text_count, head_count, error, at = counts
+    line_bytes = int((line_end - line_start).sum())
+    events = min(FIRST_ROOM.size(line_bytes, FIRST_ROOM.event_bytes), budget.events + 1)
+    outputs = _Outputs.allocate(line_bytes, len(line_start), events)
+    state = wire.new_state()
+    while True:
+        error, at = wire.decode_lines(buf, line_start, line_end, state, *outputs.arrays)
+        if error != wire.ROOM:
+            break
+        group, need = int(state[wire.STATE_ROOM_FOR]), int(state[wire.STATE_ROOM_NEED])
+        if group == wire.ROOM_EVENTS and need > budget.events:
+            budget.take_events(need)  # (raises) before the columns grow past the limit
+        outputs.grow(group, need)
     if error:
         raise corrupt(path, f"{wire.ERRORS[error]}, at byte {at}")
-    budget.take_events(event_count)  # before the columns are allocated
-    columns = _columns(event_count, stat_count, text_size, text_count, head_count, len(line_start))
-    filled = wire.decode_lines(buf, line_start, line_end, True, *columns)
-    assert filled[:5] == counts[:5], (filled, counts)
+    event_count, stat_count, text_count = (int(state[key]) for key in (wire.STATE_EVENTS, wire.STATE_STATS, wire.STATE_TEXTS))
+    budget.take_events(event_count)
+    for group, length in (
+        (wire.ROOM_EVENTS, event_count),
+        (wire.ROOM_STATS, stat_count),
+        (wire.ROOM_TEXTS, text_count + 1),
+        (wire.ROOM_HEADS, int(state[wire.STATE_HEADS])),
+    ):
+        outputs.cut(group, length)
     (
         event_metadata,
         event_offset,
@@ -341,7 +414,8 @@ def _decode_lines(path: Path, wire: Any, buf: np.ndarray, line_start: np.ndarray
         text_offsets,
         heads,
         line_events,
-    ) = columns
+    ) = outputs.arrays
+    text = text[: int(state[wire.STATE_TEXT_SIZE])]
     blob = text.tobytes()
     if text_count:
         text_kinds = stat_kind[(stat_kind == KIND_STR) | (stat_kind == KIND_BYTES)]
