@@ -344,7 +344,7 @@ class _Outputs:
                 np.empty(stats, dtype=np.int64),
                 np.empty(room.size(line_bytes, room.text_share), dtype=np.uint8),
                 np.empty(texts + 1, dtype=np.int64),
-                np.empty((room.minimum, 3), dtype=np.int64),
+                np.empty((max(lines, room.minimum), 3), dtype=np.int64),  # (a line's fields before its events: one range)
                 np.zeros(lines, dtype=np.int64),
             ]
         )
