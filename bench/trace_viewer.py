@@ -9,7 +9,7 @@ has made it.
 
 Each measurement is a fresh subprocess of this interpreter:
 
-  build   ``stepscope.load`` (timed alone: the reader), then ``build_index`` (timed; its peak
+  build   (``--builds`` times, the fastest kept, every total printed) ``stepscope.load`` (timed alone: the reader), then ``build_index`` (timed; its peak
           RSS is VmHWM after resetting it once the profile is loaded, so it includes the
           loaded profile but not the reader's transient peak), then ``TraceIndex.save``.
   query   ``TraceIndex.load`` (memory-mapped; timed), then per view ``--repeat`` queries at
@@ -92,6 +92,7 @@ def child_build(path: str, folder: str) -> dict:
     from stepscope.viewer import build_index
 
     base = rss_bytes()
+    cpu0 = os.times()
     t0 = time.perf_counter()
     profile = load(path)
     load_s = time.perf_counter() - t0
@@ -102,6 +103,7 @@ def child_build(path: str, folder: str) -> dict:
     index = build_index(profile)
     build_s = time.perf_counter() - t1
     build_peak = peak_bytes()
+    cpu1 = os.times()
     t2 = time.perf_counter()
     index.save(folder)
     save_s = time.perf_counter() - t2
@@ -113,6 +115,8 @@ def child_build(path: str, folder: str) -> dict:
         "load_s": load_s,
         "build_s": build_s,
         "save_s": save_s,
+        "user_s": cpu1.user - cpu0.user,  # of load + build: the kernel's part (page faults) is what varies
+        "sys_s": cpu1.system - cpu0.system,
         "base_rss": base,
         "load_peak": load_peak,
         "loaded_rss": loaded_rss,
@@ -280,6 +284,23 @@ def run_child(kind: str, args: list[str], timeout: float) -> dict:
     return {"error": f"exit {proc.returncode}: " + " | ".join(tail)}
 
 
+def best_build(path: Path, folder: Path, builds: int, timeout: float) -> dict:
+    """The fastest of ``builds`` load + index builds, each in a fresh process, with every
+    run's total beside it. On a shared VM the kernel's cost of fresh pages varies several
+    times over from minute to minute (measured: 0.3-2.8 s of system time for the same
+    10M-event load); the fastest run is the one least disturbed, as timeit takes it."""
+    runs = []
+    for _ in range(builds):
+        shutil.rmtree(folder, ignore_errors=True)
+        run = run_child("build", [str(path), str(folder)], timeout)
+        if "error" in run:
+            return run
+        runs.append(run)
+    best = dict(min(runs, key=lambda run: run["load_s"] + run["build_s"]))
+    best["totals_s"] = [run["load_s"] + run["build_s"] for run in runs]
+    return best
+
+
 def synthetic(events: int) -> Path:
     path = OUT / f"big_{events}.xplane.pb"
     subprocess.run([sys.executable, str(ROOT / "bench" / "make_big_profile.py"), "--events", str(events), "--out", str(path)], check=True)
@@ -348,6 +369,11 @@ def report(rows: list[dict]) -> str:
             f"{b['index_bytes'] / MB:>9.1f} {ms(q.get('open_s')):>7} | "
             f"{convert:>15} {xpeak:>14} {ratio(x.get('convert_s'), ours):>6} {ratio(x.get('convert_s'), b['build_s']):>10}"
         )
+    for row in rows:
+        b = row["build"]
+        if len(b.get("totals_s", ())) > 1:
+            totals = ", ".join(f"{total:.2f}" for total in b["totals_s"])
+            lines.append(f"  {row['label']}: load + index of each build {totals} s; the fastest: user {b['user_s']:.2f} s, system {b['sys_s']:.2f} s")
     lines.append("")
     head = f"{'profile':34} {'view':20} {'p50 ms':>8} {'p95 ms':>8} {'KiB':>8} | {'XProf p50':>9} {'p95':>8} {'KiB':>8} {'p50 ratio':>9}"
     lines += [head, "-" * len(head)]
@@ -400,6 +426,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--events", type=int, default=10_000_000)
     parser.add_argument("--repeat", type=int, default=30, help="queries per view (stepscope)")
+    parser.add_argument("--builds", type=int, default=3, help="load + index builds per profile (the fastest is kept)")
     parser.add_argument("--xprof-repeat", type=int, default=5, help="queries per view (XProf)")
     parser.add_argument("--no-real", action="store_true", help="only the synthetic profile")
     parser.add_argument("--no-synthetic", action="store_true")
@@ -425,7 +452,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{label}: ", end="", flush=True)
             folder = Path(scratch) / f"index-{len(rows)}"
             row = {"label": label, "path": str(path)}
-            row["build"] = run_child("build", [str(path), str(folder)], args.timeout)
+            row["build"] = best_build(path, folder, args.builds, args.timeout)
             print(row["build"].get("error", "built"), end="", flush=True)
             if "error" not in row["build"]:
                 row["query"] = run_child("query", [str(folder), str(args.repeat)], args.timeout)
