@@ -15,11 +15,17 @@ from stepscope.trace import model
 from stepscope.trace.model import EventTable
 from stepscope.viewer import STEPS_PLANE, build_index
 from stepscope.viewer import index as index_module
+from stepscope.viewer import layout as layout_module
 from tests.support.reference.viewer import line_lanes, overlapping_depths, random_profile
 
 
+@pytest.mark.parametrize("piece", [None, 1, 7], ids=["whole", "piece 1", "piece 7"])
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
-def test_rows_are_each_lines_lanes_in_start_order(seed):
+def test_rows_are_each_lines_lanes_in_start_order(seed, piece, monkeypatch):
+    """Also with the overlap check's pieces (layout.END_PIECE, a million rows) a few rows
+    long, so that overlapping pairs straddle the pieces' edges."""
+    if piece is not None:
+        monkeypatch.setattr(layout_module, "END_PIECE", piece)
     profile = random_profile(seed)
     assert overlapping_depths(profile)  # (the random profiles have lines laid out again)
     index = build_index(profile)

@@ -30,7 +30,7 @@ from stepscope.trace.stat_types import Stat
 from stepscope.trace.stats import StatStore
 
 NO_ID = -1
-END_PIECE = 1 << 20  # rows per piece of latest_end
+END_PIECE = 1 << 20  # rows per piece where a whole-column temporary would be 8 bytes a row of fresh pages
 
 # The event table's columns and their dtypes; builder and readers use this one list.
 EVENT_COLUMNS: dict[str, type] = {

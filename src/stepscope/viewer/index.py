@@ -411,9 +411,10 @@ def build_index(profile: Profile, progress: Progress | None = None) -> TraceInde
             lane = track.lanes.stop
         count = len(block.order)
         rows = slice(row, row + count)
-        np.take(block.start, block.order, out=arrays["key"][rows])  # shifted below, once all lanes are known
-        np.take(block.duration, block.order, out=arrays["duration_ps"][rows])
-        np.take(block.names, np.take(block.metadata_id, block.order), out=arrays["name_id"][rows])
+        # (mode "clip": the rows are in range, and numpy buffers the output of a checked take)
+        np.take(block.start, block.order, out=arrays["key"][rows], mode="clip")  # shifted below, once all lanes are known
+        np.take(block.duration, block.order, out=arrays["duration_ps"][rows], mode="clip")
+        np.take(block.names, np.take(block.metadata_id, block.order), out=arrays["name_id"][rows], mode="clip")
         arrays["ref_row"][rows] = block.order
         if block.plane != STEPS_PLANE:
             position[plane_offset[block.plane] : plane_offset[block.plane + 1]][block.order] = np.arange(row, row + count, dtype=np.int32)

@@ -21,7 +21,7 @@ from typing import Final
 import numpy as np
 
 from stepscope.trace import names
-from stepscope.trace.model import Plane, Profile
+from stepscope.trace.model import END_PIECE, Plane, Profile
 
 _ORDINAL = re.compile(r"^(.*?)(\d+)$")
 
@@ -57,14 +57,21 @@ def plane_order(profile: Profile) -> list[int]:
 
 def overlapping_lines(plane: Plane, order: np.ndarray, lane_key: np.ndarray) -> np.ndarray:
     """Lines of ``plane`` where two events of one depth overlap; ``order`` and ``lane_key``
-    are :func:`lane_order`'s."""
+    are :func:`lane_order`'s. Looked at in pieces of a million rows (each piece's first
+    event against the previous piece's last): the whole-plane starts, ends and flags were
+    18 bytes of fresh pages per event, 180 MB at 10M events."""
     events = plane.events
-    start = events.start_ps[order]
-    end = events.duration_ps[order]
-    end += start
-    bad = lane_key[1:] == lane_key[:-1]
-    bad &= start[1:] < end[:-1]
-    return np.unique(events.line[order[1:][bad]])
+    found = []
+    for lo in range(1, len(order), END_PIECE):
+        rows = order[lo - 1 : lo + END_PIECE]  # (one row of overlap)
+        start = events.start_ps[rows]
+        end = events.duration_ps[rows]
+        end += start
+        keys = lane_key[lo - 1 : lo + END_PIECE]
+        bad = keys[1:] == keys[:-1]
+        bad &= start[1:] < end[:-1]
+        found.append(events.line[rows[1:][bad]])
+    return np.unique(np.concatenate(found)) if found else np.zeros(0, dtype=events.line.dtype)
 
 
 def lane_order(line: np.ndarray, depth: np.ndarray, max_depth: int, line_count: int) -> tuple[np.ndarray, np.ndarray]:
