@@ -303,14 +303,18 @@ def _no_lines() -> DecodedLines:
 
 @dataclass(frozen=True)
 class FirstRoom:
-    """The first size of wire.decode_lines' outputs, in bytes of the lines per entry
-    (the 10M-event profile of bench/make_big_profile.py has 24-35 bytes per event and
-    0.8-2 stats per event; the shared TPU profile 26-43 bytes and 1-2.6 stats). A guess too
-    large costs address space only (pages nobody writes are never mapped; the arrays are
-    cut to size afterwards); one too small costs a regrow."""
+    """The first size of wire.decode_lines' outputs, in bytes of the lines per entry.
+    The 10M-event profile of bench/make_big_profile.py has 24-35 bytes per event and
+    17-29 per stat, the shared TPU profile 26-43 and 15-18. A guess too large costs
+    address space (pages nobody writes are never mapped; the arrays are cut to size
+    afterwards), but the cut leaves holes in malloc's heap that later allocations fill
+    with fresh pages: at the end of a 10M-event load 1,130 MB were resident with guesses
+    of 12 and 8 bytes, 1,095 MB with 16 and 12, 1,048 MB with exact sizes (counted in a
+    first pass, which cost 0.6 s). A guess too small costs a regrow (one or two for the smallest
+    events, about 10 bytes)."""
 
-    event_bytes: int = 12
-    stat_bytes: int = 8
+    event_bytes: int = 16
+    stat_bytes: int = 12
     text_share: int = 8  # text bytes: a part of the lines' bytes
     minimum: int = 64
 
