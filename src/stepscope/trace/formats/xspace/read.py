@@ -16,7 +16,7 @@ those columns into planes. The "Task Environment" plane (capture-wide facts such
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -291,7 +291,7 @@ def _read_plane(path: Path, plane: DecodedPlane, base_ns: int, compiled: bool) -
         raise ProfileFormatError(path, f"plane {proto.name!r} has an event with a negative duration")
     start_ps = _event_starts(columns.event_offset, columns.line_events, plane.lines, base_ns)  # (in place)
     columns.event_metadata = columns.event_offset = None  # type: ignore[assignment]  # garbage now
-    if start_ps is None or np.any(duration_ps > INT64_MAX - np.maximum(start_ps, 0)):
+    if start_ps is None or _may_overflow(start_ps, duration_ps):
         raise ProfileFormatError(path, f"plane {proto.name!r} has event times out of range (more than 106 days from the first event)")
     return RawPlane(
         id=proto.id,
@@ -306,6 +306,15 @@ def _read_plane(path: Path, plane: DecodedPlane, base_ns: int, compiled: bool) -
         ids=ids,
         plane_stats=_stats(proto.stats, stat_names),
     ), flow_points
+
+
+def _may_overflow(start_ps: np.ndarray, duration_ps: np.ndarray) -> bool:
+    """Whether an event ends past int64 (its start taken as 0 when negative). Elementwise
+    only when the largest start and the longest duration together could (three event-sized
+    temporaries, 170 MB of fresh pages at 10M events, for a check that nearly always passes)."""
+    if not len(start_ps) or int(duration_ps.max()) + max(int(start_ps.max()), 0) <= INT64_MAX:
+        return False
+    return bool(np.any(duration_ps > INT64_MAX - np.maximum(start_ps, 0)))
 
 
 # Metadata ids up to this are mapped through a table; larger or negative ones are searched.
@@ -338,17 +347,22 @@ def _dense_ids(raw: np.ndarray, known: np.ndarray) -> tuple[np.ndarray, list[int
     return dense, missing.tolist()
 
 
-def _distinct(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(ids, return_inverse=True)``, through a table when the ids are small."""
-    if len(ids) and ids.min() >= 0 and ids.max() < _TABLE_IDS:
+def _codes(ids: np.ndarray, code: Callable[[int], int]) -> np.ndarray:
+    """``code(id)`` of each of ``ids`` (int32), called once per distinct id in ascending
+    order; through a table of the ids when they are small, so that the only stat-sized
+    array made is the result."""
+    if not len(ids):
+        return np.zeros(0, dtype=np.int32)
+    if ids.min() >= 0 and ids.max() < _TABLE_IDS:
         present = np.zeros(int(ids.max()) + 1, dtype=bool)
         present[ids] = True
         distinct = np.flatnonzero(present)
         table = np.zeros(len(present), dtype=np.int32)
-        table[distinct] = np.arange(len(distinct), dtype=np.int32)
-        return distinct, table[ids]
+        table[distinct] = [code(i) for i in distinct.tolist()]
+        return table[ids]
     distinct, inverse = np.unique(ids, return_inverse=True)
-    return distinct, inverse.reshape(-1)
+    codes = np.asarray([code(i) for i in distinct.tolist()], dtype=np.int32)
+    return codes[inverse.reshape(-1)]
 
 
 def _event_starts(offset_ps: np.ndarray, counts: np.ndarray, lines: list[xplane_pb2.XLine], base_ns: int) -> np.ndarray | None:
@@ -388,10 +402,8 @@ def _event_stats(count: int, columns: DecodedLines, stat_names: dict[int, str], 
         return store, {}, (event, bits.view(np.uint64))
     # Stat names: one per distinct metadata id, then one key per distinct name (so two
     # metadata entries of one name are one stat, as a reader of names sees them).
-    distinct, inverse = _distinct(columns.stat_metadata)
     key_index: dict[str, int] = {}
-    codes = np.asarray([key_index.setdefault(stat_names.get(i, f"stat_{i}"), len(key_index)) for i in distinct.tolist()], dtype=np.int32)
-    key = codes[inverse] if len(codes) else np.zeros(0, dtype=np.int32)
+    key = _codes(columns.stat_metadata, lambda i: key_index.setdefault(stat_names.get(i, f"stat_{i}"), len(key_index)))
     texts = columns.texts
     refs = np.flatnonzero(kind == KIND_REF)
     if len(refs):  # a string stored as the name of a stat metadata entry
@@ -400,24 +412,28 @@ def _event_stats(count: int, columns: DecodedLines, stat_names: dict[int, str], 
         bits[refs] = columns.text_count + which.reshape(-1)
         kind[refs] = StatKind.STR
     kind[kind == KIND_NONE] = StatKind.INT64  # no value: int64 0
-    integer = (kind == StatKind.INT64) | (kind == StatKind.UINT64)
     ids = {}
     for stat, column in HOT_STATS.items():
         code = key_index.get(stat)
         if code is None:
             continue
-        array = hot_id_column(count, event, key, kind, bits, code) if compiled else _hot_id_column(count, event, key, kind, bits, code, integer)
+        array = hot_id_column(count, event, key, kind, bits, code) if compiled else _hot_id_column(count, event, key, kind, bits, code)
         if array is not None:
             ids[column] = array
     code = key_index.get(names.FLOW)
-    flows = np.flatnonzero((key == code) & integer) if code is not None else np.zeros(0, dtype=np.int64)
+    flows = np.flatnonzero(key == code) if code is not None else np.zeros(0, dtype=np.int64)
+    flows = flows[_is_integer(kind[flows])]
     store = TypedStats.from_columns(event, key, kind, bits, texts, list(key_index), count)
     return store, ids, (event[flows], bits[flows].view(np.uint64))
 
 
-def _hot_id_column(count: int, event: np.ndarray, key: np.ndarray, kind: np.ndarray, bits: np.ndarray, code: int, integer: np.ndarray) -> np.ndarray | None:
+def _is_integer(kind: np.ndarray) -> np.ndarray:
+    return (kind == StatKind.INT64) | (kind == StatKind.UINT64)
+
+
+def _hot_id_column(count: int, event: np.ndarray, key: np.ndarray, kind: np.ndarray, bits: np.ndarray, code: int) -> np.ndarray | None:
     """``hot_ids.hot_id_column`` in numpy, for a file read without numba loaded (small files)."""
-    entries = np.flatnonzero((key == code) & integer & ((kind == StatKind.INT64) | (bits >= 0)))
+    entries = np.flatnonzero((key == code) & _is_integer(kind) & ((kind == StatKind.INT64) | (bits >= 0)))
     if not len(entries):
         return None
     array = np.full(count, NO_ID, dtype=np.int64)
