@@ -359,7 +359,8 @@ def _codes(ids: np.ndarray, code: Callable[[int], int]) -> np.ndarray:
         distinct = np.flatnonzero(present)
         table = np.zeros(len(present), dtype=np.int32)
         table[distinct] = [code(i) for i in distinct.tolist()]
-        return table[ids]
+        coded: np.ndarray = table[ids]
+        return coded
     distinct, inverse = np.unique(ids, return_inverse=True)
     codes = np.asarray([code(i) for i in distinct.tolist()], dtype=np.int32)
     return codes[inverse.reshape(-1)]
@@ -428,7 +429,8 @@ def _event_stats(count: int, columns: DecodedLines, stat_names: dict[int, str], 
 
 
 def _is_integer(kind: np.ndarray) -> np.ndarray:
-    return (kind == StatKind.INT64) | (kind == StatKind.UINT64)
+    integer: np.ndarray = (kind == StatKind.INT64) | (kind == StatKind.UINT64)
+    return integer
 
 
 def _hot_id_column(count: int, event: np.ndarray, key: np.ndarray, kind: np.ndarray, bits: np.ndarray, code: int) -> np.ndarray | None:
