@@ -9,6 +9,7 @@ plain Python (right, but slow).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, TypeVar
@@ -17,11 +18,43 @@ _Function = TypeVar("_Function", bound=Callable[..., Any])
 
 
 def _numba() -> ModuleType | None:
+    first = "numba" not in sys.modules
     try:
         import numba
     except ImportError:  # pragma: no cover - numba is a dependency
         return None
+    if first and "scipy.linalg" not in sys.modules:
+        _array_math_without_blas_probe()
     return numba
+
+
+def _array_math_without_blas_probe() -> None:
+    """Imports numba's array functions with its BLAS probe answering "none".
+
+    Numba imports them with its CPU target, at the first compiled call, and the import
+    probes for BLAS by importing ``scipy.linalg`` where scipy is installed (JAX brings it):
+    0.26 s of a fresh process's first XSpace read (0.45 -> 0.20 s, measured), for one
+    choice, the inner product of ``np.correlate``/``np.convolve`` in compiled code (BLAS's
+    dot or numba's own loop), which stepscope's loops never call. ``np.dot`` and the rest
+    of numba's linear algebra import scipy themselves when first compiled, as before; the
+    probe is put back at once. Only where stepscope is the first to import numba and
+    scipy's linear algebra is not loaded yet (then the probe costs nothing anyway)."""
+    try:
+        from numba.np import linalg
+    except ImportError:  # pragma: no cover - numba's layout changed: nothing to skip
+        return
+    probe = linalg.ensure_blas
+
+    def none() -> None:
+        raise ImportError("stepscope: numba's BLAS probe skipped")
+
+    linalg.ensure_blas = none  # (arraymath binds it at import and calls it once, then)
+    try:
+        import numba.np.arraymath  # noqa: F401
+    except ImportError:  # pragma: no cover - numba imports it again later, probing then
+        pass
+    finally:
+        linalg.ensure_blas = probe
 
 
 numba = _numba()
