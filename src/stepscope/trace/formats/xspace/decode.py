@@ -360,25 +360,17 @@ class _Outputs:
         """The group's arrays at least ``need`` long (twice as long, or more), values kept."""
         for index in self.GROUPS[group]:
             array = self.arrays[index]
-            self.arrays[index] = _resized(array, max(need, 2 * len(array)))
+            _resize(array, max(need, 2 * len(array)))
 
     def cut(self, group: int, length: int) -> None:
         for index in self.GROUPS[group]:
-            self.arrays[index] = _resized(self.arrays[index], length)
+            _resize(self.arrays[index], length)
 
 
-def _resized(array: np.ndarray, length: int) -> np.ndarray:
-    """``array`` with ``length`` rows, its first rows kept: reallocated in place where
-    numpy can (a large block is remapped, not copied), else copied."""
-    shape = (length, *array.shape[1:])
-    try:
-        array.resize(shape, refcheck=False)
-        return array
-    except ValueError:  # not its own memory
-        grown = np.empty(shape, dtype=array.dtype)
-        kept = min(length, len(array))
-        grown[:kept] = array[:kept]
-        return grown
+def _resize(array: np.ndarray, length: int) -> None:
+    """``array`` to ``length`` rows, its first rows kept, in place: the arrays own their
+    memory, and realloc remaps a large block rather than copying it."""
+    array.resize((length, *array.shape[1:]), refcheck=False)
 
 
 def _decode_lines(path: Path, wire: Any, buf: np.ndarray, line_start: np.ndarray, line_end: np.ndarray, budget: _Budget) -> tuple[DecodedLines, np.ndarray]:
