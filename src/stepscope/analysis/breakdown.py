@@ -45,7 +45,7 @@ def activity_unions(profile: Profile) -> dict[Activity, Union]:
             rows = activity == kind
             if rows.any():
                 starts[kind].append(events.start_ps[rows])
-                ends[kind].append(events.end_ps[rows])
+                ends[kind].append(events.ends(rows))
     return {kind: Union.of(np.concatenate(starts[kind]), np.concatenate(ends[kind])) if starts[kind] else Union.empty() for kind in BREAKDOWN}
 
 

@@ -379,7 +379,7 @@ def _host_input(profile: Profile) -> tuple[list[InputOp], dict[str, int], str]:
     # Self time: the time each op owns on its OS thread (_owned_ps), so one thread's ops
     # never count a picosecond twice, on one line or on the lines of one thread.
     self_ps = np.zeros(len(events), dtype=np.int64)
-    self_ps[rows] = _owned_ps(line_threads(host)[events.line[rows]], events.start_ps[rows], events.end_ps[rows])
+    self_ps[rows] = _owned_ps(line_threads(host)[events.line[rows]], events.start_ps[rows], events.ends(rows))
 
     codes = events.metadata_id[rows].astype(np.int64) * len(CATEGORIES) + category[rows]
     distinct, counts, totals = _sum_by(codes, events.duration_ps[rows])

@@ -327,7 +327,7 @@ def _device_busy(profile: Profile) -> list[DeviceBusy]:
     devices: list[DeviceBusy] = []
     for plane in profile.device_planes:
         rows = np.isin(event_activities(plane), [int(a) for a in DEVICE_ACTIVITIES])
-        busy_union = Union.of(plane.events.start_ps[rows], plane.events.end_ps[rows])
+        busy_union = Union.of(plane.events.start_ps[rows], plane.events.ends(rows))
         busy = busy_union.total
         active = int(busy_union.end[-1] - busy_union.start[0]) if len(busy_union.start) else 0
         devices.append(

@@ -88,10 +88,9 @@ def _profiler_steps(host: Plane) -> Steps | None:
         match = _PROFILER_STEP.match(name)
         if match:
             numbers[index] = int(match.group(1))
-    event_numbers = numbers[host.events.metadata_id]
-    rows = np.flatnonzero(event_numbers >= 0)
     events = host.events
-    return _windows(event_numbers[rows], events.start_ps[rows], events.end_ps[rows], "ProfilerStep")
+    rows = np.flatnonzero((numbers >= 0)[events.metadata_id])
+    return _windows(numbers[events.metadata_id[rows]], events.start_ps[rows], events.ends(rows), "ProfilerStep")
 
 
 def _step_num_steps(host: Plane) -> Steps | None:
@@ -102,12 +101,12 @@ def _step_num_steps(host: Plane) -> Steps | None:
     own = [index for index, name in enumerate(host.metadata.names) if name == names.STEPSCOPE_STEP]
     mine = rows[np.isin(events.metadata_id[rows], own)] if own else rows[:0]
     if len(mine):
-        steps = _windows(events.step_num[mine], events.start_ps[mine], events.end_ps[mine], "step_num")
+        steps = _windows(events.step_num[mine], events.start_ps[mine], events.ends(mine), "step_num")
         return _with_input_waits(host, steps) if steps is not None else None
     # A framework's step annotation is used as it is, as XProf uses it: TensorFlow's and
     # JAX's steps hold the input wait that happens inside them, and a wait before one
     # belongs to no step (reaching back made TF steps 6-10% longer than XProf's).
-    return _windows(events.step_num[rows], events.start_ps[rows], events.end_ps[rows], "step_num")
+    return _windows(events.step_num[rows], events.start_ps[rows], events.ends(rows), "step_num")
 
 
 def _with_input_waits(host: Plane, steps: Steps) -> Steps:
@@ -121,8 +120,9 @@ def _with_input_waits(host: Plane, steps: Steps) -> Steps:
     waits = np.flatnonzero(is_wait[events.metadata_id]) if len(is_wait) else np.zeros(0, dtype=np.int64)
     if not len(waits):
         return steps
-    order = np.argsort(events.end_ps[waits], kind="stable")
-    wait_ends, wait_starts = events.end_ps[waits][order], events.start_ps[waits][order]
+    wait_ends = events.ends(waits)
+    order = np.argsort(wait_ends, kind="stable")
+    wait_ends, wait_starts = wait_ends[order], events.start_ps[waits][order]
     previous_end = np.concatenate(([np.iinfo(np.int64).min], steps.end_ps[:-1]))
     lo = np.searchsorted(wait_ends, previous_end, "right")
     hi = np.searchsorted(wait_ends, steps.start_ps, "right")
@@ -143,7 +143,7 @@ def _steps_line(plane: Plane) -> Steps | None:
     for position in np.flatnonzero(unnumbered).tolist():
         match = _NUMBER.search(plane.event_name(int(rows[position])))
         numbers[position] = int(match.group(1)) if match else position
-    return _windows(numbers, events.start_ps[rows], events.end_ps[rows], "Steps line")
+    return _windows(numbers, events.start_ps[rows], events.ends(rows), "Steps line")
 
 
 def launching_steps(profile: Profile, steps: Steps) -> list[tuple[Plane, np.ndarray]]:

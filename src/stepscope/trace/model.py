@@ -76,6 +76,11 @@ class EventTable:
     def end_ps(self) -> npt.NDArray[np.int64]:
         return self.start_ps + self.duration_ps
 
+    def ends(self, rows: npt.NDArray[Any]) -> npt.NDArray[np.int64]:
+        """``end_ps[rows]`` without the whole end column (8 bytes of fresh pages per event)."""
+        ends: npt.NDArray[np.int64] = self.start_ps[rows] + self.duration_ps[rows]
+        return ends
+
     def last_end_ps(self) -> int:
         """The latest end of a table with events (see :func:`latest_end`)."""
         return latest_end(self.start_ps, self.duration_ps)
@@ -280,7 +285,7 @@ def _validate_plane(plane: Plane) -> None:
         bad = (
             (events.line[parents] != events.line[nested])
             | (events.start_ps[parents] > events.start_ps[nested])
-            | (events.end_ps[parents] < events.end_ps[nested])
+            | (events.ends(parents) < events.ends(nested))
             | (events.depth[parents] + 1 != events.depth[nested])
         )
         if np.any(bad):

@@ -49,7 +49,7 @@ def device_unions(plane: Plane) -> dict[Activity, Union]:
     unions = {}
     for kind in BREAKDOWN:
         rows = activity == kind if kind in DEVICE_ACTIVITIES else np.zeros(len(activity), dtype=bool)
-        unions[kind] = Union.of(events.start_ps[rows], events.end_ps[rows]) if rows.any() else Union.empty()
+        unions[kind] = Union.of(events.start_ps[rows], events.ends(rows)) if rows.any() else Union.empty()
     return unions
 
 
