@@ -11,6 +11,7 @@ codes into tables of distinct values (names, categories, pids...), float64 times
 from __future__ import annotations
 
 import contextlib
+import io
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -60,6 +61,8 @@ class _TimedEvent(ChromeEvent, gc=False):
 
 _EVENT = msgspec.json.Decoder(ChromeEvent)
 _TIMED_EVENT = msgspec.json.Decoder(_TimedEvent)
+# A batch of events, as one JSON array (the stream reader's decode: one call per batch).
+TIMED_EVENTS = msgspec.json.Decoder(list[_TimedEvent])
 _VALUES = msgspec.json.Decoder(list[Any])
 _ANY = msgspec.json.Decoder()
 # The fields coded into tables of distinct values.
@@ -187,8 +190,7 @@ class ColumnBuilder:
     _bp: list[np.ndarray] = field(default_factory=list)
     _exact_ns: list[np.ndarray] = field(default_factory=list)
     _exact: list[np.ndarray] = field(default_factory=list)
-    # Every event's args as decoded (views into the trace's text), joined once at the end.
-    _args: list[msgspec.Raw] = field(default_factory=list)
+    _args: ArgsBlob = field(default_factory=lambda: ArgsBlob())
     skipped: int = 0
 
     def add_raw(self, raws: list[msgspec.Raw]) -> None:
@@ -200,6 +202,10 @@ class ColumnBuilder:
             except msgspec.ValidationError:
                 self.skipped += 1  # an array element that is not an event object
             # A DecodeError (bad UTF-8 inside a string) propagates: the reader repairs it.
+        self.add_timed(events)
+
+    def add_timed(self, events: list[_TimedEvent]) -> None:
+        """A batch of events decoded as the reader decodes them (``TIMED_EVENTS``)."""
         texts: list[msgspec.Raw] = list(map(_TS, events))
         try:
             values = _VALUES.decode(b"[" + b",".join(texts) + b"]")
@@ -236,17 +242,10 @@ class ColumnBuilder:
             exact[imprecise[valid]] = True
         self._exact_ns.append(exact_ns)
         self._exact.append(exact)
-        self._args.extend(map(_ARGS, events))
+        self._args.add(list(map(_ARGS, events)))
 
     def finish(self) -> EventColumns:
         coders = self._coders
-        # The args back to back, a comma between two (JsonStats.joined: the id columns are
-        # then decoded a batch of events per call); rows without args are empty.
-        lengths = np.fromiter(map(len, self._args), dtype=np.int64, count=len(self._args))
-        step = np.where(lengths > 0, lengths + 1, 0)
-        ends = np.cumsum(step) - (lengths > 0)
-        blob = b",".join(filter(None, self._args))
-        self._args.clear()
         empty_f = np.zeros(0)
         return EventColumns(
             phase=coders["ph"].finish(as_text),
@@ -261,9 +260,39 @@ class ColumnBuilder:
             binds_enclosing=np.concatenate(self._bp) if self._bp else np.zeros(0, dtype=bool),
             exact_ns=np.concatenate(self._exact_ns) if self._exact_ns else np.zeros(0, dtype=np.int64),
             exact=np.concatenate(self._exact) if self._exact else np.zeros(0, dtype=bool),
-            args=JsonStats(blob, ends - lengths, ends),
+            args=self._args.finish(),
             skipped=self.skipped,
         )
+
+
+class ArgsBlob:
+    """Every event's args back to back, a comma between two (``JsonStats.joined``: the id
+    columns are then decoded a batch of events per call); rows without args are empty.
+
+    Copied out a batch at a time, so that the text they were decoded from can go as soon
+    as its batch is read (the stream reader never holds the whole trace), into one growing
+    buffer whose bytes ``finish`` hands over without a copy (``BytesIO.getvalue`` of an
+    unshared buffer): joining the batches at the end would hold the args twice.
+    """
+
+    def __init__(self) -> None:
+        self._out = io.BytesIO()
+        self._lengths: list[np.ndarray] = []
+
+    def add(self, args: list[msgspec.Raw]) -> None:
+        self._lengths.append(np.fromiter(map(len, args), dtype=np.int64, count=len(args)))
+        present = b",".join(filter(None, args))
+        if present:
+            if self._out.tell():
+                self._out.write(b",")
+            self._out.write(present)
+
+    def finish(self) -> JsonStats:
+        lengths = np.concatenate(self._lengths) if self._lengths else np.zeros(0, dtype=np.int64)
+        step = np.where(lengths > 0, lengths + 1, 0)
+        ends = np.cumsum(step) - (lengths > 0)
+        blob, self._out = self._out.getvalue(), io.BytesIO()
+        return JsonStats(blob, ends - lengths, ends)
 
 
 def _in_range(text: msgspec.Raw) -> bool:
