@@ -186,11 +186,10 @@ class _KeyCoder:
         self._codes: list[np.ndarray] = []
 
     def add(self, events: list[Any]) -> None:
-        keys = list(map(self._key, events))
         try:
-            codes = self._keys.codes(keys, len(keys))
+            codes = self._keys.codes(map(self._key, events), len(events))
         except TypeError:  # lists or dicts where scalars belong: as _Coder.code
-            keys = [tuple(map(_hashable, key)) for key in keys]
+            keys = [tuple(map(_hashable, key)) for key in map(self._key, events)]
             codes = self._keys.codes(keys, len(keys))
         new = self._keys.new
         if new:
@@ -341,12 +340,12 @@ def _exact_units(values: list[Any], texts: list[msgspec.Raw], rows: np.ndarray) 
     where every value is a JSON integer (the 2021 Kineto schema's epoch microseconds) the
     integers themselves, as ``decimal_units`` would read them from their digits (a plain
     decimal: not negative, and within its int64 bound), without reading them."""
-    if _all_ints(values):
+    if values and type(values[0]) is int and _all_ints(values):
         with contextlib.suppress(OverflowError):
             whole = np.asarray(values, dtype=np.int64)[rows]
             valid = (whole >= 0) & (whole <= (INT64_MAX - 1000) // 1000)
             return np.where(valid, whole * 1000, 0), valid
-    return decimal_units([texts[i] for i in rows.tolist()], 0, 1000)
+    return decimal_units(texts if len(rows) == len(texts) else [texts[i] for i in rows.tolist()], 0, 1000)
 
 
 class ArgsBlob:
@@ -500,8 +499,9 @@ def _int_id(value: Any, absent: int) -> int:
 def decimal_units(texts: Sequence[bytes | msgspec.Raw], base: int, scale: int) -> tuple[np.ndarray, np.ndarray]:
     """Decimal number texts (e.g. b"1712195495519689.047") as integer ``(value - base) *
     scale``, rounded half up, computed exactly from the digits; and which texts were plain
-    decimals (no sign, no exponent) whose value fits int64. Vectorised over the texts as a byte matrix: a few
-    matrix products where the texts are aligned, else one pass per character column."""
+    decimals (no sign, no exponent) whose value fits int64. Vectorised over the texts as a byte matrix: one
+    pass per digit where the texts are aligned (``_aligned_units``), else one pass per
+    character column."""
     count = len(texts)
     values = np.zeros(count, dtype=np.int64)
     width = max(map(len, texts), default=0)
@@ -509,15 +509,18 @@ def decimal_units(texts: Sequence[bytes | msgspec.Raw], base: int, scale: int) -
         return values, np.zeros(count, dtype=bool)
     digits_after = len(str(scale)) - 1  # scale is a power of ten
     joined = b"".join(texts)
-    if len(joined) != count * width:  # texts of unequal lengths (else, as Kineto's are, as they are)
+    if len(joined) == count * width:  # texts of one length, as Kineto's are
+        aligned = _aligned_units(np.frombuffer(joined, dtype=np.uint8).reshape(count, width), base, scale, digits_after)
+        if aligned is not None:
+            return aligned
+    else:
         joined = b"".join(bytes(t).ljust(width, b" ") for t in texts)
     matrix = np.frombuffer(joined, dtype=np.uint8).reshape(count, width)
     is_digit = (matrix >= ord("0")) & (matrix <= ord("9"))
     is_dot = matrix == ord(".")
     plain = np.all(is_digit | is_dot | (matrix == ord(" ")), axis=1) & (is_dot.sum(axis=1) <= 1) & is_digit[:, 0]
     dot = np.where(is_dot.any(axis=1), is_dot.argmax(axis=1), width)
-    digits = _aligned_digits(matrix, is_digit, dot, digits_after) or _column_digits(matrix, is_digit, dot, digits_after)
-    whole, fraction, shown, round_up = digits
+    whole, fraction, shown, round_up = _column_digits(matrix, is_digit, dot, digits_after)
     # "1.5" at scale 1000 is 1500: pad the fraction to `digits_after` digits.
     fraction *= 10 ** (digits_after - shown)
     # A value past int64 would wrap around (a time past the year 2262 in epoch ns): not
@@ -531,24 +534,36 @@ def decimal_units(texts: Sequence[bytes | msgspec.Raw], base: int, scale: int) -
 _Digits = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # whole, fraction, fraction digits shown, round up
 
 
-def _aligned_digits(matrix: np.ndarray, is_digit: np.ndarray, dot: np.ndarray, digits_after: int) -> _Digits | None:
-    """``_column_digits`` in two matrix products where every text is all digits around a
-    dot at one column (Kineto's epoch timestamps, all of one length: the column by column
-    loop was a tenth of loading the V100 ns-resolution trace, issue 20 item 4); None
-    otherwise. At most 18 whole digits, so that the products stay within int64."""
+def _aligned_units(matrix: np.ndarray, base: int, scale: int, digits_after: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """``decimal_units`` where every text is all digits around a dot at one column, or all
+    digits (Kineto's epoch timestamps, all of one length); None otherwise. The digits are
+    read one column at a time into int64, never as an int64 matrix: the matrix products
+    this replaced cost a tenth of loading the V100 ns-resolution trace (issue 20 item 4)."""
     count, width = matrix.shape
-    at = int(dot[0])
-    digit_columns = np.arange(width) != at
-    if at > 18 or not np.all(dot == at) or not np.all(is_digit[:, digit_columns]):
+    at = matrix[0].tobytes().find(b".")
+    at = width if at < 0 else at
+    digits = matrix - np.uint8(ord("0"))  # bytes below "0" wrap past 9
+    if at < width:
+        if not np.all(matrix[:, at] == ord(".")):
+            return None
+        digits[:, at] = 0
+    if at == 0 or not np.all(digits < 10):
         return None
-    digits = matrix.astype(np.int64) - ord("0")
-    whole = digits[:, :at] @ (10 ** np.arange(at - 1, -1, -1, dtype=np.int64))
-    after = digits[:, at + 1 : at + 1 + digits_after]
-    shown = after.shape[1]
-    fraction = after @ (10 ** np.arange(shown - 1, -1, -1, dtype=np.int64))
+    if at > 18:  # past int64 whatever the digits
+        return np.zeros(count, dtype=np.int64), np.zeros(count, dtype=bool)
+    whole = np.zeros(count, dtype=np.int64)
+    for column in range(at):
+        whole = whole * 10 + digits[:, column]
+    shown = min(digits_after, max(width - at - 1, 0))
+    fraction = np.zeros(count, dtype=np.int64)
+    for column in range(at + 1, at + 1 + shown):
+        fraction = fraction * 10 + digits[:, column]
+    fraction *= 10 ** (digits_after - shown)
     next_column = at + 1 + digits_after
     round_up = digits[:, next_column] >= 5 if next_column < width else np.zeros(count, dtype=bool)
-    return whole, fraction, np.full(count, shown, dtype=np.int64), round_up
+    plain = whole - base <= (INT64_MAX - scale) // scale
+    values = (whole - base) * scale + fraction + round_up
+    return np.where(plain, values, 0), plain
 
 
 def _column_digits(matrix: np.ndarray, is_digit: np.ndarray, dot: np.ndarray, digits_after: int) -> _Digits:

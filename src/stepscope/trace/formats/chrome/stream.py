@@ -30,9 +30,11 @@ from stepscope.trace import limits
 from stepscope.trace.formats.chrome.columns import TIMED_EVENTS, ColumnBuilder
 from stepscope.trace.formats.chrome.document import TraceDocument, check_counts, first_byte
 
-# Undecoded text gathered before a batch is decoded: ~4k Kineto events, whose decoded
-# structs (~700 bytes each) set the transient peak, as columns.BATCH_EVENTS does.
-BATCH_BYTES = 1 << 21
+# Undecoded text gathered before a batch is decoded: ~2-3k Kineto events, whose decoded
+# structs (~700 bytes each) set the transient peak, as columns.BATCH_EVENTS does. Measured
+# on the V100 traces (4 fresh loads each): 1 MiB peaks 2 MB below 2 MiB on the ns trace at
+# the same time or less; 256-512 KiB no better.
+BATCH_BYTES = 1 << 20
 # How far into the file "traceEvents" must begin (Kineto's header before it is ~2 KB).
 HEADER_BYTES = 1 << 22
 # Cuts tried, last first, before more text is read: each cut inside an event costs a
