@@ -278,6 +278,8 @@ def _decimal_reference(text: str, base: int, scale: int) -> int | None:
         ["12.5", "99.9", "00.0"],
         ["999999999999999999.9", "100000000000000000.0"],  # 18 whole digits
         ["1234567890123456789.5", "9999999999999999999.0"],  # 19: past what the reader reads (so, the loop)
+        [".125", ".999"],  # no whole digits: not plain
+        ["1.5", "2x5"],  # one length, a byte that is no digit where the dot is not
         # Not aligned (the column-by-column loop).
         ["1712195495519689.047", "17.5", "3", "1e20", "-12.25", "1.2.3"],
         ["1712195495519689.047", "1712195495519689047"],  # one length, no common dot
@@ -289,3 +291,16 @@ def test_decimal_units_are_the_decimal_values_rounded_half_up(texts: list[str]):
         expected = [_decimal_reference(t, base, scale) for t in texts]
         assert plain.tolist() == [e is not None for e in expected]
         assert values.tolist() == [0 if e is None else e for e in expected]
+
+
+def test_aligned_decimal_units_of_random_texts_are_the_decimal_values():
+    rng = np.random.default_rng(20)
+    for _ in range(200):
+        whole, after = int(rng.integers(1, 20)), int(rng.integers(0, 6))
+        digits = rng.integers(0, 10, size=(int(rng.integers(1, 30)), whole + after))
+        texts = ["".join(map(str, row[:whole])) + ("." + "".join(map(str, row[whole:])) if after else "") for row in digits]
+        for base, scale in ((0, 1000), (int(texts[0].split(".")[0][:15] or 0), 1000), (0, 1_000_000)):
+            values, plain = columns.decimal_units([t.encode() for t in texts], base, scale)
+            expected = [_decimal_reference(t, base, scale) for t in texts]
+            assert plain.tolist() == [e is not None for e in expected], texts
+            assert values.tolist() == [0 if e is None else e for e in expected], texts

@@ -100,22 +100,26 @@ def nesting(line: np.ndarray, start: np.ndarray, duration: np.ndarray) -> tuple[
     end = start + duration
     rows = np.arange(count, dtype=np.int64)
     # Points: ends of events with a duration (kind 0), starts (kind 1), ends of instants
-    # (kind 2), ordered by (line, time, kind, row).
-    point_line = np.concatenate((line, line))
-    point_time = np.concatenate((start, end))
+    # (kind 2), ordered by (line, time, kind, row): the sort is stable and a kind's points
+    # lie in row order, so the row needs no key. Only what a step needs is kept past it:
+    # the transient arrays of a plane of n events were ~16n int64, the peak of loading the
+    # V100 traces (issue 20 item 4); now ~6n.
     point_kind = np.concatenate((np.ones(count, dtype=np.int8), np.where(duration > 0, 0, 2).astype(np.int8)))
-    point_row = np.concatenate((rows, rows))
-    order = np.lexsort((point_row, point_kind, point_time, point_line))
-    is_end = (point_kind[order] != 1).astype(np.int64)
-    ends_through = np.cumsum(is_end)
-    # Ends seen before each point on its own line: subtract the count at the line's start.
-    sorted_line = point_line[order]
-    line_first = np.searchsorted(sorted_line, sorted_line, "left")
+    order = np.lexsort((point_kind, np.concatenate((start, end)), np.concatenate((line, line))))
+    is_end = point_kind[order] != 1
+    del point_kind
+    ends_through = np.cumsum(is_end, dtype=np.int64)
+    sorted_line = np.concatenate((line, line))[order]
+    # At each start point: the ends seen before it on its own line (the count through the
+    # point, less the count at the line's first point).
+    start_points = np.flatnonzero(~is_end)
+    del is_end
+    line_first = np.searchsorted(sorted_line, sorted_line[start_points], "left")
+    del sorted_line
     ends_before_line = np.where(line_first > 0, ends_through[line_first - 1], 0)
-    ends_on_line_before = ends_through - is_end - ends_before_line
-    start_points = order < count
     closed = np.empty(count, dtype=np.int64)
-    closed[order[start_points]] = ends_on_line_before[start_points]
+    closed[order[start_points]] = ends_through[start_points] - ends_before_line
+    del order, ends_through, start_points, line_first, ends_before_line
     first_of_line = np.searchsorted(line, line, "left")
     depth = (rows - first_of_line - closed).astype(np.int32)
 

@@ -9,7 +9,7 @@ import io
 import os
 import stat
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -72,6 +72,22 @@ _GZIP_WBITS = 16 + zlib.MAX_WBITS  # a gzip member: header, deflate data, CRC-32
 GZIP_MAGIC = b"\x1f\x8b"
 
 
+@contextlib.contextmanager
+def _opened(path: Path) -> Iterator[tuple[io.BufferedReader, int, int]]:
+    """``path`` opened (:func:`open_regular`), with its size on disk and the input limit,
+    once it is known to be within the limit; an OSError while it is read is a
+    ProfileFormatError. What the whole-file and the piece-by-piece readers share."""
+    limit = limits.INPUT_BYTES.get()
+    with open_regular(path) as stream:
+        try:
+            size = os.fstat(stream.fileno()).st_size
+            if size > limit:
+                raise limits.INPUT_BYTES.error(path, f"is {size_text(size)} on disk, more than {size_text(limit)}")
+            yield stream, size, limit
+        except OSError as error:
+            raise ProfileFormatError(path, f"cannot be read ({error.strerror or error})") from None
+
+
 def read_bytes(path: Path, check_head: Callable[[bytes], None] | None = None) -> bytes | bytearray:
     """The file's bytes, gunzipped if it is gzip (by content, not by name).
 
@@ -83,22 +99,31 @@ def read_bytes(path: Path, check_head: Callable[[bytes], None] | None = None) ->
     ``check_head`` sees the first decompressed piece (up to 1 MiB) and may raise, so that
     a file that is not a profile fails before it is all decompressed.
     """
-    limit = limits.INPUT_BYTES.get()
-    with open_regular(path) as stream:
-        try:
-            size = os.fstat(stream.fileno()).st_size
-            if size > limit:
-                raise limits.INPUT_BYTES.error(path, f"is {size_text(size)} on disk, more than {size_text(limit)}")
-            if stream.peek(2)[:2] == GZIP_MAGIC:
-                return gunzip_stream(path, stream, limit, check_head)
-            data = stream.read(size + 1)  # one allocation; one byte more: did it grow?
-            if len(data) > size:
-                data += stream.read(limit + 1 - len(data))
-                if len(data) > limit:
-                    raise limits.INPUT_BYTES.error(path, f"grew past {size_text(limit)} while being read")
-        except OSError as error:
-            raise ProfileFormatError(path, f"cannot be read ({error.strerror or error})") from None
+    with _opened(path) as (stream, size, limit):
+        if stream.peek(2)[:2] == GZIP_MAGIC:
+            return gunzip_stream(path, stream, limit, check_head)
+        data = stream.read(size + 1)  # one allocation; one byte more: did it grow?
+        if len(data) > size:
+            data += stream.read(limit + 1 - len(data))
+            if len(data) > limit:
+                raise limits.INPUT_BYTES.error(path, f"grew past {size_text(limit)} while being read")
     return data
+
+
+def read_pieces(path: Path, check_head: Callable[[bytes], None] | None = None) -> Generator[bytes, None, None]:
+    """The bytes :func:`read_bytes` returns, as pieces of up to 1 MiB, read (and
+    gunzipped) as they are asked for, within the same limits and with the same errors: a
+    reader that decodes as it goes never holds the whole file."""
+    with _opened(path) as (stream, _size, limit):
+        if stream.peek(2)[:2] == GZIP_MAGIC:
+            yield from inflate_pieces(path, stream, limit, check_head)
+            return
+        total = 0
+        while piece := stream.read(_READ_CHUNK):
+            total += len(piece)
+            if total > limit:
+                raise limits.INPUT_BYTES.error(path, f"grew past {size_text(limit)} while being read")
+            yield piece
 
 
 def gunzip_stream(path: Path, stream: BinaryIO, limit: int, check_head: Callable[[bytes], None] | None) -> bytearray:
@@ -106,23 +131,33 @@ def gunzip_stream(path: Path, stream: BinaryIO, limit: int, check_head: Callable
     them allowed, as ``gzip.decompress``), at most ``limit`` bytes of it (``path`` names it
     in errors). Any binary stream: a local file, or a URL's bytes (``trace.remote``)."""
     out = bytearray()
+    for piece in inflate_pieces(path, stream, limit, check_head):
+        out += piece
+    return out
+
+
+def inflate_pieces(path: Path, stream: BinaryIO, limit: int, check_head: Callable[[bytes], None] | None) -> Iterator[bytes]:
+    """:func:`gunzip_stream`'s output, a piece (up to 1 MiB) at a time."""
+    total = 0
     unpacker = zlib.decompressobj(_GZIP_WBITS)
     data = stream.read(_READ_CHUNK)
     try:
         while True:
-            piece = unpacker.decompress(data, min(_INFLATE_CHUNK, limit + 1 - len(out)))
-            out += piece
-            if len(out) > limit:
+            piece = unpacker.decompress(data, min(_INFLATE_CHUNK, limit + 1 - total))
+            total += len(piece)
+            if total > limit:
                 raise limits.INPUT_BYTES.error(path, f"decompresses to more than {size_text(limit)}")
             if check_head is not None and piece:
                 check_head(piece)
                 check_head = None
+            if piece:
+                yield piece
             if unpacker.eof:  # a member ended: another may follow, after zero padding
                 data = unpacker.unused_data.lstrip(b"\0")
                 while not data:
                     more = stream.read(_READ_CHUNK)
                     if not more:
-                        return out
+                        return
                     data = more.lstrip(b"\0")
                 unpacker = zlib.decompressobj(_GZIP_WBITS)
                 continue

@@ -33,7 +33,7 @@ import numpy as np
 from stepscope import jsonform
 from stepscope.errors import ProfileFormatError
 from stepscope.trace import limits
-from stepscope.trace.formats.chrome.columns import BATCH_EVENTS, ChromeEvent, EventColumns, columns_from_events, columns_from_raw, int_ids
+from stepscope.trace.formats.chrome.columns import ChromeEvent, EventColumns, columns_from_events, columns_from_raw, int_ids
 from stepscope.trace.stats import JsonStats
 
 
@@ -247,6 +247,11 @@ def _not_json(path: Path, error: json.JSONDecodeError) -> ProfileFormatError:
     return ProfileFormatError(path, f"is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})")
 
 
+# Rows whose id args are decoded at a time (their structs, ~100 bytes each, and the batch's
+# text are what the id columns cost at the peak).
+ID_BATCH_EVENTS = 2_048
+
+
 def id_columns_reader(struct: type[msgspec.Struct], columns: dict[str, tuple[str, ...]]) -> Callable[[JsonStats], tuple[dict[str, np.ndarray], np.ndarray]]:
     """A function that pulls integer id columns out of every event's raw args, and counts
     each event's ids past int64 (kept exactly in the args, but with no numeric id).
@@ -276,27 +281,22 @@ def id_columns_reader(struct: type[msgspec.Struct], columns: dict[str, tuple[str
             return None  # some args are not an object (or nest past the limit in a list)
         return decoded
 
-    def decode_all(args: JsonStats) -> list[msgspec.Struct]:
-        decoded = [absent] * len(args)
-        for rows, text in args.joined(BATCH_EVENTS):
+    def read(args: JsonStats) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        # A batch of rows at a time (those with args; the others keep -1): only a batch's
+        # structs are alive at once, not one per event (issue 20 item 4).
+        result = {column: np.full(len(args), -1, dtype=np.int64) for column in columns}
+        oversized = np.zeros(len(args), dtype=np.int64)
+        for rows, text in args.joined(ID_BATCH_EVENTS):
             found = decode_batch(text)
             if found is None or len(found) != len(rows):  # one by one
                 found = [decode(args.raw(row)) for row in rows.tolist()]
-            for row, item in zip(rows.tolist(), found):
-                decoded[row] = item
-        return decoded
-
-    def read(args: JsonStats) -> tuple[dict[str, np.ndarray], np.ndarray]:
-        decoded = decode_all(args)
-        result = {}
-        oversized = np.zeros(len(decoded), dtype=np.int64)
-        for column, fields in columns.items():
-            values = np.full(len(decoded), -1, dtype=np.int64)
-            for name in fields:
-                found, past_int64 = int_ids(list(map(attrgetter(name), decoded)), -1)
-                oversized += past_int64
-                values = np.where(values != -1, values, found)
-            result[column] = values
+            for column, fields in columns.items():
+                values = np.full(len(rows), -1, dtype=np.int64)
+                for name in fields:
+                    ids, past_int64 = int_ids(list(map(attrgetter(name), found)), -1)
+                    oversized[rows] += past_int64
+                    values = np.where(values != -1, values, ids)
+                result[column][rows] = values
         return result, oversized
 
     return read

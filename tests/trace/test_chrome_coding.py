@@ -1,0 +1,75 @@
+"""The column coders' shortcuts give what the plain definitions give.
+
+- ``_KeyCoder`` codes (phase, name, category, pid, tid) as one key per event; each field
+  must come out as that field coded on its own: codes in first-seen order of the field's
+  values, equal values (1, 1.0, True) one code, unhashable values by their JSON text.
+  Reference: a dict per field, filled in order by hand.
+- ``_exact_units`` takes JSON integer timestamps as they are; reference:
+  ``decimal_units`` reading the same numbers' digits.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from types import SimpleNamespace
+
+import msgspec
+import numpy as np
+
+from stepscope.trace.formats.chrome import columns
+from stepscope.trace.stat_types import INT64_MAX
+
+FIELDS = ("ph", "name", "cat", "pid", "tid")
+VALUES = ["X", "i", "a", "b", 1, 1.0, True, 0, False, None, 2**70, [1, 2], {"k": 1}, "[1, 2]", "7", 7, 7.5]
+
+
+def _reference(values: list) -> tuple[list[int], list]:
+    index: dict = {}
+    codes = []
+    for value in values:
+        key = msgspec.json.encode(value).decode() if isinstance(value, (list, dict)) else value
+        codes.append(index.setdefault(key, len(index)))
+    return codes, list(index)
+
+
+def test_fields_coded_together_come_out_as_each_coded_alone():
+    rng = random.Random(4)
+    events = [SimpleNamespace(**{f: rng.choice(VALUES[: rng.randint(2, len(VALUES))]) for f in FIELDS}) for _ in range(3000)]
+    coder = columns._KeyCoder(FIELDS)
+    for lo in range(0, len(events), 256):  # batches: keys and values first seen in later ones too
+        coder.add(events[lo : lo + 256])
+    coded = coder.finish({})
+    for name in FIELDS:
+        codes, values = _reference([getattr(e, name) for e in events])
+        assert coded[name].codes.tolist() == codes, name
+        assert [(type(v), v) for v in coded[name].values] == [(type(v), v) for v in values], name
+
+
+def test_nan_values_get_codes_as_alone():
+    # Three NaN objects (as a decoder makes them) are three values, NaN != NaN; one object
+    # twice is one value (a dict finds it by identity).
+    shared = float("nan")
+    names = [float("nan"), float("nan"), shared, shared, math.inf]
+    coder = columns._KeyCoder(FIELDS)
+    coder.add([SimpleNamespace(ph="X", name=name, cat="c", pid=1, tid=1) for name in names])
+    assert coder.finish({})["name"].codes.tolist() == _reference(names)[0] == [0, 1, 2, 2, 3]
+
+
+def test_integer_timestamps_are_the_units_their_digits_give():
+    bound = (INT64_MAX - 1000) // 1000
+    values = [2**43, 1623212388426902, bound, bound + 1, -(2**45), 2**53 + 1, 10**16]
+    texts = [msgspec.Raw(str(v).encode()) for v in values]
+    rows = np.arange(len(values))
+    got, got_valid = columns._exact_units(values, texts, rows)
+    expected, expected_valid = columns.decimal_units(texts, 0, 1000)
+    assert got_valid.tolist() == expected_valid.tolist() == [True, True, True, False, False, True, False]
+    assert got[got_valid].tolist() == expected[expected_valid].tolist()
+    assert got[2] == bound * 1000  # hand check: the largest kept
+
+
+def test_integers_past_int64_are_read_from_their_digits():
+    values = [2**43, 2**64]
+    texts = [msgspec.Raw(str(v).encode()) for v in values]
+    got, valid = columns._exact_units(values, texts, np.arange(2))
+    assert valid.tolist() == [True, False] and got[0] == 2**43 * 1000
