@@ -310,8 +310,8 @@ class FirstRoom:
     afterwards), but the cut leaves holes in malloc's heap that later allocations fill
     with fresh pages: at the end of a 10M-event load 1,130 MB were resident with guesses
     of 12 and 8 bytes, 1,095 MB with 16 and 12, 1,048 MB with exact sizes (counted in a
-    first pass, which cost 0.6 s). A guess too small costs a regrow (one or two for the smallest
-    events, about 10 bytes)."""
+    first pass, which cost 0.6 s). A guess too small costs a regrow (one or two for the
+    smallest events, about 10 bytes)."""
 
     event_bytes: int = 16
     stat_bytes: int = 12
@@ -334,8 +334,7 @@ class _Outputs:
     @classmethod
     def allocate(cls, line_bytes: int, lines: int, events: int) -> _Outputs:
         room = FIRST_ROOM
-        stats = room.size(line_bytes, room.stat_bytes)
-        texts = room.size(line_bytes, room.stat_bytes)
+        stats = room.size(line_bytes, room.stat_bytes)  # (and texts: each is a stat's)
         return cls(
             [
                 np.empty(events, dtype=np.int64),
@@ -347,7 +346,7 @@ class _Outputs:
                 np.empty(stats, dtype=np.int8),
                 np.empty(stats, dtype=np.int64),
                 np.empty(room.size(line_bytes, room.text_share), dtype=np.uint8),
-                np.empty(texts + 1, dtype=np.int64),
+                np.empty(stats + 1, dtype=np.int64),
                 np.empty((max(lines, room.minimum), 3), dtype=np.int64),  # (a line's fields before its events: one range)
                 np.zeros(lines, dtype=np.int64),
             ]
