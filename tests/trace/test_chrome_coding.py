@@ -4,6 +4,7 @@
   must come out as that field coded on its own: codes in first-seen order of the field's
   values, equal values (1, 1.0, True) one code, unhashable values by their JSON text.
   Reference: a dict per field, filled in order by hand.
+- ``first_seen`` renumbers codes as ``factorize`` numbers the values they stand for.
 - ``_exact_units`` takes JSON integer timestamps as they are; reference:
   ``decimal_units`` reading the same numbers' digits.
 """
@@ -73,3 +74,16 @@ def test_integers_past_int64_are_read_from_their_digits():
     texts = [msgspec.Raw(str(v).encode()) for v in values]
     got, valid = columns._exact_units(values, texts, np.arange(2))
     assert valid.tolist() == [True, False] and got[0] == 2**43 * 1000
+
+
+def test_first_seen_renumbers_codes_as_factorize_numbers_their_values():
+    # Codes standing for the values "c", "a", "c", "z", "a", "q", "z" (table index 2, 0, ...):
+    # factorize of those values gives 0, 1, 0, 2, 1, 3, 2 and the values c, a, z, q.
+    table = ["a", "b", "c", "q", "z"]
+    codes = np.array([2, 0, 2, 4, 0, 3, 4])
+    renumbered, used = columns.first_seen(codes)
+    expected_codes, expected_values = _reference([table[c] for c in codes.tolist()])
+    assert renumbered.tolist() == expected_codes == [0, 1, 0, 2, 1, 3, 2]
+    assert [table[c] for c in used.tolist()] == expected_values == ["c", "a", "z", "q"]
+    empty, none_used = columns.first_seen(np.zeros(0, dtype=np.int64))
+    assert empty.tolist() == [] and none_used.tolist() == []

@@ -215,6 +215,16 @@ def factorize(values: list[Any]) -> tuple[np.ndarray, list[Any]]:
     return coded.codes, coded.values
 
 
+def first_seen(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Codes renumbered from 0 in the order they first appear, and the codes they were
+    (what ``factorize`` makes of the values the codes stand for, where those are distinct)."""
+    used, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    return rank[inverse.reshape(-1)], used[order]
+
+
 @dataclass
 class EventColumns:
     """Every event of a trace, in file order, as columns."""

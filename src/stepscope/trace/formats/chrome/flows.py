@@ -13,17 +13,22 @@ from typing import Any
 
 import numpy as np
 
-from stepscope.trace.formats.chrome.columns import factorize, int64_or
+from stepscope.trace.formats.chrome.columns import first_seen, int64_or
 from stepscope.trace.model import EventTable, FlowTable, Plane
 
 
 @dataclass(frozen=True)
 class FlowPoints:
-    """Flow events already placed on lines: phase ('s', 't', 'f'), key (category, id)."""
+    """Flow events already placed on lines. Their keys (category, id) are codes into the
+    trace's tables of distinct values, as the columns hold them: no Python value per point
+    (listing and re-coding them was a tenth of loading the V100 ns trace, issue 20 item 4)."""
 
-    phase: list[str]
-    category: list[str]
-    flow_key: list[Any]
+    starts: np.ndarray  # bool: phase 's'
+    steps: np.ndarray  # bool: phase 't' (the rest are ends, 'f')
+    category: np.ndarray  # codes into categories
+    categories: list[str]  # distinct category texts
+    flow_key: np.ndarray  # codes into flow_keys
+    flow_keys: list[Any]  # distinct flow ids (canonical: 7, 7.0 and "7" are one)
     plane: np.ndarray  # plane index, -1 where the thread has no line
     line: np.ndarray
     time_ps: np.ndarray  # float: NaN where the timestamp is missing
@@ -88,12 +93,12 @@ def build_flows(points: FlowPoints, planes: list[Plane]) -> tuple[FlowTable, int
     no start draws nothing and is dropped silently (Kineto writes such ends for runtime
     calls that launched no device work).
     """
-    count = len(points.phase)
+    count = len(points.plane)
     bound = np.full(count, -1, dtype=np.int64)
     valid = (points.plane >= 0) & np.isfinite(points.time_ps) & (np.abs(points.time_ps) < 2.0**62)
     # Integer flow ids, for the correlation tie-break; a string id matches no correlation.
     no_match = np.iinfo(np.int64).min
-    ids = int64_or(points.flow_key, no_match)
+    ids = int64_or(points.flow_keys, no_match)[points.flow_key] if points.flow_keys else np.full(count, no_match)
     for plane_index in np.unique(points.plane[valid]).tolist():
         mask = valid & (points.plane == plane_index)
         bound[mask] = bind_points(
@@ -107,16 +112,19 @@ def build_flows(points: FlowPoints, planes: list[Plane]) -> tuple[FlowTable, int
 
     # Order the bound points by flow, then time, a start before anything at its time; each
     # step or end then links from the latest start or step before it in the same flow.
+    # Keys coded afresh over the bound points, in the order they first appear.
     kept = np.flatnonzero(bound >= 0)
-    category_codes, categories = factorize([points.category[i] for i in kept.tolist()])
-    key_codes, flow_keys = factorize([points.flow_key[i] for i in kept.tolist()])
-    phases = np.asarray([points.phase[i] for i in kept.tolist()], dtype=object)
+    category_codes, category_used = first_seen(points.category[kept])
+    key_codes, key_used = first_seen(points.flow_key[kept])
+    categories = [points.categories[c] for c in category_used.tolist()]
+    flow_keys = [points.flow_keys[k] for k in key_used.tolist()]
     group = category_codes * max(len(flow_keys), 1) + key_codes
-    order = np.lexsort((phases != "s", points.time_ps[kept], group))
-    kept, group, phases, key_codes = kept[order], group[order], phases[order], key_codes[order]
-    anchor = np.where((phases == "s") | (phases == "t"), np.arange(len(kept)), -1)
+    starts = points.starts[kept]
+    order = np.lexsort((~starts, points.time_ps[kept], group))
+    kept, group, starts, key_codes = kept[order], group[order], starts[order], key_codes[order]
+    anchor = np.where(starts | points.steps[kept], np.arange(len(kept)), -1)
     previous = np.concatenate(([-1], np.maximum.accumulate(anchor)[:-1])) if len(kept) else anchor
-    linked = (phases != "s") & (previous >= 0)
+    linked = ~starts & (previous >= 0)
     linked &= group[np.maximum(previous, 0)] == group
     src, dst = kept[previous[linked]], kept[linked]
     distinct = (points.plane[src] != points.plane[dst]) | (bound[src] != bound[dst])
@@ -130,6 +138,6 @@ def build_flows(points: FlowPoints, planes: list[Plane]) -> tuple[FlowTable, int
         src_event=bound[src],
         dst_plane=points.plane[dst].astype(np.int32),
         dst_event=bound[dst],
-        categories=[str(c) for c in categories],
+        categories=categories,
     )
     return table, unbound

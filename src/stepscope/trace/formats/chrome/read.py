@@ -32,7 +32,7 @@ import numpy.typing as npt
 from stepscope.errors import ProfileFormatError
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane, finish_plane
-from stepscope.trace.formats.chrome.columns import EventColumns, as_text
+from stepscope.trace.formats.chrome.columns import EventColumns, as_text, factorize
 from stepscope.trace.formats.chrome.document import TraceDocument, id_columns_reader
 from stepscope.trace.formats.chrome.flows import FlowPoints, build_flows
 from stepscope.trace.model import EventMetadata, Line, Plane, Profile
@@ -513,16 +513,20 @@ class _Layout:
         combined = self._keys(events.pid.codes[rows], tid, np.zeros(len(rows), dtype=np.int64), self.width)
         position = np.clip(np.searchsorted(self.sorted_keys, combined), 0, max(len(self.sorted_keys) - 1, 0))
         known = (tid < self.width) & (self.sorted_keys[position] == combined) if len(self.sorted_keys) else np.zeros(len(rows), bool)
-        phase_values, id_values = events.phase.values, events.flow_id.values
-        category_texts = [as_text(value) for value in events.category.values]
+        phase = events.phase.codes[rows]
+        # Category values of one text (None and "") are one flow category.
+        category_text, categories = factorize([as_text(value) for value in events.category.values])
         return FlowPoints(
-            phase=[phase_values[c] for c in events.phase.codes[rows].tolist()],
-            category=[category_texts[c] for c in events.category.codes[rows].tolist()],
-            flow_key=[id_values[c] for c in events.flow_id.codes[rows].tolist()],
+            starts=phase == _code(events, "s"),
+            steps=phase == _code(events, "t"),
+            category=category_text[events.category.codes[rows]] if len(categories) else np.zeros(len(rows), dtype=np.int64),
+            categories=categories,
+            flow_key=events.flow_id.codes[rows],
+            flow_keys=events.flow_id.values,
             plane=np.where(known, self.sorted_plane[position], -1),
             line=np.where(known, self.sorted_line[position], -1),
             time_ps=clock.units(rows) * clock.ps_per_unit - zero_ps,
-            binds_enclosing=(events.phase.codes[rows] != _code(events, "f")) | events.binds_enclosing[rows],
+            binds_enclosing=(phase != _code(events, "f")) | events.binds_enclosing[rows],
         )
 
 
