@@ -87,3 +87,21 @@ def test_first_seen_renumbers_codes_as_factorize_numbers_their_values():
     assert [table[c] for c in used.tolist()] == expected_values == ["c", "a", "z", "q"]
     empty, none_used = columns.first_seen(np.zeros(0, dtype=np.int64))
     assert empty.tolist() == [] and none_used.tolist() == []
+
+
+def test_int64_mask_and_or_agree_with_is_int64_value_by_value():
+    # Reference: is_int64 of each value on its own (an int within [-2**63, 2**63 - 1]; not
+    # None, bool, str or float); int64_or then keeps those and puts the default elsewhere.
+    cases = [
+        [1, None, 3],  # ints and None: the shortcut
+        [None, 2**63, None, -(2**63)],  # 2**63 is one past int64's top; -2**63 its bottom
+        [7, 8],
+        [None],
+        [],
+        [1, True, "7", 5.0, 2**70, None],  # any other type: value by value
+    ]
+    for values in cases:
+        expected = [type(v) is int and -(2**63) <= v <= 2**63 - 1 for v in values]
+        assert columns.int64_mask(values).tolist() == expected
+        kept = columns.int64_or(values, -5)
+        assert kept.tolist() == [v if ok else -5 for v, ok in zip(values, expected)]

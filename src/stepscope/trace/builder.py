@@ -147,7 +147,7 @@ def nesting(line: np.ndarray, start: np.ndarray, duration: np.ndarray) -> tuple[
     # it whole, else a top-level event; partial overlaps become siblings, as in XProf.
     nested = parent >= 0
     broken = np.flatnonzero(nested & (end[np.where(nested, parent, 0)] < end))
-    for bad_line in np.unique(line[broken]):
+    for bad_line in np.unique(line[broken]) if len(broken) else ():
         lo, hi = np.searchsorted(line, [bad_line, bad_line + 1], "left")
         depth[lo:hi], parent[lo:hi] = _stack_nesting(start[lo:hi], end[lo:hi], lo)
     return depth, parent

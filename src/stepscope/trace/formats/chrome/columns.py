@@ -68,15 +68,19 @@ TIMED_EVENTS = msgspec.json.Decoder(list[_TimedEvent])
 _VALUES = msgspec.json.Decoder(list[Any])
 _ANY = msgspec.json.Decoder()
 # The fields coded together into tables of distinct values (the flow id, nearly unique
-# per flow event, is coded apart).
-_KEY_FIELDS = ("ph", "name", "cat", "pid", "tid")
+# per flow event, is coded apart). "bp" rides along: it has one or two values, and a pass
+# of its own was 5% of loading the V100 ns trace (issue 20 item 4).
+_KEY_FIELDS = ("ph", "name", "cat", "pid", "tid", "bp")
 _ID = attrgetter("id")
 # Value types canonical_id leaves as they are.
 _CANONICAL_TYPES = {int, type(None)}
 _TS = attrgetter("ts")
 _DUR = attrgetter("dur")
-_BP = attrgetter("bp")
 _ARGS = attrgetter("args")
+
+
+def _binds_enclosing(bp: Any) -> bool:
+    return isinstance(bp, str) and bp == "e"
 
 
 def as_text(value: Any) -> str:
@@ -265,7 +269,6 @@ class ColumnBuilder:
     _ts: list[np.ndarray] = field(default_factory=list)
     _dur: list[np.ndarray] = field(default_factory=list)
     _dur_absent: list[np.ndarray] = field(default_factory=list)
-    _bp: list[np.ndarray] = field(default_factory=list)
     _exact_ns: list[np.ndarray] = field(default_factory=list)
     _exact: list[np.ndarray] = field(default_factory=list)
     _args: ArgsBlob = field(default_factory=lambda: ArgsBlob())
@@ -309,8 +312,6 @@ class ColumnBuilder:
         durations = list(map(_DUR, events))
         self._dur.append(numbers(durations))
         self._dur_absent.append(np.fromiter(map(operator.is_, durations, itertools.repeat(None)), dtype=bool, count=count))
-        bp = list(map(_BP, events))
-        self._bp.append(np.fromiter(map(operator.eq, bp, itertools.repeat("e")), dtype=bool, count=count) if bp.count("e") else np.zeros(count, dtype=bool))
         exact_ns = np.zeros(count, dtype=np.int64)
         exact = np.zeros(count, dtype=bool)
         # Past the threshold a double cannot show whether the text had fractional digits
@@ -337,7 +338,7 @@ class ColumnBuilder:
             ts_us=np.concatenate(self._ts) if self._ts else empty_f,
             dur_us=np.concatenate(self._dur) if self._dur else empty_f,
             dur_absent=np.concatenate(self._dur_absent) if self._dur_absent else np.zeros(0, dtype=bool),
-            binds_enclosing=np.concatenate(self._bp) if self._bp else np.zeros(0, dtype=bool),
+            binds_enclosing=coded["bp"].matches(_binds_enclosing),
             exact_ns=np.concatenate(self._exact_ns) if self._exact_ns else np.zeros(0, dtype=np.int64),
             exact=np.concatenate(self._exact) if self._exact else np.zeros(0, dtype=bool),
             args=self._args.finish(),
@@ -472,13 +473,19 @@ def _all_ints(values: Sequence[Any]) -> bool:
 
 
 def int64_mask(values: Sequence[Any]) -> np.ndarray:
-    """``is_int64`` of each value, as a bool array: at once where every value is an int (a
-    trace's flow ids, by the ten thousand; one by one they cost ~10% of loading the V100
-    traces), else one by one."""
-    if _all_ints(values):
+    """``is_int64`` of each value, as a bool array: at once where every value is an int or
+    None (a trace's flow ids, by the ten thousand, None the id of events without one; one
+    by one they cost ~10% of loading the V100 traces), else one by one."""
+    kinds = set(map(type, values))
+    if kinds <= _CANONICAL_TYPES:
+        present = (
+            np.fromiter(map(operator.is_not, values, itertools.repeat(None)), dtype=bool, count=len(values))
+            if type(None) in kinds
+            else np.ones(len(values), dtype=bool)
+        )
         with contextlib.suppress(OverflowError):
-            np.asarray(values, dtype=np.int64)
-            return np.ones(len(values), dtype=bool)
+            np.asarray(list(itertools.compress(values, present.tolist())), dtype=np.int64)
+            return present
     return np.fromiter(map(is_int64, values), dtype=bool, count=len(values))
 
 
@@ -486,7 +493,7 @@ def int64_or(values: Sequence[Any], default: np.ndarray | int) -> np.ndarray:
     """Each value where it ``is_int64``, else ``default`` (one number, or one per value)."""
     mask = int64_mask(values)
     kept = np.zeros(len(values), dtype=np.int64)
-    kept[mask] = np.asarray([value for value, ok in zip(values, mask.tolist()) if ok], dtype=np.int64)
+    kept[mask] = np.asarray(list(itertools.compress(values, mask.tolist())), dtype=np.int64)
     return np.where(mask, kept, default)
 
 
