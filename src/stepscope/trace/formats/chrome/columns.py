@@ -37,19 +37,22 @@ EXACT_TS_THRESHOLD_US = float(2**43)
 
 
 class ChromeEvent(msgspec.Struct, gc=False):
-    """One trace event; fields are untyped so that drifted files still decode."""
+    """One trace event; fields are untyped so that drifted files still decode.
+
+    In the order Kineto writes a complete event's keys: msgspec looks for a key first at
+    the field after the last one found (12-16% off decoding the V100 ns trace, issue 20 item 4)."""
 
     ph: Any = ""
-    name: Any = ""
     cat: Any = None
-    ts: Any = None
-    dur: Any = None
+    name: Any = ""
     pid: Any = None
     tid: Any = None
-    id: Any = None
-    bp: Any = None
+    ts: Any = None
+    dur: Any = None
     # Raw JSON text of the args object; empty when the event has none.
     args: msgspec.Raw = msgspec.Raw()
+    id: Any = None
+    bp: Any = None
 
 
 class _TimedEvent(ChromeEvent, gc=False):
