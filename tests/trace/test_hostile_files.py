@@ -19,6 +19,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import zlib
 from pathlib import Path
 
 import pytest
@@ -197,8 +198,19 @@ def test_real_traces_load_as_before(path: Path):
     assert_same_profile(stepscope.load(path), load_unbounded(path), stats_rows=50)
 
 
+@pytest.fixture(params=["isal", "zlib"])
+def inflater(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Gzip read by each module ``files`` may inflate with: ISA-L's where it is installed
+    (the project installs it), zlib where it is not."""
+    if request.param == "zlib":
+        monkeypatch.setattr(files, "INFLATER", zlib)
+    else:
+        assert files.INFLATER.__name__ == "isal.isal_zlib"
+    return request.param
+
+
 @pytest.mark.parametrize("name", [CPU_ONLY, XPLANE])
-def test_a_real_multi_member_gzip_loads_as_its_content(tmp_path: Path, name: str):
+def test_a_real_multi_member_gzip_loads_as_its_content(tmp_path: Path, name: str, inflater: str):
     """Three gzip members with zero padding between them, as ``gzip.decompress`` takes."""
     raw = gzip.decompress(shared(name).read_bytes()) if name.endswith(".gz") else shared(name).read_bytes()
     thirds = [raw[: len(raw) // 3], raw[len(raw) // 3 : 2 * len(raw) // 3], raw[2 * len(raw) // 3 :]]
@@ -208,12 +220,14 @@ def test_a_real_multi_member_gzip_loads_as_its_content(tmp_path: Path, name: str
     assert_same_profile(stepscope.load(path), load_unbounded(path), stats_rows=50)
 
 
-def test_damaged_gzip_members_are_format_errors(tmp_path: Path):
+def test_damaged_gzip_members_are_format_errors(tmp_path: Path, inflater: str):
     good = gzip.compress(b'{"traceEvents":[]}')
     for name, data, problem in [
         ("garbage_after.json.gz", good + b"garbage", "gzip data is truncated or corrupt"),
         ("cut_second.json.gz", good + good[:-5], "truncated"),
         ("bad_crc.json.gz", good[:-8] + bytes(8), "corrupt"),
+        ("bad_size.json.gz", good[:-1] + bytes([good[-1] ^ 1]), "corrupt"),  # the length ISIZE's last byte
+        ("bad_deflate.json.gz", good[:10] + b"\xff" * 8 + good[18:], "corrupt"),
     ]:
         path = tmp_path / name
         path.write_bytes(data)
