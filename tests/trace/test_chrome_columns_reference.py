@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from stepscope.trace.files import read_bytes
-from stepscope.trace.formats.chrome import columns
+from stepscope.trace.formats.chrome import columns, document
 from stepscope.trace.formats.chrome.document import decode_document
 from stepscope.trace.formats.chrome.kineto import KINETO_DIALECT
 from tests.support.traces import KINETO_TRACES
@@ -256,6 +256,34 @@ def test_odd_events_decode_as_the_reference_reads_them(tmp_path: Path, monkeypat
     # Decoded from their text: ...689.047, ...689.0474999, ...689.0475 and 1623212388426902
     # (not 1e20, an exponent; not 99999999999999999.9995, past int64 ns; not a string).
     assert sum(exact_ns(e.get("ts")) is not None for e in events) == 4
+
+
+# Ids the integer shortcut reads (every id in a batch a JSON integer within int64) beside
+# those it must leave to the general path: 2**63 (within uint64, past int64), a float, a
+# string. An explicit -1 counts as no id, so "external id" then gives the external id.
+ID_EVENTS_TEXT = """{"traceEvents": [
+  {"ph": "X", "name": "a", "pid": 1, "tid": 1, "ts": 1, "dur": 1, "args": {"correlation": 5, "External id": 9}},
+  {"ph": "X", "name": "b", "pid": 1, "tid": 1, "ts": 2, "dur": 1, "args": {"external id": 4, "other": [1, {"correlation": 8}]}},
+  {"ph": "X", "name": "c", "pid": 1, "tid": 1, "ts": 3, "dur": 1, "args": {"External id": -1, "external id": 7}},
+  {"ph": "X", "name": "d", "pid": 1, "tid": 1, "ts": 4, "dur": 1, "args": {"correlation": 9223372036854775807}},
+  {"ph": "X", "name": "e", "pid": 1, "tid": 1, "ts": 5, "dur": 1, "args": {"correlation": 9223372036854775808}},
+  {"ph": "X", "name": "f", "pid": 1, "tid": 1, "ts": 6, "dur": 1, "args": {"correlation": -9223372036854775808}},
+  {"ph": "X", "name": "g", "pid": 1, "tid": 1, "ts": 7, "dur": 1, "args": {"correlation": 3.0, "External id": "0x10"}},
+  {"ph": "X", "name": "h", "pid": 1, "tid": 1, "ts": 8, "dur": 1, "args": {"correlation": 11}}
+]}"""
+
+
+@pytest.mark.parametrize("batch", [document.ID_BATCH_EVENTS, 2, 1])
+def test_integer_ids_read_as_the_reference_reads_them(tmp_path: Path, monkeypatch, batch: int):
+    path = tmp_path / "ids.trace.json"
+    path.write_text(ID_EVENTS_TEXT)
+    monkeypatch.setattr(document, "ID_BATCH_EVENTS", batch)  # 2, 1: batches all-int and not
+    check_columns(path)
+    # The reference on its own, by hand: correlation 5, -1, -1, 2**63 - 1, -1 (2**63 is past
+    # int64), -2**63, 3 (an integral float), 11; External id 9, 4, 7, -1, -1, -1, 16, -1.
+    events, _ = reference_events(reference_elements(path))
+    assert [reference_id(e["args"], ("correlation",))[0] for e in events] == [5, -1, -1, 2**63 - 1, -1, -(2**63), 3, 11]
+    assert [reference_id(e["args"], ("External id", "external id"))[0] for e in events] == [9, 4, 7, -1, -1, -1, 16, -1]
 
 
 def _decimal_reference(text: str, base: int, scale: int) -> int | None:
