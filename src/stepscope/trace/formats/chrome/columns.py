@@ -146,21 +146,20 @@ class _Coder:
     """Assigns codes to values batch by batch, keeping only the distinct values."""
 
     def __init__(self) -> None:
-        self._index: dict[Any, int] = {}
+        self._index = _Index()
         self._codes: list[np.ndarray] = []
 
     def code(self, values: list[Any]) -> np.ndarray:
-        """The values' codes, new values coded in first-seen order. Every step a C-level
-        pass (the batch's distinct values, those not coded yet, their codes), for values
-        nearly unique as flow ids are."""
-        index = self._index
+        """The values' codes, new values coded in first-seen order, in one C-level pass
+        (``_Index``). On Kineto's flow ids (None on two events in three, the rest each
+        twice) that is 25% faster than finding the batch's new values first, as this did,
+        and 17% slower where every value is new (measured 2026-12-03, issue 20 item 4)."""
         try:
-            new = list(itertools.filterfalse(index.__contains__, dict.fromkeys(values)))
-        except TypeError:  # lists or dicts where scalars belong
-            values = [_hashable(v) for v in values]
-            new = list(itertools.filterfalse(index.__contains__, dict.fromkeys(values)))
-        index.update(zip(new, itertools.count(len(index))))
-        return np.fromiter(map(index.__getitem__, values), dtype=np.int64, count=len(values))
+            codes = self._index.codes(values, len(values))
+        except TypeError:  # lists or dicts where scalars belong (the values before them keep their codes)
+            codes = self._index.codes([_hashable(v) for v in values], len(values))
+        self._index.new.clear()
+        return codes
 
     def add(self, values: list[Any]) -> None:
         self._codes.append(self.code(values))
