@@ -312,8 +312,9 @@ class ColumnBuilder:
         self._flow_ids.add(list(map(_ID, events)))
         self._ts.append(ts)
         durations = list(map(_DUR, events))
-        self._dur.append(numbers(durations))
-        self._dur_absent.append(np.fromiter(map(operator.is_, durations, itertools.repeat(None)), dtype=bool, count=count))
+        dur = numbers(durations)
+        self._dur.append(dur)
+        self._dur_absent.append(_none_where_nan(durations, dur))
         exact_ns = np.zeros(count, dtype=np.int64)
         exact = np.zeros(count, dtype=bool)
         # Past the threshold a double cannot show whether the text had fractional digits
@@ -346,6 +347,16 @@ class ColumnBuilder:
             args=self._args.finish(),
             skipped=self.skipped,
         )
+
+
+def _none_where_nan(values: list[Any], as_numbers: np.ndarray) -> np.ndarray:
+    """Which values are None, looked at only where ``numbers`` made them NaN (it makes
+    None NaN): in a Kineto trace only flow and metadata events, a third, lack a duration."""
+    absent = np.zeros(len(values), dtype=bool)
+    nan = np.flatnonzero(np.isnan(as_numbers))
+    if len(nan):
+        absent[nan] = [values[i] is None for i in nan.tolist()]
+    return absent
 
 
 def _exact_units(values: list[Any], texts: list[msgspec.Raw], rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
