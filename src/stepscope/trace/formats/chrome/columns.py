@@ -491,13 +491,13 @@ def int64_mask(values: Sequence[Any]) -> np.ndarray:
     by one they cost ~10% of loading the V100 traces), else one by one."""
     kinds = set(map(type, values))
     if kinds <= _CANONICAL_TYPES:
-        present = (
-            np.fromiter(map(operator.is_not, values, itertools.repeat(None)), dtype=bool, count=len(values))
-            if type(None) in kinds
-            else np.ones(len(values), dtype=bool)
-        )
+        present = np.ones(len(values), dtype=bool)
+        ints = values
+        if type(None) in kinds:
+            present = np.fromiter(map(operator.is_not, values, itertools.repeat(None)), dtype=bool, count=len(values))
+            ints = list(itertools.compress(values, present.tolist()))
         with contextlib.suppress(OverflowError):
-            np.asarray(list(itertools.compress(values, present.tolist())), dtype=np.int64)
+            np.asarray(ints, dtype=np.int64)
             return present
     return np.fromiter(map(is_int64, values), dtype=bool, count=len(values))
 
