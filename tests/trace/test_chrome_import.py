@@ -128,3 +128,30 @@ def test_picosecond_times_round_trip_through_export(trace, tmp_path: Path):
     # 1.000001 us -> 1 ps; 2.5 us -> 1_500_000 ps; 0.00025 us = 250 ps.
     assert plane.events.start_ps.tolist() == [1, 1_500_000]
     assert plane.events.duration_ps.tolist() == [250, 1_000_000]
+
+
+def test_flows_keyed_by_category_text_and_id(tmp_path: Path):
+    """Flow points pair by (category text, id): a missing category and "" are one, a string
+    id gets a negative number of its own. Worked by hand: flow "k1"/"x" runs a (its start
+    at 5) -> b (its step at 25) -> c (its end at 45, bound to the enclosing slice). Flow 9
+    starts in a at 6 without a category and again in c at 46 with category "": one flow,
+    so its end at 65 (in d) links from the later start, c. Rows follow (category, id) in
+    the order first seen, then time: ids -1 ("k1", the first string), -1, 9."""
+    slices = [{"ph": "X", "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": 10} for name, ts in (("a", 0), ("b", 20), ("c", 40), ("d", 60))]
+    points = [
+        {"ph": "s", "id": "k1", "cat": "x", "name": "f", "pid": 1, "tid": 1, "ts": 5},
+        {"ph": "t", "id": "k1", "cat": "x", "name": "f", "pid": 1, "tid": 1, "ts": 25},
+        {"ph": "f", "id": "k1", "cat": "x", "name": "f", "pid": 1, "tid": 1, "ts": 45, "bp": "e"},
+        {"ph": "s", "id": 9, "name": "f", "pid": 1, "tid": 1, "ts": 6},
+        {"ph": "s", "id": 9, "cat": "", "name": "f", "pid": 1, "tid": 1, "ts": 46},
+        {"ph": "f", "id": 9, "name": "f", "pid": 1, "tid": 1, "ts": 65, "bp": "e"},
+    ]
+    path = tmp_path / "flows.json"
+    path.write_text(json.dumps({"traceEvents": slices + points}))
+    profile = stepscope.load(path)
+    plane, flows = profile.planes[0], profile.flows
+    arrows = [(plane.event_name(int(s)), plane.event_name(int(d))) for s, d in zip(flows.src_event, flows.dst_event)]
+    assert arrows == [("a", "b"), ("b", "c"), ("c", "d")]
+    assert flows.flow_id.tolist() == [-1, -1, 9]
+    assert flows.categories == ["x", ""]
+    assert flows.category.tolist() == [0, 0, 1]
