@@ -285,30 +285,30 @@ def id_columns_reader(struct: type[msgspec.Struct], columns: dict[str, tuple[str
         except (msgspec.DecodeError, msgspec.ValidationError):  # args that are not an object
             return absent
 
-    def decode_batch(text: memoryview | None) -> list[msgspec.Struct] | None:
-        if text is None:
+    def decode_batch(array: bytes | None) -> list[msgspec.Struct] | None:
+        if array is None:
             return None
         try:
-            decoded: list[msgspec.Struct] = batch_decoder.decode(b"[" + text + b"]")
+            decoded: list[msgspec.Struct] = batch_decoder.decode(array)
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError):
             return None  # some args are not an object (or nest past the limit in a list)
         return decoded
 
-    def int_batch(text: memoryview | None, count: int) -> dict[str, np.ndarray] | None:
+    def int_batch(array: bytes | None, count: int) -> dict[str, np.ndarray] | None:
         """A batch's id columns where every id it holds is a JSON integer within int64, as
         Kineto writes them: decoded as ints, each field read in one pass (no list of
         values, no look at their types: a sixth of loading the V100 ns trace went to
         those, issue 20 item 4); None otherwise, for the general path."""
-        if text is None:
+        if array is None:
             return None
         try:
-            found = ints_decoder.decode(b"[" + text + b"]")
+            found = ints_decoder.decode(array)
             if len(found) != count:
                 return None
             ids = {}
-            for column, fields in getters.items():
-                values = np.fromiter(map(fields[0], found), dtype=np.int64, count=count)
-                for getter in fields[1:]:
+            for column, getters_of_column in getters.items():
+                values = np.fromiter(map(getters_of_column[0], found), dtype=np.int64, count=count)
+                for getter in getters_of_column[1:]:
                     values = np.where(values != -1, values, np.fromiter(map(getter, found), dtype=np.int64, count=count))
                 ids[column] = values
         except (msgspec.DecodeError, msgspec.ValidationError, RecursionError, OverflowError):
@@ -321,18 +321,19 @@ def id_columns_reader(struct: type[msgspec.Struct], columns: dict[str, tuple[str
         result = {column: np.full(len(args), -1, dtype=np.int64) for column in columns}
         oversized = np.zeros(len(args), dtype=np.int64)
         for rows, text in args.joined(ID_BATCH_EVENTS):
-            ints = int_batch(text, len(rows))
+            array = None if text is None else b"[" + text + b"]"  # the batch's args as one JSON array
+            ints = int_batch(array, len(rows))
             if ints is not None:
                 for column, values in ints.items():
                     result[column][rows] = values
                 continue
-            found = decode_batch(text)
+            found = decode_batch(array)
             if found is None or len(found) != len(rows):  # one by one
                 found = [decode(args.raw(row)) for row in rows.tolist()]
-            for column, fields in columns.items():
+            for column, getters_of_column in getters.items():
                 values = np.full(len(rows), -1, dtype=np.int64)
-                for name in fields:
-                    ids, past_int64 = int_ids(list(map(attrgetter(name), found)), -1)
+                for getter in getters_of_column:
+                    ids, past_int64 = int_ids(list(map(getter, found)), -1)
                     oversized[rows] += past_int64
                     values = np.where(values != -1, values, ids)
                 result[column][rows] = values
