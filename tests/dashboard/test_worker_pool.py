@@ -9,6 +9,7 @@ analysis function (``AnalysisCache(analyse=...)``) or as the profile jobs.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import signal
@@ -25,6 +26,7 @@ from stepscope.errors import StepscopeError
 from stepscope.sizes import parse_size, size_text
 from tests.support.dashboard import fake_jobs
 from tests.support.dashboard.inprocess import InProcessServer
+from tests.support.dashboard.server import DashboardServer
 
 KILLED = f"the worker was killed by signal {int(signal.SIGKILL)} (SIGKILL"
 WAIT_S = 120  # a job's longest wait: spawning a worker is ~1 s, on a busy CI machine more
@@ -34,8 +36,8 @@ WAIT_S = 120  # a job's longest wait: spawning a worker is ~1 s, on a busy CI ma
 def pool():
     made: list[WorkerPool] = []
 
-    def make(workers: int, memory_limit: int | None = None) -> WorkerPool:
-        made.append(WorkerPool(workers, memory_limit))
+    def make(workers: int, memory_limit: int | None = None, warm=None) -> WorkerPool:
+        made.append(WorkerPool(workers, memory_limit, warm=warm))
         return made[-1]
 
     yield make
@@ -111,6 +113,63 @@ def test_close_stops_busy_workers_and_cancels_queued_jobs(pool):
     assert queued.cancelled()
     with pytest.raises(WorkerFailed, match="closing"):
         running.result(WAIT_S)
+
+
+def wait_for(path: Path) -> dict:
+    deadline = time.monotonic() + WAIT_S
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
+        time.sleep(0.05)
+    time.sleep(0.05)  # (written whole: a few bytes)
+    return json.loads(path.read_text())
+
+
+def test_a_prestarted_worker_warms_up_with_no_job_then_runs_the_first_one(pool, tmp_path, monkeypatch):
+    monkeypatch.setenv(fake_jobs.WARM_FOLDER, str(tmp_path))
+    jobs = pool(2, warm=fake_jobs.warm)
+    jobs.prestart()
+    warmed = wait_for(tmp_path / "warm")  # no job was submitted
+    pid, started = jobs.submit(fake_jobs.started_at).result(WAIT_S)
+    # The first job ran on the warmed worker, after its warm-up (which sleeps 0.3 s).
+    assert pid == warmed["pid"] and started >= warmed["at"] + 0.3
+    # Prestart starts one worker, not all: a second job beside a busy first gets a fresh one, warmed too.
+    first = jobs.submit(fake_jobs.healthy, 1, None, 2.0)
+    time.sleep(0.5)
+    second_pid = jobs.submit(fake_jobs.started_at).result(WAIT_S)[0]
+    assert first.result(WAIT_S) == (1, pid) and second_pid != pid
+    assert wait_for(tmp_path / "warm")["pid"] == second_pid
+
+
+def test_a_failed_warm_up_leaves_the_worker_serving(pool, tmp_path, monkeypatch):
+    monkeypatch.setenv(fake_jobs.WARM_FOLDER, str(tmp_path))
+    jobs = pool(1, warm=fake_jobs.failing_warm)
+    assert jobs.submit(fake_jobs.healthy, 3).result(WAIT_S)[0] == 3
+    assert attempts(tmp_path, "warm") == 1
+
+
+def children_with(parent: int, library: str) -> list[int]:
+    """The child processes of ``parent`` that have ``library`` mapped (Linux's /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == parent and library in (stat.parent / "maps").read_text():
+                found.append(int(stat.parent.name))
+    return found
+
+
+def test_a_server_starts_a_warmed_worker_before_any_request(tmp_path):
+    # The real `stepscope serve`: its first analysis worker loads the compiled XSpace
+    # reader (numba's llvmlite) with no request made.
+    (tmp_path / "logs").mkdir()
+    server = DashboardServer(tmp_path / "logs", tmp_path / "cache")
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while not (warmed := children_with(server.process.pid, "llvmlite")):
+            assert time.monotonic() < deadline, "no worker of the server loaded numba"
+            time.sleep(0.1)
+        assert len(warmed) == 1  # one worker, not one per slot
+    finally:
+        server.stop()
 
 
 @pytest.mark.parametrize(

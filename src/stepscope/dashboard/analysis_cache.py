@@ -12,7 +12,8 @@ to the log directory. States a request can find:
   a restarted server tries again);
 - pending: a worker is on it; ``<cache>/<key>.progress.json`` says how far.
 
-The first request for a profile submits it; later ones only look. Workers are separate
+The first request for a profile submits it; later ones only look. A server ``prestart``s
+the first worker, which warms up (``worker.warm_up``) before any request. Workers are separate
 processes (see ``worker``), at most ``workers`` at a time, so a slow conversion never
 blocks the server's other requests, and a profile that kills its worker fails alone
 (``pools.WorkerPool``): the profiles queued behind it are analysed as usual.
@@ -39,6 +40,7 @@ from stepscope.dashboard.worker import (
     analyse,
     read_progress,
     remove_abandoned_staging,
+    warm_up,
 )
 from stepscope.errors import StepscopeError
 from stepscope.trace.files import atomic_write
@@ -82,14 +84,15 @@ class AnalysisCache:
     """``workers``: analyses at a time (default: half the CPUs). ``memory_limit``: each
     worker's cap in bytes (None: ``pools.default_memory_limit()``; 0: no cap).
     ``analyse``: what a worker runs on a profile, ``worker.analyse``; tests inject a fake
-    here (a module-level function: it is sent to the worker process by name)."""
+    here (a module-level function: it is sent to the worker process by name). ``warm``:
+    what each worker runs as it starts (None: nothing)."""
 
-    def __init__(self, cache_dir: Path, workers: int | None = None, memory_limit: int | None = None, analyse=analyse) -> None:
+    def __init__(self, cache_dir: Path, workers: int | None = None, memory_limit: int | None = None, analyse=analyse, warm=warm_up) -> None:
         self.root = Path(cache_dir) / "analysis"
         self.root.mkdir(parents=True, exist_ok=True)
         self.workers = workers or max(1, (os.cpu_count() or 2) // 2)
         self.memory_limit = default_memory_limit() if memory_limit is None else memory_limit or None
-        self._analyse = analyse
+        self._analyse, self._warm = analyse, warm
         self._lock = threading.Lock()
         self._jobs: dict[str, Future] = {}
         self._pool: WorkerPool | None = None
@@ -121,11 +124,19 @@ class AnalysisCache:
         progress = read_progress(self.root / f"{key}.{PROGRESS_FILE}")
         return Pending(progress or Progress("queued", 0.0, f"waiting for a worker for {path.name}"))
 
-    def _submit(self, key: str, path: Path) -> None:
+    def prestart(self) -> None:
+        """Starts the first worker now, to warm up while nobody waits (see ``pools``)."""
+        with self._lock:
+            self._started_pool().prestart()
+
+    def _started_pool(self) -> WorkerPool:
         if self._pool is None:
-            self._pool = spawn_pool(self.workers, self.memory_limit)
+            self._pool = spawn_pool(self.workers, self.memory_limit, self._warm)
+        return self._pool
+
+    def _submit(self, key: str, path: Path) -> None:
         progress_file = self.root / f"{key}.{PROGRESS_FILE}"
-        job = self._pool.submit(self._analyse, str(path), str(self.root / key), str(progress_file))
+        job = self._started_pool().submit(self._analyse, str(path), str(self.root / key), str(progress_file))
         self._jobs[key] = job
         job.add_done_callback(lambda done: self._finished(key, path, done))
 

@@ -232,8 +232,12 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         # The trace viewer's compiled loop loads in the background while the page starts
-        # (its first query would otherwise wait ~0.6 s for numba).
+        # (its first query would otherwise wait ~0.6 s for numba), and the first analysis
+        # worker starts and warms up: the first profile opened waits 0.1-0.2 s, not the
+        # 0.7-1.0 s of a worker started for it (the shared TPU XSpace, measured), plus
+        # ~0.6 s of numba for a large XSpace.
         threading.Thread(target=lod.warm, name="stepscope-viewer-warm", daemon=True).start()
+        cache.prestart()
         yield
         cache.close()
         app.state.profile_jobs.close()

@@ -15,6 +15,11 @@ job (``WorkerFailed``, no retry: the same file would hit the same cap) and is re
 
 spawn, not fork: the server has threads (uvicorn, capture jobs) that a fork would copy in
 whatever state they are in.
+
+A fresh process pays for imports and compiled code before its first job can start (the
+XSpace reader's numba loops: ~0.7 s). ``warm`` is run by each worker as it starts, and
+``prestart`` starts the first worker before any job, so a server can have one ready by
+the time the page asks for its first profile.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import pickle
 import signal
 import threading
 import traceback
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
@@ -97,10 +103,14 @@ def _portable(error: BaseException) -> BaseException:
         return RuntimeError(f"{type(error).__name__}: {error}")
 
 
-def _worker_main(connection: Connection, memory_limit: int | None) -> None:
-    """A worker process: runs the jobs it is sent, one at a time, until its pipe closes."""
+def _worker_main(connection: Connection, memory_limit: int | None, warm: Callable[[], None] | None) -> None:
+    """A worker process: warms up, then runs the jobs it is sent, one at a time, until its
+    pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's; it stops us
     _limit_memory(memory_limit)
+    if warm is not None:
+        with contextlib.suppress(Exception):  # nothing lost: the first job pays what the warm-up would have
+            warm()
     while True:
         try:
             message = connection.recv_bytes()
@@ -139,9 +149,9 @@ class _Job:
 class _Worker:
     """One worker process and the server's end of its pipe."""
 
-    def __init__(self, context, memory_limit: int | None, name: str) -> None:
+    def __init__(self, context, memory_limit: int | None, name: str, warm: Callable[[], None] | None) -> None:
         self.connection, child = context.Pipe()
-        self.process = context.Process(target=_worker_main, args=(child, memory_limit), name=name, daemon=True)
+        self.process = context.Process(target=_worker_main, args=(child, memory_limit, warm), name=name, daemon=True)
         self.process.start()
         child.close()
 
@@ -187,16 +197,18 @@ class WorkerPool:
 
     ``submit`` returns a ``concurrent.futures.Future``: the job's result, its exception (the
     worker lives on), or ``WorkerFailed`` when the worker ran out of memory or died under
-    it on every try. A death never touches another job.
+    it on every try. A death never touches another job. ``warm``: a module-level function
+    each worker process runs as it starts, before its first job (its failure is ignored).
     """
 
-    def __init__(self, workers: int, memory_limit: int | None = None, name: str = "stepscope-worker") -> None:
-        self.workers, self.memory_limit, self.name = workers, memory_limit, name
+    def __init__(self, workers: int, memory_limit: int | None = None, name: str = "stepscope-worker", warm: Callable[[], None] | None = None) -> None:
+        self.workers, self.memory_limit, self.name, self.warm = workers, memory_limit, name, warm
         self._context = multiprocessing.get_context("spawn")
         self._lock = threading.Condition()
         self._queue: collections.deque[_Job] = collections.deque()
         self._threads: list[threading.Thread] = []
         self._running: dict[int, _Worker] = {}
+        self._free = 0  # slots not running a job: waiting for one, or starting their worker
         self._closed = False
 
     def submit(self, function, *args) -> Future:
@@ -205,25 +217,48 @@ class WorkerPool:
             if self._closed:
                 raise RuntimeError("the worker pool is closed")
             self._queue.append(_Job(future, function, args))
-            if len(self._threads) < self.workers:
-                number = len(self._threads)
-                thread = threading.Thread(target=self._serve, args=(number,), name=f"{self.name}-{number}", daemon=True)
-                self._threads.append(thread)
-                thread.start()
+            if len(self._queue) > self._free and len(self._threads) < self.workers:
+                self._start_slot(eager=False)
             self._lock.notify()
         return future
 
-    def _next(self) -> _Job | None:
+    def prestart(self) -> None:
+        """Starts the first worker process now, before any job, so that it has warmed up
+        when the first job comes. One, not all: each holds its imports' memory (~150 MB)."""
         with self._lock:
+            if not self._closed and not self._threads:
+                self._start_slot(eager=True)
+
+    def _start_slot(self, eager: bool) -> None:
+        """(Under the lock.) One more slot, whose worker starts now (``eager``) or with its
+        first job."""
+        number = len(self._threads)
+        self._free += 1
+        thread = threading.Thread(target=self._serve, args=(number, eager), name=f"{self.name}-{number}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _next(self, finished: _Job | None) -> _Job | None:
+        """The slot's next job, once it has ``finished`` the last one (None: none yet)."""
+        with self._lock:
+            if finished is not None:
+                self._free += 1
             while not self._queue and not self._closed:
                 self._lock.wait()
-            return None if self._closed else self._queue.popleft()
+            if self._closed:
+                return None
+            self._free -= 1
+            return self._queue.popleft()
 
-    def _serve(self, number: int) -> None:
+    def _serve(self, number: int, eager: bool) -> None:
         """One slot: takes jobs off the queue and runs each on this slot's worker process."""
         worker: _Worker | None = None
+        if eager:
+            with contextlib.suppress(Exception):  # (then started with the first job, which reports why not)
+                worker = self._new_worker(number)
+        job: _Job | None = None
         try:
-            while (job := self._next()) is not None:
+            while (job := self._next(job)) is not None:
                 if not job.deaths and not job.future.set_running_or_notify_cancel():
                     continue  # cancelled while queued (a retried job is running already)
                 try:
@@ -233,7 +268,7 @@ class WorkerPool:
                     continue
                 if worker is None:
                     try:
-                        worker = _Worker(self._context, self.memory_limit, f"{self.name}-{number}")
+                        worker = self._new_worker(number)
                     except Exception as error:  # no process to be had (out of memory, of pids)
                         job.future.set_exception(WorkerFailed(f"the worker could not be started ({type(error).__name__}: {error})"))
                         continue
@@ -267,6 +302,9 @@ class WorkerPool:
             if worker is not None:
                 worker.stop()
 
+    def _new_worker(self, number: int) -> _Worker:
+        return _Worker(self._context, self.memory_limit, f"{self.name}-{number}", self.warm)
+
     def close(self) -> None:
         """Ends the worker processes now, busy or not; queued jobs are cancelled and a
         running one fails with ``WorkerFailed``."""
@@ -285,8 +323,8 @@ class WorkerPool:
             thread.join(timeout=10)
 
 
-def spawn_pool(workers: int, memory_limit: int | None = None) -> WorkerPool:
-    return WorkerPool(workers, memory_limit)
+def spawn_pool(workers: int, memory_limit: int | None = None, warm: Callable[[], None] | None = None) -> WorkerPool:
+    return WorkerPool(workers, memory_limit, warm=warm)
 
 
 def stop_pool(pool: WorkerPool | None) -> None:

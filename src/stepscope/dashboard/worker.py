@@ -30,6 +30,7 @@ from stepscope.analysis import Output, ToolSpec, specs
 from stepscope.analysis.distributed import rank_tables_of
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.tables import Column, Table
+from stepscope.trace import readers
 from stepscope.trace.files import atomic_write
 from stepscope.trace.readers import load
 from stepscope.viewer import build_index
@@ -120,6 +121,13 @@ PRODUCERS: dict[Output, Callable[[ToolSpec, OpStats, Path], None]] = {
     Output.TABLES: _produce_tables,
     Output.INDEX: _produce_index,
 }
+
+
+def warm_up() -> None:
+    """What a worker does as it starts (``pools.WorkerPool``'s ``warm``): loads the
+    compiled XSpace reader (numba and its machine code, ~0.7 s of a fresh process) and
+    builds one small index, so that the first profile a user opens does not wait for it."""
+    build_index(readers.warm())
 
 
 def analyse(profile_path: str, folder: str, progress_path: str) -> None:

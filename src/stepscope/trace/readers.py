@@ -68,6 +68,15 @@ READERS: dict[str, Callable[[Path, FileBytes], Profile]] = {
 }
 
 
+def warm() -> Profile:
+    """Loads the readers' compiled code (the XSpace decoder's: numba, ~0.7 s of a fresh
+    process) by reading a small sample; the sample's profile, to warm what follows a read.
+    For a process that will read large profiles, before anyone waits for one."""
+    from stepscope.trace.formats.xspace import warm as xspace_warm
+
+    return xspace_warm.warm()
+
+
 def candidates(path: Path, data: bytes | bytearray) -> list[str]:
     """Formats the bytes could be, most likely first.
 

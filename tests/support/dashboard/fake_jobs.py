@@ -17,6 +17,8 @@ from stepscope.analysis import tool_names
 from stepscope.dashboard.worker import TABLES_SUFFIX, TOOL_SUFFIX
 
 KILLED_BY = signal.SIGKILL
+# Where the fake warm-ups record themselves (a spawned worker inherits the environment).
+WARM_FOLDER = "STEPSCOPE_TEST_WARM_FOLDER"
 
 
 def _attempt(folder: str | None, name: str) -> int:
@@ -28,10 +30,25 @@ def _attempt(folder: str | None, name: str) -> int:
     return done
 
 
+def warm() -> None:
+    """A warm-up: records the worker's pid and the time, then takes a moment."""
+    Path(os.environ[WARM_FOLDER], "warm").write_text(json.dumps({"pid": os.getpid(), "at": time.time()}))
+    time.sleep(0.3)
+
+
+def failing_warm() -> None:
+    _attempt(os.environ[WARM_FOLDER], "warm")
+    raise RuntimeError("the warm-up failed")
+
+
 def healthy(value: int, folder: str | None = None, seconds: float = 0.0) -> tuple[int, int]:
     _attempt(folder, f"healthy{value}")
     time.sleep(seconds)
     return value, os.getpid()
+
+
+def started_at() -> tuple[int, float]:
+    return os.getpid(), time.time()
 
 
 def kill_worker(folder: str | None = None) -> None:
