@@ -7,6 +7,7 @@ Real framework captures are compared in test_framework_profiles.py.
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from stepscope.trace import names
 from stepscope.trace.formats.xspace import decode
 from stepscope.trace.formats.xspace.read import read_xspace
 from stepscope.trace.model import NO_ID
+from stepscope.trace.planes_in_parallel import THREADS_SETTING
 from tests.support.fuzz import BYTE_OPS, mutate_bytes, source_bytes
 from tests.support.reference.xspace import assert_same_profile, reference_load
 from tests.support.traces import KINETO_TRACES, LARGEST_KINETO, XPLANE_TRACES, middle_fifth, shared
@@ -52,14 +54,20 @@ def read_growing(path: Path) -> stepscope.Profile:
         return read_xspace(path, path.read_bytes(), bulk=True)
 
 
+def read_on_threads(path: Path, threads: int) -> stepscope.Profile:
+    with mock.patch.dict(os.environ, {THREADS_SETTING: str(threads)}):
+        return read_xspace(path, path.read_bytes(), bulk=True)
+
+
 def decoders() -> dict:
-    """The reader with each decoder: compiled (bulk; also growing its outputs from one
-    entry) and protobuf's messages (small files).
+    """The reader with each decoder: compiled (bulk: its planes one by one and on threads;
+    also growing its outputs from one entry) and protobuf's messages (small files).
 
     The reader itself, not ``stepscope.load``, which first tells empty files and files of
     no known format apart (tests/trace/test_bad_input.py)."""
     return {
-        "bulk": lambda path: read_xspace(path, path.read_bytes(), bulk=True),
+        "bulk, one thread": lambda path: read_on_threads(path, 1),
+        "bulk, planes on threads": lambda path: read_on_threads(path, 4),
         "bulk, growing": read_growing,
         "messages": lambda path: read_xspace(path, path.read_bytes(), bulk=False),
     }

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import struct
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from stepscope.errors import ProfileFormatError
 from stepscope.protos import xplane_pb2
 from stepscope.trace import limits
 from stepscope.trace.formats.xspace.schema import KIND_BYTES, KIND_DOUBLE, KIND_INT64, KIND_NONE, KIND_REF, KIND_STR, KIND_UINT64
+from stepscope.trace.planes_in_parallel import map_planes
 from stepscope.trace.stats import TextValues
 
 _WIRE_LEN = 2
@@ -88,13 +90,15 @@ def corrupt(path: Path, detail: Any) -> ProfileFormatError:
 class _Budget:
     """The counts of :mod:`stepscope.trace.limits` a file may reach, checked as it is
     decoded, before the work each container costs (a plane, a line, a metadata entry
-    costs time and memory whatever it holds)."""
+    costs time and memory whatever it holds). Shared by the planes decoding on threads:
+    each take is one step under the lock."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.lines = limits.LINES.get()
         self.events = limits.EVENTS.get()
         self.metadata = limits.METADATA.get()
+        self._lock = threading.Lock()
 
     def planes(self, count: int) -> None:
         allowed = limits.PLANES.get()
@@ -102,14 +106,18 @@ class _Budget:
             raise limits.PLANES.error(self.path, f"has {count:,} planes, more than {allowed:,}", allowed)
 
     def take_lines(self, count: int) -> None:
-        self.lines -= count
-        if self.lines < 0:
+        with self._lock:
+            self.lines -= count
+            left = self.lines
+        if left < 0:
             allowed = limits.LINES.get()
             raise limits.LINES.error(self.path, f"has more than {allowed:,} lines", allowed)
 
     def take_events(self, count: int) -> None:
-        self.events -= count
-        if self.events < 0:
+        with self._lock:
+            self.events -= count
+            left = self.events
+        if left < 0:
             allowed = limits.EVENTS.get()
             raise limits.EVENTS.error(self.path, f"has more than {allowed:,} events", allowed)
 
@@ -140,7 +148,12 @@ def decode_space(path: Path, data: bytes | bytearray, bulk: bool | None = None) 
     budget.planes(int(is_plane.sum()))
     space = xplane_pb2.XSpace()
     _parse(path, space, _joined(data, fields[~is_plane]))
-    planes = [_decode_plane(path, wire, buf, data, start, end, budget, index) for index, (start, end) in enumerate(fields[is_plane][:, 3:5].tolist())]
+
+    def decode(plane: tuple[int, list[int]]) -> DecodedPlane:
+        index, (start, end) = plane
+        return _decode_plane(path, wire, buf, data, start, end, budget, index)
+
+    planes = map_planes(decode, list(enumerate(fields[is_plane][:, 3:5].tolist())))
     return DecodedSpace(space, planes, bulk=True)
 
 

@@ -39,6 +39,7 @@ from stepscope.trace.formats.xspace.schema import (
     TASK_ENVIRONMENT_INFO,
 )
 from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Plane, Profile, latest_end
+from stepscope.trace.planes_in_parallel import map_planes
 from stepscope.trace.stat_types import INT64_MAX, INT64_MIN, Stat, StatKind
 from stepscope.trace.stats import TypedStats
 
@@ -74,8 +75,8 @@ def read_xspace(path: Path, data: bytes | bytearray, *, bulk: bool | None = None
         kept.append(plane)
     raws: list[RawPlane] = []
     points: list[FlowPoints] = []
-    for plane in kept:
-        raw, plane_points = _read_plane(path, plane, base_ns, space.bulk)
+    # On threads when bulk: the compiled loops and large numpy operations release the GIL.
+    for raw, plane_points in map_planes(lambda plane: _read_plane(path, plane, base_ns, space.bulk), kept, threads=space.bulk):
         if raw.name == names.TASK_ENVIRONMENT_PLANE:
             raw.plane_stats = []  # in info
         raws.append(raw)
@@ -89,13 +90,18 @@ def read_xspace(path: Path, data: bytes | bytearray, *, bulk: bool | None = None
         )
     else:
         finish = finish_plane
-    planes: list[Plane] = []
-    orders: list[np.ndarray | None] = []
-    raws.reverse()
-    while raws:  # in order; each raw plane let go once finished: its times, rebased into the plane, are garbage then
-        finished, order = finish(raws.pop(), zero_ps)
-        planes.append(finished)
-        orders.append(order)
+
+    pending: list[RawPlane | None] = [*raws]
+    raws.clear()
+
+    def finish_one(index: int) -> tuple[Plane, np.ndarray | None]:
+        raw, pending[index] = pending[index], None  # let go once finished: its times, rebased into the plane, are garbage then
+        assert raw is not None
+        return finish(raw, zero_ps)
+
+    finished = map_planes(finish_one, range(len(pending)), threads=space.bulk)
+    planes = [plane for plane, _ in finished]
+    orders = [order for _, order in finished]
     flows = _pair_flows(points, orders, compiled=space.bulk)
     info: dict[str, Any] = {}
     for key in ("hostnames", "errors", "warnings"):
