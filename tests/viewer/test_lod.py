@@ -23,6 +23,8 @@ from tests.support.reference.viewer import (
 )
 from tests.support.traces import ALL_SHARED_TRACES
 
+pytestmark = pytest.mark.usefixtures("lod_parts")
+
 
 def per_track(index, data):
     """The decoded answer as (plane, line) -> {"count", "wide", "runs": {depth: [...]}, "lanes"}."""

@@ -9,6 +9,8 @@ and unkeyed indexes, the reference chunked finely and the scratch columns lent o
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -19,6 +21,8 @@ from stepscope.viewer.query import decode
 from tests.support.reference.lod import reference_query
 from tests.support.reference.viewer import HAND, one_line_profile, random_profile
 from tests.support.traces import ALL_SHARED_TRACES
+
+pytestmark = pytest.mark.usefixtures("lod_parts")
 
 
 def windows(span: int, rng: np.random.Generator):
@@ -125,6 +129,30 @@ def test_scratch_lent_out_or_too_small_gives_fresh_columns(monkeypatch):
         assert query(index, *big) == want_big
     monkeypatch.setattr(lod_loop, "SCRATCH_LIMIT", 0)
     assert query(index, *big) == want_big
+
+
+def test_a_large_query_is_split_into_parts_on_threads(lod_parts, monkeypatch):
+    # The full view at 1,000 px: a lane's cost is its events, or 3 per pixel (3,000) when
+    # it holds more events than pixels; at a threshold of 2/5 of the total the query takes
+    # total // threshold + 1 = 3 parts, each lane in one of them.
+    profile = random_profile(9, events_per_line=1500)
+    index = build_index(profile)
+    per_lane = np.diff(np.asarray(index.lane_offset))
+    total = int(np.where(per_lane > 1000, 3 * 1000, per_lane).sum())
+    want = reference_query(index, 0, profile.span_ps, 1000)
+    monkeypatch.setattr(lod_loop, "PARALLEL_COST", total * 2 // 5)
+    monkeypatch.setattr(lod_loop, "available_cores", lambda: 4)
+    calls = []
+    compiled = lod_loop.lod_lanes
+
+    def counted(*arguments):
+        calls.append((threading.current_thread().name, len(arguments[6])))
+        return compiled(*arguments)
+
+    monkeypatch.setattr(lod_loop, "lod_lanes", counted)
+    assert query(index, 0, profile.span_ps, 1000) == want
+    assert len(calls) == 3 and sum(lanes for _, lanes in calls) == len(per_lane)
+    assert all(name.startswith("stepscope-lod") for name, _ in calls)
 
 
 @pytest.mark.parametrize("path", ALL_SHARED_TRACES, ids=lambda p: p.name)

@@ -180,7 +180,7 @@ def level_of_detail(view: LaneEvents, lanes: np.ndarray, window: Window, name_id
     # otherwise each be a signature of their own (~0.1 s the first time each is seen).
     inputs = [_readonly(column) for column in (view.key, view.duration, view.busy_before, view.lane_shift, ids, name_id)]
     with lod_loop.SCRATCH.columns(event_room, run_room, len(lanes)) as out:
-        events, runs = lod_loop.lod_lanes(*inputs, lanes, first, stop, window.edges(), window.min_event_ps, out)
+        events, runs = lod_loop.lod_lanes_in_parts(inputs, lanes, first, stop, dense, width, window, out)
         *columns, lane_counts = out
         used = (lane_counts[0] > 0) | (lane_counts[1] > 0)
         event_columns = [column[:events] for column in columns[:4]]

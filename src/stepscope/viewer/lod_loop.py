@@ -17,10 +17,12 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from stepscope.trace.jit import jit
+from stepscope.trace.planes_in_parallel import available_cores
 
 
 @jit
@@ -165,6 +167,63 @@ def lod_lanes(key, duration, busy_before, lane_shift, ids, name_id, lanes, first
         lane_counts[0, k] = events - events_before
         lane_counts[1, k] = runs - runs_before
     return events, runs
+
+
+# A query whose lanes cost more than this (events of sparse lanes, plus DENSE_COST per pixel
+# of a dense lane) is split into parts computed on threads; the loop releases the GIL.
+PARALLEL_COST = 200_000
+DENSE_COST = 3  # a dense lane's pixel: a gallop and a few reads, against one read per sparse event
+MAX_PARTS = 4
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def lod_lanes_in_parts(inputs, lanes, first, stop, dense, width, window, out) -> tuple[int, int]:
+    """:func:`lod_lanes` over the lanes, split into consecutive parts of about equal cost
+    computed side by side when the query is large (the full view of the 10M-event profile,
+    4,081 lanes: p50 28 ms on one thread, 19 ms on two, on the 2-core VM), with the same
+    answer: each part writes its own
+    stretch of ``out``'s columns (a lane's room, as ``level_of_detail`` sized them), then
+    the parts' rows are moved up against each other, in lane order."""
+    edges, min_event = window.edges(), window.min_event_ps
+    counts = stop - first
+    cost = np.cumsum(np.where(dense, DENSE_COST * width, counts))
+    parts = min(MAX_PARTS, available_cores(), int(cost[-1]) // PARALLEL_COST + 1) if len(cost) else 1
+    if parts <= 1:
+        return lod_lanes(*inputs, lanes, first, stop, edges, min_event, out)  # type: ignore[no-any-return]
+    bounds = [0, *np.searchsorted(cost, cost[-1] * np.arange(1, parts) / parts, "right").tolist(), len(lanes)]
+    event_room = np.concatenate(([0], np.cumsum(np.where(dense, 2 * width, counts))))
+    run_room = np.concatenate(([0], np.cumsum(np.where(dense, width, counts))))
+    *columns, lane_counts = out
+
+    def part(k: int) -> tuple[int, int, np.ndarray]:
+        a, b = bounds[k], bounds[k + 1]
+        e, r = event_room[a], run_room[a]
+        stretch = (*(c[e : event_room[b]] for c in columns[:4]), *(c[r : run_room[b]] for c in columns[4:]), np.zeros((2, b - a), dtype=np.int64))
+        events, runs = lod_lanes(*inputs, lanes[a:b], first[a:b], stop[a:b], edges, min_event, stretch)
+        return events, runs, stretch[-1]
+
+    results = list(_pool().map(part, range(parts)))
+    events = runs = 0
+    for k, (part_events, part_runs, part_counts) in enumerate(results):
+        e, r = event_room[bounds[k]], run_room[bounds[k]]
+        if k:  # (moved towards the start: numpy copies overlapping ranges as it should)
+            for column in columns[:4]:
+                column[events : events + part_events] = column[e : e + part_events]
+            for column in columns[4:]:
+                column[runs : runs + part_runs] = column[r : r + part_runs]
+        lane_counts[:, bounds[k] : bounds[k + 1]] = part_counts
+        events, runs = events + part_events, runs + part_runs
+    return events, runs
+
+
+def _pool() -> ThreadPoolExecutor:
+    """The threads of split queries, made at the first one and kept (a query is tens of ms)."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(MAX_PARTS, thread_name_prefix="stepscope-lod")
+        return _POOL
 
 
 # Column dtypes of the output, events then runs (the answer's wire types).
