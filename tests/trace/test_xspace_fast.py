@@ -51,7 +51,7 @@ NO_ROOM = decode.FirstRoom(event_bytes=1 << 62, stat_bytes=1 << 62, text_share=1
 
 def read_growing(path: Path) -> stepscope.Profile:
     with mock.patch.object(decode, "FIRST_ROOM", NO_ROOM):
-        return read_xspace(path, path.read_bytes(), bulk=True)
+        return read_on_threads(path, 4)
 
 
 def read_on_threads(path: Path, threads: int) -> stepscope.Profile:
@@ -60,15 +60,14 @@ def read_on_threads(path: Path, threads: int) -> stepscope.Profile:
 
 
 def decoders() -> dict:
-    """The reader with each decoder: compiled (bulk: its planes one by one and on threads;
-    also growing its outputs from one entry) and protobuf's messages (small files).
+    """The reader with each decoder: compiled (bulk: its planes one by one; and on four
+    threads, growing its outputs from one entry) and protobuf's messages (small files).
 
     The reader itself, not ``stepscope.load``, which first tells empty files and files of
     no known format apart (tests/trace/test_bad_input.py)."""
     return {
         "bulk, one thread": lambda path: read_on_threads(path, 1),
-        "bulk, planes on threads": lambda path: read_on_threads(path, 4),
-        "bulk, growing": read_growing,
+        "bulk, growing, planes on threads": read_growing,
         "messages": lambda path: read_xspace(path, path.read_bytes(), bulk=False),
     }
 
