@@ -62,7 +62,7 @@ def test_the_threads_setting(monkeypatch, setting, expected):
         assert read_threads() == (expected if expected is not None else 5)
 
 
-@pytest.mark.parametrize("setting", ["0", "two", "-1", "1.5"])
+@pytest.mark.parametrize("setting", ["0", "two", "-1", "1.5", "\u00b2"])  # (a superscript 2 is a digit to str.isdigit)
 def test_a_bad_threads_setting_is_one_clear_error(monkeypatch, setting):
     monkeypatch.setenv(THREADS_SETTING, setting)
     with pytest.raises(StepscopeError) as raised:

@@ -45,7 +45,7 @@ def read_threads() -> int:
     setting = os.environ.get(THREADS_SETTING, "").strip()
     if not setting:
         return min(available_cores(), MAX_THREADS)
-    if not setting.isdigit() or int(setting) < 1:
+    if not (setting.isascii() and setting.isdigit()) or int(setting) < 1:
         raise StepscopeError(f"{THREADS_SETTING} must be a whole number of threads, at least 1 (it is {setting!r})")
     return min(int(setting), MAX_THREADS)
 
