@@ -47,7 +47,7 @@ test: $(STAMP) $(WEB_BUILT) $(CHROMIUM)
 	$(PY) -m ruff check src tests bench
 	$(PY) -m mypy
 	cd web && node scripts/generate-types.mjs --check && npm test --silent
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --numprocesses=auto --maxprocesses=4
 
 # Regenerate each tool's JSON Schema from the registry and the page's TypeScript types from
 # them (web/src/generated/, committed; make test fails when they are out of date).
