@@ -42,10 +42,11 @@ def activity_unions(profile: Profile) -> dict[Activity, Union]:
         activity = np.where(activity == Activity.INPUT_PIPELINE, Activity.HOST_COMPUTE, activity)
         events = plane.events
         for kind in BREAKDOWN:
-            rows = activity == kind
-            if rows.any():
-                starts[kind].append(events.start_ps[rows])
-                ends[kind].append(events.ends(rows))
+            rows = np.flatnonzero(activity == kind)
+            if len(rows):
+                start = events.start_ps[rows]
+                starts[kind].append(start)
+                ends[kind].append(start + events.duration_ps[rows])
     return {kind: Union.of(np.concatenate(starts[kind]), np.concatenate(ends[kind])) if starts[kind] else Union.empty() for kind in BREAKDOWN}
 
 

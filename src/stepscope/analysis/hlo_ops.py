@@ -41,7 +41,7 @@ import numpy as np
 
 from stepscope.analysis.ops import Ops, stat_column
 from stepscope.trace import names
-from stepscope.trace.model import NO_ID, Plane, Profile
+from stepscope.trace.model import NO_ID, Plane, Profile, distinct_indices
 
 _DIGITS = re.compile(r"(\d+)")
 
@@ -72,7 +72,7 @@ class XlaOps:
     @cached_property
     def devices(self) -> list[str]:
         """The planes that ran XLA ops, devices in natural order (TPU:2 before TPU:10)."""
-        used = {self.plane_names[i] for i in np.unique(self.plane).tolist()}
+        used = {self.plane_names[i] for i in distinct_indices(self.plane)}
         return sorted(used, key=natural)
 
     def device_clock_self_ps(self, plane_index: int, events: int) -> np.ndarray:
@@ -105,7 +105,7 @@ def natural(name: str) -> list[int | str]:
 
 def find_xla_ops(profile: Profile, ops: Ops) -> XlaOps:
     parts = []
-    for plane_index in np.unique(ops.plane).tolist():
+    for plane_index in distinct_indices(ops.plane):
         plane = profile.planes[plane_index]
         here = np.flatnonzero(ops.plane == plane_index)
         part = _plane_part(plane, plane_index, ops, here)
@@ -166,7 +166,7 @@ def _plane_part(plane: Plane, plane_index: int, ops: Ops, here: np.ndarray) -> d
         "row": rows,
         "name": name.astype(object),
         "expression": expression.astype(object),
-        "category": ops.type[here],
+        "category": ops.type_codes.at(here),
         "program": program,
         "program_id": program_id,
         "time_ps": time[rows],

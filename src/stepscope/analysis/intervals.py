@@ -27,11 +27,13 @@ class Union:
         start = np.asarray(start, dtype=np.int64)
         end = np.asarray(end, dtype=np.int64)
         keep = end > start
-        start, end = start[keep], end[keep]
+        if not keep.all():
+            start, end = start[keep], end[keep]
         if not len(start):
             return cls(start, end)
-        order = np.argsort(start, kind="stable")
-        start, end = start[order], end[order]
+        if not (start[1:] >= start[:-1]).all():  # one line's events come sorted: no sort
+            order = np.argsort(start, kind="stable")
+            start, end = start[order], end[order]
         reach = np.maximum.accumulate(end)
         # A new interval begins where the next start is past everything so far.
         breaks = np.flatnonzero(start[1:] > reach[:-1]) + 1

@@ -67,8 +67,9 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.analysis.grouping import KeyTable
 from stepscope.analysis.intervals import Union
-from stepscope.analysis.ops import DEVICE, HOST, Ops, stat_column
+from stepscope.analysis.ops import DEVICE, HOST, Ops, launchers, stat_column
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import Option, ToolResult, tool
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
@@ -245,8 +246,8 @@ def op_profile(stats: OpStats, device: str = "", top_n: int = DEFAULT_TOP_N) -> 
         if side == DEVICE:  # the event's own name
             name_codes[here] = op_names.codes(plane.events.metadata_id[rows], _labels(plane).tolist())
         else:
-            name_codes[here] = op_names.of(ops.name[selected[here]])
-    category_codes = categories.of(ops.type[selected])
+            name_codes[here] = op_names.of(ops.name_codes.at(selected[here]))
+    category_codes = categories.of(ops.type_codes.at(selected))
     keys = _Keys(program_codes, programs.names, category_codes, categories.names, name_codes, op_names.names)
 
     root_ps = int(self_ps.sum())
@@ -572,22 +573,17 @@ class _Launchers:
     """Kineto: external id -> the host op that launched the device work (the deepest)."""
 
     def __init__(self, profile: Profile, ops: Ops) -> None:
-        self._host = profile.plane(names.HOST_PLANE)
-        self._ids = np.zeros(0, dtype=np.int64)
-        self._rows = np.zeros(0, dtype=np.int64)
-        if self._host is None:
-            return
-        host_index = profile.planes.index(self._host)
-        rows = ops.row[(ops.side == 0) & (ops.plane == host_index)]
-        ids = self._host.events.external_id[rows]
-        rows, ids = rows[ids != NO_ID], ids[ids != NO_ID]
-        order = np.lexsort((-self._host.events.depth[rows], ids))
-        self._ids, self._rows = ids[order], rows[order]
+        host = profile.plane(names.HOST_PLANE)
+        self._host: tuple[Plane, KeyTable] | None = None
+        if host is not None:
+            rows = ops.row[(ops.side == 0) & (ops.plane == profile.planes.index(host))]
+            self._host = (host, launchers(host.events, rows))
 
     def stat(self, external_id: int, stat: str) -> Any:
         if external_id == NO_ID or self._host is None:
             return None
-        at = int(np.searchsorted(self._ids, external_id, "left"))
-        if at >= len(self._ids) or self._ids[at] != external_id:
+        host, table = self._host
+        row = int(table.get(np.asarray([external_id]), NO_ID)[0])
+        if row == NO_ID:
             return None
-        return next((s.value for s in self._host.event_stats(int(self._rows[at])) if s.name == stat), None)
+        return next((s.value for s in host.event_stats(row) if s.name == stat), None)

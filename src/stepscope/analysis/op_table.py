@@ -24,7 +24,7 @@ from stepscope.analysis.intervals import Union
 from stepscope.analysis.ops import DEVICE, HOST, Ops
 from stepscope.analysis.tables import percent, ps_to_us
 from stepscope.trace import names
-from stepscope.trace.model import Profile
+from stepscope.trace.model import Profile, distinct_indices
 
 SIDES = (HOST, DEVICE)
 
@@ -33,7 +33,7 @@ def side_idle_ps(profile: Profile, ops: Ops, side: int) -> int:
     """Per plane on this side, the window minus the union of its op intervals, summed."""
     idle = 0
     window = profile.span_ps
-    for plane_index in np.unique(ops.plane[ops.side == side]).tolist():
+    for plane_index in distinct_indices(ops.plane[ops.side == side]):
         mask = (ops.side == side) & (ops.plane == plane_index)
         events = profile.planes[plane_index].events
         starts = events.start_ps[ops.row[mask]]

@@ -27,17 +27,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import cached_property
 from typing import cast
 
 import numpy as np
+import numpy.typing as npt
 
 from stepscope.analysis.classify import DEVICE_ACTIVITIES, STEP_MARKER, event_activities
-from stepscope.analysis.grouping import Coded, Labels, factorize
+from stepscope.analysis.grouping import Coded, KeyTable, Labels, factorize
 from stepscope.analysis.op_categories import DEVICE_OWN_CATEGORIES, OTHER, categories, category_of
 from stepscope.trace import names
-from stepscope.trace.model import NO_ID, Plane, Profile
+from stepscope.trace.model import NO_ID, EventTable, Plane, Profile
 from stepscope.trace.stat_types import StatValue
 from stepscope.trace.stats import TypedStats
 
@@ -53,32 +54,31 @@ TF_OP_EVENT = re.compile(r"^([^:\s][^:]*):([A-Za-z_]\w*)$")
 
 @dataclass(frozen=True)
 class Ops:
-    """One entry per op occurrence."""
+    """One entry per op occurrence. Names and types are codes (``find_ops`` builds them
+    mostly per event type), which every table groups by; ``name`` and ``type`` are the
+    whole object columns, built when read: a 1M-event profile's are 30 ms that the
+    tables never need."""
 
     side: np.ndarray  # 0 host, 1 device
     plane: np.ndarray
     row: np.ndarray
-    name: np.ndarray  # object array of str
-    type: np.ndarray  # object array of str
+    name_codes: Coded
+    type_codes: Coded
     duration_ps: np.ndarray
     self_ps: np.ndarray
     flops: np.ndarray  # float64, NaN where unknown
     bytes_accessed: np.ndarray
-    coded_name: Coded | None = field(default=None, repr=False, compare=False)
-    coded_type: Coded | None = field(default=None, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.row)
 
     @cached_property
-    def name_codes(self) -> Coded:
-        """``name`` as integer codes, for every table that groups ops by name (``find_ops``
-        builds them with the names, mostly per event type)."""
-        return self.coded_name if self.coded_name is not None else Coded.of(self.name)
+    def name(self) -> npt.NDArray[np.object_]:
+        return self.name_codes.at(slice(None))
 
     @cached_property
-    def type_codes(self) -> Coded:
-        return self.coded_type if self.coded_type is not None else Coded.of(self.type)
+    def type(self) -> npt.NDArray[np.object_]:
+        return self.type_codes.at(slice(None))
 
 
 def op_type_of(name: str) -> str:
@@ -90,7 +90,7 @@ def find_ops(profile: Profile) -> Ops:
     """The profile's ops (tools read them once, from ``OpStats.ops``)."""
     parts: list[Part] = []
     host = profile.plane(names.HOST_PLANE)
-    kineto_codes: dict[int, int] = {}
+    kineto_codes = KeyTable.last_of(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
     host_names: list[str] = []
     if host is not None:
         host_part, kineto_codes = _host_ops(profile, host)
@@ -102,8 +102,8 @@ def find_ops(profile: Profile) -> Ops:
     parts = [part for part in parts if len(part.columns["row"])]
     if not parts:
         empty_i = np.zeros(0, dtype=np.int64)
-        empty_o = np.zeros(0, dtype=object)
-        return Ops(empty_i, empty_i, empty_i, empty_o, empty_o, empty_i, empty_i, np.zeros(0), np.zeros(0))
+        nothing = Coded(empty_i, [])
+        return Ops(empty_i, empty_i, empty_i, nothing, nothing, empty_i, empty_i, np.zeros(0), np.zeros(0))
     columns = {key: np.concatenate([part.columns[key] for part in parts]) for key in parts[0].columns if not key.endswith("_code")}
     # Each part's codes into one table per column (equal strings of two planes, one code).
     name_table: dict[Hashable, int] = {}
@@ -112,8 +112,8 @@ def find_ops(profile: Profile) -> Ops:
     type_code = np.concatenate([factorize(part.types, type_table)[0][part.columns["type_code"]] for part in parts])
     return Ops(
         **columns,
-        coded_name=Coded(name_code, cast(list[str], list(name_table))),
-        coded_type=Coded(type_code, cast(list[str], list(type_table))),
+        name_codes=Coded(name_code, cast(list[str], list(name_table))),
+        type_codes=Coded(type_code, cast(list[str], list(type_table))),
     )
 
 
@@ -159,8 +159,6 @@ def _part(side: int, plane_index: int, plane: Plane, rows: np.ndarray, op_names:
         "side": np.full(len(rows), side, dtype=np.int64),
         "plane": np.full(len(rows), plane_index, dtype=np.int64),
         "row": rows,
-        "name": op_names.column(rows),
-        "type": types.column(rows),
         "duration_ps": plane.events.duration_ps[rows],
         "self_ps": self_ps[rows],
         "flops": flops[rows],
@@ -171,7 +169,7 @@ def _part(side: int, plane_index: int, plane: Plane, rows: np.ndarray, op_names:
     return Part(columns, op_names.values(), types.values())
 
 
-def _host_ops(profile: Profile, host: Plane) -> tuple[Part, dict[int, int]]:
+def _host_ops(profile: Profile, host: Plane) -> tuple[Part, KeyTable]:
     """Host op occurrences, and (for Kineto) external id -> the code (in the part's names)
     of the name of the op that has it. Names and types are built as codes
     (``grouping.Labels``), mostly per event type."""
@@ -221,16 +219,22 @@ def _host_ops(profile: Profile, host: Plane) -> tuple[Part, dict[int, int]]:
             types.assign(rows, [op_type_of(t) for t in texts])
     is_op &= ~never
     rows = np.flatnonzero(is_op)
-    kineto_rows = np.flatnonzero(is_kineto_op & (events.external_id != NO_ID))
-    # Deepest op wins: an External id belongs to the op that launched the work (a dict
-    # built in depth order keeps the last, deepest one).
-    by_depth = kineto_rows[np.argsort(events.depth[kineto_rows], kind="stable")]
-    external = dict(zip(events.external_id[by_depth].tolist(), event_name_codes[by_depth].tolist()))
+    launched = launchers(events, np.flatnonzero(is_kineto_op))
+    external = KeyTable(launched.keys, event_name_codes[launched.values])
     index = profile.planes.index(host)
     return _part(0, index, host, rows, op_names, types, _self_times(host, is_op)), external
 
 
-def _device_ops(index: int, plane: Plane, kineto_codes: dict[int, int], host_names: list[str]) -> Part:
+def launchers(events: EventTable, rows: np.ndarray) -> KeyTable:
+    """External id -> the row, among ``rows`` (ascending), of the op that launched the device
+    work with that id: the deepest op that carries it, the last of them where two are as
+    deep. One rule for framework_op_stats' names, the roofline's costs and op_profile."""
+    rows = rows[events.external_id[rows] != NO_ID]
+    by_depth = rows[np.argsort(events.depth[rows], kind="stable")]
+    return KeyTable.last_of(events.external_id[by_depth], by_depth)
+
+
+def _device_ops(index: int, plane: Plane, kineto_codes: KeyTable, host_names: list[str]) -> Part:
     """A device plane's ops. For Kineto, each is named after the host op that launched it
     (``kineto_codes``: external id -> that op's code among ``host_names``), else its own
     name; names and types are codes, per event type or per launching op."""
@@ -241,12 +245,12 @@ def _device_ops(index: int, plane: Plane, kineto_codes: dict[int, int], host_nam
     rows = np.flatnonzero(is_op)
     kinds = events.metadata_id[rows]
     op_names, types = Labels(len(events)), Labels(len(events))
-    if kineto_codes:
+    if len(kineto_codes):
         # The host's names first, so that the launching ops' codes hold here too.
         op_names.table.update((name, code) for code, name in enumerate(host_names))
         op_names.assign_kinds(rows, meta.names, kinds)
         own = op_names.codes[rows]
-        launched = np.asarray([kineto_codes.get(e, -1) for e in events.external_id[rows].tolist()], dtype=np.int64)
+        launched = kineto_codes.get(events.external_id[rows], -1)
         unnamed = op_names.table.get("", -1)  # an op named "" names nothing: the kernel's own
         named = (launched >= 0) & (launched != unnamed)
         op_names.codes[rows] = np.where(named, launched, own)

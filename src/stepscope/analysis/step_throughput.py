@@ -29,7 +29,7 @@ import numpy as np
 from stepscope.analysis.chips import device_peaks
 from stepscope.analysis.opstats import OpStats
 from stepscope.trace import names
-from stepscope.trace.model import NO_ID
+from stepscope.trace.model import NO_ID, distinct_indices
 
 XLA, SHAPES = "xla", "shapes"
 
@@ -72,7 +72,7 @@ def _step_flops(stats: OpStats, count: int) -> tuple[np.ndarray, str]:
         start = stats.shape_costs.start_ps
     else:
         start = np.zeros(len(ops), dtype=np.int64)
-        for plane_index in np.unique(ops.plane).tolist():
+        for plane_index in distinct_indices(ops.plane):
             here = ops.plane == plane_index
             start[here] = stats.profile.planes[plane_index].events.start_ps[ops.row[here]]
     steps = stats.steps
@@ -122,7 +122,7 @@ def throughput(stats: OpStats) -> Throughput:
     time = steps.duration_ps
     flops, source = _step_flops(stats, count)
     ops = stats.roofline_ops
-    planes = [stats.profile.planes[i] for i in np.unique(ops.plane[np.isfinite(ops.flops)]).tolist()] if source else []
+    planes = [stats.profile.planes[i] for i in distinct_indices(ops.plane[np.isfinite(ops.flops)])] if source else []
     peaks = [device_peaks(stats.profile, plane).peak_tflops for plane in planes]
     peak = float(sum(p for p in peaks if p is not None)) if planes and all(p is not None for p in peaks) else None
     mfu = _per_second(flops, time) / (peak * 1e12) * 100 if peak else np.full(count, np.nan)

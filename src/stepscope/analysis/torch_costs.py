@@ -33,11 +33,12 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from stepscope.analysis.grouping import Groups
 from stepscope.analysis.hlo_ops import XlaOps
-from stepscope.analysis.ops import Ops
+from stepscope.analysis.ops import Ops, launchers
 from stepscope.analysis.shape_costs import ESTIMATORS, Call, Cost, call_of, estimate
 from stepscope.trace import names
-from stepscope.trace.model import NO_ID, Plane, Profile
+from stepscope.trace.model import NO_ID, Plane, Profile, distinct_indices
 
 # Autograd nodes of a convolution (CudnnConvolutionBackward, ConvolutionBackward0): their
 # first input is the gradient of the forward op's output, so its dims are the output's.
@@ -100,13 +101,10 @@ def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
     meta_names = host.metadata.name_array
     on_host = np.flatnonzero((ops.side == 0) & (ops.plane == host_index))
     host_rows = ops.row[on_host]
-    op_type = dict(zip(host_rows.tolist(), ops.type[on_host].tolist()))
-    with_id = host_rows[events.external_id[host_rows] != NO_ID]
-    launcher: dict[int, int] = {}
-    for row in with_id[np.argsort(events.depth[with_id], kind="stable")].tolist():  # deepest wins
-        launcher[int(events.external_id[row])] = row
-    if not launcher:
+    launcher = launchers(events, host_rows)
+    if not len(launcher):
         return empty
+    op_type = dict(zip(host_rows.tolist(), ops.type_codes.at(on_host).tolist()))
     outputs = _output_shapes(host, host_rows)
 
     chosen: dict[int, tuple[int, Cost | None, Call | None]] = {}
@@ -137,27 +135,26 @@ def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
         chosen[row] = found
         return found
 
-    keys: list[tuple[int, int]] = []
-    times: list[int] = []
-    for plane_index in np.unique(ops.plane[ops.side == 1]).tolist():
-        plane = profile.planes[plane_index]
-        here = np.flatnonzero((ops.side == 1) & (ops.plane == plane_index))
-        external = plane.events.external_id[ops.row[here]]
-        for ext, duration in zip(external.tolist(), ops.duration_ps[here].tolist()):
-            row = launcher.get(ext)
-            if row is None:
-                continue
-            keys.append((plane_index, choose(row)[0]))
-            times.append(duration)
-    if not keys:
+    # Each device op's launching host op (NO_ID: none), then the op its time counts for.
+    device = np.flatnonzero(ops.side == 1)
+    device = device[np.argsort(ops.plane[device], kind="stable")]  # plane by plane, as ops lists them
+    launched = np.full(len(device), NO_ID, dtype=np.int64)
+    for plane_index in distinct_indices(ops.plane[device]):
+        here = np.flatnonzero(ops.plane[device] == plane_index)
+        launched[here] = launcher.get(profile.planes[plane_index].events.external_id[ops.row[device[here]]], NO_ID)
+    hit = launched != NO_ID
+    if not hit.any():
         return empty
-    sums: dict[tuple[int, int], int] = {}
-    for key, duration in zip(keys, times):
-        sums[key] = sums.get(key, 0) + duration
+    distinct, inverse = np.unique(launched[hit], return_inverse=True)
+    counted = np.asarray([choose(row)[0] for row in distinct.tolist()], dtype=np.int64)[inverse.reshape(-1)]
+    # One entry per (plane, op counted for), in the order of its first kernel.
+    entries = Groups.of(ops.plane[device[hit]], counted)
+    sums = entries.sum(ops.duration_ps[device[hit]])
     by_row = {found[0]: found for found in chosen.values()}
     columns: dict[str, list[object]] = {key: [] for key in ("plane", "row", "name", "expression", "category", "program", "time_ps", "flops", "bytes_accessed")}
     assumed = []
-    for (plane_index, row), total in sums.items():
+    firsts = device[hit][entries.first]
+    for plane_index, row, total in zip(ops.plane[firsts].tolist(), counted[entries.first].tolist(), sums.tolist()):
         _, cost, call = by_row[row]
         op_name = str(meta_names[events.metadata_id[row]])
         signature = _signature(op_name, call)

@@ -13,6 +13,7 @@ from stepscope.analysis.hlo_ops import ALL, XlaOps
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import Option
 from stepscope.errors import StepscopeError
+from stepscope.trace.model import distinct_indices
 
 DEVICE_OPTION = Option(
     "device",
@@ -39,7 +40,7 @@ def selected_peaks(stats: OpStats, tool_name: str, device: str, peak_flops: str,
         raise StepscopeError(f"{tool_name}: no XLA ops on device {device!r} (choose from {choices})")
     flops, bandwidth = parse_peak(tool_name, "peak_flops", peak_flops), parse_peak(tool_name, "peak_bw", peak_bw)
     mask = xla.select(device)
-    planes = [stats.profile.planes[i] for i in np.unique(xla.plane[mask]).tolist()]
+    planes = [stats.profile.planes[i] for i in distinct_indices(xla.plane[mask])]
     return mask, [device_peaks(stats.profile, plane, flops, bandwidth) for plane in planes]
 
 

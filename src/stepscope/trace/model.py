@@ -54,6 +54,14 @@ def latest_end(start_ps: np.ndarray, duration_ps: np.ndarray) -> int:
     return max(int((start_ps[lo : lo + END_PIECE] + duration_ps[lo : lo + END_PIECE]).max()) for lo in pieces)
 
 
+def distinct_indices(indices: np.ndarray) -> list[int]:
+    """The distinct values of non-negative indices (planes, lines: a few), ascending. By
+    counting: ``np.unique`` sorts (or hashes) the whole column, 14 ms for the ops of a
+    1M-event profile against 1 ms, and its first call without indices imports
+    ``numpy.ma`` (12 ms of a fresh process's first load of a trace)."""
+    return np.flatnonzero(np.bincount(indices)).tolist() if len(indices) else []
+
+
 @dataclass(frozen=True, eq=False)
 class EventTable:
     """One plane's events, column-wise; row ``i`` of every column is event ``i``."""

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.trace.formats.chrome.columns import first_seen, int64_or
-from stepscope.trace.model import EventTable, FlowTable, Plane
+from stepscope.trace.model import EventTable, FlowTable, Plane, distinct_indices
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ def bind_points(plane: Plane, lines: np.ndarray, times: np.ndarray, enclosing: n
     result = np.full(len(times), -1, dtype=np.int64)
     starts = events.start_ps
     ends = events.end_ps
-    for line in _present(lines):
+    for line in distinct_indices(lines):
         mask = lines == line
         line_lo, line_hi = int(offsets[line]), int(offsets[line + 1])
         line_starts = starts[line_lo:line_hi]
@@ -71,13 +71,6 @@ def bind_points(plane: Plane, lines: np.ndarray, times: np.ndarray, enclosing: n
             candidate = _prefer_correlated(events, candidate, flow_ids[mask], point_times)
         result[mask] = candidate
     return result
-
-
-def _present(indices: np.ndarray) -> list[int]:
-    """The distinct values of non-negative indices (planes, lines: a few), ascending. By
-    counting, not ``np.unique``, whose first call without indices imports ``numpy.ma``
-    (12 ms of a fresh process's first load of a trace, issue 20 item 4)."""
-    return np.flatnonzero(np.bincount(indices)).tolist() if len(indices) else []
 
 
 def _prefer_correlated(events: EventTable, candidate: np.ndarray, flow_ids: np.ndarray, times: np.ndarray) -> np.ndarray:
@@ -106,7 +99,7 @@ def build_flows(points: FlowPoints, planes: list[Plane]) -> tuple[FlowTable, int
     # Integer flow ids, for the correlation tie-break; a string id matches no correlation.
     no_match = np.iinfo(np.int64).min
     ids = int64_or(points.flow_keys, no_match)[points.flow_key] if points.flow_keys else np.full(count, no_match)
-    for plane_index in _present(points.plane[valid]):
+    for plane_index in distinct_indices(points.plane[valid]):
         mask = valid & (points.plane == plane_index)
         bound[mask] = bind_points(
             planes[plane_index],
