@@ -37,7 +37,8 @@ def test_key_table_is_the_dict_of_random_columns(seed):
 
 def test_an_empty_key_table_answers_missing():
     table = KeyTable.last_of(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-    assert len(table) == 0
+    assert len(table) == len(KeyTable.empty()) == 0
+    assert KeyTable.empty().get(np.array([1]), -5).tolist() == [-5]
     assert table.get(np.array([0, 3]), NO_ID).tolist() == [NO_ID, NO_ID]
 
 

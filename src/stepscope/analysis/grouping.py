@@ -176,6 +176,10 @@ class KeyTable:
         distinct, first_reversed = np.unique(keys[::-1], return_index=True)
         return cls(distinct, values[::-1][first_reversed])
 
+    @classmethod
+    def empty(cls) -> KeyTable:
+        return cls(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
     def __len__(self) -> int:
         return len(self.keys)
 

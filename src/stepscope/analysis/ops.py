@@ -90,7 +90,7 @@ def find_ops(profile: Profile) -> Ops:
     """The profile's ops (tools read them once, from ``OpStats.ops``)."""
     parts: list[Part] = []
     host = profile.plane(names.HOST_PLANE)
-    kineto_codes = KeyTable.last_of(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    kineto_codes = KeyTable.empty()
     host_names: list[str] = []
     if host is not None:
         host_part, kineto_codes = _host_ops(profile, host)
