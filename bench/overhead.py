@@ -163,7 +163,7 @@ MODELS = {"mlp": "PyTorch MLP, tiny ops", "cnn": "the demo's CNN, batch 32 of 48
 # adds nothing measurable to the torch.profiler it runs for the ops (capture/tracers/torch.py).
 # Issue 20 asked for 0.5, which no recorder of torch's ops reaches with margin: every one is a
 # RecordFunction observer, and the bare observer alone costs 0.44-0.48x torch.profiler's per-op
-# overhead, a minimal C++ recorder (a timestamp pair and an append per op) 0.50-0.56x (part 2's
+# overhead, a minimal C++ recorder (a timestamp pair and an append per op) 0.50-0.66x (part 2's
 # figures on 2026-12-02 and 12-04), before the names, threads and nesting a profile needs.
 DEFAULT_BOUND = 1.0
 MODES = ("unprofiled", "stepscope", "stepscope host level 1", "torch.profiler")
