@@ -65,7 +65,11 @@ def _kernel_events(profile: Profile):
 def test_kernel_stats_matches_a_per_event_dict(profile: Profile):
     stats = OpStats(profile)
     ops = stats.ops
-    op_at = {(int(p), int(r)): str(n) for p, r, n, s in zip(ops.plane.tolist(), ops.row.tolist(), ops.name.tolist(), ops.side.tolist()) if s == 1}
+    op_at = {
+        (int(p), int(r)): str(n)
+        for p, r, n, s in zip(ops.plane.tolist(), ops.row.tolist(), ops.name_codes.at(slice(None)).tolist(), ops.side.tolist())
+        if s == 1
+    }
     expected: dict[tuple, list[int]] = {}
     for plane_index, _, row, name, details, duration in _kernel_events(profile):
         op = op_at.get((plane_index, row), "")
@@ -114,7 +118,9 @@ def test_op_table_rows_match_a_per_op_dict(profile: Profile):
     ops = stats.ops
     for side in (0, 1):
         groups: dict[tuple[str, str], list[int]] = {}  # (type, name) -> [count, total, self]
-        for s, op_type, name, duration, self_ps in zip(ops.side.tolist(), ops.type.tolist(), ops.name.tolist(), ops.duration_ps.tolist(), ops.self_ps.tolist()):
+        for s, op_type, name, duration, self_ps in zip(
+            ops.side.tolist(), ops.type_codes.at(slice(None)).tolist(), ops.name_codes.at(slice(None)).tolist(), ops.duration_ps.tolist(), ops.self_ps.tolist()
+        ):
             if s == side:
                 entry = groups.setdefault((op_type, name), [0, 0, 0])
                 entry[0] += 1

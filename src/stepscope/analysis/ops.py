@@ -28,11 +28,9 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable
 from dataclasses import dataclass
-from functools import cached_property
 from typing import cast
 
 import numpy as np
-import numpy.typing as npt
 
 from stepscope.analysis.classify import DEVICE_ACTIVITIES, STEP_MARKER, event_activities
 from stepscope.analysis.grouping import Coded, KeyTable, Labels, factorize
@@ -55,9 +53,9 @@ TF_OP_EVENT = re.compile(r"^([^:\s][^:]*):([A-Za-z_]\w*)$")
 @dataclass(frozen=True)
 class Ops:
     """One entry per op occurrence. Names and types are codes (``find_ops`` builds them
-    mostly per event type), which every table groups by; ``name`` and ``type`` are the
-    whole object columns, built when read: a 1M-event profile's are 30 ms that the
-    tables never need."""
+    mostly per event type), which every table groups by; ``Coded.at`` gives the strings
+    of the rows a caller needs (whole object columns cost a 1M-event profile 30 ms that
+    no table needs)."""
 
     side: np.ndarray  # 0 host, 1 device
     plane: np.ndarray
@@ -71,14 +69,6 @@ class Ops:
 
     def __len__(self) -> int:
         return len(self.row)
-
-    @cached_property
-    def name(self) -> npt.NDArray[np.object_]:
-        return self.name_codes.at(slice(None))
-
-    @cached_property
-    def type(self) -> npt.NDArray[np.object_]:
-        return self.type_codes.at(slice(None))
 
 
 def op_type_of(name: str) -> str:
