@@ -8,14 +8,15 @@ WEB_SOURCES := $(shell find web/src web/scripts web/index.html web/package.json 
 CHROMIUM := /usr/bin/chromium
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: demo test venv web protos schemas bench clean
+.PHONY: demo test venv web dist protos schemas bench clean
 
 DEMO_STAMP := $(VENV)/.demo-installed
 
-$(STAMP): pyproject.toml setup.py src/stepscope/capture/_spans.c requirements/test.txt requirements/demo.txt
+$(STAMP): pyproject.toml setup.py src/stepscope/capture/_spans.c requirements/test.txt requirements/demo.txt requirements/protoc.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e . -r requirements/test.txt
+	$(PY) -m pip install --quiet --upgrade --no-deps --target $(VENV)/protoc -r requirements/protoc.txt
 	touch $(STAMP)
 
 venv: $(STAMP)
@@ -25,6 +26,20 @@ $(WEB_BUILT): $(WEB_SOURCES)
 	cd web && npm ci --no-audit --no-fund --loglevel=error && npm run build
 
 web: $(WEB_BUILT)
+
+# What users install: an sdist (with web/ and the built page) and one wheel for every CPython
+# >= 3.11 (abi3), tagged manylinux by auditwheel. tests/package installs them in fresh venvs.
+DIST_STAMP := dist/.built
+PACKAGE_SOURCES := $(shell git ls-files src setup.py pyproject.toml MANIFEST.in LICENSE CHANGELOG.md README.md 2>/dev/null)
+
+$(DIST_STAMP): $(STAMP) $(WEB_BUILT) $(PACKAGE_SOURCES)
+	rm -rf dist
+	$(PY) -m build --outdir dist . >/dev/null
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(VENV)/bin/auditwheel repair --wheel-dir dist dist/*-linux_x86_64.whl >/dev/null
+	rm dist/*-linux_x86_64.whl
+	touch $(DIST_STAMP)
+
+dist: $(DIST_STAMP)
 
 # The browser tests drive Debian's Chromium through Playwright (never Playwright's own download).
 $(CHROMIUM):
@@ -42,7 +57,7 @@ $(DEMO_STAMP): pyproject.toml setup.py src/stepscope/capture/_spans.c requiremen
 demo: $(DEMO_STAMP) $(WEB_BUILT)
 	$(VENV)/bin/stepscope demo
 
-test: $(STAMP) $(WEB_BUILT) $(CHROMIUM)
+test: $(STAMP) $(WEB_BUILT) $(CHROMIUM) $(DIST_STAMP)
 	$(PY) -m ruff format --check src tests bench
 	$(PY) -m ruff check src tests bench
 	$(PY) -m mypy
@@ -74,6 +89,7 @@ bench: $(STAMP) $(WEB_BUILT) $(CHROMIUM)
 	$(PY) bench/tools.py
 	$(PY) bench/overhead.py
 	$(PY) bench/capture_stop.py
+	$(PY) bench/job_side.py
 	$(PY) bench/remote_stop.py
 	$(PY) bench/diff.py
 	$(PY) bench/trace_viewer.py
@@ -82,4 +98,4 @@ bench: $(STAMP) $(WEB_BUILT) $(CHROMIUM)
 	$(PY) bench/summary.py --update-readme
 
 clean:
-	rm -rf $(VENV) .venv-bench build src/*.egg-info web/node_modules src/stepscope/dashboard/static
+	rm -rf $(VENV) .venv-bench build dist src/*.egg-info web/node_modules src/stepscope/dashboard/static

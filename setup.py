@@ -1,9 +1,80 @@
-"""The one thing pyproject.toml cannot say: the annotations' optional compiled fast path.
+"""What pyproject.toml cannot say: the compiled extensions, and the dashboard's page.
 
-``optional=True``: where it cannot be built (no compiler, no Python headers) the install
-goes on without it and ``stepscope.capture.annotations`` uses its pure-Python classes.
+Extensions: ``optional=True``, so that where they cannot be built (no compiler, no Python
+headers) the install goes on without them and stepscope uses its pure-Python paths. They
+are written against Python 3.11's limited API, so one wheel (tagged ``cp311-abi3``) serves
+every CPython from 3.11 on.
+
+The page: ``web/`` (TypeScript) is built by Vite into ``src/stepscope/dashboard/static/``,
+which the package serves. An sdist carries both the sources and the built page, and a
+wheel the built page, so that installing either never needs Node.js. Building an sdist or
+a wheel (re)builds the page where it is missing or older than a web/ source, as ``make
+web`` does (that needs npm, as a contributor's checkout has); where npm is missing, a page
+that exists is used as it is, and a missing one fails the build with a clear message. An
+editable install (``pip install -e .``) leaves it to ``make web``.
 """
 
-from setuptools import Extension, setup
+from __future__ import annotations
 
-setup(ext_modules=[Extension("stepscope.capture._spans", ["src/stepscope/capture/_spans.c"], optional=True, extra_compile_args=["-O2"])])
+import shutil
+import subprocess
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_py import build_py
+from setuptools.command.sdist import sdist
+
+ROOT = Path(__file__).resolve().parent
+WEB = ROOT / "web"
+PAGE = ROOT / "src" / "stepscope" / "dashboard" / "static" / "index.html"
+# What the page is built from (the Makefile's WEB_SOURCES).
+WEB_SOURCES = ("src", "scripts", "index.html", "package.json", "package-lock.json", "tsconfig.json", "vite.config.ts")
+LIMITED_API = ("Py_LIMITED_API", "0x030B0000")  # 3.11: the oldest Python stepscope supports
+
+
+def _newest_source() -> float:
+    paths = [WEB / name for name in WEB_SOURCES]
+    files = [found for path in paths if path.exists() for found in ([path] if path.is_file() else path.rglob("*")) if found.is_file()]
+    return max((found.stat().st_mtime for found in files), default=0.0)
+
+
+def ensure_page() -> None:
+    """Builds the page (``npm ci && npm run build`` in web/) where it is missing or stale."""
+    if PAGE.is_file() and PAGE.stat().st_mtime >= _newest_source():
+        return
+    npm = shutil.which("npm")
+    if npm is None or not (WEB / "package.json").is_file():
+        if PAGE.is_file():
+            print(f"stepscope: npm or web/ is missing: packaging {PAGE.relative_to(ROOT)} as it is")
+            return
+        raise SystemExit(f"stepscope: the dashboard's page ({PAGE.relative_to(ROOT)}) is not built, and building it from web/ needs npm and web/")
+    for command in ([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], [npm, "run", "build"]):
+        subprocess.run(command, cwd=WEB, check=True)
+
+
+class BuildPyWithPage(build_py):
+    """Copies the package with its page."""
+
+    def run(self) -> None:
+        if not self.editable_mode:
+            ensure_page()
+        super().run()
+
+
+class SdistWithPage(sdist):
+    """An sdist with the web/ sources and the page built from them."""
+
+    def run(self) -> None:
+        ensure_page()
+        super().run()
+
+
+def extension(name: str, sources: list[str]) -> Extension:
+    return Extension(name, sources, optional=True, py_limited_api=True, define_macros=[LIMITED_API], extra_compile_args=["-O2"])
+
+
+setup(
+    ext_modules=[extension("stepscope.capture._spans", ["src/stepscope/capture/_spans.c"])],
+    cmdclass={"build_py": BuildPyWithPage, "sdist": SdistWithPage},
+    options={"bdist_wheel": {"py_limited_api": "cp311"}},
+)

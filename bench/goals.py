@@ -24,12 +24,16 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 
 # How the ratio is formed: the goal says "at most 0.3x XProf's time" (stepscope / anchor)
-# or "at least 4x faster than HTA" (anchor / stepscope).
+# or "at least 4x faster than HTA" (anchor / stepscope); or, for what stepscope adds to a
+# figure of the anchor's ("at most 40 MB over torch.profiler's peak"), the difference, in
+# the figures' unit.
 VALUE_OVER_ANCHOR = "stepscope / anchor"
 ANCHOR_OVER_VALUE = "anchor / stepscope"
+VALUE_MINUS_ANCHOR = "stepscope - anchor"
 RATIOS: dict[str, Callable[[float, float], float]] = {
     VALUE_OVER_ANCHOR: lambda value, anchor: value / anchor if anchor else math.inf,
     ANCHOR_OVER_VALUE: lambda value, anchor: anchor / value if value else math.inf,
+    VALUE_MINUS_ANCHOR: lambda value, anchor: value - anchor,
 }
 # What the bound applies to: the ratio, or (for a goal stated in absolute terms, e.g.
 # "full view p95 < 50 ms") stepscope's own figure, the anchor shown beside it.
@@ -109,6 +113,8 @@ class Goal:
             return value
         assert self.anchor_value is not None  # checked in __post_init__
         anchor = hull(self.anchor_value, self.anchor_range)
+        if self.ratio_of == VALUE_MINUS_ANCHOR:
+            return value[0] - anchor[1], value[1] - anchor[0]
         dividend, divisor = (value, anchor) if self.ratio_of == VALUE_OVER_ANCHOR else (anchor, value)
         if divisor[0] <= 0 <= divisor[1]:
             return None
@@ -132,6 +138,8 @@ class Goal:
     def goal(self) -> str:
         if self.on == ON_VALUE:
             return f"stepscope {self.op} {self.target:g} {self.unit}"
+        if self.ratio_of == VALUE_MINUS_ANCHOR:
+            return f"{self.ratio_of} {self.op} {self.target:+g} {self.unit}"
         return f"{self.ratio_of} {self.op} {self.target:g}"
 
     def to_json(self) -> dict:

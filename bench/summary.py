@@ -24,7 +24,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from goals import HOLDS, MISSED, WITHIN_NOISE, Goal
+from goals import HOLDS, MISSED, VALUE_MINUS_ANCHOR, WITHIN_NOISE, Goal
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
@@ -38,6 +38,7 @@ BENCHMARKS: dict[str, str] = {
     "tools": "bench/tools.py",
     "overhead": "bench/overhead.py",
     "capture_stop": "bench/capture_stop.py",
+    "job_side": "bench/job_side.py",
     "remote_stop": "bench/remote_stop.py",
     "diff": "bench/diff.py",
     "distributed": "bench/distributed.py",
@@ -115,7 +116,7 @@ def cells(row: Row) -> tuple[str, ...]:
         anchor = f"{row.anchor}: {number(row.anchor_value)} {row.unit}"
     else:
         anchor = f"{row.anchor}: not measured" if row.anchor else "-"
-    ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "-"
+    ratio = "-" if row.ratio is None else f"{row.ratio:+.2f} {row.unit}" if row.goal.startswith(VALUE_MINUS_ANCHOR) else f"{row.ratio:.2f}x"
     return (row.benchmark, row.figure, ours, anchor, ratio, row.goal or "-", row.holds)
 
 

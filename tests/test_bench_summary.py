@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SUMMARY = ROOT / "bench" / "summary.py"
 START, END = "<!-- bench-summary:start -->", "<!-- bench-summary:end -->"
 
-ORDER = ["ingest", "tools", "overhead", "capture_stop", "remote_stop", "diff", "distributed", "trace_viewer", "trace_viewer_page"]
+ORDER = ["ingest", "tools", "overhead", "capture_stop", "job_side", "remote_stop", "diff", "distributed", "trace_viewer", "trace_viewer_page"]
 
 
 def entry(figure, value, unit, anchor, anchor_value, ratio_of, op, target, **extra):
@@ -49,7 +49,15 @@ def write_inputs(out: Path) -> None:
     diff = {"goals": [entry("diff of two profiles", 1.5, "s", "loading both", 3.0, "stepscope / anchor", "<", 1, ratio=9, holds=False)]}
     # On the value: 40 ms < 50 ms holds; no anchor figure, so no ratio.
     viewer = {"rows": [], "goals": [entry("full view p95", 40.0, "ms", "XProf trace_viewer@", None, "anchor / stepscope", "<", 50, on="value")]}
-    for name, document in (("ingest", ingest), ("diff", diff), ("trace_viewer", viewer)):
+    # Differences: 340 - 311 = 29 MB <= 40 holds on the points, but the ranges give
+    # 330 - 315 = 15 to 350 - 305 = 45, across 40: within noise. 0.25 - 0.1 = 0.15 s <= 0.2 holds.
+    job_side = {
+        "goals": [
+            entry("peak RSS", 340.0, "MB", "torch.profiler", 311.0, "stepscope - anchor", "<=", 40, value_range=[330, 350], anchor_range=[305, 315]),
+            entry("stop", 0.25, "s", "torch.profiler", 0.1, "stepscope - anchor", "<=", 0.2),
+        ]
+    }
+    for name, document in (("ingest", ingest), ("diff", diff), ("trace_viewer", viewer), ("job_side", job_side)):
         (out / f"{name}.json").write_text(json.dumps(document))
 
 
@@ -67,8 +75,8 @@ def test_the_table_derives_ratios_and_verdicts_and_marks_missing_benchmarks(tmp_
     assert done.returncode == 0, done.stderr
 
     rows = json.loads((out / "summary.json").read_text())["rows"]
-    # ingest has two goals; the six benchmarks without a JSON have one "not run" row each.
-    assert [row["benchmark"] for row in rows] == ["ingest", *ORDER]
+    # ingest and job_side have two goals; the six benchmarks without a JSON have one "not run" row each.
+    assert [row["benchmark"] for row in rows] == ["ingest", *ORDER[:4], "job_side", *ORDER[4:]]
     by_figure = {row["figure"]: row for row in rows if row["holds"] != "not run"}
     assert by_figure["Kineto load, big"]["ratio"] == 3.0
     assert by_figure["Kineto load, big"]["holds"] == "NO"
@@ -78,6 +86,10 @@ def test_the_table_derives_ratios_and_verdicts_and_marks_missing_benchmarks(tmp_
     assert by_figure["diff of two profiles"]["holds"] == "yes"
     assert by_figure["full view p95"]["ratio"] is None
     assert by_figure["full view p95"]["holds"] == "yes"
+    assert by_figure["peak RSS"]["ratio"] == 29.0
+    assert by_figure["peak RSS"]["holds"] == "within noise"
+    assert abs(by_figure["stop"]["ratio"] - 0.15) < 1e-12
+    assert by_figure["stop"]["holds"] == "yes"
     not_run = [row["benchmark"] for row in rows if row["holds"] == "not run"]
     assert not_run == ["tools", "overhead", "capture_stop", "remote_stop", "distributed", "trace_viewer_page"]
 
@@ -87,8 +99,9 @@ def test_the_table_derives_ratios_and_verdicts_and_marks_missing_benchmarks(tmp_
     assert "| diff | diff of two profiles | 1.50 s | loading both: 3.00 s | 0.50x | stepscope / anchor < 1 | yes |" in table
     assert "| trace_viewer | full view p95 | 40.0 ms | XProf trace_viewer@: not measured | - | stepscope < 50 ms | yes |" in table
     assert "| tools | (run bench/tools.py) | - | - | - | - | not run |" in table
-    assert "2 goals hold, 2 missed, 0 within noise, 6 benchmark(s) without figures" in table
-    assert done.stdout == table.split("\n\n", 1)[1] + "2 goals hold, 2 missed, 0 within noise, 6 benchmark(s) without figures\n"  # the same table
+    assert "| job_side | peak RSS | 340 MB | torch.profiler: 311 MB | +29.00 MB | stepscope - anchor <= +40 MB | within noise |" in table
+    assert "3 goals hold, 2 missed, 1 within noise, 6 benchmark(s) without figures" in table
+    assert done.stdout == table.split("\n\n", 1)[1] + "3 goals hold, 2 missed, 1 within noise, 6 benchmark(s) without figures\n"  # the same table
 
     text = readme.read_text()
     assert text.startswith("# Benchmarks\n\nintro\n\n## Latest results\n\n" + START + "\n")
@@ -143,7 +156,7 @@ def test_a_goal_with_ranges_is_within_noise_where_they_do_not_resolve_it(tmp_pat
     assert rows["straddling anchor"]["ratio"] == -3.58  # the point ratio is still shown
     assert "| overhead | straddling anchor | -1.79 % | torch: 0.50 % | -3.58x | stepscope / anchor <= 0.5 | within noise |" in done.stdout
     # 3 hold, 1 missed, 5 within noise; the 8 other benchmarks have no JSON.
-    assert done.stdout.endswith("3 goals hold, 1 missed, 5 within noise, 8 benchmark(s) without figures\n")
+    assert done.stdout.endswith("3 goals hold, 1 missed, 5 within noise, 9 benchmark(s) without figures\n")
 
 
 def test_a_reversed_range_is_a_one_line_error_naming_the_file(tmp_path):

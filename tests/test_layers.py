@@ -10,7 +10,8 @@ of the package's submodules (what ``importlib.import_module`` and the tracer reg
   next; nothing downstream reaches back"), for every import, type-only ones included:
 
       layer                        may import (and itself, and the base)
-      cli (the package), demo      anything
+      cli (the package), demo,     anything
+      __main__
       dashboard                    viewer, render, analysis, engines, capture, api, trace, its registries
       viewer                       analysis, trace
       render                       analysis, trace
@@ -62,7 +63,7 @@ def layer(module: str) -> str:
     parts = module.split(".")
     if module in ("stepscope", "stepscope.data", "stepscope.keras"):
         return "api"
-    if module == "stepscope.demo" or parts[1] == "cli":
+    if module in ("stepscope.demo", "stepscope.__main__") or parts[1] == "cli":
         return "top"
     if module in ("stepscope.errors", "stepscope.sizes", "stepscope.jsonform") or parts[1] == "protos":
         return BASE

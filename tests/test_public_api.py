@@ -35,6 +35,8 @@ EXPECTED = {
     "ProfilerOptions",
     "ProfilerWarning",
     "StepHook",
+    "Schedule",
+    "schedule",
     "profile",
     "start",
     "step",
@@ -74,11 +76,11 @@ def test_import_and_a_kineto_load_import_only_what_they_need():
 
 
 def test_lazy_names_are_the_defining_modules_objects():
-    from stepscope.capture import annotations, session
+    from stepscope.capture import annotations, profiling
     from stepscope.trace import readers
 
     assert stepscope.load is readers.load
-    assert stepscope.profile is session.profile
+    assert stepscope.profile is profiling.profile
     assert stepscope.trace is annotations.trace  # the function, not the stepscope.trace package
     assert "load" in vars(stepscope)  # bound on first use
     assert set(stepscope.__all__) <= set(dir(stepscope))

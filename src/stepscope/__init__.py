@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 # Eager, and in this order: the annotations are the hot path (a bound attribute, never the
 # module __getattr__), and importing them imports the ``stepscope.trace`` package first,
@@ -26,8 +26,10 @@ if TYPE_CHECKING:
     from stepscope.capture.client import HostResult, capture_remote
     from stepscope.capture.hooks import StepHook
     from stepscope.capture.options import ProfilerOptions
+    from stepscope.capture.profiling import profile
+    from stepscope.capture.schedule import Schedule, schedule
     from stepscope.capture.service import ProfilerServer, start_server, stop_server
-    from stepscope.capture.session import CaptureSession, ProfilerWarning, profile, start, stop
+    from stepscope.capture.session import CaptureSession, ProfilerWarning, start, stop
     from stepscope.trace.logdir import Host, Run, discover, make_path, parse_path
     from stepscope.trace.model import EventMetadata, EventTable, FlowTable, Line, Plane, Profile
     from stepscope.trace.readers import load
@@ -48,6 +50,7 @@ __all__ = [
     "ProfilerServer",
     "ProfilerWarning",
     "Run",
+    "Schedule",
     "StepHook",
     "StepscopeError",
     "__version__",
@@ -59,6 +62,7 @@ __all__ = [
     "parse_path",
     "profile",
     "save",
+    "schedule",
     "start",
     "start_server",
     "step",
@@ -71,10 +75,12 @@ __all__ = [
 _LAZY = {
     "CaptureSession": "stepscope.capture.session",
     "ProfilerWarning": "stepscope.capture.session",
-    "profile": "stepscope.capture.session",
+    "profile": "stepscope.capture.profiling",
     "start": "stepscope.capture.session",
     "stop": "stepscope.capture.session",
     "StepHook": "stepscope.capture.hooks",
+    "Schedule": "stepscope.capture.schedule",
+    "schedule": "stepscope.capture.schedule",
     "ProfilerOptions": "stepscope.capture.options",
     "HostResult": "stepscope.capture.client",
     "capture_remote": "stepscope.capture.client",

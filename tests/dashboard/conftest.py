@@ -3,10 +3,9 @@ meets (``tests.support.dashboard.logdir``), and a ``stepscope serve`` process on
 
 from __future__ import annotations
 
-import playwright.sync_api as playwright_api
 import pytest
 
-from tests.support.dashboard.browser import CHROMIUM, CHROMIUM_ARGS, foreign_requests
+from tests.support.dashboard.browser import chromium, watched_page
 from tests.support.dashboard.logdir import Logdir, make_logdir
 from tests.support.dashboard.server import DashboardServer
 from tests.support.demo_runs import DemoRun
@@ -30,21 +29,11 @@ def browser():
     a fresh context, so no cookies, storage or listeners pass from one test to the next.
     Package-scoped, not session-scoped: Playwright's sync API holds an asyncio loop as the
     main thread's running loop while it is open, which tests outside this folder need not meet."""
-    with playwright_api.sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    with chromium() as launched:
         yield launched
-        launched.close()
 
 
 @pytest.fixture
 def page(browser, server):
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
-    opened = context.new_page()
-    requested: list[str] = []
-    errors: list[str] = []
-    opened.on("request", lambda request: requested.append(request.url))
-    opened.on("pageerror", lambda error: errors.append(str(error)))
-    yield opened
-    context.close()
-    assert foreign_requests(requested) == [], "the page fetched something from outside stepscope"
-    assert errors == [], errors
+    with watched_page(browser) as opened:
+        yield opened

@@ -13,19 +13,28 @@
    ``recording.add(name, start, end, args)``, as the pure-Python path does. The list
    append happens under the GIL, so threads need no lock here either.
 
-   Built by ``pip install -e .`` (setup.py, an optional extension): when it is not built,
+   Built by ``pip install`` (setup.py, an optional extension): when it is not built,
    ``annotations.py`` uses its pure-Python classes, and tests check that both record the
-   same events. */
+   same events.
+
+   It is written against the limited API of Python 3.11 (setup.py defines Py_LIMITED_API),
+   so one binary serves every CPython from 3.11 on: heap types, and the clock read below
+   rather than CPython's private perf-counter function. ``trace(...)`` is called through
+   vectorcall where the running Python is 3.12 or later (vectorcall is in the stable ABI
+   from 3.12: the flag, the ``__vectorcalloffset__`` member and the calling convention,
+   declared below because 3.11's limited headers hide them) and through ``tp_call`` on
+   3.11, which builds an argument tuple per call (about 100-150 ns more per recorded
+   block, measured on the bench machine). */
 
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <structmember.h>
 #include <pthread.h>
+#include <time.h>
 
-/* The calling thread's native id, read once per thread (0: not read yet), its int object
-   (one per thread, kept for the thread's life) and the last recording (by generation) whose
-   threads dict has its name. */
-static _Thread_local unsigned long cached_thread_id = 0;
+/* The calling thread's native id as an int (read once per thread and kept for its life;
+   NULL: not read yet) and the last recording (by generation) whose threads dict has its
+   name. */
 static _Thread_local PyObject *cached_thread_key = NULL;
 static _Thread_local unsigned long long noted_in = 0;
 
@@ -33,9 +42,19 @@ static void
 forget_thread_id(void)
 {
     /* In a forked child the one thread left has a new id (its old int is left behind). */
-    cached_thread_id = 0;
     cached_thread_key = NULL;
     noted_in = 0;
+}
+
+static PyObject *get_native_id = NULL; /* threading.get_native_id */
+
+/* ``*slot = value``, releasing what was there (Py_XSETREF, outside the limited API). */
+static inline void
+replace(PyObject **slot, PyObject *value)
+{
+    PyObject *old = *slot;
+    *slot = value;
+    Py_XDECREF(old);
 }
 
 /* A borrowed reference to the calling thread's id as an int, or NULL on error. */
@@ -43,22 +62,66 @@ static inline PyObject *
 thread_key(void)
 {
     if (cached_thread_key == NULL) {
-        cached_thread_id = PyThread_get_thread_native_id();
-        cached_thread_key = PyLong_FromUnsignedLong(cached_thread_id);
+        cached_thread_key = PyObject_CallNoArgs(get_native_id);
     }
     return cached_thread_key;
 }
 
-/* perf_counter_ns's clock (the one the host tracer pins to UNIX time). */
+/* ``time.perf_counter_ns``, the clock the host tracer pins to UNIX time. On Linux CPython
+   reads it as CLOCK_MONOTONIC, and so does ``now_ns`` (the module checks at import that the
+   two agree); elsewhere, or where they do not, ``now_ns`` calls the Python function. */
+static PyObject *perf_counter_ns = NULL;
+static int monotonic_is_perf_counter = 0;
+
+static inline long long
+monotonic_ns(void)
+{
+    struct timespec t;
+    if (clock_gettime(CLOCK_MONOTONIC, &t) != 0) {
+        return -1;
+    }
+    return (long long)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+/* Nanoseconds, or -1 with an exception set. */
 static inline long long
 now_ns(void)
 {
-#if PY_VERSION_HEX >= 0x030D0000
-    PyTime_t t;
-    (void)PyTime_PerfCounterRaw(&t);
-    return (long long)t;
+    if (monotonic_is_perf_counter) {
+        return monotonic_ns();
+    }
+    PyObject *value = PyObject_CallNoArgs(perf_counter_ns);
+    if (value == NULL) {
+        return -1;
+    }
+    long long ns = PyLong_AsLongLong(value);
+    Py_DECREF(value);
+    return ns;
+}
+
+/* Whether CLOCK_MONOTONIC is perf_counter_ns's clock: three readings of ours, each between
+   two of Python's, in order (one clock); 0 where they disagree or an error is set. */
+static int
+check_monotonic_clock(void)
+{
+#if defined(__linux__)
+    for (int round = 0; round < 3; round++) {
+        PyObject *before = PyObject_CallNoArgs(perf_counter_ns);
+        long long ours = monotonic_ns();
+        PyObject *after = PyObject_CallNoArgs(perf_counter_ns);
+        long long low = before ? PyLong_AsLongLong(before) : -1, high = after ? PyLong_AsLongLong(after) : -1;
+        Py_XDECREF(before);
+        Py_XDECREF(after);
+        if (PyErr_Occurred()) {
+            return -1;
+        }
+        if (ours < 0 || ours < low || ours > high) {
+            return 0;
+        }
+    }
+    return 1;
 #else
-    return (long long)_PyTime_GetPerfCounter();
+    return 0;
 #endif
 }
 
@@ -71,6 +134,7 @@ static PyObject *current_threads = NULL;
 static unsigned long long current_generation = 0; /* numbers each plain recording set (from 1) */
 static unsigned long long generations = 0;
 static PyObject *idle = NULL;           /* the shared do-nothing context manager */
+static PyTypeObject *IdleType = NULL, *SpanType = NULL, *TracerType = NULL; /* heap types */
 static PyObject *str_events = NULL, *str_threads = NULL, *str_add = NULL, *str_name = NULL;
 
 /* ---- the idle context manager ---- */
@@ -97,13 +161,17 @@ static PyMethodDef idle_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject IdleType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "stepscope.capture._spans.Idle",
-    .tp_doc = "The context manager handed out while nothing records.",
-    .tp_basicsize = sizeof(IdleObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_methods = idle_methods,
+static PyType_Slot idle_slots[] = {
+    {Py_tp_doc, "The context manager handed out while nothing records."},
+    {Py_tp_methods, idle_methods},
+    {0, NULL},
+};
+
+static PyType_Spec idle_spec = {
+    .name = "stepscope.capture._spans.Idle",
+    .basicsize = sizeof(IdleObject),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = idle_slots,
 };
 
 /* ---- one annotated block ---- */
@@ -119,8 +187,6 @@ typedef struct {
     long long start;
 } SpanObject;
 
-static PyTypeObject SpanType;
-
 /* A span of ``name`` (args: a new reference or NULL) into ``recording``. */
 static PyObject *
 span_make(PyObject *name, PyObject *args, PyObject *recording)
@@ -132,7 +198,7 @@ span_make(PyObject *name, PyObject *args, PyObject *recording)
         threads = Py_NewRef(current_threads);
         generation = current_generation;
     }
-    else if (Py_IS_TYPE(recording, (PyTypeObject *)recording_type)) {
+    else if (Py_TYPE(recording) == (PyTypeObject *)recording_type) {
         events = PyObject_GetAttr(recording, str_events);
         threads = events ? PyObject_GetAttr(recording, str_threads) : NULL;
         if (threads == NULL || !PyList_CheckExact(events) || !PyDict_CheckExact(threads)) {
@@ -142,7 +208,7 @@ span_make(PyObject *name, PyObject *args, PyObject *recording)
             PyErr_Clear();
         }
     }
-    SpanObject *span = PyObject_GC_New(SpanObject, &SpanType);
+    SpanObject *span = PyObject_GC_New(SpanObject, SpanType);
     if (span == NULL) {
         Py_XDECREF(args);
         Py_XDECREF(events);
@@ -164,7 +230,7 @@ static PyObject *
 span_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 {
     PyObject *name, *span_args, *recording;
-    if (kwargs != NULL && PyDict_GET_SIZE(kwargs) != 0) {
+    if (kwargs != NULL && PyDict_Size(kwargs) != 0) {
         PyErr_SetString(PyExc_TypeError, "Span() takes no keyword arguments");
         return NULL;
     }
@@ -177,6 +243,7 @@ span_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
 static int
 span_traverse(SpanObject *self, visitproc visit, void *arg)
 {
+    Py_VISIT(Py_TYPE((PyObject *)self)); /* a heap type: its instances hold it */
     Py_VISIT(self->name);
     Py_VISIT(self->args);
     Py_VISIT(self->recording);
@@ -199,37 +266,43 @@ span_clear(SpanObject *self)
 static void
 span_dealloc(SpanObject *self)
 {
+    PyTypeObject *type = Py_TYPE((PyObject *)self);
     PyObject_GC_UnTrack(self);
     span_clear(self);
     PyObject_GC_Del(self);
+    Py_DECREF(type);
 }
 
 static PyObject *
 span_enter(SpanObject *self, PyObject *unused)
 {
     self->start = now_ns();
+    if (self->start < 0) {
+        return NULL;
+    }
     return Py_NewRef((PyObject *)self);
 }
 
 static inline int
 may_be_tracked(PyObject *object)
 {
-    return PyObject_IS_GC(object) && PyObject_GC_IsTracked(object);
+    return PyObject_GC_IsTracked(object); /* 0 for an object of a type without GC */
 }
 
 static PyObject *
 span_exit(SpanObject *self, PyObject *const *unused, Py_ssize_t nargs)
 {
     long long end = now_ns();
+    if (end < 0) {
+        return NULL;
+    }
     PyObject *start = PyLong_FromLongLong(self->start);
     PyObject *stop = PyLong_FromLongLong(end);
     if (start == NULL || stop == NULL) {
         goto fail;
     }
     if (self->events == NULL) { /* recording.add(name, start, end, args) */
-        /* call[0] is scratch space the callee may use (PY_VECTORCALL_ARGUMENTS_OFFSET). */
-        PyObject *call[6] = {NULL, self->recording, self->name, start, stop, self->args ? self->args : Py_None};
-        PyObject *done = PyObject_VectorcallMethod(str_add, call + 1, 5 | PY_VECTORCALL_ARGUMENTS_OFFSET, NULL);
+        PyObject *done = PyObject_CallMethodObjArgs(self->recording, str_add, self->name, start, stop, self->args ? self->args : Py_None, NULL);
         Py_DECREF(start);
         Py_DECREF(stop);
         if (done == NULL) {
@@ -259,11 +332,11 @@ span_exit(SpanObject *self, PyObject *const *unused, Py_ssize_t nargs)
         goto fail;
     }
     PyObject *args = self->args ? self->args : Py_None;
-    PyTuple_SET_ITEM(record, 0, Py_NewRef(self->name));
-    PyTuple_SET_ITEM(record, 1, start);
-    PyTuple_SET_ITEM(record, 2, stop);
-    PyTuple_SET_ITEM(record, 3, Py_NewRef(thread));
-    PyTuple_SET_ITEM(record, 4, Py_NewRef(args));
+    PyTuple_SetItem(record, 0, Py_NewRef(self->name)); /* cannot fail: a new 5-tuple */
+    PyTuple_SetItem(record, 1, start);
+    PyTuple_SetItem(record, 2, stop);
+    PyTuple_SetItem(record, 3, Py_NewRef(thread));
+    PyTuple_SetItem(record, 4, Py_NewRef(args));
     /* What the collector does to such a tuple at its first pass (nothing in it can hold a
        reference cycle), done now: a capture keeps millions of them. */
     if (!may_be_tracked(self->name) && !may_be_tracked(args)) {
@@ -287,17 +360,21 @@ static PyMethodDef span_methods[] = {
     {NULL, NULL, 0, NULL},
 };
 
-static PyTypeObject SpanType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "stepscope.capture._spans.Span",
-    .tp_doc = "Span(name, args, recording): one annotated block, recorded when it ends.",
-    .tp_basicsize = sizeof(SpanObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
-    .tp_new = span_new,
-    .tp_dealloc = (destructor)span_dealloc,
-    .tp_traverse = (traverseproc)span_traverse,
-    .tp_clear = (inquiry)span_clear,
-    .tp_methods = span_methods,
+static PyType_Slot span_slots[] = {
+    {Py_tp_doc, "Span(name, args, recording): one annotated block, recorded when it ends."},
+    {Py_tp_new, span_new},
+    {Py_tp_dealloc, span_dealloc},
+    {Py_tp_traverse, span_traverse},
+    {Py_tp_clear, span_clear},
+    {Py_tp_methods, span_methods},
+    {0, NULL},
+};
+
+static PyType_Spec span_spec = {
+    .name = "stepscope.capture._spans.Span",
+    .basicsize = sizeof(SpanObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .slots = span_slots,
 };
 
 /* ---- trace(name, **args): a callable object (a function has no attributes to set, and
@@ -305,15 +382,71 @@ static PyTypeObject SpanType = {
 
 typedef struct {
     PyObject_HEAD
-    vectorcallfunc vectorcall;
+    void *vectorcall; /* tracer_vectorcall where the Python running is 3.12+, else unused */
     PyObject *dict;
 } TracerObject;
+
+/* The stable ABI's vectorcall (3.12+), as 3.12's limited headers declare it. */
+#define STABLE_TPFLAGS_HAVE_VECTORCALL (1UL << 11)
+#define STABLE_VECTORCALL_ARGUMENTS_OFFSET ((size_t)1 << (8 * sizeof(size_t) - 1))
+
+/* The keyword arguments but ``name``, as a new dict, or NULL (none, or an error set). */
+static PyObject *
+span_args(PyObject *kwargs, int name_given)
+{
+    if (PyDict_Size(kwargs) == (name_given ? 1 : 0)) {
+        return NULL;
+    }
+    PyObject *copy = PyDict_Copy(kwargs); /* the caller's dict may be the user's own (``**args``) */
+    if (copy != NULL && name_given && PyDict_DelItem(copy, str_name) < 0) {
+        Py_CLEAR(copy);
+    }
+    return copy;
+}
+
+static PyObject *
+tracer_call(PyObject *callable, PyObject *args, PyObject *kwargs)
+{
+    Py_ssize_t nargs = PyTuple_Size(args);
+    PyObject *name = nargs == 1 ? PyTuple_GetItem(args, 0) : NULL;
+    int name_given = 0; /* ``name=`` given as a keyword */
+    if (nargs > 1) {
+        PyErr_Format(PyExc_TypeError, "trace() takes 1 positional argument but %zd were given", nargs);
+        return NULL;
+    }
+    if (kwargs != NULL) {
+        PyObject *keyword = PyDict_GetItemWithError(kwargs, str_name);
+        if (keyword == NULL && PyErr_Occurred()) {
+            return NULL;
+        }
+        if (keyword != NULL) {
+            if (name != NULL) {
+                PyErr_SetString(PyExc_TypeError, "trace() got multiple values for argument 'name'");
+                return NULL;
+            }
+            name = keyword;
+            name_given = 1;
+        }
+    }
+    if (name == NULL) {
+        PyErr_SetString(PyExc_TypeError, "trace() missing 1 required positional argument: 'name'");
+        return NULL;
+    }
+    if (current == NULL) {
+        return Py_NewRef(idle);
+    }
+    PyObject *recorded = kwargs == NULL ? NULL : span_args(kwargs, name_given);
+    if (recorded == NULL && PyErr_Occurred()) {
+        return NULL;
+    }
+    return span_make(name, recorded, current);
+}
 
 static PyObject *
 tracer_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
 {
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    Py_ssize_t nargs = (Py_ssize_t)(nargsf & ~STABLE_VECTORCALL_ARGUMENTS_OFFSET);
+    Py_ssize_t nkw = kwnames == NULL ? 0 : PyTuple_Size(kwnames);
     PyObject *name = nargs == 1 ? args[0] : NULL;
     Py_ssize_t name_at = -1; /* ``name=`` given as a keyword */
     if (nargs > 1) {
@@ -321,7 +454,7 @@ tracer_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
         return NULL;
     }
     for (Py_ssize_t i = 0; i < nkw; i++) {
-        PyObject *key = PyTuple_GET_ITEM(kwnames, i);
+        PyObject *key = PyTuple_GetItem(kwnames, i);
         if (key == str_name || PyUnicode_Compare(key, str_name) == 0) {
             if (name != NULL) {
                 PyErr_SetString(PyExc_TypeError, "trace() got multiple values for argument 'name'");
@@ -345,7 +478,7 @@ tracer_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
             return NULL;
         }
         for (Py_ssize_t i = 0; i < nkw; i++) {
-            if (i != name_at && PyDict_SetItem(kwargs, PyTuple_GET_ITEM(kwnames, i), args[nargs + i]) < 0) {
+            if (i != name_at && PyDict_SetItem(kwargs, PyTuple_GetItem(kwnames, i), args[nargs + i]) < 0) {
                 Py_DECREF(kwargs);
                 return NULL;
             }
@@ -357,6 +490,7 @@ tracer_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
 static int
 tracer_traverse(TracerObject *self, visitproc visit, void *arg)
 {
+    Py_VISIT(Py_TYPE((PyObject *)self));
     Py_VISIT(self->dict);
     return 0;
 }
@@ -371,31 +505,34 @@ tracer_clear(TracerObject *self)
 static void
 tracer_dealloc(TracerObject *self)
 {
+    PyTypeObject *type = Py_TYPE((PyObject *)self);
     PyObject_GC_UnTrack(self);
     tracer_clear(self);
     PyObject_GC_Del(self);
+    Py_DECREF(type);
 }
 
 static PyMemberDef tracer_members[] = {
-    {"__vectorcalloffset__", T_PYSSIZET, offsetof(TracerObject, vectorcall), READONLY, NULL},
     {"__dictoffset__", T_PYSSIZET, offsetof(TracerObject, dict), READONLY, NULL},
+    {NULL, 0, 0, 0, NULL}, /* "__vectorcalloffset__" on 3.12+ (module init) */
     {NULL, 0, 0, 0, NULL},
 };
 
-static PyTypeObject TracerType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "stepscope.capture._spans.Tracer",
-    .tp_doc = "trace(name, **args): ``with stepscope.trace(\"name\", **args):`` records the block as an event.",
-    .tp_basicsize = sizeof(TracerObject),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(TracerObject, vectorcall),
-    .tp_dictoffset = offsetof(TracerObject, dict),
-    .tp_dealloc = (destructor)tracer_dealloc,
-    .tp_traverse = (traverseproc)tracer_traverse,
-    .tp_clear = (inquiry)tracer_clear,
-    .tp_members = tracer_members,
-    .tp_getset = NULL,
+static PyType_Slot tracer_slots[] = {
+    {Py_tp_doc, "trace(name, **args): ``with stepscope.trace(\"name\", **args):`` records the block as an event."},
+    {Py_tp_call, tracer_call},
+    {Py_tp_dealloc, tracer_dealloc},
+    {Py_tp_traverse, tracer_traverse},
+    {Py_tp_clear, tracer_clear},
+    {Py_tp_members, tracer_members},
+    {0, NULL},
+};
+
+static PyType_Spec tracer_spec = {
+    .name = "stepscope.capture._spans.Tracer",
+    .basicsize = sizeof(TracerObject),
+    .flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .slots = tracer_slots,
 };
 
 /* ---- module functions ---- */
@@ -407,8 +544,8 @@ configure(PyObject *module, PyObject *args)
     if (!PyArg_ParseTuple(args, "O!O:configure", &PyType_Type, &type, &name_of_thread)) {
         return NULL;
     }
-    Py_XSETREF(recording_type, Py_NewRef(type));
-    Py_XSETREF(thread_name, Py_NewRef(name_of_thread));
+    replace(&recording_type, Py_NewRef(type));
+    replace(&thread_name, Py_NewRef(name_of_thread));
     Py_RETURN_NONE;
 }
 
@@ -419,7 +556,7 @@ set_recording(PyObject *module, PyObject *recording)
     if (recording == Py_None) {
         recording = NULL;
     }
-    else if (recording_type != NULL && Py_IS_TYPE(recording, (PyTypeObject *)recording_type)) {
+    else if (recording_type != NULL && Py_TYPE(recording) == (PyTypeObject *)recording_type) {
         events = PyObject_GetAttr(recording, str_events);
         threads = events ? PyObject_GetAttr(recording, str_threads) : NULL;
         if (threads == NULL) {
@@ -432,9 +569,9 @@ set_recording(PyObject *module, PyObject *recording)
         }
     }
     Py_XINCREF(recording);
-    Py_XSETREF(current, recording);
-    Py_XSETREF(current_events, events);
-    Py_XSETREF(current_threads, threads);
+    replace(&current, recording);
+    replace(&current_events, events);
+    replace(&current_threads, threads);
     current_generation = events != NULL ? ++generations : 0;
     Py_RETURN_NONE;
 }
@@ -456,7 +593,23 @@ static struct PyModuleDef spans_module = {
 PyMODINIT_FUNC
 PyInit__spans(void)
 {
-    if (PyType_Ready(&IdleType) < 0 || PyType_Ready(&SpanType) < 0 || PyType_Ready(&TracerType) < 0) {
+    IdleType = (PyTypeObject *)PyType_FromSpec(&idle_spec);
+    SpanType = (PyTypeObject *)PyType_FromSpec(&span_spec);
+    if (Py_Version >= 0x030C0000) {
+        tracer_members[1] = (PyMemberDef){"__vectorcalloffset__", T_PYSSIZET, offsetof(TracerObject, vectorcall), READONLY, NULL};
+        tracer_spec.flags |= STABLE_TPFLAGS_HAVE_VECTORCALL;
+    }
+    TracerType = (PyTypeObject *)PyType_FromSpec(&tracer_spec);
+    if (IdleType == NULL || SpanType == NULL || TracerType == NULL) {
+        return NULL;
+    }
+    PyObject *time_module = PyImport_ImportModule("time");
+    perf_counter_ns = time_module ? PyObject_GetAttrString(time_module, "perf_counter_ns") : NULL;
+    Py_XDECREF(time_module);
+    PyObject *threading_module = PyImport_ImportModule("threading");
+    get_native_id = threading_module ? PyObject_GetAttrString(threading_module, "get_native_id") : NULL;
+    Py_XDECREF(threading_module);
+    if (perf_counter_ns == NULL || get_native_id == NULL || (monotonic_is_perf_counter = check_monotonic_clock()) < 0) {
         return NULL;
     }
     str_events = PyUnicode_InternFromString("events");
@@ -474,18 +627,18 @@ PyInit__spans(void)
     if (module == NULL) {
         return NULL;
     }
-    idle = PyObject_New(PyObject, &IdleType);
-    TracerObject *tracer = PyObject_GC_New(TracerObject, &TracerType);
+    idle = PyObject_New(PyObject, IdleType);
+    TracerObject *tracer = PyObject_GC_New(TracerObject, TracerType);
     if (idle == NULL || tracer == NULL) {
-        Py_XDECREF(tracer);
+        Py_XDECREF((PyObject *)tracer);
         Py_DECREF(module);
         return NULL;
     }
-    tracer->vectorcall = tracer_vectorcall;
+    tracer->vectorcall = Py_Version >= 0x030C0000 ? (void *)tracer_vectorcall : NULL;
     tracer->dict = NULL;
     PyObject_GC_Track(tracer);
     if (PyModule_AddObjectRef(module, "IDLE", idle) < 0 || PyModule_AddObject(module, "trace", (PyObject *)tracer) < 0 ||
-        PyModule_AddObjectRef(module, "Span", (PyObject *)&SpanType) < 0 || PyModule_AddObjectRef(module, "Idle", (PyObject *)&IdleType) < 0) {
+        PyModule_AddObjectRef(module, "Span", (PyObject *)SpanType) < 0 || PyModule_AddObjectRef(module, "Idle", (PyObject *)IdleType) < 0) {
         Py_DECREF(module);
         return NULL;
     }

@@ -1,4 +1,4 @@
-"""Capture sessions: ``stepscope.profile(logdir)``, ``start`` / ``stop``.
+"""Capture sessions: ``start`` / ``stop`` (and ``stepscope.profile``, in profiling.py).
 
 ``CaptureSession`` is the in-flight object: it starts the tracers (stepscope's annotation
 and Python tracers, and the adapter of every framework the program has imported), and on
@@ -29,7 +29,7 @@ import socket
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -200,8 +200,11 @@ class CaptureSession:
         """Stops every tracer and writes the profile; returns its path (None if nothing was
         recorded, or if this session never started or belongs to another process)."""
         profile = self.collect()
-        if profile is None:
-            return None
+        return None if profile is None else self.save(profile)
+
+    def save(self, profile: Profile) -> Path | None:
+        """Writes what ``collect`` returned (or a crop of it) as this session's profile;
+        returns its path, or None (with a warning) where it could not be written."""
         path = self._free_path()
         self.phase = WRITING
         try:
@@ -308,13 +311,3 @@ def stop() -> Path | None:
     if session is None:
         raise StepscopeError("no stepscope capture is running")
     return session.stop()
-
-
-@contextlib.contextmanager
-def profile(logdir: str | Path, options: ProfilerOptions | None = None) -> Iterator[CaptureSession]:
-    """``with stepscope.profile(logdir):`` captures the block (see ``start``)."""
-    session = start(logdir, options)
-    try:
-        yield session
-    finally:
-        session.stop()

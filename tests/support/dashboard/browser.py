@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import urlencode, urlparse
+
+import playwright.sync_api as playwright_api
 
 from tests.support.traces import ROOT
 
@@ -19,6 +23,32 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 SCREENSHOTS = ROOT / "screenshots"
+
+
+@contextmanager
+def chromium() -> Iterator[playwright_api.Browser]:
+    """One headless Chromium (a launch costs seconds: a test folder shares one)."""
+    with playwright_api.sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        yield launched
+        launched.close()
+
+
+@contextmanager
+def watched_page(browser: playwright_api.Browser) -> Iterator[playwright_api.Page]:
+    """A page in a fresh context (no cookies, storage or listeners from another test) that,
+    when the test is done, must have fetched nothing from outside the server and raised no
+    error."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+    opened = context.new_page()
+    requested: list[str] = []
+    errors: list[str] = []
+    opened.on("request", lambda request: requested.append(request.url))
+    opened.on("pageerror", lambda error: errors.append(str(error)))
+    yield opened
+    context.close()
+    assert foreign_requests(requested) == [], "the page fetched something from outside stepscope"
+    assert errors == [], errors
 
 
 def page_url(base: str, **params: str) -> str:

@@ -29,13 +29,23 @@ class Answer:
 
 
 class DashboardServer:
-    def __init__(self, logdir: Path, cache_dir: Path, *args: str, host: str = "127.0.0.1", env: dict[str, str] | None = None, preexec_fn=None) -> None:
+    def __init__(
+        self,
+        logdir: Path,
+        cache_dir: Path,
+        *args: str,
+        host: str = "127.0.0.1",
+        env: dict[str, str] | None = None,
+        preexec_fn=None,
+        python: str = sys.executable,
+    ) -> None:
         """``args``: more ``serve`` options; ``env`` and ``preexec_fn`` as for
-        ``subprocess.Popen`` (settings, resource limits)."""
+        ``subprocess.Popen`` (settings, resource limits); ``python``: the interpreter (and so
+        the installed stepscope) that serves."""
         self.cache_dir = cache_dir
         self.host = host
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "stepscope.cli", "serve", "--logdir", str(logdir), "--host", host, "--port", "0", "--cache-dir", str(cache_dir), *args],
+            [python, "-m", "stepscope.cli", "serve", "--logdir", str(logdir), "--host", host, "--port", "0", "--cache-dir", str(cache_dir), *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
