@@ -80,7 +80,7 @@ protos: $(STAMP)
 # Tools benchmark against XProf's converter: xprof and TensorFlow are in .venv (test deps).
 # Distributed benchmark: stepscope's engines (ray is a test dep) in .venv, HTA's multi-rank
 # load in .venv-bench/bin/python.
-bench: $(STAMP) $(WEB_BUILT) $(CHROMIUM)
+bench: $(STAMP) $(WEB_BUILT) $(CHROMIUM) $(DIST_STAMP)
 	test -x .venv-bench/bin/python || python3 -m venv .venv-bench
 	.venv-bench/bin/python -m pip install --quiet -e . holistictraceanalysis
 	$(PY) bench/make_large_trace.py
@@ -90,6 +90,7 @@ bench: $(STAMP) $(WEB_BUILT) $(CHROMIUM)
 	$(PY) bench/overhead.py
 	$(PY) bench/capture_stop.py
 	$(PY) bench/job_side.py
+	$(PY) bench/install.py
 	$(PY) bench/remote_stop.py
 	$(PY) bench/diff.py
 	$(PY) bench/trace_viewer.py

@@ -39,6 +39,7 @@ BENCHMARKS: dict[str, str] = {
     "overhead": "bench/overhead.py",
     "capture_stop": "bench/capture_stop.py",
     "job_side": "bench/job_side.py",
+    "install": "bench/install.py",
     "remote_stop": "bench/remote_stop.py",
     "diff": "bench/diff.py",
     "distributed": "bench/distributed.py",
