@@ -314,6 +314,7 @@ LOOPBACK = {"127.0.0.1", "localhost", "[::1]"}
         (None, True, [], None, None, False),  # --bind_all: TensorBoard has no access control
         (None, True, [], True, None, True),  # ... captures only with --stepscope_captures
         (None, True, ["box.lan"], None, LOOPBACK | {"box.lan"}, False),
+        ("", False, [], None, None, False),  # --host "": TensorBoard binds every interface
         ("192.168.1.5", False, [], None, None, False),
         ("192.168.1.5", False, ["box.lan"], None, {"192.168.1.5", "box.lan"}, False),
     ],

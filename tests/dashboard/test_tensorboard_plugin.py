@@ -11,13 +11,16 @@ standard library, the capture's steps from the loop that made it.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 from dataclasses import dataclass
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlencode, urlparse
 
@@ -161,6 +164,24 @@ def test_who_may_ask_inside_tensorboard(tensorboard, tb_logdir):
     assert page.headers["referrer-policy"] == "no-referrer"
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/assets/..%2f..%2f..%2f..%2f..%2fpyproject.toml",
+        "/../../../../../../etc/passwd",
+        "/%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/%2e%2e/etc/passwd",
+        "/..%2f..%2f..%2f..%2f..%2f..%2fetc%2fpasswd",
+        "//etc/passwd",
+    ],
+)
+def test_no_address_under_the_prefix_reaches_outside(tensorboard, path):
+    """The prefix moved out of the path leaves the rest to the dashboard's own routing,
+    which serves only its page, its assets and the API."""
+    answer = tensorboard.request("GET", PREFIX + path)
+    assert answer.status in (400, 404), (path, answer.status)
+    assert b"root:" not in answer.body and b"[project]" not in answer.body
+
+
 def test_the_tab_is_active_only_where_there_is_a_profile(tmp_path, tb_logdir):
     from tensorboard.plugins import base_plugin
 
@@ -176,6 +197,11 @@ def test_the_tab_is_active_only_where_there_is_a_profile(tmp_path, tb_logdir):
 
 
 # ---------------------------------------------------------------- in Chromium
+
+
+class QuietFiles(SimpleHTTPRequestHandler):
+    def log_message(self, format, *args):
+        pass
 
 
 class TabWatch:
@@ -199,17 +225,23 @@ class TabWatch:
         assert [url for url in self.requests if urlparse(url).path.startswith("/api/")] == []
 
 
+def dashboard_frame(page):
+    """The frame the stepscope tab turned into the dashboard's page."""
+    for _ in range(READY_TIMEOUT_MS // 100):
+        frame = next((frame for frame in page.frames if urlparse(frame.url).path == PAGE), None)
+        if frame is not None:
+            return frame
+        page.wait_for_timeout(100)  # not time.sleep: Playwright sees new frames while it waits
+    pytest.fail(f"no stepscope frame; frames: {[frame.url for frame in page.frames]}")
+
+
 def open_tab(page, tensorboard):
     """TensorBoard's page on the stepscope tab; the dashboard's frame once its page is up."""
     page.goto(f"{tensorboard.root}#stepscope")
     page.get_by_text("stepscope", exact=True).first.wait_for(timeout=READY_TIMEOUT_MS)
-    for _ in range(READY_TIMEOUT_MS // 100):
-        frame = next((frame for frame in page.frames if urlparse(frame.url).path == PAGE), None)
-        if frame is not None:
-            frame.wait_for_selector('#tool[data-state="ready"]', timeout=READY_TIMEOUT_MS)
-            return frame
-        page.wait_for_timeout(100)
-    pytest.fail(f"no stepscope frame; frames: {[frame.url for frame in page.frames]}")
+    frame = dashboard_frame(page)
+    frame.wait_for_selector('#tool[data-state="ready"]', timeout=READY_TIMEOUT_MS)
+    return frame
 
 
 def choose_tool(frame, tool: str) -> None:
@@ -273,13 +305,45 @@ def test_every_tool_in_the_tensorboard_tab(tab, tensorboard, tb_logdir):
     watch.check()
 
 
+NOTEBOOK = """<!doctype html>
+<title>a notebook</title>
+<link rel="icon" href="data:," />
+<p>%tensorboard --logdir logs</p>
+<iframe id="tensorboard" src="{url}#stepscope" width="1240" height="820"></iframe>
+"""
+
+
+def test_the_tab_inside_a_notebook(tab, tensorboard, tb_logdir, tmp_path):
+    """``%tensorboard`` shows TensorBoard in a frame of the notebook's page, on another
+    origin (the notebook's port): the tab's page, a frame inside that frame, must load
+    there too (frame-ancestors or X-Frame-Options 'self' would blank it)."""
+    page, watch = tab
+    (tmp_path / "notebook.html").write_text(NOTEBOOK.format(url=tensorboard.root))
+    handler = functools.partial(QuietFiles, directory=str(tmp_path))
+    notebook = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=notebook.serve_forever, daemon=True).start()
+    try:
+        page.goto(f"http://127.0.0.1:{notebook.server_port}/notebook.html")
+        frame = dashboard_frame(page)
+        frame.wait_for_selector('#tool[data-state="ready"]', timeout=READY_TIMEOUT_MS)
+        assert frame.parent_frame is not None and frame.parent_frame.parent_frame == page.main_frame
+        go(frame, tensorboard, "overview_page", **tb_logdir.capture)
+        assert sorted(int(step) for step in column_values(frame, "steps", "step")) == list(range(STEPS))
+    finally:
+        notebook.shutdown()
+        notebook.server_close()
+    watch.check()
+
+
 def test_the_capture_dialog_in_the_tensorboard_tab(tab, tensorboard, tmp_path):
     """Capture profile, from the tab: the dialog opens, captures a live job through
     TensorBoard and closes onto the new run."""
     page, watch = tab
-    job = Job(tmp_path, "tensorboard", seconds=8)
-    before = {run["name"] for run in tensorboard.get("/api/runs").json()["runs"]}
     frame = open_tab(page, tensorboard)
+    # Started once the tab is up (TensorBoard's page may take a while on a busy machine);
+    # it steps until the capture is over (finish), a minute at most.
+    job = Job(tmp_path, "tensorboard", seconds=60)
+    before = {run["name"] for run in tensorboard.get("/api/runs").json()["runs"]}
     frame.click("#capture-button")
     assert frame.locator("#capture-dialog").evaluate("dialog => dialog.open")
     frame.fill("#capture-addresses", job.address)

@@ -140,14 +140,15 @@ class Access:
     @classmethod
     def for_tensorboard(cls, host: str | None, bind_all: bool, allow_hosts: Iterable[str] = (), captures: bool | None = None) -> Access:
         """The rules inside a TensorBoard started with ``--host host`` (None: TensorBoard's
-        default, localhost) or ``--bind_all``. TensorBoard decides who reaches its port
-        and has no token, so none is asked (its users could not get one). On loopback the
+        default, localhost; "": every interface, as TensorBoard binds it) or
+        ``--bind_all``. TensorBoard decides who reaches its port and has no token, so none
+        is asked (its users could not get one). On loopback the
         Host names are checked as for ``serve`` (TensorBoard checks none, and a rebinding
         page must not reach captures or profiles through it); beyond loopback, only when
         ``allow_hosts`` names them. Captures make the server connect out and write into the
         logdir: on loopback they are on, beyond it off unless ``captures`` is True (anyone
         on the network could start them, with no token to stop them)."""
-        bound = "::" if bind_all else (host or "localhost")
+        bound = "::" if bind_all else ("localhost" if host is None else host)
         named = {host_name(name) for name in allow_hosts if host_name(name)}
         names = set() if is_wildcard(bound) else {host_name(bound)}
         loopback = is_loopback(bound)

@@ -23,10 +23,11 @@ host, and how it is kept:
   logged); after it started, it is raised into the server, which drops the connection
   (a half-sent body must not look complete).
 
-Why not a library: a converter that forwards messages without cancelling the app on a
-client disconnect leaves streaming responses (and the export cache's "being downloaded"
-marks) pinned forever, and none runs the lifespan; this module is the ~150 lines that do
-both, with no dependency for users who never start TensorBoard.
+Why not a library: the maintained converter (a2wsgi 1.10, read for this) neither runs the
+app's lifespan, which starts and stops the dashboard's workers, nor ends the app's task
+when the server closes the response early, which leaves an abandoned streaming response
+(and the export cache's "being downloaded" mark) waiting forever. This module does both,
+in ~250 lines, and adds no dependency for the users who never start TensorBoard.
 """
 
 from __future__ import annotations
@@ -80,7 +81,6 @@ def scope_for(environ: Environ) -> Scope:
         "method": environ["REQUEST_METHOD"].upper(),
         "scheme": environ.get("wsgi.url_scheme", "http"),
         "path": root_path + _text(environ.get("PATH_INFO", "")),
-        "raw_path": None,
         "root_path": root_path,
         "query_string": environ.get("QUERY_STRING", "").encode("latin-1"),
         "headers": headers,
