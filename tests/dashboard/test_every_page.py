@@ -11,14 +11,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.dashboard.browser import SCREENSHOTS, page_url
+from tests.support.dashboard.browser import CONTENT, SCREENSHOTS, page_url
 from tests.support.dashboard.logdir import TPU_SESSION
 
 READY_TIMEOUT_MS = 240_000
 KINDS = ("gpu", "tpu", "cpu")
-# What a page shows when it has something to show (figures, tables, charts, the timeline)
-# and the one-line notices it shows instead when it has not.
-CONTENT = "[data-metric], table[data-table] tbody tr, canvas, .note"
 
 
 def where(kind: str, logdir) -> dict[str, str]:

@@ -302,6 +302,42 @@ def test_no_token_beyond_loopback_needs_allowed_hosts(host):
         Access.for_bind(host, 9001, [], token=False)
 
 
+LOOPBACK = {"127.0.0.1", "localhost", "[::1]"}
+
+
+@pytest.mark.parametrize(
+    ("host", "bind_all", "allow", "captures", "hosts", "captures_on"),
+    [
+        (None, False, [], None, LOOPBACK, True),  # tensorboard's default: localhost
+        ("127.0.0.1", False, ["notebook.lan"], None, LOOPBACK | {"notebook.lan"}, True),
+        ("::1", False, [], None, LOOPBACK, True),
+        (None, True, [], None, None, False),  # --bind_all: TensorBoard has no access control
+        (None, True, [], True, None, True),  # ... captures only with --stepscope_captures
+        (None, True, ["box.lan"], None, LOOPBACK | {"box.lan"}, False),
+        ("", False, [], None, None, False),  # --host "": TensorBoard binds every interface
+        ("192.168.1.5", False, [], None, None, False),
+        ("192.168.1.5", False, ["box.lan"], None, {"192.168.1.5", "box.lan"}, False),
+    ],
+)
+def test_access_rules_inside_tensorboard(host, bind_all, allow, captures, hosts, captures_on):
+    """TensorBoard has no token, so none is asked; Host names as for serve on loopback,
+    beyond it only those named; captures off beyond loopback unless asked for."""
+    access = Access.for_tensorboard(host, bind_all, allow, captures)
+    assert access.hosts == (frozenset(hosts) if hosts is not None else None)
+    assert access.token is None and access.embedded
+    assert access.captures is captures_on
+
+
+def test_inside_tensorboard_the_page_may_be_framed_and_every_other_header_holds():
+    embedded, served = Access.for_tensorboard(None, False).headers, Access.for_bind("127.0.0.1", 9001).headers
+    assert {name.lower(): value for name, value in served.items() if name.lower() in HEADERS} == HEADERS
+    assert "X-Frame-Options" not in embedded and "frame-ancestors" not in embedded["Content-Security-Policy"]
+    assert {name: value for name, value in served.items() if name != "X-Frame-Options"} == {
+        **embedded,
+        "Content-Security-Policy": embedded["Content-Security-Policy"] + "; frame-ancestors 'none'",
+    }
+
+
 def test_tokens_are_new_at_every_start():
     assert Access.for_bind("0.0.0.0", 9001).token != Access.for_bind("0.0.0.0", 9001).token
 

@@ -125,15 +125,24 @@ export class Cancelled extends Error {
   }
 }
 
-/** "/api/data?run=..&host=..&tool=.." (and `extra` parameters), in the documented order. */
-export function apiUrl(path: string, params: Record<string, string>): string {
+/**
+ * Where the API is, relative to the page: `stepscope serve` serves the page at `/` and the
+ * API at `/api/`, TensorBoard at `/data/plugin/stepscope/index.html` and
+ * `/data/plugin/stepscope/api/` (under its `--path_prefix`, or a notebook's proxy prefix,
+ * in front of both). A relative address reaches the API in every case; an absolute
+ * `/api/...` would leave TensorBoard's plugin prefix.
+ */
+export const API_ROOT = "api/";
+
+/** "api/data?run=..&host=..&tool=.." for `endpoint` "data" (and `extra` parameters), in the documented order. */
+export function apiUrl(endpoint: string, params: Record<string, string> = {}): string {
   const query = new URLSearchParams(params).toString();
-  return query ? `${path}?${query}` : path;
+  return query ? `${API_ROOT}${endpoint}?${query}` : `${API_ROOT}${endpoint}`;
 }
 
 /** The CSV export address of one table (the server sends it as an attachment). */
 export function csvUrl(selection: Selection, table: string): string {
-  return apiUrl("/api/csv", toolParams(selection, { table }));
+  return apiUrl("csv", toolParams(selection, { table }));
 }
 
 export async function errorOf(response: Response): Promise<ApiError> {
@@ -154,11 +163,11 @@ async function getJson<T>(url: string, signal?: AbortSignal): Promise<T> {
 }
 
 export function getRuns(signal?: AbortSignal): Promise<RunsResponse> {
-  return getJson<RunsResponse>("/api/runs", signal);
+  return getJson<RunsResponse>(apiUrl("runs"), signal);
 }
 
 export function getTools(run: string, host: string, signal?: AbortSignal): Promise<ToolsResponse> {
-  return getJson<ToolsResponse>(apiUrl("/api/tools", { run, host }), signal);
+  return getJson<ToolsResponse>(apiUrl("tools", { run, host }), signal);
 }
 
 export const POLL_MS = 500;
@@ -189,7 +198,7 @@ export async function getToolJson<T>(
   onPending: (pending: Pending) => void,
   signal: AbortSignal,
 ): Promise<T> {
-  const url = apiUrl(`/api/${endpoint}`, toolParams(selection));
+  const url = apiUrl(endpoint, toolParams(selection));
   for (;;) {
     let response: Response;
     try {
@@ -211,7 +220,7 @@ export async function getToolJson<T>(
 }
 
 export async function startCapture(request: CaptureRequest): Promise<{ id: string }> {
-  const response = await fetch("/api/capture", {
+  const response = await fetch(apiUrl("capture"), {
     method: "POST",
     headers: { "Content-Type": "application/json", Accept: "application/json" },
     body: JSON.stringify(request),
@@ -221,5 +230,5 @@ export async function startCapture(request: CaptureRequest): Promise<{ id: strin
 }
 
 export function getCapture(id: string, signal?: AbortSignal): Promise<CaptureStatus> {
-  return getJson<CaptureStatus>(`/api/capture/${encodeURIComponent(id)}`, signal);
+  return getJson<CaptureStatus>(apiUrl(`capture/${encodeURIComponent(id)}`), signal);
 }

@@ -83,7 +83,7 @@ describe("polling the tool data", () => {
     await expect(result).resolves.toEqual({ ok: 1 });
     expect(seen.map((pending) => pending.progress)).toEqual([0.25, 0.5]);
     expect(fetch).toHaveBeenCalledTimes(3);
-    expect(fetch.mock.calls[0]![0]).toBe("/api/data?run=r&host=h&tool=overview_page");
+    expect(fetch.mock.calls[0]![0]).toBe("api/data?run=r&host=h&tool=overview_page");
   });
 
   it("turns 4xx answers into errors carrying the server's message", async () => {

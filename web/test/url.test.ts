@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { apiUrl, csvUrl } from "../src/api";
+import { exportUrl, queryUrl } from "../src/trace/api";
 import { buildQuery, evidenceAddress, keptParams, notFoundNotice, parseQuery, pickHost, pickRun, pickTool, resolveRunHost, sameSelection } from "../src/state/url";
 import { tableAddress } from "../src/state/table-url";
 
@@ -45,8 +46,23 @@ describe("fallbacks", () => {
 
 describe("API addresses", () => {
   it("builds the CSV export link of a table", () => {
-    expect(csvUrl({ run: "r 1", host: "h", tool: "kernel_stats" }, "kernels")).toBe("/api/csv?run=r+1&host=h&tool=kernel_stats&table=kernels");
-    expect(apiUrl("/api/runs", {})).toBe("/api/runs");
+    expect(csvUrl({ run: "r 1", host: "h", tool: "kernel_stats" }, "kernels")).toBe("api/csv?run=r+1&host=h&tool=kernel_stats&table=kernels");
+    expect(apiUrl("runs")).toBe("api/runs");
+  });
+  it("are relative to the page, so they work at / and under TensorBoard's plugin prefix", () => {
+    const selection = { run: "r", host: "h", tool: "trace_viewer" };
+    const addresses = [
+      apiUrl("runs"),
+      csvUrl(selection, "kernels"),
+      queryUrl(selection, { start_ps: 0, end_ps: 10, width_px: 100, tracks: [1], all: false, filter: "" }),
+      exportUrl(selection, 0, 10),
+    ];
+    for (const address of addresses) {
+      expect(address.startsWith("/")).toBe(false);
+      const api = (page: string): string => new URL(address, page).pathname;
+      expect(api("http://127.0.0.1:9001/?run=r")).toMatch(/^\/api\//);
+      expect(api("http://127.0.0.1:6006/proxy/6006/data/plugin/stepscope/index.html?run=r")).toMatch(/^\/proxy\/6006\/data\/plugin\/stepscope\/api\//);
+    }
   });
 });
 

@@ -187,6 +187,13 @@ def api_csv(request: Request) -> Response:
 
 @state_changing  # POST of JSON from this server's own page only
 async def api_capture_start(request: Request) -> Response:
+    access: Access = request.app.state.access
+    if not access.captures:
+        return error(
+            403,
+            "captures are off: this TensorBoard listens beyond loopback with no access control, so anyone who reaches it "
+            "could start one; start tensorboard with --stepscope_captures to allow them (docs/security.md)",
+        )
     try:
         body = await request.json()
     except ValueError:
@@ -242,8 +249,12 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
         cache.close()
         app.state.profile_jobs.close()
 
+    access = access or Access.for_bind("127.0.0.1", 0)
     routes = [
         Route("/", page),
+        # The page's own name: TensorBoard cannot route its plugin's folder ("/data/plugin/
+        # stepscope/" is matched without its slash), so there the page is index.html.
+        Route("/index.html", page),
         Route("/api/runs", api_runs),
         Route("/api/tools", api_tools),
         Route("/api/data", api_data),
@@ -258,7 +269,7 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
     ]
     if STATIC_DIR.is_dir():  # the built page's assets (without a build, "/" says how to make one)
         routes.append(Mount("/", StaticFiles(directory=STATIC_DIR)))
-    middleware = [Middleware(Guard, access=access or Access.for_bind("127.0.0.1", 0))]
+    middleware = [Middleware(Guard, access=access)]
     # Fast compression: trace answers are megabytes of floats on a local link.
     middleware.append(Middleware(GZipMiddleware, minimum_size=4096, compresslevel=1))
     app = Starlette(
@@ -269,6 +280,7 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
         lifespan=lifespan,
     )
     app.state.dashboard = dashboard
+    app.state.access = access
     app.state.indexes = trace_api.Indexes()
     app.state.profile_jobs = ProfileJobs()
     app.state.tool_runs = ToolRuns(app.state.profile_jobs)

@@ -14,7 +14,8 @@ Three layers, all in front of every route:
   (``Sec-Fetch-Site``); a request that changes state (``state_changing``) must be a POST of
   JSON whose ``Origin``, when sent, is this server.
 
-Every answer, refusals included, carries ``SECURITY_HEADERS``.
+Every answer, refusals included, carries ``SECURITY_HEADERS`` (``EMBEDDED_HEADERS`` inside
+TensorBoard, whose page frames this one: ``Access.for_tensorboard``).
 """
 
 from __future__ import annotations
@@ -49,6 +50,14 @@ SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "Referrer-Policy": "no-referrer",  # the token in a ?token= address never leaves in a Referer
     "Cross-Origin-Resource-Policy": "same-origin",  # no <img>/<script> of another site loads an answer
+}
+# Inside TensorBoard the page is a frame of TensorBoard's page, which a notebook frames in
+# turn (`%tensorboard`: the notebook is on another port, another origin). frame-ancestors
+# and X-Frame-Options judge every ancestor, so 'self' would blank the tab in a notebook;
+# framing is left as TensorBoard leaves its own pages (it sets neither). The rest holds.
+EMBEDDED_HEADERS = {
+    **{name: value for name, value in SECURITY_HEADERS.items() if name != "X-Frame-Options"},
+    "Content-Security-Policy": CONTENT_SECURITY_POLICY.replace("; frame-ancestors 'none'", ""),
 }
 # Sec-Fetch-Site values of requests another site made: the page's own are "same-origin",
 # an address typed or bookmarked is "none". "same-site" is another port of the same host
@@ -95,11 +104,14 @@ class Access:
     """What a server lets in. ``hosts``: the Host names answered (None: any); ``token``:
     the secret every request must carry (None: none needed); ``cookie``: the cookie's name
     (with the port in it: cookies are per host name, not per port, and two servers on one
-    machine must not overwrite each other's)."""
+    machine must not overwrite each other's); ``embedded``: served inside TensorBoard's
+    page (``EMBEDDED_HEADERS``); ``captures``: whether ``POST /api/capture`` may start one."""
 
     hosts: frozenset[str] | None
     token: str | None
     cookie: str
+    embedded: bool = False
+    captures: bool = True
 
     @classmethod
     def for_bind(cls, host: str, port: int, allow_hosts: Iterable[str] = (), token: bool | None = None) -> Access:
@@ -125,6 +137,31 @@ class Access:
         hosts = frozenset(bound | named) if loopback or named else None
         return cls(hosts, secrets.token_hex(24) if with_token else None, f"stepscope-token-{port}")
 
+    @classmethod
+    def for_tensorboard(cls, host: str | None, bind_all: bool, allow_hosts: Iterable[str] = (), captures: bool | None = None) -> Access:
+        """The rules inside a TensorBoard started with ``--host host`` (None: TensorBoard's
+        default, localhost; "": every interface, as TensorBoard binds it) or
+        ``--bind_all``. TensorBoard decides who reaches its port and has no token, so none
+        is asked (its users could not get one). On loopback the
+        Host names are checked as for ``serve`` (TensorBoard checks none, and a rebinding
+        page must not reach captures or profiles through it); beyond loopback, only when
+        ``allow_hosts`` names them. Captures make the server connect out and write into the
+        logdir: on loopback they are on, beyond it off unless ``captures`` is True (anyone
+        on the network could start them, with no token to stop them)."""
+        bound = "::" if bind_all else ("localhost" if host is None else host)
+        named = {host_name(name) for name in allow_hosts if host_name(name)}
+        names = set() if is_wildcard(bound) else {host_name(bound)}
+        loopback = is_loopback(bound)
+        if loopback or is_wildcard(bound):
+            names |= set(LOOPBACK_NAMES)
+        hosts = frozenset(names | named) if loopback or named else None
+        return cls(hosts, None, "", embedded=True, captures=loopback if captures is None else captures)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The headers every answer carries."""
+        return dict(EMBEDDED_HEADERS if self.embedded else SECURITY_HEADERS)
+
     def host_problem(self, headers: Headers) -> str | None:
         if self.hosts is None:
             return None
@@ -132,7 +169,8 @@ class Access:
         if host_name(given) in self.hosts:
             return None
         allowed = ", ".join(sorted(self.hosts))
-        return f"this server does not answer to Host {given!r} (it answers to {allowed}; add a name with --allow-host NAME)"
+        option = "tensorboard --stepscope_allow_host NAME" if self.embedded else "--allow-host NAME"
+        return f"this server does not answer to Host {given!r} (it answers to {allowed}; add a name with {option})"
 
     def token_given(self, headers: Headers, query: QueryParams) -> str:
         """How the request carries the token: ``"address"`` (``?token=``: the answer sets the
@@ -170,7 +208,7 @@ class Guard:
             await self.app(scope, receive, send)
             return
         headers = Headers(scope=scope)
-        extra = dict(SECURITY_HEADERS)
+        extra = self.access.headers
         refused = None
         if problem := self.access.host_problem(headers):
             refused = refusal(400, problem)
@@ -181,7 +219,7 @@ class Guard:
                 refused = refusal(403, f"this server {why}: open the address with ?token= that `stepscope serve` printed")
             elif given == "address":
                 extra["Set-Cookie"] = self.access.set_cookie()
-        if refused is None and scope["path"].startswith("/api/") and headers.get("sec-fetch-site") in OTHER_SITES:
+        if refused is None and route_path(scope).startswith("/api/") and headers.get("sec-fetch-site") in OTHER_SITES:
             refused = refusal(403, f"the API does not answer other web sites (Sec-Fetch-Site: {headers['sec-fetch-site']})")
 
         async def send_with_headers(message: Message) -> None:
@@ -198,6 +236,15 @@ class Guard:
             await refused(scope, receive, send_with_headers)
         else:
             await self.app(scope, receive, send_with_headers)
+
+
+def route_path(scope: Scope) -> str:
+    """The request's path below the app's mount point: ``/api/runs`` whether the app is
+    served at ``/`` (``stepscope serve``) or under TensorBoard's
+    ``/data/plugin/stepscope`` (``root_path``, which ASGI's ``path`` includes)."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
 
 
 def origin_problem(request: Request) -> str | None:

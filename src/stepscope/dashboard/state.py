@@ -32,7 +32,6 @@ class Dashboard:
     captures: Captures
 
     def __post_init__(self) -> None:
-        self._root = self.logdir.resolve()
         self._lock = threading.Lock()
         self._listing: tuple[float, list[Run]] = (0.0, [])
 
@@ -40,18 +39,9 @@ class Dashboard:
         with self._lock:
             taken, runs = self._listing
             if time.monotonic() - taken > DISCOVERY_TTL_S:
-                try:
-                    found = discover(self.logdir)
-                except StepscopeError:  # an empty logdir is fine: runs appear later
-                    found = []
-                runs = [run for run in (self._inside(run) for run in found) if run.hosts]
+                runs = servable_runs(self.logdir)
                 self._listing = (time.monotonic(), runs)
             return runs
-
-    def _inside(self, run: Run) -> Run:
-        """The run without hosts whose file (through symlinks) lies outside the logdir."""
-        inside = [host for host in run.hosts if host.path.resolve().is_relative_to(self._root)]
-        return Run(run.name, run.path, inside)
 
     def run(self, request: Request, name: str = "run") -> Run:
         """The run named by the query parameter ``name`` (the distributed view's: a run)."""
@@ -83,6 +73,19 @@ class Dashboard:
         if name not in dashboard_tools():
             raise NotFound(f"unknown tool {name!r} (tools: {', '.join(dashboard_tools())})")
         return name
+
+
+def servable_runs(logdir: Path) -> list[Run]:
+    """The runs of ``logdir`` the dashboard serves: each with the hosts whose file (through
+    symlinks) lies inside it, runs left with none left out; none for an empty logdir (runs
+    appear later) or one that is not there."""
+    try:
+        found = discover(logdir)
+    except StepscopeError:
+        return []
+    root = Path(logdir).resolve()
+    runs = [Run(run.name, run.path, [host for host in run.hosts if host.path.resolve().is_relative_to(root)]) for run in found]
+    return [run for run in runs if run.hosts]
 
 
 def dashboard_tools() -> list[str]:

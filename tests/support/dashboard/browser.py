@@ -23,6 +23,9 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 SCREENSHOTS = ROOT / "screenshots"
+# What a tool's page shows when it has something to show (figures, tables, charts, the
+# timeline) and the one-line notices it shows instead when it has not.
+CONTENT = "[data-metric], table[data-table] tbody tr, canvas, .note"
 
 
 @contextmanager

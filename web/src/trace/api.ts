@@ -131,7 +131,7 @@ async function polled<T>(url: string, signal: AbortSignal, read: (response: Resp
 const json = <T>(response: Response): Promise<T> => response.json() as Promise<T>;
 
 export function getTracks(selection: Selection, signal: AbortSignal, onPending: (pending: Pending) => void): Promise<TracksInfo> {
-  return polled(apiUrl("/api/trace/tracks", base(selection)), signal, json<TracksInfo>, onPending);
+  return polled(apiUrl("trace/tracks", base(selection)), signal, json<TracksInfo>, onPending);
 }
 
 /** The address of a query (tracks left out when every track is asked for). */
@@ -144,7 +144,7 @@ export function queryUrl(selection: Selection, params: QueryParams): string {
   };
   if (!params.all) query.tracks = params.tracks.join(",");
   if (params.filter) query.filter = params.filter;
-  return apiUrl("/api/trace/query", query);
+  return apiUrl("trace/query", query);
 }
 
 export function getQuery(selection: Selection, params: QueryParams, signal: AbortSignal): Promise<TraceAnswer> {
@@ -163,23 +163,23 @@ export async function findNext(selection: Selection, text: string, cursor: FindC
   if (cursor.after_id !== undefined) query.after_id = String(cursor.after_id);
   else if (cursor.after_ps !== undefined) query.after_ps = String(Math.round(cursor.after_ps));
   if (cursor.before) query.before = "1";
-  const answer = await polled(apiUrl("/api/trace/find", query), signal, json<{ match: Match | null }>);
+  const answer = await polled(apiUrl("trace/find", query), signal, json<{ match: Match | null }>);
   return answer.match;
 }
 
 export function getEvent(selection: Selection, id: number, signal: AbortSignal): Promise<EventAnswer> {
-  return polled(apiUrl("/api/trace/event", { ...base(selection), id: String(id) }), signal, json<EventAnswer>);
+  return polled(apiUrl("trace/event", { ...base(selection), id: String(id) }), signal, json<EventAnswer>);
 }
 
 export function getSummary(selection: Selection, start_ps: number, end_ps: number, tracks: number[] | null, signal: AbortSignal): Promise<SummaryAnswer> {
   const query: Params = { ...base(selection), start_ps: String(Math.round(start_ps)), end_ps: String(Math.round(end_ps)) };
   if (tracks) query.tracks = tracks.join(",");
-  return polled(apiUrl("/api/trace/summary", query), signal, json<SummaryAnswer>);
+  return polled(apiUrl("trace/summary", query), signal, json<SummaryAnswer>);
 }
 
 /** The download address of a range as Chrome trace JSON. */
 export function exportUrl(selection: Selection, start_ps: number, end_ps: number): string {
-  return apiUrl("/api/trace/export", { ...base(selection), start_ps: String(Math.round(start_ps)), end_ps: String(Math.round(end_ps)) });
+  return apiUrl("trace/export", { ...base(selection), start_ps: String(Math.round(start_ps)), end_ps: String(Math.round(end_ps)) });
 }
 
 /** An error as one line for the page. */
