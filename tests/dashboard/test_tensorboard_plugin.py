@@ -22,14 +22,14 @@ import threading
 from dataclasses import dataclass
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import parse_qs, urlencode, urlparse
+from urllib.parse import parse_qs, urlparse
 
 import playwright.sync_api as playwright_api
 import pytest
 
 from stepscope.dashboard.tensorboard_plugin import StepscopePlugin
-from tests.support.dashboard.browser import CONTENT, SCREENSHOTS, foreign_requests
-from tests.support.dashboard.tensorboard import PAGE, PREFIX, TensorBoardServer
+from tests.support.dashboard.browser import READY_TIMEOUT_MS, SCREENSHOTS
+from tests.support.dashboard.tensorboard import PAGE, PREFIX, TabWatch, TensorBoardServer, choose_tool, dashboard_frame, go, open_tab, shows_content
 from tests.support.service_job import Job
 from tests.support.traces import read_json, shared
 
@@ -37,7 +37,6 @@ GPU_TRACE = "kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz"
 GPU_HOST = "a100_rank0"
 SESSION = "2024_01_01_00_00_00"
 STEPS = 8
-READY_TIMEOUT_MS = 240_000
 
 CAPTURE_JOB = textwrap.dedent(
     """
@@ -202,64 +201,6 @@ def test_the_tab_is_active_only_where_there_is_a_profile(tmp_path, tb_logdir):
 class QuietFiles(SimpleHTTPRequestHandler):
     def log_message(self, format, *args):
         pass
-
-
-class TabWatch:
-    """What the TensorBoard page and its frames did: console errors, page errors, and the
-    requests and failed answers of the dashboard's frame."""
-
-    def __init__(self, page) -> None:
-        self.errors: list[str] = []
-        self.requests: list[str] = []
-        self.failed: list[str] = []
-        page.on("console", lambda message: self.errors.append(f"{message.location.get('url')}: {message.text}") if message.type == "error" else None)
-        page.on("pageerror", lambda error: self.errors.append(str(error)))
-        page.on("request", lambda request: self.requests.append(request.url))
-        page.on("response", lambda response: self.failed.append(f"{response.status} {response.url}") if response.status >= 400 else None)
-
-    def check(self) -> None:
-        assert self.errors == []
-        assert self.failed == []
-        assert foreign_requests(self.requests) == [], "the page fetched something from outside this machine"
-        # Nothing left the plugin's prefix for the dashboard's own API (an absolute /api/).
-        assert [url for url in self.requests if urlparse(url).path.startswith("/api/")] == []
-
-
-def dashboard_frame(page):
-    """The frame the stepscope tab turned into the dashboard's page."""
-    for _ in range(READY_TIMEOUT_MS // 100):
-        frame = next((frame for frame in page.frames if urlparse(frame.url).path == PAGE), None)
-        if frame is not None:
-            return frame
-        page.wait_for_timeout(100)  # not time.sleep: Playwright sees new frames while it waits
-    pytest.fail(f"no stepscope frame; frames: {[frame.url for frame in page.frames]}")
-
-
-def open_tab(page, tensorboard):
-    """TensorBoard's page on the stepscope tab; the dashboard's frame once its page is up."""
-    page.goto(f"{tensorboard.root}#stepscope")
-    page.get_by_text("stepscope", exact=True).first.wait_for(timeout=READY_TIMEOUT_MS)
-    frame = dashboard_frame(page)
-    frame.wait_for_selector('#tool[data-state="ready"]', timeout=READY_TIMEOUT_MS)
-    return frame
-
-
-def choose_tool(frame, tool: str) -> None:
-    frame.select_option("#tool-select", tool)
-    frame.wait_for_selector(f'#tool[data-tool="{tool}"][data-state="ready"]', timeout=READY_TIMEOUT_MS)
-
-
-def go(frame, tensorboard, tool: str, **where: str) -> None:
-    """A deep link, opened in the tab's frame."""
-    frame.goto(f"{tensorboard.url}?{urlencode({**where, 'tool': tool})}")
-    frame.wait_for_selector(f'#tool[data-tool="{tool}"][data-state="ready"]', timeout=READY_TIMEOUT_MS)
-
-
-def shows_content(frame, what: str) -> None:
-    panel = frame.locator("#tool")
-    assert [item for item in panel.locator(CONTENT).all() if item.is_visible()], f"{what} shows nothing and says nothing"
-    empty = [t.get_attribute("data-table") for t in panel.locator("table[data-table]").all() if t.is_visible() and t.locator("tbody tr").count() == 0]
-    assert empty == [], f"{what} shows empty tables: {empty}"
 
 
 def column_values(frame, table: str, key: str) -> list[float]:

@@ -16,6 +16,12 @@ def fresh(tmp_path_factory) -> Venv:
 
 
 @pytest.fixture(scope="session")
+def with_tensorboard(tmp_path_factory) -> Venv:
+    """The wheel, then TensorBoard (the seeds' flow: ``pip install``, ``tensorboard --logdir``)."""
+    return shared_venv(venv_base(tmp_path_factory), "wheel-tensorboard", base_python(), [[wheel()], ["tensorboard"]])
+
+
+@pytest.fixture(scope="session")
 def oldest(tmp_path_factory) -> Venv:
     """The oldest release of every dependency pyproject.toml accepts, then the wheel."""
     return shared_venv(venv_base(tmp_path_factory), "oldest", base_python(), [["--only-binary=:all:", "-r", OLDEST], [wheel()]])
