@@ -6,6 +6,7 @@ this failing."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -19,6 +20,10 @@ from pathlib import Path
 
 import pytest
 
+import stepscope
+from stepscope.trace import names
+from tests.support.dashboard.tensorboard import TensorBoardServer
+from tests.support.package import wheel
 from tests.support.traces import ROOT
 
 README = ROOT / "README.md"
@@ -77,6 +82,17 @@ def run_python(code: str, cwd: Path, background: list) -> None:
     assert result.returncode == 0, f"{script.name}:\n{code}\n{result.stderr[-3000:]}"
     if "StepHook" in code:
         assert len(profiles(cwd / "logs/hook")) == 2  # as its comment says: steps 50 and 100
+    if "schedule=" in code:  # as its comment says: two profiles, of steps 2-4 and 7-9
+        assert result.stdout.split() == [str(path.relative_to(cwd)) for path in profiles(cwd / "logs/schedule")]
+        assert [sorted(stepscope.load(path).plane(names.HOST_PLANE).events.step_num.tolist()) for path in profiles(cwd / "logs/schedule")] == [
+            [-1] * 3 + [2, 3, 4],
+            [-1] * 3 + [7, 8, 9],
+        ]
+
+
+def written_runs(logdir: Path) -> set[str]:
+    """The first folder under ``logdir`` of every profile the blocks so far wrote there."""
+    return {path.relative_to(logdir).parts[0] for path in logdir.rglob("*.xplane.pb")}
 
 
 def run_serve(line: str, cwd: Path) -> None:
@@ -85,11 +101,31 @@ def run_serve(line: str, cwd: Path) -> None:
     try:
         url = re.search(r"http://\S+", process.stdout.readline()).group(0)
         with urllib.request.urlopen(url + "api/runs", timeout=30) as answer:
-            runs = {run["name"].split("/")[0] for run in __import__("json").load(answer)["runs"]}
-        assert {"torch", "jax", "keras", "tf", "hook", "remote"} <= runs
+            runs = {run["name"].split("/")[0] for run in json.load(answer)["runs"]}
+        assert runs == written_runs(cwd / line.split("--logdir")[1].split()[0]) != set()
     finally:
         process.terminate()
         process.wait(timeout=30)
+
+
+def run_tensorboard(line: str, cwd: Path) -> None:
+    """`tensorboard --logdir DIR`: TensorBoard lists stepscope's tab, whose API answers with
+    the logdir's runs (the tab itself is opened in Chromium by tests/dashboard and tests/package)."""
+    logdir = cwd / line.split("--logdir")[1].split()[0]
+    tensorboard = TensorBoardServer(logdir, cwd / "tensorboard-cache", cwd / "tensorboard.log", env=environment())
+    try:
+        assert tensorboard.get("/data/plugins_listing").json()["stepscope"]["enabled"] is True
+        runs = {run["name"].split("/")[0] for run in tensorboard.get("/api/runs").json()["runs"]}
+        assert runs == written_runs(logdir) != set()
+    finally:
+        tensorboard.stop()
+
+
+def check_install(line: str) -> None:
+    """`pip install stepscope`: not run here (it would replace the test venv's editable
+    install); what it installs is what `make dist` built, which tests/package installs."""
+    assert line.split() == ["pip", "install", "stepscope"]
+    assert wheel().name.startswith("stepscope-")
 
 
 def run_sh(code: str, cwd: Path) -> None:
@@ -103,6 +139,10 @@ def run_sh(code: str, cwd: Path) -> None:
             assert re.search(rf"^{target}:", makefile, re.MULTILINE), f"no make target {target}"
         elif command.startswith("stepscope serve"):
             run_serve(command, cwd)
+        elif command.startswith("tensorboard "):
+            run_tensorboard(command, cwd)
+        elif command.startswith("pip install"):
+            check_install(command)
         else:
             result = subprocess.run(["bash", "-c", command], cwd=cwd, env=environment(), capture_output=True, text=True, timeout=600)
             assert result.returncode == 0, f"{command}\n{result.stdout[-2000:]}\n{result.stderr[-2000:]}"
