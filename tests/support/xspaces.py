@@ -141,3 +141,42 @@ def xspace(draw) -> xplane_pb2.XSpace:
                 for _ in range(draw(st.integers(0, 3))):
                     event.stats.append(draw(xstat(stat_ids)))
     return space
+
+
+def without_xprof_hints(space: xplane_pb2.XSpace) -> xplane_pb2.XSpace:
+    """``space`` less what stepscope's writer adds for XProf (docs/format.md, "XProf and
+    TensorBoard"), found by the format's marks alone: the stats under stat metadata
+    described as XProf hints, the steps line (its id and name) and its event metadata, then
+    every stat metadata entry nothing refers to any more (a writer that adds nothing makes
+    none). A copy; what is left is what the writer wrote before it added hints."""
+    space = xplane_pb2.XSpace.FromString(space.SerializeToString())
+    for plane in space.planes:
+        marked = {key for key, meta in plane.stat_metadata.items() if meta.description == names.XPROF_HINT_DESCRIPTION}
+        kept_lines = [line for line in plane.lines if not (line.id == names.XPROF_STEPS_ID and line.name == names.XPROF_STEPS_LINE)]
+        if len(kept_lines) == len(plane.lines) and not marked:
+            continue
+        del plane.lines[:]
+        plane.lines.extend(kept_lines)
+        if names.XPROF_STEPS_ID in plane.event_metadata:
+            del plane.event_metadata[names.XPROF_STEPS_ID]
+        used: set[int] = set()
+
+        def note(stats) -> None:
+            for stat in stats:
+                used.add(stat.metadata_id)
+                if stat.WhichOneof("value") == "ref_value":
+                    used.add(stat.ref_value)
+
+        note(plane.stats)
+        for meta in plane.event_metadata.values():
+            note(meta.stats)
+        for line in plane.lines:
+            for event in line.events:
+                kept = [stat for stat in event.stats if stat.metadata_id not in marked]
+                if len(kept) != len(event.stats):
+                    del event.stats[:]
+                    event.stats.extend(kept)
+                note(event.stats)
+        for key in [key for key in plane.stat_metadata if key not in used]:
+            del plane.stat_metadata[key]
+    return space

@@ -10,8 +10,9 @@ XEvent`` entries is a valid XLine.
 An event's stats come in the order the per-event writer wrote them: its own stats (but
 ``flow``, re-derived from the flow table), then its flow endpoints (by flow, the source
 before the sink), then its id columns (correlation_id, group_id, step_num, external_id)
-that its own stats lack. Stat metadata ids are numbered in the order of first use, after
-those of plane and metadata stats, as before.
+that its own stats lack, then those the writer adds for XProf (``xprof_hints.py``). Stat
+metadata ids are numbered in the order of first use, after those of plane and metadata
+stats, as before.
 
 Two passes: sizes (an XEvent is length-prefixed), then bytes. Compiled with numba and
 cached on disk (:mod:`stepscope.trace.jit`), so this module is imported when a profile is
@@ -49,6 +50,7 @@ _TAG_UINT64 = 0x18  # field 3
 _TAG_INT64 = 0x20  # field 4
 _TAG_STR = 0x2A  # field 5
 _TAG_BYTES = 0x32  # field 6
+_TAG_REF = 0x38  # field 7, varint: ref_value, the id of the stat metadata naming the string
 
 # What the compiled functions take: int64 (int8 for kinds) columns, the uint8 buffer, and
 # positions and values (int64 once compiled; a Python int or np.int64 run as Python).
@@ -111,7 +113,7 @@ def _sizes(
             stat = 2 + _varint_size(entry_id[entry])
             if kind == 2:  # DOUBLE
                 stat += 8
-            elif kind >= 3:  # STR, BYTES
+            elif kind == 3 or kind == 4:  # STR, BYTES
                 number = entry_bits[entry]
                 length = text_offsets[number + 1] - text_offsets[number]
                 stat += _varint_size(length) + length
@@ -173,6 +175,9 @@ def _fill(
                 for byte in range(8):
                     buffer[at] = (bits >> (8 * byte)) & 0xFF
                     at += 1
+            elif kind == 5:  # REF
+                buffer[at] = _TAG_REF
+                at = _put_varint(buffer, at + 1, bits)
             else:
                 buffer[at] = _TAG_STR if kind == 3 else _TAG_BYTES
                 start = text_offsets[bits]
@@ -217,9 +222,17 @@ class EncodedEvents:
         return self._buffer[self._bounds[index] : self._bounds[index + 1]]
 
 
-def encode_events(plane: Plane, offset_ps: np.ndarray, flows: tuple[np.ndarray, np.ndarray], stat_id: Callable[[str], int]) -> EncodedEvents:
+# Stats a writer adds to the events, given their own (``extra`` of :func:`encode_events`):
+# rows (ascending), stat metadata ids, kinds (StatKind's, or 5: a ref_value) and values.
+ExtraStats = Callable[[StatEntries], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None]
+
+
+def encode_events(
+    plane: Plane, offset_ps: np.ndarray, flows: tuple[np.ndarray, np.ndarray], stat_id: Callable[[str], int], extra: ExtraStats | None = None
+) -> EncodedEvents:
     """``offset_ps``: each event's XEvent.offset_ps; ``flows``: :func:`plane_flows`;
-    ``stat_id``: the plane's stat metadata id of a name (made on first use)."""
+    ``stat_id``: the plane's stat metadata id of a name (made on first use); ``extra``:
+    stats to write after each event's own (the XProf hints), asked once the own are known."""
     events = plane.events
     count = len(events)
     types = EventTypes(events.metadata_id, plane.metadata.names, plane.metadata.categories)
@@ -232,6 +245,10 @@ def encode_events(plane: Plane, offset_ps: np.ndarray, flows: tuple[np.ndarray, 
         for code in used[np.argsort(first)].tolist():
             ids[code] = stat_id(stat_names[code])
     entry_id = ids[key]
+    added = extra(own) if extra is not None else None
+    if added is not None and len(added[0]):
+        order = np.argsort(np.concatenate((row, added[0])), kind="stable")  # an event's added stats after its own
+        row, entry_id, kind, bits = (np.concatenate(pair)[order] for pair in zip((row, entry_id, kind, bits), added))
     metadata = events.metadata_id.astype(np.int64) + 1
     offset = np.ascontiguousarray(offset_ps, dtype=np.int64)
     duration = np.ascontiguousarray(events.duration_ps, dtype=np.int64)
