@@ -159,24 +159,15 @@ def without_xprof_hints(space: xplane_pb2.XSpace) -> xplane_pb2.XSpace:
         plane.lines.extend(kept_lines)
         if names.XPROF_STEPS_ID in plane.event_metadata:
             del plane.event_metadata[names.XPROF_STEPS_ID]
-        used: set[int] = set()
-
-        def note(stats) -> None:
-            for stat in stats:
-                used.add(stat.metadata_id)
-                if stat.WhichOneof("value") == "ref_value":
-                    used.add(stat.ref_value)
-
-        note(plane.stats)
-        for meta in plane.event_metadata.values():
-            note(meta.stats)
         for line in plane.lines:
             for event in line.events:
                 kept = [stat for stat in event.stats if stat.metadata_id not in marked]
                 if len(kept) != len(event.stats):
                     del event.stats[:]
                     event.stats.extend(kept)
-                note(event.stats)
+        stats = [*plane.stats, *(stat for meta in plane.event_metadata.values() for stat in meta.stats)]
+        stats += [stat for line in plane.lines for event in line.events for stat in event.stats]
+        used = {stat.metadata_id for stat in stats} | {stat.ref_value for stat in stats if stat.WhichOneof("value") == "ref_value"}
         for key in [key for key in plane.stat_metadata if key not in used]:
             del plane.stat_metadata[key]
     return space

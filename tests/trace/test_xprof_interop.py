@@ -128,7 +128,9 @@ def test_xprof_trace_viewer_shows_each_kineto_event_at_its_time(source: Path, tm
     events = xprof_trace_events(out)
     # On a CPU-only trace the writer adds a line of step roots for XProf (one per
     # ProfilerStep#N): not an event of the trace, set apart here.
-    steps_tid = {event["tid"] for event in events if event.get("ph") == "M" and event.get("name") == "thread_name" and event["args"]["name"] == names.XPROF_STEPS_LINE}
+    steps_tid = {
+        event["tid"] for event in events if event.get("ph") == "M" and event.get("name") == "thread_name" and event["args"]["name"] == names.XPROF_STEPS_LINE
+    }
     step_roots = [event for event in events if event.get("ph") in ("X", "i") and event.get("tid") in steps_tid]
     events = [event for event in events if event.get("tid") not in steps_tid]
     # (None on a trace with device planes: XProf groups those by their device events.)

@@ -250,19 +250,56 @@ def encode_events(
         order = np.argsort(np.concatenate((row, added[0])), kind="stable")  # an event's added stats after its own
         row, entry_id, kind, bits = (np.concatenate(pair)[order] for pair in zip((row, entry_id, kind, bits), added))
     metadata = events.metadata_id.astype(np.int64) + 1
-    offset = np.ascontiguousarray(offset_ps, dtype=np.int64)
-    duration = np.ascontiguousarray(events.duration_ps, dtype=np.int64)
-    event_size = np.zeros(count, dtype=np.int64)
-    stat_size = np.zeros(len(row), dtype=np.int64)
-    arrays = (_read_only(metadata), _read_only(offset), _read_only(duration), _read_only(row), _read_only(entry_id), _read_only(kind), _read_only(bits))
-    text_blob, text_offsets = _read_only(own.text_blob), _read_only(own.text_offsets)
-    total = _sizes(*arrays, text_offsets, event_size, stat_size)
-    buffer = np.empty(total, dtype=np.uint8)
-    event_end = np.zeros(count, dtype=np.int64)
-    written = _fill(*arrays, text_blob, text_offsets, event_size, stat_size, buffer, event_end)
-    assert written == total, (written, total)
+    buffer, event_end = _encode(metadata, offset_ps, events.duration_ps, row, entry_id, kind, bits, own.text_blob, own.text_offsets)
     bounds = np.concatenate(([0], event_end))[plane.line_offsets]
     return EncodedEvents(buffer, bounds)
+
+
+def encode_int_events(metadata_id: np.ndarray, offset_ps: np.ndarray, duration_ps: np.ndarray, stats: list[tuple[int, np.ndarray]]) -> memoryview:
+    """One line's XEvent entries, each event with the same INT64 stats: ``stats`` is
+    (stat metadata id, each event's value) in the order written."""
+    count = len(metadata_id)
+    row = np.repeat(np.arange(count, dtype=np.int64), len(stats))
+    entry_id = np.tile(np.asarray([stat for stat, _ in stats], dtype=np.int64), count)
+    bits = np.stack([np.asarray(values, dtype=np.int64) for _, values in stats], axis=1).reshape(-1) if stats else row
+    kind = np.full(len(row), StatKind.INT64, dtype=np.int8)
+    buffer, _ = _encode(metadata_id, offset_ps, duration_ps, row, entry_id, kind, bits, np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64))
+    return buffer.data
+
+
+def _encode(
+    metadata: np.ndarray,
+    offset_ps: np.ndarray,
+    duration_ps: np.ndarray,
+    row: np.ndarray,
+    entry_id: np.ndarray,
+    kind: np.ndarray,
+    bits: np.ndarray,
+    text_blob: np.ndarray,
+    text_offsets: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """XEvent entries of events (metadata ids, offsets, durations) and their stat entries
+    (sorted by row); the bytes and each event's end in them."""
+    count = len(metadata)
+    offset = np.ascontiguousarray(offset_ps, dtype=np.int64)
+    duration = np.ascontiguousarray(duration_ps, dtype=np.int64)
+    event_size = np.zeros(count, dtype=np.int64)
+    stat_size = np.zeros(len(row), dtype=np.int64)
+    arrays = (
+        _read_only(np.asarray(metadata, dtype=np.int64)),
+        _read_only(offset),
+        _read_only(duration),
+        _read_only(np.asarray(row, dtype=np.int64)),
+        _read_only(np.asarray(entry_id, dtype=np.int64)),
+        _read_only(np.asarray(kind, dtype=np.int8)),
+        _read_only(np.asarray(bits, dtype=np.int64)),
+    )
+    total = _sizes(*arrays, _read_only(text_offsets), event_size, stat_size)
+    buffer = np.empty(total, dtype=np.uint8)
+    event_end = np.zeros(count, dtype=np.int64)
+    written = _fill(*arrays, _read_only(text_blob), _read_only(text_offsets), event_size, stat_size, buffer, event_end)
+    assert written == total, (written, total)
+    return buffer, event_end
 
 
 _Scalar = TypeVar("_Scalar", bound=np.generic)

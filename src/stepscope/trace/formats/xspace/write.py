@@ -25,7 +25,7 @@ from stepscope.protos import xplane_pb2
 from stepscope.trace import names
 from stepscope.trace.files import atomic_output
 from stepscope.trace.formats.xspace.schema import EPOCH_NS_THRESHOLD, KIND_REF, PROFILE_STOP_TIME, TASK_ENVIRONMENT_INFO
-from stepscope.trace.formats.xspace.xprof_hints import STEP_ROOT_STATS, HintStats, HostHints, add_steps_metadata, hint_stats, host_hints, steps_line
+from stepscope.trace.formats.xspace.xprof_hints import HintStats, HostHints, add_steps_metadata, hint_stats, host_hints, steps_line
 from stepscope.trace.model import Line, Plane, Profile
 from stepscope.trace.stat_entries import StatEntries
 from stepscope.trace.stat_types import INT64_MAX, Stat, StatKind, is_int64, stat_from_python
@@ -229,7 +229,7 @@ def _write_plane(plane: Plane, start_ns: int, flows: tuple[np.ndarray, np.ndarra
     encoded = encode_events(plane, starts + shift_of_event, flows, stat_ids.id, extra)
     links = added[0].links if added else None
     if links is not None:
-        steps_line_proto = steps_line(links, start_ns, {name: stat_ids.id(name) for name in STEP_ROOT_STATS})
+        roots = steps_line(links, start_ns, stat_ids.id)
         add_steps_metadata(proto)
 
     chunks: list[bytes | memoryview] = [proto.SerializeToString()]  # every stat name known now
@@ -237,8 +237,7 @@ def _write_plane(plane: Plane, start_ns: int, flows: tuple[np.ndarray, np.ndarra
         events = encoded.line(line_index)
         chunks += [_field_header(_LINES_TAG, len(header) + len(events)), header, events]
     if links is not None:  # the last line: XProf's step roots
-        line_bytes = steps_line_proto.SerializeToString()
-        chunks += [_field_header(_LINES_TAG, len(line_bytes)), line_bytes]
+        chunks += [_field_header(_LINES_TAG, sum(len(chunk) for chunk in roots)), *roots]
     return chunks
 
 
@@ -251,7 +250,9 @@ def _hint_entries(
     if found is None:
         return None
     added.append(found)
-    ids = np.asarray([stat_ids.hint_id(name) for name in found.names], dtype=np.int64)
+    ids = np.zeros(len(found.names), dtype=np.int64)
+    for key in np.unique(found.key).tolist():  # an entry for the names used only
+        ids[key] = stat_ids.hint_id(found.names[key])
     refs = np.asarray([stat_ids.id(text) for text in found.refs] or [0], dtype=np.int64)
     bits = np.where(found.kind == KIND_REF, refs[np.where(found.kind == KIND_REF, found.bits, 0)], found.bits)
     return found.row.astype(np.int64), ids[found.key], found.kind.astype(np.int8), bits.astype(np.int64)

@@ -46,6 +46,7 @@ which must then name one entry).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -213,7 +214,7 @@ class HintStats:
 def hint_stats(plane: Plane, own: StatEntries, hints: HostHints) -> HintStats | None:
     """The stats to add, given the plane's own (``own``: every event's, as the encoder has
     them); None when there is nothing to add."""
-    used = {own.names[code] for code in np.unique(own.key).tolist()} if len(own) else set()
+    used = {own.names[code] for code in np.flatnonzero(np.bincount(own.key, minlength=len(own.names)))}
     links = _links(plane, own, hints.steps) if hints.steps is not None else None
     rows, keys, kinds, bits = [], [], [], []
     refs: list[str] = []
@@ -275,14 +276,13 @@ def _op_hints(plane: Plane, own: StatEntries) -> tuple[np.ndarray, np.ndarray, l
     if names.HLO_OP in own.names:
         codes = [code for code, name in enumerate(own.names) if name == names.HLO_OP]
         entries = np.flatnonzero(np.isin(own.key, codes) & (own.kind == StatKind.STR))
-        texts: dict[int, int] = {}
-        for entry, number in zip(entries.tolist(), own.bits[entries].tolist()):
-            code = texts.get(number)
-            if code is None:
-                hlo = own.text(number).decode("utf-8", "replace")
-                value = xprof_tf_op(hlo, op_type_of(hlo))
-                code = texts[number] = -1 if value is None else values.setdefault(value, len(values))
-            value_of[int(own.row[entry])] = code
+        numbers, which = np.unique(own.bits[entries], return_inverse=True)  # a value once per distinct text
+        value_codes = []
+        for number in numbers.tolist():
+            hlo = own.text(number).decode("utf-8", "replace")
+            value = xprof_tf_op(hlo, op_type_of(hlo))
+            value_codes.append(-1 if value is None else values.setdefault(value, len(values)))
+        value_of[own.row[entries]] = np.asarray(value_codes, dtype=np.int64)[which.reshape(-1)] if len(entries) else value_of[:0]
     rows = np.flatnonzero(eligible & (value_of >= 0))
     return rows, value_of[rows], list(values)
 
@@ -291,17 +291,23 @@ def _op_hints(plane: Plane, own: StatEntries) -> tuple[np.ndarray, np.ndarray, l
 STEP_ROOT_STATS = (names.IS_ROOT, names.STEP_NUM, names.PRODUCER_TYPE, names.PRODUCER_ID)
 
 
-def steps_line(links: StepLinks, start_ns: int, stat_id: dict[str, int]) -> xplane_pb2.XLine:
-    """The line of step roots (item 1 of the module docstring): ``start_ns`` is the
-    profile's time 0 on the clock the plane's lines are written on; ``stat_id`` the plane's
-    stat metadata ids of the root stats."""
-    line = xplane_pb2.XLine(id=names.XPROF_STEPS_ID, display_id=names.XPROF_STEPS_ID, name=names.XPROF_STEPS_LINE, timestamp_ns=start_ns)
+def steps_line(links: StepLinks, start_ns: int, stat_id: Callable[[str], int]) -> list[bytes | memoryview]:
+    """The line of step roots (item 1 of the module docstring), serialised: its header,
+    then its events encoded in bulk. ``start_ns`` is the profile's time 0 on the clock the
+    plane's lines are written on; ``stat_id`` the plane's stat metadata id of a name."""
+    from stepscope.trace.formats.xspace.encode import encode_int_events  # imports numba, as the writer does
+
+    header = xplane_pb2.XLine(id=names.XPROF_STEPS_ID, display_id=names.XPROF_STEPS_ID, name=names.XPROF_STEPS_LINE, timestamp_ns=start_ns)
     steps = links.steps
-    for index, (number, start, end) in enumerate(zip(steps.number.tolist(), steps.start_ps.tolist(), steps.end_ps.tolist())):
-        event = line.events.add(metadata_id=names.XPROF_STEPS_ID, offset_ps=start, duration_ps=end - start)
-        for stat, value in zip(STEP_ROOT_STATS, (1, number, _CONTEXT_TYPE, _CONTEXT_BASE + index)):
-            event.stats.add(metadata_id=stat_id[stat], int64_value=value)
-    return line
+    count = len(steps)
+    values = (np.ones(count, dtype=np.int64), steps.number, np.full(count, _CONTEXT_TYPE, dtype=np.int64), _CONTEXT_BASE + np.arange(count, dtype=np.int64))
+    events = encode_int_events(
+        np.full(count, names.XPROF_STEPS_ID, dtype=np.int64),
+        steps.start_ps,
+        steps.end_ps - steps.start_ps,
+        [(stat_id(name), column) for name, column in zip(STEP_ROOT_STATS, values)],
+    )
+    return [header.SerializeToString(), events]
 
 
 def add_steps_metadata(plane: xplane_pb2.XPlane) -> None:
