@@ -148,7 +148,15 @@ def without_xprof_hints(space: xplane_pb2.XSpace) -> xplane_pb2.XSpace:
     TensorBoard"), found by the format's marks alone: the stats under stat metadata
     described as XProf hints, the steps line (its id and name) and its event metadata, then
     every stat metadata entry nothing refers to any more (a writer that adds nothing makes
-    none). A copy; what is left is what the writer wrote before it added hints."""
+    none). What is left is what the writer wrote before it added hints: a copy where there
+    were hints, ``space`` itself where there were none."""
+
+    def hinted(plane: xplane_pb2.XPlane) -> bool:
+        marked = any(meta.description == names.XPROF_HINT_DESCRIPTION for meta in plane.stat_metadata.values())
+        return marked or any(line.id == names.XPROF_STEPS_ID and line.name == names.XPROF_STEPS_LINE for line in plane.lines)
+
+    if not any(hinted(plane) for plane in space.planes):
+        return space
     space = xplane_pb2.XSpace.FromString(space.SerializeToString())
     for plane in space.planes:
         marked = {key for key, meta in plane.stat_metadata.items() if meta.description == names.XPROF_HINT_DESCRIPTION}

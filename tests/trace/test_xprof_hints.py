@@ -24,6 +24,7 @@ from stepscope.capture.session import CaptureSession
 from stepscope.capture.tracers.host import HostTracer
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
+from stepscope.trace.formats.xspace.read import read_xspace
 from stepscope.trace.formats.xspace.xprof_hints import parse_op_fullname, xprof_tf_op
 from tests.support.frameworks import read_xspace_independently
 from tests.support.reference.xspace import assert_same_profile
@@ -123,6 +124,10 @@ def test_the_hints_are_dropped_when_stepscope_reads_the_file(tmp_path: Path):
     # The hinted file reads as the file without its hints, which is what the writer wrote
     # before it added them (tests/trace/test_xspace_write.py).
     assert_same_profile(stepscope.load(path), stepscope.load(stripped))
+    # Both decoders drop them (protobuf's messages for small files, the compiled one for big).
+    data = path.read_bytes()
+    assert_same_profile(read_xspace(path, data, bulk=True), read_xspace(path, data, bulk=False))
+    assert_same_profile(read_xspace(path, data, bulk=True), stepscope.load(stripped))
     assert xprof_steps(stripped) == []  # and without them XProf finds no step
 
 
