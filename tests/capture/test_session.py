@@ -192,8 +192,14 @@ def test_xprof_opens_a_capture(tmp_path: Path):
     from xprof.convert import raw_to_tool_data
 
     data, _ = raw_to_tool_data.xspace_to_tool_data([str(session.path)], "trace_viewer", {"use_saved_result": False})
-    shown = [e.get("name") for e in json.loads(data)["traceEvents"] if e.get("ph") in ("X", "i")]
-    assert sorted(shown) == ["compute", names.STEPSCOPE_STEP]
+    events = json.loads(data)["traceEvents"]
+    threads = {e["tid"]: e["args"]["name"] for e in events if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    shown: dict[str, list[str]] = {}
+    for event in (e for e in events if e.get("ph") in ("X", "i")):
+        shown.setdefault(threads[event["tid"]], []).append(event["name"])
+    # The recorded thread's annotations, and the step's root the writer adds for XProf on a
+    # line of its own (XProf names a step's root "<name> <step_num>").
+    assert shown == {"MainThread": [names.STEPSCOPE_STEP, "compute"], names.XPROF_STEPS_LINE: [f"{names.STEPSCOPE_STEP} 0"]}
 
 
 def _forked_worker() -> None:

@@ -164,6 +164,7 @@ class XEventRecord:
     start_ps: int  # line.timestamp_ns * 1000 + offset_ps: the file's own clock
     duration_ps: int
     stats: dict[str, Any] = field(default_factory=dict)
+    type_stats: dict[str, Any] = field(default_factory=dict)  # its event metadata's
 
 
 @dataclass
@@ -214,6 +215,7 @@ def read_xspace_independently(path: Path) -> XSpaceSummary:
                 start_ps=line.timestamp_ns * 1000 + event.offset_ps,
                 duration_ps=event.duration_ps,
                 stats={stat_names.get(s.metadata_id, ""): value(s, stat_names) for s in event.stats},
+                type_stats={stat_names.get(s.metadata_id, ""): value(s, stat_names) for s in plane.event_metadata[event.metadata_id].stats},
             )
             for line in plane.lines
             for event in line.events

@@ -141,3 +141,41 @@ def xspace(draw) -> xplane_pb2.XSpace:
                 for _ in range(draw(st.integers(0, 3))):
                     event.stats.append(draw(xstat(stat_ids)))
     return space
+
+
+def without_xprof_hints(space: xplane_pb2.XSpace) -> xplane_pb2.XSpace:
+    """``space`` less what stepscope's writer adds for XProf (docs/format.md, "XProf and
+    TensorBoard"), found by the format's marks alone: the stats under stat metadata
+    described as XProf hints, the steps line (its id and name) and its event metadata, then
+    every stat metadata entry nothing refers to any more (a writer that adds nothing makes
+    none). What is left is what the writer wrote before it added hints: a copy where there
+    were hints, ``space`` itself where there were none."""
+
+    def hinted(plane: xplane_pb2.XPlane) -> bool:
+        marked = any(meta.description == names.XPROF_HINT_DESCRIPTION for meta in plane.stat_metadata.values())
+        return marked or any(line.id == names.XPROF_STEPS_ID and line.name == names.XPROF_STEPS_LINE for line in plane.lines)
+
+    if not any(hinted(plane) for plane in space.planes):
+        return space
+    space = xplane_pb2.XSpace.FromString(space.SerializeToString())
+    for plane in space.planes:
+        marked = {key for key, meta in plane.stat_metadata.items() if meta.description == names.XPROF_HINT_DESCRIPTION}
+        kept_lines = [line for line in plane.lines if not (line.id == names.XPROF_STEPS_ID and line.name == names.XPROF_STEPS_LINE)]
+        if len(kept_lines) == len(plane.lines) and not marked:
+            continue
+        del plane.lines[:]
+        plane.lines.extend(kept_lines)
+        if names.XPROF_STEPS_ID in plane.event_metadata:
+            del plane.event_metadata[names.XPROF_STEPS_ID]
+        for line in plane.lines:
+            for event in line.events:
+                kept = [stat for stat in event.stats if stat.metadata_id not in marked]
+                if len(kept) != len(event.stats):
+                    del event.stats[:]
+                    event.stats.extend(kept)
+        stats = [*plane.stats, *(stat for meta in plane.event_metadata.values() for stat in meta.stats)]
+        stats += [stat for line in plane.lines for event in line.events for stat in event.stats]
+        used = {stat.metadata_id for stat in stats} | {stat.ref_value for stat in stats if stat.WhichOneof("value") == "ref_value"}
+        for key in [key for key in plane.stat_metadata if key not in used]:
+            del plane.stat_metadata[key]
+    return space

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import stepscope
+from stepscope.trace import names
 from stepscope.trace.logdir import make_path
 from tests.support.frameworks import nearest_ns, read_json_exact, read_xspace_independently
 from tests.support.traces import KINETO_TRACES, read_json, shared
@@ -125,6 +126,16 @@ def test_xprof_trace_viewer_shows_each_kineto_event_at_its_time(source: Path, tm
     for line in (line for plane in _tsl_space(out).planes for line in plane.lines):
         assert 0 <= line.timestamp_ns < 10**15, f"line {line.name!r} timestamp {line.timestamp_ns} is not session-relative"
     events = xprof_trace_events(out)
+    # On a CPU-only trace the writer adds a line of step roots for XProf (one per
+    # ProfilerStep#N): not an event of the trace, set apart here.
+    steps_tid = {
+        event["tid"] for event in events if event.get("ph") == "M" and event.get("name") == "thread_name" and event["args"]["name"] == names.XPROF_STEPS_LINE
+    }
+    step_roots = [event for event in events if event.get("ph") in ("X", "i") and event.get("tid") in steps_tid]
+    events = [event for event in events if event.get("tid") not in steps_tid]
+    # (None on a trace with device planes: XProf groups those by their device events.)
+    profiler_steps = {e["name"] for e in read_json(source)["traceEvents"] if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")}
+    assert len(step_roots) == (0 if stepscope.load(source).device_planes else len(profiler_steps))
     # XProf's times are microseconds since the session start (ns digits kept); instants
     # show as complete events of no duration.
     shown = Counter((event["name"], start_ns + nearest_ns(event["ts"]), nearest_ns(event.get("dur", 0))) for event in events if event.get("ph") in ("X", "i"))

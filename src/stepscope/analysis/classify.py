@@ -17,6 +17,7 @@ import numpy as np
 
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Plane
+from stepscope.trace.steps import INPUT_WAIT
 
 
 class Activity(enum.IntEnum):
@@ -53,12 +54,9 @@ COLLECTIVE = re.compile(
     re.IGNORECASE,
 )
 STEP_MARKER = re.compile(r"^ProfilerStep#\d+$")
-# The training loop waiting for the next batch: PyTorch DataLoader iteration, tf.data's
-# GetNext, stepscope's instrumented iterables.
-INPUT = re.compile(
-    r"^enumerate\(DataLoader\)|DataLoaderIter\.__next__|^IteratorGetNext|"
-    r"^MultiDeviceIteratorGetNextFromShard|^" + re.escape(names.STEPSCOPE_INPUT_WAIT) + "$",
-)
+# The training loop waiting for the next batch (PyTorch DataLoader iteration, tf.data's
+# GetNext, stepscope's instrumented iterables): the waits a step reaches back over.
+INPUT = INPUT_WAIT
 # Input work that may run on other threads while the step goes on: tf.data iterator
 # stages and producers, stepscope's stage annotations.
 INPUT_WORK = re.compile(r"^Iterator::|(?:Prefetch|ParallelMap|ParallelInterleave|MapAndBatch)Produce$|^" + re.escape(names.STEPSCOPE_INPUT_STAGE_PREFIX))

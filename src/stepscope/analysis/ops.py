@@ -25,7 +25,6 @@ Self time is an op's duration minus its direct children that are ops too, on its
 
 from __future__ import annotations
 
-import re
 from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import cast
@@ -37,17 +36,12 @@ from stepscope.analysis.grouping import Coded, KeyTable, Labels, factorize
 from stepscope.analysis.op_categories import DEVICE_OWN_CATEGORIES, OTHER, categories, category_of
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, EventTable, Plane, Profile
+from stepscope.trace.op_names import KINETO_OP_CATEGORIES, TF_DATASET_PREFIX, TF_DATASET_TYPE, TF_OP_EVENT, op_type_of
 from stepscope.trace.stat_types import StatValue
 from stepscope.trace.stats import TypedStats
 
 HOST, DEVICE = "Host", "Device"
-KINETO_OP_CATEGORIES = frozenset({"cpu_op", "Operator"})
 ALLOCATOR_EVENTS = frozenset({names.MEMORY_ALLOCATION, names.MEMORY_DEALLOCATION})
-_SUFFIX = re.compile(r"[.:_-]?\d+$")
-TF_DATASET_PREFIX = "Iterator::"
-TF_DATASET_TYPE = "Dataset"
-# "gradient_tape/MatMul/MatMul:_MklMatMul": TensorFlow op name, then type ("::" is C++).
-TF_OP_EVENT = re.compile(r"^([^:\s][^:]*):([A-Za-z_]\w*)$")
 
 
 @dataclass(frozen=True)
@@ -69,11 +63,6 @@ class Ops:
 
     def __len__(self) -> int:
         return len(self.row)
-
-
-def op_type_of(name: str) -> str:
-    """``fusion.3`` -> ``fusion``; ``MatMul_1`` -> ``MatMul``."""
-    return _SUFFIX.sub("", name) or name
 
 
 def find_ops(profile: Profile) -> Ops:

@@ -92,6 +92,24 @@ DEV_CAP_COMPUTE_CAP_MAJOR: Final = "compute_cap_major"
 DEV_CAP_COMPUTE_CAP_MINOR: Final = "compute_cap_minor"
 # stepscope's own: the source's category of an event (Kineto `cat`, Chrome `cat`).
 CATEGORY: Final = "category"
+# TraceMe 2.0's grouping stats (TSL's xplane_schema), which XProf's step grouping reads: a
+# root event (``_r``: its root level) starts a step group; a producer (``_pt`` type, ``_p``
+# id) makes the consumers of the same type and id (``_ct``, ``_c``) its children, across
+# threads. XProf names a group's step ``step_name`` ("<root name> <step_num>").
+IS_ROOT: Final = "_r"
+PRODUCER_TYPE: Final = "_pt"
+PRODUCER_ID: Final = "_p"
+CONSUMER_TYPE: Final = "_ct"
+CONSUMER_ID: Final = "_c"
+
+# --- what stepscope writes into XSpace for XProf, and drops when it reads a file back -----
+# Derived from the recorded events (formats/xspace/xprof_hints.py): a /host:CPU line of one
+# root event per step, and grouping links and ``tf_op`` names on the recorded events.
+# The line has this name and id; its events this event metadata id.
+XPROF_STEPS_LINE: Final = "Steps (stepscope)"
+XPROF_STEPS_ID: Final = 0x5354455053434F50  # "STEPSCOP": no thread, stream or writer's metadata id
+# The description of the stat metadata of the stats derived on recorded events.
+XPROF_HINT_DESCRIPTION: Final = "stepscope: derived for XProf from the recorded events; not part of the profile"
 
 # --- stepscope's own stats on imported profiles --------------------------------------------
 # Kineto's "External id": links a framework op to the runtime calls and kernels it caused.

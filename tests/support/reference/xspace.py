@@ -17,7 +17,9 @@ reader's documented rules are restated here, independently of its code:
   stats are the named metadata's name ("" when dangling); a stat with no value is int64 0;
 - the hot id columns take an event's integer stats of those names that fit an int64 (the
   last one wins); ``flow`` stats pair each flow's first out-endpoint with its in-endpoints;
-- the "Task Environment" plane's stats go to ``info["task_environment"]``.
+- the "Task Environment" plane's stats go to ``info["task_environment"]``;
+- what stepscope's writer adds for XProf is dropped first (``without_xprof_hints``: the
+  stats under stat metadata described as XProf hints, the steps line and its metadata).
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from stepscope.trace.builder import RawPlane, earliest_start, finish_plane
 from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Profile
 from stepscope.trace.stat_types import Stat, StatKind, is_int64
 from stepscope.trace.stats import TypedStats
+from tests.support.xspaces import without_xprof_hints
 
 HOT = {"correlation_id": "correlation_id", "group_id": "group_id", "step_num": "step_num", "external_id": "external_id"}
 KINDS = {
@@ -61,6 +64,7 @@ def reference_load(path: Path) -> Profile:
         raise ProfileFormatError(path, f"is not a valid XSpace protobuf (truncated or corrupt: {error})") from None
     if not space.planes:
         raise ProfileFormatError(path, "is not a profile: the XSpace has no planes")
+    space = without_xprof_hints(space)
     base_ns = min((line.timestamp_ns for plane in space.planes for line in plane.lines if line.events), default=0)
     environment: dict[str, Any] = {}
     raws, points = [], []

@@ -10,8 +10,9 @@ XEvent`` entries is a valid XLine.
 An event's stats come in the order the per-event writer wrote them: its own stats (but
 ``flow``, re-derived from the flow table), then its flow endpoints (by flow, the source
 before the sink), then its id columns (correlation_id, group_id, step_num, external_id)
-that its own stats lack. Stat metadata ids are numbered in the order of first use, after
-those of plane and metadata stats, as before.
+that its own stats lack, then those the writer adds for XProf (``xprof_hints.py``). Stat
+metadata ids are numbered in the order of first use, after those of plane and metadata
+stats, as before.
 
 Two passes: sizes (an XEvent is length-prefixed), then bytes. Compiled with numba and
 cached on disk (:mod:`stepscope.trace.jit`), so this module is imported when a profile is
@@ -49,6 +50,7 @@ _TAG_UINT64 = 0x18  # field 3
 _TAG_INT64 = 0x20  # field 4
 _TAG_STR = 0x2A  # field 5
 _TAG_BYTES = 0x32  # field 6
+_TAG_REF = 0x38  # field 7, varint: ref_value, the id of the stat metadata naming the string
 
 # What the compiled functions take: int64 (int8 for kinds) columns, the uint8 buffer, and
 # positions and values (int64 once compiled; a Python int or np.int64 run as Python).
@@ -111,7 +113,7 @@ def _sizes(
             stat = 2 + _varint_size(entry_id[entry])
             if kind == 2:  # DOUBLE
                 stat += 8
-            elif kind >= 3:  # STR, BYTES
+            elif kind == 3 or kind == 4:  # STR, BYTES
                 number = entry_bits[entry]
                 length = text_offsets[number + 1] - text_offsets[number]
                 stat += _varint_size(length) + length
@@ -173,6 +175,9 @@ def _fill(
                 for byte in range(8):
                     buffer[at] = (bits >> (8 * byte)) & 0xFF
                     at += 1
+            elif kind == 5:  # REF
+                buffer[at] = _TAG_REF
+                at = _put_varint(buffer, at + 1, bits)
             else:
                 buffer[at] = _TAG_STR if kind == 3 else _TAG_BYTES
                 start = text_offsets[bits]
@@ -217,9 +222,17 @@ class EncodedEvents:
         return self._buffer[self._bounds[index] : self._bounds[index + 1]]
 
 
-def encode_events(plane: Plane, offset_ps: np.ndarray, flows: tuple[np.ndarray, np.ndarray], stat_id: Callable[[str], int]) -> EncodedEvents:
+# Stats a writer adds to the events, given their own (``extra`` of :func:`encode_events`):
+# rows (ascending), stat metadata ids, kinds (StatKind's, or 5: a ref_value) and values.
+ExtraStats = Callable[[StatEntries], tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None]
+
+
+def encode_events(
+    plane: Plane, offset_ps: np.ndarray, flows: tuple[np.ndarray, np.ndarray], stat_id: Callable[[str], int], extra: ExtraStats | None = None
+) -> EncodedEvents:
     """``offset_ps``: each event's XEvent.offset_ps; ``flows``: :func:`plane_flows`;
-    ``stat_id``: the plane's stat metadata id of a name (made on first use)."""
+    ``stat_id``: the plane's stat metadata id of a name (made on first use); ``extra``:
+    stats to write after each event's own (the XProf hints), asked once the own are known."""
     events = plane.events
     count = len(events)
     types = EventTypes(events.metadata_id, plane.metadata.names, plane.metadata.categories)
@@ -232,20 +245,61 @@ def encode_events(plane: Plane, offset_ps: np.ndarray, flows: tuple[np.ndarray, 
         for code in used[np.argsort(first)].tolist():
             ids[code] = stat_id(stat_names[code])
     entry_id = ids[key]
+    added = extra(own) if extra is not None else None
+    if added is not None and len(added[0]):
+        order = np.argsort(np.concatenate((row, added[0])), kind="stable")  # an event's added stats after its own
+        row, entry_id, kind, bits = (np.concatenate(pair)[order] for pair in zip((row, entry_id, kind, bits), added))
     metadata = events.metadata_id.astype(np.int64) + 1
-    offset = np.ascontiguousarray(offset_ps, dtype=np.int64)
-    duration = np.ascontiguousarray(events.duration_ps, dtype=np.int64)
-    event_size = np.zeros(count, dtype=np.int64)
-    stat_size = np.zeros(len(row), dtype=np.int64)
-    arrays = (_read_only(metadata), _read_only(offset), _read_only(duration), _read_only(row), _read_only(entry_id), _read_only(kind), _read_only(bits))
-    text_blob, text_offsets = _read_only(own.text_blob), _read_only(own.text_offsets)
-    total = _sizes(*arrays, text_offsets, event_size, stat_size)
-    buffer = np.empty(total, dtype=np.uint8)
-    event_end = np.zeros(count, dtype=np.int64)
-    written = _fill(*arrays, text_blob, text_offsets, event_size, stat_size, buffer, event_end)
-    assert written == total, (written, total)
+    buffer, event_end = _encode(metadata, offset_ps, events.duration_ps, row, entry_id, kind, bits, own.text_blob, own.text_offsets)
     bounds = np.concatenate(([0], event_end))[plane.line_offsets]
     return EncodedEvents(buffer, bounds)
+
+
+def encode_int_events(metadata_id: np.ndarray, offset_ps: np.ndarray, duration_ps: np.ndarray, stats: list[tuple[int, np.ndarray]]) -> memoryview:
+    """One line's XEvent entries, each event with the same INT64 stats: ``stats`` is
+    (stat metadata id, each event's value) in the order written."""
+    count = len(metadata_id)
+    row = np.repeat(np.arange(count, dtype=np.int64), len(stats))
+    entry_id = np.tile(np.asarray([stat for stat, _ in stats], dtype=np.int64), count)
+    bits = np.stack([np.asarray(values, dtype=np.int64) for _, values in stats], axis=1).reshape(-1) if stats else row
+    kind = np.full(len(row), StatKind.INT64, dtype=np.int8)
+    buffer, _ = _encode(metadata_id, offset_ps, duration_ps, row, entry_id, kind, bits, np.zeros(0, dtype=np.uint8), np.zeros(1, dtype=np.int64))
+    return buffer.data
+
+
+def _encode(
+    metadata: np.ndarray,
+    offset_ps: np.ndarray,
+    duration_ps: np.ndarray,
+    row: np.ndarray,
+    entry_id: np.ndarray,
+    kind: np.ndarray,
+    bits: np.ndarray,
+    text_blob: np.ndarray,
+    text_offsets: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """XEvent entries of events (metadata ids, offsets, durations) and their stat entries
+    (sorted by row); the bytes and each event's end in them."""
+    count = len(metadata)
+    offset = np.ascontiguousarray(offset_ps, dtype=np.int64)
+    duration = np.ascontiguousarray(duration_ps, dtype=np.int64)
+    event_size = np.zeros(count, dtype=np.int64)
+    stat_size = np.zeros(len(row), dtype=np.int64)
+    arrays = (
+        _read_only(np.asarray(metadata, dtype=np.int64)),
+        _read_only(offset),
+        _read_only(duration),
+        _read_only(np.asarray(row, dtype=np.int64)),
+        _read_only(np.asarray(entry_id, dtype=np.int64)),
+        _read_only(np.asarray(kind, dtype=np.int8)),
+        _read_only(np.asarray(bits, dtype=np.int64)),
+    )
+    total = _sizes(*arrays, _read_only(text_offsets), event_size, stat_size)
+    buffer = np.empty(total, dtype=np.uint8)
+    event_end = np.zeros(count, dtype=np.int64)
+    written = _fill(*arrays, _read_only(text_blob), _read_only(text_offsets), event_size, stat_size, buffer, event_end)
+    assert written == total, (written, total)
+    return buffer, event_end
 
 
 _Scalar = TypeVar("_Scalar", bound=np.generic)

@@ -6,6 +6,8 @@ plane's stat metadata, and ``ref_value`` stats become the string they refer to. 
 ids are renumbered densely; everything else a plane carries (plane stats, event metadata
 stats, serialized metadata, line names and ids) is kept so a write after a read
 (:mod:`stepscope.trace.formats.xspace.write`) gives XProf the same profile.
+What stepscope's writer added for XProf alone (``xprof_hints.py``: a line of step roots,
+grouping links and op names) is dropped, so its files read back as the profile written.
 
 The bulk of a file, every event and stat, is decoded straight from the wire format into
 columns (:mod:`stepscope.trace.formats.xspace.decode`,
@@ -38,6 +40,7 @@ from stepscope.trace.formats.xspace.schema import (
     KIND_REF,
     TASK_ENVIRONMENT_INFO,
 )
+from stepscope.trace.formats.xspace.xprof_hints import strip_hints
 from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Plane, Profile, latest_end
 from stepscope.trace.planes_in_parallel import map_planes
 from stepscope.trace.stat_types import INT64_MAX, INT64_MIN, Stat, StatKind
@@ -59,6 +62,8 @@ def read_xspace(path: Path, data: bytes | bytearray, *, bulk: bool | None = None
     space = decode_space(path, data, bulk)
     if not space.planes:
         raise ProfileFormatError(path, "is not a profile: the XSpace has no planes")
+    for decoded in space.planes:
+        strip_hints(decoded)  # what stepscope's writer added for XProf is not the profile
     timestamps = [line.timestamp_ns for plane in space.planes for line, count in zip(plane.lines, plane.columns.line_events.tolist()) if count]
     base_ns = min(timestamps, default=0)
     environment: dict[str, Any] = {}

@@ -5,7 +5,9 @@ Environment" plane's ``profile_start_time`` (XProf turns line timestamps into in
 picoseconds, which an epoch time overflows). Every event's stats are written (for imported
 JSON, the Kineto args under XSpace's names) and the source category as a metadata stat, so
 XProf's converters read what stepscope read, and :mod:`stepscope.trace.formats.xspace.read`
-reads back the same profile. The small part of a file (planes, metadata, line headers) is
+reads back the same profile. On a profile without device planes the host plane also gets
+what XProf needs to find stepscope's steps and framework ops (``xprof_hints.py``), which
+the reader drops. The small part of a file (planes, metadata, line headers) is
 built with protobuf's messages; the events are encoded in bulk into wire bytes
 (:mod:`stepscope.trace.formats.xspace.encode`) and joined to their line headers (protobuf
 merges concatenated serialisations).
@@ -22,8 +24,10 @@ import numpy as np
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
 from stepscope.trace.files import atomic_output
-from stepscope.trace.formats.xspace.schema import EPOCH_NS_THRESHOLD, PROFILE_STOP_TIME, TASK_ENVIRONMENT_INFO
+from stepscope.trace.formats.xspace.schema import EPOCH_NS_THRESHOLD, KIND_REF, PROFILE_STOP_TIME, TASK_ENVIRONMENT_INFO
+from stepscope.trace.formats.xspace.xprof_hints import HintStats, HostHints, add_steps_metadata, hint_stats, host_hints, steps_line
 from stepscope.trace.model import Line, Plane, Profile
+from stepscope.trace.stat_entries import StatEntries
 from stepscope.trace.stat_types import INT64_MAX, Stat, StatKind, is_int64, stat_from_python
 
 # The most a kept session start may precede the profile's start when writing.
@@ -55,9 +59,10 @@ def xspace_chunks(profile: Profile) -> list[bytes | memoryview]:
 
     chunks: list[bytes | memoryview] = []
     epoch_ns, environment = _session_clock(profile)
+    hints = host_hints(profile)
     for index, plane in enumerate(profile.planes):
         flows = plane_flows(profile.flows, index, len(plane.events))
-        plane_chunks = _write_plane(plane, profile.start_ns - epoch_ns, flows)
+        plane_chunks = _write_plane(plane, profile.start_ns - epoch_ns, flows, hints if hints is not None and hints.plane == index else None)
         chunks += [_field_header(_PLANES_TAG, sum(len(chunk) for chunk in plane_chunks)), *plane_chunks]
     tail = xplane_pb2.XSpace()
     if environment:
@@ -88,14 +93,28 @@ class _StatNames:
     def __init__(self, proto: xplane_pb2.XPlane) -> None:
         self._proto = proto
         self._ids: dict[str, int] = {}
+        self._hint_ids: dict[str, int] = {}
 
     def id(self, name: str) -> int:
         found = self._ids.get(name)
         if found is None:
-            found = self._ids[name] = len(self._ids) + 1
-            meta = self._proto.stat_metadata[found]
-            meta.id = found
-            meta.name = _clean(name)
+            found = self._ids[name] = self._new(name)
+        return found
+
+    def hint_id(self, name: str) -> int:
+        """The id of stat ``name`` for the stats derived for XProf: an entry of its own,
+        marked so that the reader drops its stats (``xprof_hints.py``)."""
+        found = self._hint_ids.get(name)
+        if found is None:
+            found = self._hint_ids[name] = self._new(name)
+            self._proto.stat_metadata[found].description = names.XPROF_HINT_DESCRIPTION
+        return found
+
+    def _new(self, name: str) -> int:
+        found = len(self._ids) + len(self._hint_ids) + 1
+        meta = self._proto.stat_metadata[found]
+        meta.id = found
+        meta.name = _clean(name)
         return found
 
 
@@ -164,9 +183,10 @@ def _write_environment(proto: xplane_pb2.XPlane, environment: dict[str, Any]) ->
         _fill_stat(proto.stats.add(), stat_ids.id(name), stat)
 
 
-def _write_plane(plane: Plane, start_ns: int, flows: tuple[np.ndarray, np.ndarray]) -> list[bytes | memoryview]:
+def _write_plane(plane: Plane, start_ns: int, flows: tuple[np.ndarray, np.ndarray], hints: HostHints | None = None) -> list[bytes | memoryview]:
     """The plane's serialisation, in pieces. ``start_ns``: the profile's time 0 on the
-    session clock the lines are written on; ``flows``: its events' flow stats."""
+    session clock the lines are written on; ``flows``: its events' flow stats; ``hints``:
+    what to add for XProf (the host plane of a profile without devices)."""
     from stepscope.trace.formats.xspace.encode import encode_events
 
     proto = xplane_pb2.XPlane()
@@ -204,13 +224,38 @@ def _write_plane(plane: Plane, start_ns: int, flows: tuple[np.ndarray, np.ndarra
     # Each event's offset from its line's timestamp; events past the last line are not written.
     shift_of_event = np.zeros(len(starts), dtype=np.int64)
     shift_of_event[: offsets[-1]] = np.repeat(shifts, np.diff(offsets))
-    encoded = encode_events(plane, starts + shift_of_event, flows, stat_ids.id)
+    added: list[HintStats] = []
+    extra = (lambda own: _hint_entries(plane, own, hints, stat_ids, added)) if hints is not None else None
+    encoded = encode_events(plane, starts + shift_of_event, flows, stat_ids.id, extra)
+    links = added[0].links if added else None
+    if links is not None:
+        roots = steps_line(links, start_ns, stat_ids.id)
+        add_steps_metadata(proto)
 
     chunks: list[bytes | memoryview] = [proto.SerializeToString()]  # every stat name known now
     for line_index, header in enumerate(headers):
         events = encoded.line(line_index)
         chunks += [_field_header(_LINES_TAG, len(header) + len(events)), header, events]
+    if links is not None:  # the last line: XProf's step roots
+        chunks += [_field_header(_LINES_TAG, sum(len(chunk) for chunk in roots)), *roots]
     return chunks
+
+
+def _hint_entries(
+    plane: Plane, own: StatEntries, hints: HostHints, stat_ids: _StatNames, added: list[HintStats]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """The XProf hints' stats as the encoder adds them (ids resolved: the derived stats'
+    marked entries, a ref's target entry); the hints are kept in ``added``."""
+    found = hint_stats(plane, own, hints)
+    if found is None:
+        return None
+    added.append(found)
+    ids = np.zeros(len(found.names), dtype=np.int64)
+    for key in np.unique(found.key).tolist():  # an entry for the names used only
+        ids[key] = stat_ids.hint_id(found.names[key])
+    refs = np.asarray([stat_ids.id(text) for text in found.refs] or [0], dtype=np.int64)
+    bits = np.where(found.kind == KIND_REF, refs[np.where(found.kind == KIND_REF, found.bits, 0)], found.bits)
+    return found.row.astype(np.int64), ids[found.key], found.kind.astype(np.int8), bits.astype(np.int64)
 
 
 def _line_timestamp(line: Line, start_ns: int, first_ps: int, last_ps: int) -> int:
