@@ -40,12 +40,13 @@ except Exception as error:  # noqa: BLE001 - any import failure is reported the 
 """
 
 
-def run_framework_script(tmp_path: Path, framework: str, imports: str, body: str, timeout: float = 240) -> dict:
+def run_framework_script(tmp_path: Path, framework: str, imports: str, body: str, timeout: float = 240, switches: dict[str, str] | None = None) -> dict:
     """Runs ``imports`` + ``body`` with this interpreter in a fresh process; returns its manifest.
 
     The body sees ``OUT`` (a Path to an empty folder under tmp_path) and must write
     ``OUT / "manifest.json"``. A framework that fails to import fails the test with a
-    clear message (the frameworks are test dependencies: never skipped).
+    clear message (the frameworks are test dependencies: never skipped). ``switches``:
+    more environment variables (a framework's settings).
     """
     out = tmp_path / f"{framework}_out"
     out.mkdir()
@@ -63,6 +64,7 @@ def run_framework_script(tmp_path: Path, framework: str, imports: str, body: str
             "CUDA_VISIBLE_DEVICES": "",
             "TF_CPP_MIN_LOG_LEVEL": "2",
             "PYTHONUNBUFFERED": "1",
+            **(switches or {}),
         }
     )
     try:

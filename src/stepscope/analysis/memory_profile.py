@@ -146,7 +146,8 @@ NO_EVENTS_WHY: dict[str, str] = {
     PYTORCH: "PyTorch records allocations only with torch.profiler.profile(profile_memory=True), which stepscope turns on at ProfilerOptions(host_tracer_level=3)",
     TENSORFLOW: (
         "TensorFlow's allocators record MemoryAllocation events at host_tracer_level 2 or more (its default), "
-        "so the profiled window allocated nothing through them or was recorded at a lower level"
+        "on the CPU only with oneDNN's ops on (TF_ENABLE_ONEDNN_OPTS=1, TensorFlow's default only on CPUs with AVX-512), "
+        "so the profiled window allocated nothing through them or was recorded at a lower level or without oneDNN"
     ),
     JAX: "JAX's CPU backend records no allocator events at any host_tracer_level; XLA's GPU and TPU allocators record MemoryAllocation events",
     PYTHON: "a plain-Python capture records no allocations; stepscope records memory through PyTorch (host_tracer_level=3), TensorFlow, or JAX on a GPU or TPU",
