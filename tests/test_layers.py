@@ -1,7 +1,7 @@
 """The package's import graph has no cycles, and its layers only point down.
 
 The graph is read from the source with ``ast``: every ``import`` and ``from ... import`` at
-module level, inside functions (the lazy imports that keep numba, grpc or a framework out
+module level, inside functions (the lazy imports that keep protobuf, grpc or a framework out
 of ``import stepscope``) and under ``if TYPE_CHECKING:``, plus every string that names one
 of the package's submodules (what ``importlib.import_module`` and the tracer registry load).
 
@@ -23,7 +23,8 @@ of the package's submodules (what ``importlib.import_module`` and the tracer reg
       trace.formats.<format>       trace (the model); never another format
       trace                        nothing above it
       errors, sizes, jsonform,     the base
-      protos
+      protos, _kernels (the C,
+      read through its stub)
 """
 
 from __future__ import annotations
@@ -64,7 +65,7 @@ def layer(module: str) -> str:
         return "api"
     if module == "stepscope.demo" or parts[1] == "cli":
         return "top"
-    if module in ("stepscope.errors", "stepscope.sizes", "stepscope.jsonform") or parts[1] == "protos":
+    if module in ("stepscope.errors", "stepscope.sizes", "stepscope.jsonform", "stepscope._kernels") or parts[1] == "protos":
         return BASE
     if parts[1] == "trace":
         if len(parts) > 2 and parts[2] == "formats":

@@ -13,15 +13,14 @@ before the sink), then its id columns (correlation_id, group_id, step_num, exter
 that its own stats lack. Stat metadata ids are numbered in the order of first use, after
 those of plane and metadata stats, as before.
 
-Two passes: sizes (an XEvent is length-prefixed), then bytes. Compiled with numba and
-cached on disk (:mod:`stepscope.trace.jit`), so this module is imported when a profile is
-first written.
+Two passes: sizes (an XEvent is length-prefixed), then bytes. Both are kernels
+(:mod:`stepscope.trace.kernels`): the C of ``src/stepscope/kernels/encode.c`` runs in
+their place where it was built.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -33,7 +32,7 @@ from stepscope.trace.formats.xspace.schema import (
     FLOW_OUT,
     HOT_STATS,  # written in this order
 )
-from stepscope.trace.jit import jit as _jit
+from stepscope.trace.kernels import kernel
 from stepscope.trace.model import NO_ID, EventTable, FlowTable, Plane
 from stepscope.trace.stat_entries import EventTypes, StatEntries, stat_entries
 from stepscope.trace.stat_types import StatKind
@@ -50,14 +49,13 @@ _TAG_INT64 = 0x20  # field 4
 _TAG_STR = 0x2A  # field 5
 _TAG_BYTES = 0x32  # field 6
 
-# What the compiled functions take: int64 (int8 for kinds) columns, the uint8 buffer, and
-# positions and values (int64 once compiled; a Python int or np.int64 run as Python).
+# What the kernels take: int64 (int8 for kinds) contiguous columns, the uint8 buffer, and
+# positions and values (a Python int or np.int64).
 _Bytes = npt.NDArray[np.uint8]
 _Int64s = npt.NDArray[np.int64]
 _Int = int | np.int64
 
 
-@_jit
 def _varint_size(value: _Int) -> int:
     if value < 0:
         return 10  # an int64 below 0 is its 64-bit two's complement
@@ -68,7 +66,6 @@ def _varint_size(value: _Int) -> int:
     return size
 
 
-@_jit
 def _put_varint(buffer: _Bytes, at: _Int, value: _Int) -> _Int:
     if value < 0:
         for _ in range(9):  # the low 63 bits, 7 at a time (an arithmetic shift keeps them)
@@ -85,7 +82,7 @@ def _put_varint(buffer: _Bytes, at: _Int, value: _Int) -> _Int:
     return at + 1
 
 
-@_jit
+@kernel("encode_sizes")
 def _sizes(
     metadata: _Int64s,
     offset: _Int64s,
@@ -125,7 +122,7 @@ def _sizes(
     return total
 
 
-@_jit
+@kernel("encode_fill")
 def _fill(
     metadata: _Int64s,
     offset: _Int64s,
@@ -237,27 +234,15 @@ def encode_events(plane: Plane, offset_ps: np.ndarray, flows: tuple[np.ndarray, 
     duration = np.ascontiguousarray(events.duration_ps, dtype=np.int64)
     event_size = np.zeros(count, dtype=np.int64)
     stat_size = np.zeros(len(row), dtype=np.int64)
-    arrays = (_read_only(metadata), _read_only(offset), _read_only(duration), _read_only(row), _read_only(entry_id), _read_only(kind), _read_only(bits))
-    text_blob, text_offsets = _read_only(own.text_blob), _read_only(own.text_offsets)
-    total = _sizes(*arrays, text_offsets, event_size, stat_size)
+    row, entry_id, kind, bits = (np.ascontiguousarray(column) for column in (row, entry_id, kind, bits))  # (the kernels take contiguous arrays)
+    text_blob, text_offsets = np.ascontiguousarray(own.text_blob), np.ascontiguousarray(own.text_offsets)
+    total = _sizes(metadata, offset, duration, row, entry_id, kind, bits, text_offsets, event_size, stat_size)
     buffer = np.empty(total, dtype=np.uint8)
     event_end = np.zeros(count, dtype=np.int64)
-    written = _fill(*arrays, text_blob, text_offsets, event_size, stat_size, buffer, event_end)
+    written = _fill(metadata, offset, duration, row, entry_id, kind, bits, text_blob, text_offsets, event_size, stat_size, buffer, event_end)
     assert written == total, (written, total)
     bounds = np.concatenate(([0], event_end))[plane.line_offsets]
     return EncodedEvents(buffer, bounds)
-
-
-_Scalar = TypeVar("_Scalar", bound=np.generic)
-
-
-def _read_only(array: npt.NDArray[_Scalar]) -> npt.NDArray[_Scalar]:
-    """A read-only contiguous view: numba compiles (or loads) a specialisation per
-    writeable flag, and inputs come either way (``np.frombuffer`` of bytes is read-only);
-    one flag for all means one specialisation, which the profiler server loads at start."""
-    view = np.ascontiguousarray(array).view()
-    view.flags.writeable = False
-    return view
 
 
 def _event_stats(
