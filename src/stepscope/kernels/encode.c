@@ -107,7 +107,7 @@ encode_sizes(PyObject *self, PyObject *args)
                     break;
                 }
                 int64_t length = wrapping_sub(e.text_offsets[number + 1], e.text_offsets[number]);
-                stat = wrapping_add(stat, varint_size(length) + length);
+                stat = wrapping_add(stat, wrapping_add(varint_size(length), length));
             } else {
                 stat += varint_size(e.entry_bits[entry]);
             }
@@ -186,9 +186,9 @@ fill(const Events *e, const uint8_t *text_blob, int64_t blob_size, const int64_t
                     return -1;
                 }
                 int64_t start = e->text_offsets[bits];
-                int64_t length = e->text_offsets[bits + 1] - start;
+                int64_t length = wrapping_sub(e->text_offsets[bits + 1], start); /* (below 0 if past int64: refused below) */
                 at = put_tagged(buffer, room, at, kind == KIND_STR ? TAG_STR : TAG_BYTES, length);
-                if (at < 0 || start < 0 || start > blob_size || length > blob_size - start || length > room - at) {
+                if (at < 0 || start < 0 || start > blob_size || length < 0 || length > blob_size - start || length > room - at) {
                     return -1;
                 }
                 memcpy(buffer + at, text_blob + start, (size_t)length);

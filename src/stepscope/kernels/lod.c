@@ -111,20 +111,23 @@ put_run(const Query *q, int64_t k, int64_t begin, int64_t end, int64_t count, in
         }                                                                                                                           \
     } while (0)
 
-/* Sparse: every event; narrow ones merge while they share a pixel. */
+/* Sparse: every event; narrow ones merge while they share a pixel. Counts in ``written``
+   (events, runs: kept in locals here, which the compiler keeps in registers). */
 static int
-sparse_lane(const Query *q, int64_t lo, int64_t hi, int64_t shift, double scale, int64_t *events, int64_t *runs)
+sparse_lane(const Query *q, int64_t lo, int64_t hi, int64_t shift, double scale, int64_t written[2])
 {
-    const int64_t *edges = q->edges, origin = edges[0];
+    const int64_t *key = q->key, *duration = q->duration, *edges = q->edges;
+    const int64_t origin = edges[0], width = q->width, min_event = q->min_event;
+    int64_t events = written[0], runs = written[1];
     int64_t pixel = 0, run_pixel = -1, first_start = 0, last_end = 0, merged = 0, busy = 0;
     for (int64_t p = lo; p < hi; p++) {
-        const int64_t s = wrapping_sub(q->key[p], shift), d = q->duration[p];
-        if (d >= q->min_event) {
-            OR_FAIL(put_event(q, (*events)++, p, wrapping_sub(s, origin), d));
+        const int64_t s = wrapping_sub(key[p], shift), d = duration[p];
+        if (d >= min_event) {
+            OR_FAIL(put_event(q, events++, p, wrapping_sub(s, origin), d));
             continue;
         }
-        if (pixel < q->width - 1 && edges[pixel + 1] <= s) {
-            pixel = pixel_of(edges, q->width, s, pixel + 1, scale);
+        if (pixel < width - 1 && edges[pixel + 1] <= s) {
+            pixel = pixel_of(edges, width, s, pixel + 1, scale);
         }
         if (pixel == run_pixel) {
             merged++;
@@ -133,40 +136,43 @@ sparse_lane(const Query *q, int64_t lo, int64_t hi, int64_t shift, double scale,
             continue;
         }
         if (merged) {
-            OR_FAIL(put_run(q, (*runs)++, wrapping_sub(first_start, origin), wrapping_sub(last_end, origin), merged, busy));
+            OR_FAIL(put_run(q, runs++, wrapping_sub(first_start, origin), wrapping_sub(last_end, origin), merged, busy));
         }
         run_pixel = pixel, first_start = s, last_end = wrapping_add(s, d), merged = 1, busy = d;
     }
     if (merged) {
-        OR_FAIL(put_run(q, (*runs)++, wrapping_sub(first_start, origin), wrapping_sub(last_end, origin), merged, busy));
+        OR_FAIL(put_run(q, runs++, wrapping_sub(first_start, origin), wrapping_sub(last_end, origin), merged, busy));
     }
+    written[0] = events, written[1] = runs;
     return 0;
 }
 
 /* Dense: pixel j holds positions a:b between its edges' searches; its first event (a) and
    its last (b - 1) are the only ones that can be wide. */
 static int
-dense_lane(const Query *q, int64_t lo, int64_t hi, int64_t shift, int64_t *events, int64_t *runs)
+dense_lane(const Query *q, int64_t lo, int64_t hi, int64_t shift, int64_t written[2])
 {
-    const int64_t *key = q->key, *duration = q->duration, *edges = q->edges, origin = edges[0];
+    const int64_t *key = q->key, *duration = q->duration, *busy_before = q->busy_before, *edges = q->edges;
+    const int64_t origin = edges[0], width = q->width, min_event = q->min_event;
+    int64_t events = written[0], runs = written[1];
     int64_t a = lo;
-    for (int64_t j = 0; j < q->width; j++) {
-        const int64_t b = j == q->width - 1 ? hi : first_at_or_after(key, shift, edges[j + 1], a, hi);
+    for (int64_t j = 0; j < width; j++) {
+        const int64_t b = j == width - 1 ? hi : first_at_or_after(key, shift, edges[j + 1], a, hi);
         const int64_t n = b - a;
         if (n > 0) {
             const int64_t head_start = wrapping_sub(key[a], shift), head_duration = duration[a];
             const int64_t tail_start = wrapping_sub(key[b - 1], shift), tail_duration = duration[b - 1];
-            const int head_wide = head_duration >= q->min_event;
-            const int tail_wide = n > 1 && tail_duration >= q->min_event;
-            int64_t busy = wrapping_sub(q->busy_before[b], q->busy_before[a]);
+            const int head_wide = head_duration >= min_event;
+            const int tail_wide = n > 1 && tail_duration >= min_event;
+            int64_t busy = wrapping_sub(busy_before[b], busy_before[a]);
             int64_t merged = n;
             if (head_wide) {
-                OR_FAIL(put_event(q, (*events)++, a, wrapping_sub(head_start, origin), head_duration));
+                OR_FAIL(put_event(q, events++, a, wrapping_sub(head_start, origin), head_duration));
                 merged--;
                 busy = wrapping_sub(busy, head_duration);
             }
             if (tail_wide) {
-                OR_FAIL(put_event(q, (*events)++, b - 1, wrapping_sub(tail_start, origin), tail_duration));
+                OR_FAIL(put_event(q, events++, b - 1, wrapping_sub(tail_start, origin), tail_duration));
                 merged--;
                 busy = wrapping_sub(busy, tail_duration);
             }
@@ -174,11 +180,12 @@ dense_lane(const Query *q, int64_t lo, int64_t hi, int64_t shift, int64_t *event
                 /* Ends ascend within a lane: the last narrow event ends last. */
                 const int64_t begin = head_wide ? wrapping_sub(key[a + 1], shift) : head_start;
                 const int64_t end = tail_wide ? wrapping_add(wrapping_sub(key[b - 2], shift), duration[b - 2]) : wrapping_add(tail_start, tail_duration);
-                OR_FAIL(put_run(q, (*runs)++, wrapping_sub(begin, origin), wrapping_sub(end, origin), merged, busy));
+                OR_FAIL(put_run(q, runs++, wrapping_sub(begin, origin), wrapping_sub(end, origin), merged, busy));
             }
         }
         a = b;
     }
+    written[0] = events, written[1] = runs;
     return 0;
 }
 
@@ -186,22 +193,22 @@ dense_lane(const Query *q, int64_t lo, int64_t hi, int64_t shift, int64_t *event
 static void
 answer(const Query *q, int64_t *events_out, int64_t *runs_out)
 {
-    const double span = (double)(wrapping_sub(q->edges[q->width], q->edges[0]) > 1 ? wrapping_sub(q->edges[q->width], q->edges[0]) : 1);
-    const double scale = (double)q->width / span;
-    int64_t events = 0, runs = 0;
+    const int64_t span = wrapping_sub(q->edges[q->width], q->edges[0]);
+    const double scale = (double)q->width / (double)(span > 1 ? span : 1);
+    int64_t written[2] = {0, 0}; /* events, runs */
     for (int64_t k = 0; k < q->lane_count; k++) {
         const int64_t shift = q->lane_shift[q->lanes[k]], lo = q->first[k], hi = q->stop[k];
-        const int64_t events_before = events, runs_before = runs;
-        int ok = hi - lo <= q->width ? sparse_lane(q, lo, hi, shift, scale, &events, &runs) : dense_lane(q, lo, hi, shift, &events, &runs);
-        if (ok < 0) {
+        const int64_t events_before = written[0], runs_before = written[1];
+        int failed = hi - lo <= q->width ? sparse_lane(q, lo, hi, shift, scale, written) : dense_lane(q, lo, hi, shift, written);
+        if (failed) {
             *events_out = -1;
             return;
         }
-        q->lane_counts[k] = events - events_before;
-        q->lane_counts[q->lane_count + k] = runs - runs_before;
+        q->lane_counts[k] = written[0] - events_before;
+        q->lane_counts[q->lane_count + k] = written[1] - runs_before;
     }
-    *events_out = events;
-    *runs_out = runs;
+    *events_out = written[0];
+    *runs_out = written[1];
 }
 
 /* Checks the lanes' slices against the columns and the lanes against lane_shift. */
