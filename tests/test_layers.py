@@ -214,7 +214,7 @@ def test_the_graph_is_read():
     """The walker sees the imports of every kind (a broken walker would pass the rest)."""
     found = {(edge.source, edge.target, edge.kind) for edge in IMPORTS}
     assert ("stepscope.trace.readers", "stepscope.trace.formats.xspace.schema", "module") in found
-    assert ("stepscope.trace.formats.xspace.decode", "stepscope.trace.formats.xspace.wire", "function") in found
+    assert ("stepscope.trace.readers", "stepscope.trace.formats.xspace.read", "function") in found
     assert ("stepscope", "stepscope.capture.client", "string") in found
     assert any(edge.kind == "typing" for edge in IMPORTS)
 

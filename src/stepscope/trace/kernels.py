@@ -11,11 +11,14 @@ C takes the same arguments, returns the same values and raises where its argumen
 types, lengths or indexes would make the Python fail; tests compare the two.
 
 Why C, not numba (which compiled these loops before): numba and llvmlite are 208 MB of
-install, and a process paid ~0.7 s to import numba and load the loops' machine code from
-its cache before its first read (minutes, the first time after an install, to compile);
-the C is a 70 kB library that loads in well under a millisecond and runs the loops as fast
-(bench/README.md). The Python stays as the reference the tests hold the C to, and as the
-fallback where no compiler was at hand: right, but 50-200x slower.
+install, and a process paid 0.6-0.8 s to import numba and load the loops' machine code from
+its cache before its first bulk read, query or write (6 s the first time after an install,
+to compile); the C is a ~150 kB library that imports in 0.5 ms and runs the loops as fast: the
+10M-event profile of bench/make_big_profile.py is read, written and viewed within 0.96-1.08x
+of numba's times, each kernel within 0.6-1.15x (bench/README.md). The Python stays as the
+reference the tests hold the C to, and as the fallback where no compiler was at hand: right,
+but 50-600x slower (the shared TPU profile's wire decode: 10 s against 17 ms), so without
+the C the reader takes protobuf's messages instead (:mod:`stepscope.trace.formats.xspace.decode`).
 """
 
 from __future__ import annotations

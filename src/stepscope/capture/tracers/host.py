@@ -20,6 +20,7 @@ from stepscope.capture.options import ProfilerOptions
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane
 from stepscope.trace.model import EventMetadata, Line, Plane, Profile
+from stepscope.trace.presorted import finish_presorted
 from stepscope.trace.stat_types import INT64_MAX, StatKind, stat_from_python
 from stepscope.trace.stats import TextValues, TypedStats
 
@@ -90,8 +91,6 @@ def events_plane(
         stats=stats.take(order),
         ids={"step_num": step_num[order]},
     )
-    from stepscope.trace.presorted import finish_presorted  # (imported at the first stop, as the writer)
-
     return finish_presorted(raw, 0)[0]
 
 

@@ -26,7 +26,9 @@ from stepscope.errors import ProfileFormatError
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane, earliest_start, finish_plane
+from stepscope.trace.formats.xspace.arrows import arrows
 from stepscope.trace.formats.xspace.decode import DecodedLines, DecodedPlane, decode_space
+from stepscope.trace.formats.xspace.hot_ids import hot_id_column
 from stepscope.trace.formats.xspace.schema import (
     EPOCH_NS_THRESHOLD,
     FLOW_CATEGORY,
@@ -40,6 +42,7 @@ from stepscope.trace.formats.xspace.schema import (
 )
 from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Plane, Profile, latest_end
 from stepscope.trace.planes_in_parallel import map_planes
+from stepscope.trace.presorted import finish_presorted
 from stepscope.trace.stat_types import INT64_MAX, INT64_MIN, Stat, StatKind
 from stepscope.trace.stats import TypedStats
 
@@ -84,10 +87,7 @@ def read_xspace(path: Path, data: bytes | bytearray, *, bulk: bool | None = None
     earliest = earliest_start(raws)
     zero_ps = 0 if earliest is None else (earliest // 1000) * 1000
     _check_span(path, raws, zero_ps)
-    if space.bulk:
-        from stepscope.trace.presorted import finish_presorted as finish  # a kernel, as the decoder
-    else:
-        finish = finish_plane
+    finish = finish_presorted if space.bulk else finish_plane  # (finish_presorted's nesting: a kernel, as the decoder)
 
     pending: list[RawPlane | None] = [*raws]
     raws.clear()
@@ -157,8 +157,6 @@ def _pair_flows(points: list[FlowPoints], orders: list[np.ndarray | None], *, bu
     encoded = np.concatenate(encoded_parts)
     del row_parts, encoded_parts
     if bulk:
-        from stepscope.trace.formats.xspace.arrows import arrows
-
         bounds = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=bounds[1:])
         flow_id, src_plane, src_event, dst_plane, dst_event = arrows(np.asarray(parts, dtype=np.int32), bounds, row, encoded)
@@ -399,8 +397,6 @@ def _event_starts(offset_ps: np.ndarray, counts: np.ndarray, lines: list[xplane_
 def _event_stats(count: int, columns: DecodedLines, stat_names: dict[int, str], bulk: bool) -> tuple[TypedStats, dict[str, np.ndarray], FlowPoints]:
     """The stats store, the hot id columns and the flow endpoints, from decoded stat columns.
     ``bulk``: the bulk decoder ran (the kernels are compiled), so the hot ids take their one-pass loop."""
-    if bulk:
-        from stepscope.trace.formats.xspace.hot_ids import hot_id_column
     event, kind, bits = columns.stat_event, columns.stat_kind, columns.stat_bits
     if not len(event):  # (what the rest gives for no stats, at a fraction of the cost)
         store = TypedStats.from_columns(event, np.zeros(0, dtype=np.int32), kind, bits, columns.texts, [], count)
