@@ -11,8 +11,10 @@ SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 .PHONY: demo test venv web dist protos schemas bench clean
 
 DEMO_STAMP := $(VENV)/.demo-installed
+# The compiled extensions' sources: a change rebuilds them (pip install -e . again).
+EXTENSION_SOURCES := src/stepscope/capture/_spans.c $(wildcard src/stepscope/kernels/*.c src/stepscope/kernels/*.h)
 
-$(STAMP): pyproject.toml setup.py src/stepscope/capture/_spans.c requirements/test.txt requirements/demo.txt requirements/protoc.txt
+$(STAMP): pyproject.toml setup.py $(EXTENSION_SOURCES) requirements/test.txt requirements/demo.txt requirements/protoc.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e . -r requirements/test.txt
@@ -46,7 +48,7 @@ $(CHROMIUM):
 	$(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium >/dev/null
 
 # The demo needs only stepscope and PyTorch (the test venv, a superset, also satisfies it).
-$(DEMO_STAMP): pyproject.toml setup.py src/stepscope/capture/_spans.c requirements/demo.txt
+$(DEMO_STAMP): pyproject.toml setup.py $(EXTENSION_SOURCES) requirements/demo.txt
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e . -r requirements/demo.txt

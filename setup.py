@@ -1,9 +1,10 @@
 """What pyproject.toml cannot say: the compiled extensions, and the dashboard's page.
 
-Extensions: ``optional=True``, so that where they cannot be built (no compiler, no Python
-headers) the install goes on without them and stepscope uses its pure-Python paths. They
-are written against Python 3.11's limited API, so one wheel (tagged ``cp311-abi3``) serves
-every CPython from 3.11 on.
+Extensions: ``optional=True``, so that where one cannot be built (no compiler, no Python
+headers) the install goes on without it and the pure-Python code stands in:
+``stepscope.capture.annotations`` its classes for ``_spans``, ``stepscope.trace.kernels``
+the Python loops for ``_kernels``. Both are written against Python 3.11's limited API, so
+one wheel (tagged ``cp311-abi3``) serves every CPython from 3.11 on.
 
 The page: ``web/`` (TypeScript) is built by Vite into ``src/stepscope/dashboard/static/``,
 which the package serves. An sdist carries both the sources and the built page, and a
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from glob import glob
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -69,12 +71,15 @@ class SdistWithPage(sdist):
         super().run()
 
 
-def extension(name: str, sources: list[str]) -> Extension:
-    return Extension(name, sources, optional=True, py_limited_api=True, define_macros=[LIMITED_API], extra_compile_args=["-O2"])
+def extension(name: str, sources: list[str], headers: list[str] | None = None) -> Extension:
+    return Extension(name, sources, depends=headers or [], optional=True, py_limited_api=True, define_macros=[LIMITED_API], extra_compile_args=["-O2"])
 
 
 setup(
-    ext_modules=[extension("stepscope.capture._spans", ["src/stepscope/capture/_spans.c"])],
+    ext_modules=[
+        extension("stepscope.capture._spans", ["src/stepscope/capture/_spans.c"]),
+        extension("stepscope._kernels", sorted(glob("src/stepscope/kernels/*.c")), sorted(glob("src/stepscope/kernels/*.h"))),
+    ],
     cmdclass={"build_py": BuildPyWithPage, "sdist": SdistWithPage},
     options={"bdist_wheel": {"py_limited_api": "cp311"}},
 )

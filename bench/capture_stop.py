@@ -12,10 +12,9 @@ The capture is the one of issue 12: 250,000 ``stepscope.step`` markers each hold
 - the whole stop, tracer stop + merge + write, old and new.
 
 Both writers' files are parsed with protobuf and compared (the new one less the step roots
-and links it adds for XProf, which the old one predates; they are in its time). The bulk
-encoder is compiled by numba and cached on disk; its first-use cost is printed apart: the
-compile, measured in a fresh process with an empty cache, and the cache load, in a fresh
-process with the cache.
+and links it adds for XProf, which the old one predates; they are in its time). A fresh
+process's first stop costs more than later ones (imports: the writer, protobuf); that is
+printed apart, measured in a fresh process.
 
 Run: ``.venv/bin/python bench/capture_stop.py`` (``--steps N``, ``--busy`` to run a
 Python-bound thread beside, as a training loop would, while timing). Results in
@@ -26,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -64,13 +62,10 @@ FIRST_USE = textwrap.dedent(
 )
 
 
-def first_use(cache_dir: str | None) -> float:
+def first_use() -> float:
     """What a fresh process's first stop and write of a tiny capture costs more than its
-    second: numba's import and compile (empty cache) or its cache load."""
-    env = dict(os.environ)
-    if cache_dir is not None:
-        env["NUMBA_CACHE_DIR"] = cache_dir
-    done = subprocess.run([sys.executable, "-c", FIRST_USE], capture_output=True, text=True, env=env, cwd=ROOT, check=True)
+    second: the imports of the stop's modules."""
+    done = subprocess.run([sys.executable, "-c", FIRST_USE], capture_output=True, text=True, cwd=ROOT, check=True)
     line = next(line for line in done.stdout.splitlines() if line.startswith("@@first@@"))
     first, second = map(float, line.split()[1:])
     return first - second
@@ -105,8 +100,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="best of N runs (the tracer's stop runs once)")
     options = parser.parse_args()
 
-    compile_s = first_use(tempfile.mkdtemp(prefix="numba-cache-"))
-    cached_s = first_use(None)
+    first_use_s = first_use()
 
     from stepscope.protos import xplane_pb2
     from stepscope.trace import names
@@ -139,7 +133,7 @@ def main() -> None:
 
     repeat = options.repeat
     folder = Path(tempfile.mkdtemp(prefix="capture-stop-"))
-    warm = events_plane(names.HOST_PLANE, records[:10], clock, start_ns, threads)  # numba loaded, as in a second stop
+    warm = events_plane(names.HOST_PLANE, records[:10], clock, start_ns, threads)  # imports done, as in a second stop
     write_xspace(Profile(planes=[warm], start_ns=start_ns, host="", source="", format="stepscope"), folder / "warm.xplane.pb")
     old_plane_s, old_plane = timed(repeat, reference_events_plane, names.HOST_PLANE, records, clock, start_ns, threads)
     new_plane_s, _ = timed(repeat, events_plane, names.HOST_PLANE, records, clock, start_ns, threads)
@@ -173,8 +167,7 @@ def main() -> None:
         "write_new_s": new_write_s,
         "stop_total_old_s": old_total,
         "stop_total_new_s": new_total,
-        "numba_compile_s": compile_s,
-        "numba_cache_load_s": cached_s,
+        "first_use_s": first_use_s,
         "same_xspace": same,
         # No number in the issues: the bulk paths must beat the per-event ones they replaced.
         "goals": [
@@ -188,8 +181,7 @@ def main() -> None:
     print(f"  merge_profiles        {merge_s:7.3f} s")
     print(f"  write_xspace      old {old_write_s:7.3f} s   new {new_write_s:7.3f} s   x{old_write_s / new_write_s:6.1f}")
     print(f"  whole stop        old {old_total:7.3f} s   new {new_total:7.3f} s   x{old_total / new_total:6.1f}")
-    print(f"  first use in a process, more than later stops: {compile_s:.2f} s with numba's cache empty (compile),")
-    print(f"    {cached_s:.2f} s with it filled (numba's import and cache load)")
+    print(f"  first use in a process, more than later stops: {first_use_s:.2f} s (imports)")
     print(f"  same XSpace (protobuf messages equal): {same}")
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(results, indent=2))

@@ -165,7 +165,7 @@ def profile_rank(path: str) -> None:
     from stepscope.engines.tasks import RankTask, analyse_rank
 
     task = RankTask(path, "rank")
-    analyse_rank(task)  # numba's first use, imports
+    analyse_rank(task)  # first use: imports
     profiler = cProfile.Profile()
     t0 = time.perf_counter()
     profiler.runcall(analyse_rank, task)

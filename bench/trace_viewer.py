@@ -10,8 +10,8 @@ has made it.
 Each measurement is a fresh subprocess of this interpreter:
 
   build   (``--builds`` times, the fastest kept, every total printed) the dashboard
-          worker's warm-up (``worker.warm_up``, timed apart: numba and the compiled reader,
-          which a worker loads as it starts, before any profile, as XProf's child imports
+          worker's warm-up (``worker.warm_up``, timed apart: the reader's and the index's
+          imports, which a worker does as it starts, before any profile, as XProf's child imports
           xprof before its clock starts), then ``stepscope.load`` (timed alone: the reader), then ``build_index`` (timed; its peak
           RSS is VmHWM after resetting it once the profile is loaded, so it includes the
           loaded profile but not the reader's transient peak), then ``TraceIndex.save``.
@@ -385,7 +385,7 @@ def report(rows: list[dict]) -> str:
             totals = ", ".join(f"{total:.2f}" for total in b["totals_s"])
             lines.append(
                 f"  {row['label']}: load + index of each build {totals} s; the fastest: user {b['user_s']:.2f} s, system {b['sys_s']:.2f} s, "
-                f"after a warm-up of {b.get('warm_s', 0):.2f} s (numba and the compiled reader: a fresh process pays it in its first load)"
+                f"after a warm-up of {b.get('warm_s', 0):.2f} s (imports: a fresh process pays it in its first load)"
             )
     lines.append("")
     head = f"{'profile':34} {'view':20} {'p50 ms':>8} {'p95 ms':>8} {'KiB':>8} | {'XProf p50':>9} {'p95':>8} {'KiB':>8} {'p50 ratio':>9}"

@@ -22,7 +22,7 @@ from tests.support import hostile
 from tests.support.dashboard.server import DashboardServer
 
 # The CLI and the server run under this address-space limit: room for Python, numpy and
-# numba (~0.8 GB of address space at start) and a profile of the lowered input limit.
+# the reader (~0.15 GB of address space at start) and a profile of the lowered input limit.
 ADDRESS_SPACE = 3 << 30
 # Reader limits of a small machine: 256 MiB of input, as the user would export them.
 LIMITS = {"STEPSCOPE_MAX_INPUT_BYTES": "256M", "STEPSCOPE_WORKER_MEMORY": "2G"}

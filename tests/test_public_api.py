@@ -54,12 +54,12 @@ def test_all_is_the_public_api():
 
 # Modules that only some uses need: a job that only annotates, or a script that only loads
 # a Kineto trace, must not import them (each costs memory for the process's lifetime).
-HEAVY = ("google.protobuf", "grpc", "numba", "torch", "jax", "stepscope.capture.session", "stepscope.capture.service")
+HEAVY = ("google.protobuf", "grpc", "torch", "jax", "stepscope.capture.session", "stepscope.capture.service")
 
 
 def _imported_after(code: str) -> set[str]:
     """The HEAVY modules a fresh interpreter has imported after running ``code``."""
-    probe = f"{code}\nimport sys\nprint(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in {{'google', 'grpc', 'numba', 'torch', 'jax'}} or m.startswith('stepscope.capture.'))))"
+    probe = f"{code}\nimport sys\nprint(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in {{'google', 'grpc', 'torch', 'jax'}} or m.startswith('stepscope.capture.'))))"
     result = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     )

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from stepscope.capture import annotations
+from stepscope.trace.kernels import PURE_PYTHON_ENV
 from tests.support.traces import ROOT
 
 PATHS = ("compiled", "python")
@@ -57,7 +58,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
     found = {}
     for path in PATHS:
         out = folder / f"{path}.json"
-        env = {**os.environ, annotations.PURE_PYTHON_ENV: "1" if path == "python" else ""}
+        env = {**os.environ, PURE_PYTHON_ENV: "1" if path == "python" else ""}
         script = f"import sys\nsys.path.insert(0, {str(ROOT)!r})\nfrom tests.support.annotation_paths import child\nchild({str(out)!r})\n"
         done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr[-3000:]

@@ -68,6 +68,56 @@ def varint(value: int) -> bytes:
     return bytes(out)
 
 
+def space_with_event(event: bytes, line_extra: bytes = b"", plane_extra: bytes = b"") -> bytes:
+    """An XSpace of one plane and line holding the XEvent ``event`` (its bytes), with
+    ``line_extra`` after the events and ``plane_extra`` after the metadata."""
+    meta = ld(4, tag(1, 0) + b"\x01" + ld(2, tag(1, 0) + b"\x01" + ld(2, b"op")))
+    stat_meta = ld(5, tag(1, 0) + b"\x02" + ld(2, tag(1, 0) + b"\x02" + ld(2, b"correlation_id")))
+    line = ld(2, b"line") + tag(3, 0) + varint(1000) + ld(4, event) + line_extra
+    plane = ld(2, b"/host:CPU") + ld(3, line) + meta + stat_meta + plane_extra
+    return ld(1, plane)
+
+
+# An XEvent's fields (metadata 1, offset 5, duration 7), an XStat's (metadata 2, int64 42),
+# and events of every wire-format corner the decoders must treat as protobuf does.
+EVENT = tag(1, 0) + b"\x01" + tag(2, 0) + b"\x05" + tag(3, 0) + b"\x07"
+STAT = tag(1, 0) + b"\x02" + tag(4, 0) + b"\x2a"
+WIRE_CASES = {
+    "plain": EVENT + ld(4, STAT),
+    "unknown varint, fixed32, fixed64, bytes": EVENT + tag(9, 0) + b"\x01" + tag(10, 5) + b"\0" * 4 + tag(11, 1) + b"\0" * 8 + ld(12, b"xy"),
+    "unknown group": EVENT + tag(9, 3) + tag(1, 0) + b"\x01" + tag(9, 4),
+    "nested groups": EVENT + tag(9, 3) + tag(8, 3) + tag(8, 4) + tag(9, 4),
+    "groups 97 deep (the limit)": EVENT + tag(9, 3) * 97 + tag(9, 4) * 97,
+    "groups 98 deep (past it)": EVENT + tag(9, 3) * 98 + tag(9, 4) * 98,
+    "mismatched end group": EVENT + tag(9, 3) + tag(8, 4),
+    "end group alone": EVENT + tag(9, 4),
+    "unterminated group": EVENT + tag(9, 3),
+    "known field, wrong wire type": tag(1, 2) + varint(1) + b"\x05" + tag(2, 5) + b"\0" * 4 + EVENT,
+    "offset then num_occurrences": EVENT + tag(5, 0) + b"\x03",
+    "num_occurrences then offset": tag(5, 0) + b"\x03" + EVENT,
+    "field given twice": EVENT + tag(3, 0) + b"\x09",
+    "stat: last value wins": EVENT + ld(4, STAT + ld(5, b"text") + tag(3, 0) + b"\x08"),
+    "stat: value types": EVENT + ld(4, tag(2, 1) + b"\0" * 7 + b"\x7f") + ld(4, ld(6, b"\xff")) + ld(4, tag(7, 0) + b"\x02"),
+    "stat: bad utf-8": EVENT + ld(4, ld(5, b"\xed\xa0\x80")),
+    "stat: utf-8 split across stats": EVENT + ld(4, ld(5, b"\xc3")) + ld(4, ld(5, b"\xa9")),
+    "stat: good utf-8": EVENT + ld(4, ld(5, "é€😀".encode())),
+    "varint of 10 bytes": EVENT + tag(3, 0) + b"\xff" * 9 + b"\x01",
+    "varint of 10 bytes, high bits": EVENT + tag(3, 0) + b"\xff" * 9 + b"\x7f",
+    "varint of 11 bytes": EVENT + tag(3, 0) + b"\xff" * 10 + b"\x01",
+    "tag of 5 bytes": EVENT + b"\x88\x80\x80\x80\x00" + b"\x01",
+    "tag of 6 bytes": EVENT + b"\x88\x80\x80\x80\x80\x00" + b"\x01",
+    "tag past 32 bits": EVENT + b"\x88\x80\x80\x80\x10\x01",
+    "field number 0": EVENT + b"\x00\x01",
+    "wire type 6": EVENT + b"\x0e",
+    "wire type 7": EVENT + b"\x0f",
+    "length of 5 bytes": EVENT + tag(12, 2) + b"\x81\x80\x80\x80\x00" + b"a",
+    "length of 6 bytes": EVENT + tag(12, 2) + b"\x81\x80\x80\x80\x80\x00" + b"a",
+    "length past the event": EVENT + tag(12, 2) + b"\x05ab",
+    "truncated fixed64": EVENT + tag(11, 1) + b"\0" * 3,
+    "truncated varint": EVENT + tag(3, 0) + b"\x80",
+}
+
+
 # --- generated spaces ----------------------------------------------------------------------
 
 INT64 = st.sampled_from((0, 1, -1, 7, 1000, 2**31, 2**53 + 1, 2**62, 2**63 - 1, -(2**63), 10**15, 10**18)) | st.integers(-(2**63), 2**63 - 1)

@@ -17,6 +17,7 @@ from stepscope.errors import ProfileLimitError, StepscopeError
 from stepscope.protos import xplane_pb2
 from stepscope.trace import limits
 from stepscope.trace.formats.xspace import decode
+from stepscope.trace.formats.xspace import read as read_module
 from stepscope.trace.formats.xspace.read import read_xspace
 from stepscope.trace.planes_in_parallel import MAX_THREADS, THREAD_PREFIX, THREADS_SETTING, map_planes, read_threads
 
@@ -85,6 +86,7 @@ def four_planes(events: int) -> bytes:
 @pytest.mark.parametrize("threads", ["1", "4"])
 def test_the_event_limit_counts_every_plane_on_every_thread(monkeypatch, threads):
     monkeypatch.setenv(THREADS_SETTING, threads)
+    monkeypatch.setattr(decode, "PARALLEL_MIN_BYTES", 0)
     data, path = four_planes(1000), Path("four.xplane.pb")
     # 4 planes x 1,000 events: 4,000 is within a limit of 4,000 and past one of 3,999.
     with limits.limited({limits.EVENTS: 4000}):
@@ -95,6 +97,7 @@ def test_the_event_limit_counts_every_plane_on_every_thread(monkeypatch, threads
 
 def test_damaged_planes_on_threads_report_the_first_one(monkeypatch):
     monkeypatch.setenv(THREADS_SETTING, "4")
+    monkeypatch.setattr(decode, "PARALLEL_MIN_BYTES", 0)
     data = four_planes(200)
     plane_starts = [start for start, _ in decode_plane_ranges(data)]
     damaged = bytearray(data)
@@ -102,6 +105,25 @@ def test_damaged_planes_on_threads_report_the_first_one(monkeypatch):
         damaged[start] = 0x0F
     with pytest.raises(ProfileFormatError, match=rf"wire type 6 or 7, at byte {plane_starts[1]}\)"):
         read_xspace(Path("damaged.xplane.pb"), bytes(damaged), bulk=True)
+
+
+@pytest.mark.parametrize(("least", "parallel"), [(0, True), (1, False)])
+def test_only_files_of_parallel_min_bytes_read_their_planes_on_threads(monkeypatch, least: int, parallel: bool):
+    """The decode, the planes' reading and their finishing go to threads (``map_planes``'s
+    ``threads``) for a file of PARALLEL_MIN_BYTES or more, never for a smaller one."""
+    monkeypatch.setenv(THREADS_SETTING, "4")
+    data = four_planes(10)
+    monkeypatch.setattr(decode, "PARALLEL_MIN_BYTES", len(data) + least)
+    asked: list[bool] = []
+
+    def spy(work, items, threads=True):
+        asked.append(threads)
+        return map_planes(work, items, threads)
+
+    monkeypatch.setattr(decode, "map_planes", spy)
+    monkeypatch.setattr(read_module, "map_planes", spy)
+    assert read_xspace(Path("four.xplane.pb"), data, bulk=True).event_count == 40
+    assert asked == [parallel] * 3
 
 
 def decode_plane_ranges(data: bytes) -> list[tuple[int, int]]:

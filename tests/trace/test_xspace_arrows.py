@@ -1,6 +1,7 @@
-"""The bulk reader's compiled flow pairing (trace/formats/xspace/arrows.py) gives the arrows of
-the whole-array pairing the protobuf-message path uses (read.pair_flows_numpy), on dense and
-sparse flow ids, both directions, self-flows and planes without endpoints; and a hand-made case."""
+"""The bulk reader's flow pairing (trace/formats/xspace/arrows.py: its walks in C, and in
+their Python) gives the arrows of the whole-array pairing the protobuf-message path uses
+(read.pair_flows_numpy), on dense and sparse flow ids, both directions, self-flows and
+planes without endpoints; and a hand-made case."""
 
 from __future__ import annotations
 
@@ -11,13 +12,18 @@ from hypothesis import strategies as st
 from stepscope.trace.formats.xspace.arrows import arrows
 from stepscope.trace.formats.xspace.read import pair_flows_numpy
 from stepscope.trace.formats.xspace.schema import FLOW_IN, FLOW_IN_OUT, FLOW_OUT, encode_flow
+from tests.support.kernels import python_kernels
 
 
 def both(parts: list[int], counts: list[int], rows: list[int], encoded: list[int]) -> tuple:
+    """(the C walks' arrows, the whole-array pairing's); the walks' Python gives the C's."""
     bounds = np.concatenate(([0], np.cumsum(counts))).astype(np.int64)
     row = np.asarray(rows, dtype=np.int64)
     values = np.asarray(encoded, dtype=np.uint64)
     fast = arrows(np.asarray(parts, dtype=np.int32), bounds, row, values)
+    with python_kernels():
+        walked = arrows(np.asarray(parts, dtype=np.int32), bounds, row, values)
+    assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(fast, walked))
     slow = pair_flows_numpy(np.repeat(np.asarray(parts, dtype=np.int32), counts), row, values)
     return fast, slow
 
@@ -55,7 +61,7 @@ def endpoints(draw: st.DrawFn) -> tuple[list[int], list[int], list[int], list[in
 
 @settings(max_examples=300, deadline=None)
 @given(case=endpoints())
-def test_compiled_pairing_gives_the_whole_array_pairing(case: tuple[list[int], list[int], list[int], list[int]]):
+def test_the_walks_give_the_whole_array_pairing(case: tuple[list[int], list[int], list[int], list[int]]):
     fast, slow = both(*case)
     for a, b in zip(fast, slow):
         assert a.dtype == b.dtype

@@ -26,12 +26,15 @@ from stepscope.protos import xplane_pb2
 from stepscope.trace import names
 from stepscope.trace.formats.xspace import decode
 from stepscope.trace.formats.xspace.read import read_xspace
+from stepscope.trace.formats.xspace.warm import sample_space
+from stepscope.trace.kernels import PURE_PYTHON_ENV
 from stepscope.trace.model import NO_ID
 from stepscope.trace.planes_in_parallel import THREADS_SETTING
 from tests.support.fuzz import BYTE_OPS, mutate_bytes, source_bytes
+from tests.support.kernels import python_kernels
 from tests.support.reference.xspace import assert_same_profile, reference_load
 from tests.support.traces import KINETO_TRACES, LARGEST_KINETO, XPLANE_TRACES, middle_fifth, shared
-from tests.support.xspaces import SETTINGS, ld, tag, varint, xspace
+from tests.support.xspaces import EVENT, SETTINGS, WIRE_CASES, handmade_space, ld, space_with_event, tag, varint, xspace
 
 TPU = "xplane/tpu_v_inference_4chips.xplane.pb"
 
@@ -43,7 +46,7 @@ def outcome(read, path: Path):
         return error
 
 
-# The compiled decoder's outputs starting at one entry each, so that every event, stat,
+# The bulk decoder's outputs starting at one entry each, so that every event, stat,
 # text and line field after the first finds its array full: the decoder stops, the array
 # grows and it goes on from there.
 NO_ROOM = decode.FirstRoom(event_bytes=1 << 62, stat_bytes=1 << 62, text_share=1 << 62, minimum=1)
@@ -55,13 +58,15 @@ def read_growing(path: Path) -> stepscope.Profile:
 
 
 def read_on_threads(path: Path, threads: int) -> stepscope.Profile:
-    with mock.patch.dict(os.environ, {THREADS_SETTING: str(threads)}):
+    """The bulk reader on up to ``threads`` threads, whatever the file's size."""
+    with mock.patch.dict(os.environ, {THREADS_SETTING: str(threads)}), mock.patch.object(decode, "PARALLEL_MIN_BYTES", 0):
         return read_xspace(path, path.read_bytes(), bulk=True)
 
 
 def decoders() -> dict:
-    """The reader with each decoder: compiled (bulk: its planes one by one; and on four
-    threads, growing its outputs from one entry) and protobuf's messages (small files).
+    """The reader with each decoder: the bulk one (the C kernels: its planes one by one; and
+    on four threads, growing its outputs from one entry) and protobuf's messages (where the
+    kernels are not compiled).
 
     The reader itself, not ``stepscope.load``, which first tells empty files and files of
     no known format apart (tests/trace/test_bad_input.py)."""
@@ -209,62 +214,16 @@ def test_damaged_generated_spaces_are_judged_as_protobuf_judges_them(tmp_path_fa
     event(check_same(path))
 
 
-def _space_with_event(event: bytes, line_extra: bytes = b"", plane_extra: bytes = b"") -> bytes:
-    meta = ld(4, tag(1, 0) + b"\x01" + ld(2, tag(1, 0) + b"\x01" + ld(2, b"op")))
-    stat_meta = ld(5, tag(1, 0) + b"\x02" + ld(2, tag(1, 0) + b"\x02" + ld(2, b"correlation_id")))
-    line = ld(2, b"line") + tag(3, 0) + varint(1000) + ld(4, event) + line_extra
-    plane = ld(2, b"/host:CPU") + ld(3, line) + meta + stat_meta + plane_extra
-    return ld(1, plane)
-
-
-EVENT = tag(1, 0) + b"\x01" + tag(2, 0) + b"\x05" + tag(3, 0) + b"\x07"
-STAT = tag(1, 0) + b"\x02" + tag(4, 0) + b"\x2a"
-WIRE_CASES = {
-    "plain": EVENT + ld(4, STAT),
-    "unknown varint, fixed32, fixed64, bytes": EVENT + tag(9, 0) + b"\x01" + tag(10, 5) + b"\0" * 4 + tag(11, 1) + b"\0" * 8 + ld(12, b"xy"),
-    "unknown group": EVENT + tag(9, 3) + tag(1, 0) + b"\x01" + tag(9, 4),
-    "nested groups": EVENT + tag(9, 3) + tag(8, 3) + tag(8, 4) + tag(9, 4),
-    "groups 97 deep (the limit)": EVENT + tag(9, 3) * 97 + tag(9, 4) * 97,
-    "groups 98 deep (past it)": EVENT + tag(9, 3) * 98 + tag(9, 4) * 98,
-    "mismatched end group": EVENT + tag(9, 3) + tag(8, 4),
-    "end group alone": EVENT + tag(9, 4),
-    "unterminated group": EVENT + tag(9, 3),
-    "known field, wrong wire type": tag(1, 2) + varint(1) + b"\x05" + tag(2, 5) + b"\0" * 4 + EVENT,
-    "offset then num_occurrences": EVENT + tag(5, 0) + b"\x03",
-    "num_occurrences then offset": tag(5, 0) + b"\x03" + EVENT,
-    "field given twice": EVENT + tag(3, 0) + b"\x09",
-    "stat: last value wins": EVENT + ld(4, STAT + ld(5, b"text") + tag(3, 0) + b"\x08"),
-    "stat: value types": EVENT + ld(4, tag(2, 1) + b"\0" * 7 + b"\x7f") + ld(4, ld(6, b"\xff")) + ld(4, tag(7, 0) + b"\x02"),
-    "stat: bad utf-8": EVENT + ld(4, ld(5, b"\xed\xa0\x80")),
-    "stat: utf-8 split across stats": EVENT + ld(4, ld(5, b"\xc3")) + ld(4, ld(5, b"\xa9")),
-    "stat: good utf-8": EVENT + ld(4, ld(5, "é€😀".encode())),
-    "varint of 10 bytes": EVENT + tag(3, 0) + b"\xff" * 9 + b"\x01",
-    "varint of 10 bytes, high bits": EVENT + tag(3, 0) + b"\xff" * 9 + b"\x7f",
-    "varint of 11 bytes": EVENT + tag(3, 0) + b"\xff" * 10 + b"\x01",
-    "tag of 5 bytes": EVENT + b"\x88\x80\x80\x80\x00" + b"\x01",
-    "tag of 6 bytes": EVENT + b"\x88\x80\x80\x80\x80\x00" + b"\x01",
-    "tag past 32 bits": EVENT + b"\x88\x80\x80\x80\x10\x01",
-    "field number 0": EVENT + b"\x00\x01",
-    "wire type 6": EVENT + b"\x0e",
-    "wire type 7": EVENT + b"\x0f",
-    "length of 5 bytes": EVENT + tag(12, 2) + b"\x81\x80\x80\x80\x00" + b"a",
-    "length of 6 bytes": EVENT + tag(12, 2) + b"\x81\x80\x80\x80\x80\x00" + b"a",
-    "length past the event": EVENT + tag(12, 2) + b"\x05ab",
-    "truncated fixed64": EVENT + tag(11, 1) + b"\0" * 3,
-    "truncated varint": EVENT + tag(3, 0) + b"\x80",
-}
-
-
 @pytest.mark.parametrize("event", list(WIRE_CASES.values()), ids=list(WIRE_CASES))
 def test_wire_format_edge_cases_follow_protobuf(event: bytes, tmp_path: Path):
     for extra in (b"", tag(15, 0) + b"\x01" + tag(11, 2) + b"\x00"):  # also with line fields after the events
         path = tmp_path / "case.xplane.pb"
-        path.write_bytes(_space_with_event(event, line_extra=extra))
+        path.write_bytes(space_with_event(event, line_extra=extra))
         check_same(path)
 
 
 def _correlation(field: int, value: bytes) -> bytes:
-    """A stat of metadata 2 ("correlation_id" in ``_space_with_event``): ``field`` 3 uint64, 4 int64, 2 double."""
+    """A stat of metadata 2 ("correlation_id" in ``space_with_event``): ``field`` 3 uint64, 4 int64, 2 double."""
     return ld(4, tag(1, 0) + b"\x02" + tag(field, 1 if field == 2 else 0) + value)
 
 
@@ -283,7 +242,7 @@ HOT_ID_CASES = {
 def test_hot_id_columns_keep_the_last_integer_that_fits(case: tuple[bytes, int], tmp_path: Path):
     stats, expected = case
     path = tmp_path / "ids.xplane.pb"
-    path.write_bytes(_space_with_event(EVENT + stats))
+    path.write_bytes(space_with_event(EVENT + stats))
     check_same(path)
     for read in decoders().values():
         assert read(path).planes[0].events.correlation_id.tolist() == [expected]
@@ -291,7 +250,7 @@ def test_hot_id_columns_keep_the_last_integer_that_fits(case: tuple[bytes, int],
 
 def test_corrupt_events_are_reported_with_their_position(tmp_path: Path):
     path = tmp_path / "case.xplane.pb"
-    path.write_bytes(_space_with_event(EVENT + b"\x0e"))
+    path.write_bytes(space_with_event(EVENT + b"\x0e"))
     with pytest.raises(ProfileFormatError, match=r"not a valid XSpace protobuf \(truncated or corrupt: a field has wire type 6 or 7, at byte \d+\)"):
         stepscope.load(path)
 
@@ -305,26 +264,45 @@ def test_cut_at_every_line_boundary_is_judged_as_protobuf_judges_it(name: str, t
         check_same(path)
 
 
-# --- the decoder without numba ------------------------------------------------------------------
+# --- the Python kernels -------------------------------------------------------------------------
 
 
-def test_the_decoder_runs_as_plain_python_without_numba(tmp_path: Path):
-    """Where numba cannot be installed the same functions run as Python: same profile."""
-    space = xplane_pb2.XSpace.FromString(_space_with_event(WIRE_CASES["stat: value types"]))
+def test_the_bulk_reader_with_the_python_kernels_reads_the_same(tmp_path: Path):
+    """The Python the C kernels were written from (decoder, nesting, hot ids, flow pairing)
+    reads the hand-made space, the sample of every stat kind and a flow as the C does.
+    (tests/trace/test_kernels_wire.py compares the decoders' every output on many more.)"""
+    for name, data in {
+        "handmade": handmade_space().SerializeToString(),
+        "value types": space_with_event(WIRE_CASES["stat: value types"]),
+        "sample": sample_space(),
+    }.items():
+        path = tmp_path / f"{name}.xplane.pb"
+        path.write_bytes(data)
+        with python_kernels():
+            walked = read_xspace(path, data, bulk=True)
+        assert_same_profile(walked, read_xspace(path, data, bulk=True))
+        assert_same_profile(walked, reference_load(path))
+
+
+def test_the_reader_runs_as_plain_python_where_the_c_is_not_used(tmp_path: Path):
+    """``STEPSCOPE_PURE_PYTHON=1`` (as where the extension was not built): protobuf's messages
+    and numpy, the same profile."""
+    space = xplane_pb2.XSpace.FromString(space_with_event(WIRE_CASES["stat: value types"]))
     path = tmp_path / "small.xplane.pb"
     path.write_bytes(space.SerializeToString())
     script = textwrap.dedent(
         f"""
-        import sys
-        sys.modules["numba"] = None  # import numba -> ImportError
         import stepscope
-        from stepscope.trace import jit
-        assert jit.numba is None
+        from stepscope.trace import kernels
+        assert not kernels.COMPILED
         print(repr(describe(stepscope.load({str(path)!r}))))
         """
     )
     prelude = "import stepscope\n" + textwrap.dedent(_describe_source())
-    done = subprocess.run([sys.executable, "-c", prelude + script], capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2])
+    env = {**os.environ, PURE_PYTHON_ENV: "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", prelude + script], capture_output=True, text=True, timeout=120, cwd=Path(__file__).resolve().parents[2], env=env
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == repr(describe(stepscope.load(path)))
 

@@ -1,4 +1,4 @@
-"""The compiled level of detail and in-place encoding give, byte for byte, the answer of the
+"""The level of detail's loop (its C) and in-place encoding give, byte for byte, the answer of the
 whole-array path they replaced (tests/support/reference/lod.py), and ``find``'s per-lane
 search gives the matches a sort of all of them gives.
 
@@ -15,11 +15,11 @@ import numpy as np
 import pytest
 
 from stepscope.trace.readers import load
-from stepscope.viewer import TraceIndex, build_index, find, lod, lod_loop, query
+from stepscope.viewer import TraceIndex, build_index, find, lod_loop, query
 from stepscope.viewer import index as index_module
 from stepscope.viewer.query import decode
 from tests.support.reference.lod import reference_query
-from tests.support.reference.viewer import HAND, one_line_profile, random_profile
+from tests.support.reference.viewer import EDGE_269, FAR, FAR_RANGE, GRID, HAND, one_line_profile, random_profile
 from tests.support.traces import ALL_SHARED_TRACES
 
 pytestmark = pytest.mark.usefixtures("lod_parts")
@@ -69,18 +69,6 @@ def test_random_profiles_answer_as_the_reference(shape):
     profile = random_profile(**shape)
     index = build_index(profile)
     assert_same(index, np.random.default_rng(seed))
-
-
-# Back to back, durations cycling 5, 10, 20, 40 ps (75 ps a cycle): at 10, 20 or 40 ps a
-# pixel many events are exactly one pixel wide, at a pixel's first and last place.
-GRID = [(75 * (k // 4) + (0, 5, 15, 35)[k % 4], (5, 10, 20, 40)[k % 4], "g") for k in range(4000)]
-
-
-# A range of ~3e18 ps on 997 pixels where pixel 269 starts at EDGE_269, and a time one ps
-# before it (so in pixel 268) that a float64 guess of its pixel, time * 997 / range, rounds
-# up to 269 (found by trying random ranges; the edges are exact integers, lod.Window.edges).
-FAR_RANGE, EDGE_269 = 2_973_771_138_962_123_133, 802_351_490_853_371_236
-FAR = [(0, 1, "f"), (EDGE_269 - 1, 1, "f"), (EDGE_269, 1, "f")]
 
 
 def test_hand_built_lanes_answer_as_the_reference():
@@ -240,15 +228,13 @@ def test_find_on_real_traces(path):
             check_find(index, text, rng, steps=20)
 
 
-def test_one_compiled_version_serves_every_kind_of_index(tmp_path):
-    # warm() compiles (or loads) the loop for the signature every query uses: a saved and
-    # memory-mapped index, a built one and a filtered subset add no version of their own.
-    lod.warm()
-    assert len(lod_loop.lod_lanes.signatures) == 1
+def test_every_kind_of_index_is_answered(tmp_path):
+    """The C loop takes the columns of a saved and memory-mapped (read-only) index, of a
+    built one and of a filtered subset, and answers each as the reference does."""
     built = build_index(random_profile(3))
     built.save(tmp_path / "index")
     loaded = TraceIndex.load(tmp_path / "index")
+    assert not np.asarray(loaded.arrays["key"]).flags.writeable
     for index in (built, loaded):
         for text in (None, "alpha"):
             assert query(index, 0, index.span_ps, 800, name_filter=text) == reference_query(index, 0, index.span_ps, 800, name_filter=text)
-    assert len(lod_loop.lod_lanes.signatures) == 1

@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from stepscope.capture.handoff import pending as _handoffs
 from stepscope.capture.handoff import run_pending as _run_handoffs
 from stepscope.trace import names
+from stepscope.trace.kernels import pure_python
 
 F = TypeVar("F", bound=Callable[..., Any])
 _now = time.perf_counter_ns
@@ -179,7 +180,7 @@ def _py_trace(name: str, **args: Any) -> _PySpan | _PyIdle:
 
 
 def _load_compiled() -> Any:
-    if os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0"):
+    if pure_python():
         return None
     try:
         from stepscope.capture import _spans  # type: ignore[attr-defined]
@@ -189,8 +190,6 @@ def _load_compiled() -> Any:
     return _spans
 
 
-# Set to 1 to use the pure-Python annotations even where the compiled ones are built.
-PURE_PYTHON_ENV = "STEPSCOPE_PURE_PYTHON"
 _compiled = _load_compiled()
 COMPILED = _compiled is not None
 

@@ -324,10 +324,10 @@ def _start(port: int, host: str, max_duration_ms: int) -> ProfilerServer:
     # Framework step boundaries (torch's optimizer step) are installed now, from the job's
     # own thread, before its loop runs (see capture/handoff.py).
     prepare_step_boundaries()
-    # The stop's compiled code is loaded now, once, on the job's thread (~0.7 s; 5-6 s the
-    # first time after installing, to compile): on a background thread a busy training loop
-    # starved it for seconds (each of the import's many syscalls gives the GIL away), and
-    # during a capture it would compete with the job being measured.
+    # The stop's modules are imported now, once, on the job's thread (0.13-0.20 s): on a
+    # background thread a busy training loop starved such imports for seconds (each of an
+    # import's many syscalls gives the GIL away), and during a capture it would compete
+    # with the job being measured.
     _warm_up()
     # When the job's main thread ends, Python joins the server's worker threads before it
     # exits; end a running capture first so the exit is not held up. (The hook runs at that

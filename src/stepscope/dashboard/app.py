@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -44,7 +43,6 @@ from stepscope.dashboard.tool_runs import ToolRuns
 from stepscope.dashboard.worker import table_from_json
 from stepscope.errors import StepscopeError
 from stepscope.render.formats import table_csv
-from stepscope.viewer import lod
 
 STATIC_DIR = Path(__file__).parent / "static"
 NOT_BUILT = "stepscope's web page is not built: run `make web` (or `cd web && npm ci && npm run build`) and reload.\n"
@@ -238,12 +236,10 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        # The trace viewer's compiled loop loads in the background while the page starts
-        # (its first query would otherwise wait ~0.6 s for numba), and the first analysis
-        # worker starts and warms up: the first profile opened waits 0.1-0.2 s, not the
-        # 0.7-1.0 s of a worker started for it (the shared TPU XSpace, measured), plus
-        # ~0.6 s of numba for a large XSpace.
-        threading.Thread(target=lod.warm, name="stepscope-viewer-warm", daemon=True).start()
+        # The first analysis worker starts and warms up while the page starts: the first
+        # profile opened waits 0.1-0.2 s, not the 0.7-1.0 s of a worker started for it
+        # (the shared TPU XSpace, measured when the reader still loaded numba; the warm-up
+        # now saves the ~0.35 s of a worker's imports).
         cache.prestart()
         yield
         cache.close()

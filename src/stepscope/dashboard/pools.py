@@ -16,8 +16,8 @@ job (``WorkerFailed``, no retry: the same file would hit the same cap) and is re
 spawn, not fork: the server has threads (uvicorn, capture jobs) that a fork would copy in
 whatever state they are in.
 
-A fresh process pays for imports and compiled code before its first job can start (the
-XSpace reader's numba loops: ~0.7 s). ``warm`` is run by each worker as it starts, and
+A fresh process pays for imports before its first job can start (the XSpace reader,
+protobuf and the analysis modules: ~0.35 s). ``warm`` is run by each worker as it starts, and
 ``prestart`` starts the first worker before any job, so a server can have one ready by
 the time the page asks for its first profile.
 """

@@ -1,8 +1,8 @@
 """Per-plane work of a reader on threads, results in plane order.
 
-The XSpace reader's per-plane work is compiled loops (numba, ``nogil``) and large numpy
-operations, which release the GIL, so the planes of one file decode side by side on
-threads. The gain is more than the cores': most of a large read's time on a VM is the
+The XSpace reader's per-plane work is compiled loops (:mod:`stepscope.trace.kernels`, C
+that releases the GIL) and large numpy operations, which release it too, so the planes of
+one file decode side by side on threads. The gain is more than the cores': most of a large read's time on a VM is the
 kernel mapping fresh pages (a 10M-event XSpace touches ~2 GB), which threads overlap too
 (measured on the 2-core VM, the 10M-event profile's decode: 1.9-2.6 s on one thread,
 0.5-1.5 s on two).

@@ -5,7 +5,8 @@ longest first) and nests them with whole-array operations: two lexsorts, of the 
 of their 2n start and end points, which at millions of events take most of a load. XSpace
 lines mostly hold their events in time order already (TSL writes them so, and so does
 stepscope). :func:`finish_presorted` checks that in one pass and then keeps the order as
-it is and nests with a compiled stack walk; a plane out of order goes to ``finish_plane``.
+it is and nests with a heap walk (``_nest``, a kernel: :mod:`stepscope.trace.kernels`, the
+C of ``src/stepscope/kernels/nest.c``); a plane out of order goes to ``finish_plane``.
 Both give the same Plane (tests/trace/test_presorted.py compares them).
 """
 
@@ -17,7 +18,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.trace.builder import _ID_COLUMNS, RawPlane, finish_plane
-from stepscope.trace.jit import jit
+from stepscope.trace.kernels import kernel
 from stepscope.trace.model import EVENT_COLUMNS, NO_ID, EventTable, Plane
 
 
@@ -84,7 +85,7 @@ def is_sorted(line: np.ndarray, start: np.ndarray, duration: np.ndarray) -> bool
 
 
 def nesting(line: np.ndarray, start: np.ndarray, duration: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``builder.nesting`` of sorted events (same depths and parents), by a compiled walk."""
+    """``builder.nesting`` of sorted events (same depths and parents), by ``_nest``."""
     depth = np.zeros(len(start), dtype=np.int32)
     parent = np.full(len(start), -1, dtype=np.int64)
     if len(start):
@@ -92,7 +93,7 @@ def nesting(line: np.ndarray, start: np.ndarray, duration: np.ndarray) -> tuple[
     return depth, parent
 
 
-@jit
+@kernel("nest")
 def _nest(
     line: npt.NDArray[np.int32],
     start: npt.NDArray[np.int64],

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from stepscope.viewer import lod_loop
+
 _EMPTY = np.zeros(0, dtype=np.int64)
 
 
@@ -161,8 +163,6 @@ def level_of_detail(view: LaneEvents, lanes: np.ndarray, window: Window, name_id
     """The wide events and merged runs of ``lanes`` in ``window`` (module docstring);
     ``name_id`` is the index's column of name ids. The Lod's columns are scratch reused by
     the next query (``lod_loop.Scratch``): valid inside the ``with`` block only."""
-    from stepscope.viewer import lod_loop  # compiled: loads numba at the first query
-
     lanes, first, stop = range_slices(view, lanes, window.start_ps, window.end_ps)
     counts = stop - first
     width = window.width_px
@@ -175,10 +175,7 @@ def level_of_detail(view: LaneEvents, lanes: np.ndarray, window: Window, name_id
     event_room = int(np.where(dense, 2 * width, counts).sum())
     run_room = int(np.where(dense, width, counts).sum())
     ids = _EMPTY if view.ids is None else view.ids
-    # Read-only views of every column: numba compiles (or loads from its cache) one version
-    # per signature, and a memory-mapped index, a built one and a filtered subset would
-    # otherwise each be a signature of their own (~0.1 s the first time each is seen).
-    inputs = [_readonly(column) for column in (view.key, view.duration, view.busy_before, view.lane_shift, ids, name_id)]
+    inputs = [view.key, view.duration, view.busy_before, view.lane_shift, ids, name_id]
     with lod_loop.SCRATCH.columns(event_room, run_room, len(lanes)) as out:
         events, runs = lod_loop.lod_lanes_in_parts(inputs, lanes, first, stop, dense, width, window, out)
         *columns, lane_counts = out
@@ -186,22 +183,6 @@ def level_of_detail(view: LaneEvents, lanes: np.ndarray, window: Window, name_id
         event_columns = [column[:events] for column in columns[:4]]
         run_columns = [column[:runs] for column in columns[4:]]
         yield Lod(lanes[used], lane_counts[0][used], lane_counts[1][used], *event_columns, *run_columns, int(counts.sum()))
-
-
-def warm() -> None:
-    """Loads the compiled loop (numba, then its machine code from numba's cache: ~0.6 s
-    in a fresh process) with a one-event query of the signature real queries use, so
-    that a server can do it before the trace viewer's first request instead of in it."""
-    one = np.zeros(1, dtype=np.int64)
-    view = LaneEvents(one, one, np.zeros(2, dtype=np.int64), np.asarray([0, 1]), one, one, one, keyed=True)
-    with level_of_detail(view, np.zeros(1, dtype=np.int64), Window(0, 10, 4), np.zeros(1, dtype=np.int32)):
-        pass
-
-
-def _readonly(column: np.ndarray) -> np.ndarray:
-    view = np.asarray(column).view()
-    view.flags.writeable = False
-    return view
 
 
 def range_slices(view: LaneEvents, lanes: np.ndarray, start: int, end: int) -> tuple[np.ndarray, ...]:

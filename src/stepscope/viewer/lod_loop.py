@@ -1,5 +1,5 @@
-"""The level of detail's compiled loop: one pass over the lanes of a query, writing the
-answer's columns directly (:func:`stepscope.viewer.lod.level_of_detail` calls it).
+"""The level of detail's loop: one pass over the lanes of a query, writing the answer's
+columns directly (:func:`stepscope.viewer.lod.level_of_detail` calls it).
 
 The whole-array version it replaced built a dozen temporaries per lane chunk (positions,
 pixels, stacked head/tail columns) and searched every pixel edge of every dense lane in the
@@ -9,7 +9,11 @@ from the previous one inside the lane's own slice. The rules are :mod:`lod`'s, u
 tests/support/reference/lod.py keeps the whole-array version and the tests compare the
 two answers byte for byte.
 
-Imported at the first query, so that ``import stepscope.viewer`` does not load numba.
+``lod_lanes`` is a kernel (:mod:`stepscope.trace.kernels`): the C of
+``src/stepscope/kernels/lod.c`` runs in its place where it was built, and releases the GIL,
+so the parts of a large query run side by side (``lod_lanes_in_parts``). Its figures in
+the docstrings below were measured with numba, which compiled it before; the C answers the
+same queries as fast (bench/README.md).
 """
 
 from __future__ import annotations
@@ -21,12 +25,11 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from stepscope.trace.jit import jit
+from stepscope.trace.kernels import kernel
 from stepscope.trace.planes_in_parallel import available_cores
 
 
-@jit
-def _first_at_or_after(key, shift, target, lo, stop):  # pragma: no cover - compiled
+def _first_at_or_after(key, shift, target, lo, stop):
     """The first position in ``lo:stop`` whose start (``key - shift``) is at least
     ``target`` (``stop`` if none); starts ascend. Gallops from ``lo``, then halves the last
     step: a dense lane's next pixel edge is usually a few events on. (Searches started
@@ -50,8 +53,7 @@ def _first_at_or_after(key, shift, target, lo, stop):  # pragma: no cover - comp
     return above
 
 
-@jit
-def _pixel_of(edges, time, lowest, scale):  # pragma: no cover - compiled
+def _pixel_of(edges, time, lowest, scale):
     """The last pixel ``j`` (of ``len(edges) - 1``) with ``edges[j] <= time``, given that
     ``lowest`` is one: guessed from ``scale`` (pixels per ps) in floating point, then
     moved against the exact edges (the guess can be one too far: a range of ~3e18 ps).
@@ -67,8 +69,7 @@ def _pixel_of(edges, time, lowest, scale):  # pragma: no cover - compiled
     return pixel
 
 
-@jit
-def _put_event(out, k, position, ids, name_id, start, duration):  # pragma: no cover - compiled
+def _put_event(out, k, position, ids, name_id, start, duration):
     """Writes event ``k`` of the answer: index position ``position`` (mapped through
     ``ids`` unless empty), ``start`` relative to the window."""
     row = ids[position] if len(ids) else position
@@ -78,8 +79,7 @@ def _put_event(out, k, position, ids, name_id, start, duration):  # pragma: no c
     out[3][k] = name_id[row]
 
 
-@jit
-def _put_run(out, k, begin, end, count, busy):  # pragma: no cover - compiled
+def _put_run(out, k, begin, end, count, busy):
     """Writes run ``k``: ``begin`` and ``end`` relative to the window, ``busy`` ps."""
     out[4][k] = begin
     out[5][k] = end
@@ -87,8 +87,8 @@ def _put_run(out, k, begin, end, count, busy):  # pragma: no cover - compiled
     out[7][k] = busy / (end - begin) if end > begin else 0.0
 
 
-@jit
-def lod_lanes(key, duration, busy_before, lane_shift, ids, name_id, lanes, first, stop, edges, min_event, out):  # pragma: no cover - compiled
+@kernel("lod_lanes")
+def lod_lanes(key, duration, busy_before, lane_shift, ids, name_id, lanes, first, stop, edges, min_event, out):
     """Fills ``out`` (see :func:`stepscope.viewer.lod.level_of_detail`, which sizes it) for
     ``lanes`` in the order given: per lane its wide events and merged runs, in the wire
     types of :mod:`stepscope.viewer.encoding`, times relative to ``edges[0]``, and how

@@ -256,3 +256,14 @@ HAND = (
     + [(2000 + 10 * k, 5, "p3") for k in range(5)]
     + [(2100, 500, "C"), (2600, 500, "D"), (3100, 0, "E")]
 )
+
+# Back to back, durations cycling 5, 10, 20, 40 ps (75 ps a cycle): at 10, 20 or 40 ps a
+# pixel many events are exactly one pixel wide, at a pixel's first and last place.
+GRID = [(75 * (k // 4) + (0, 5, 15, 35)[k % 4], (5, 10, 20, 40)[k % 4], "g") for k in range(4000)]
+
+
+# A range of ~3e18 ps on 997 pixels where pixel 269 starts at EDGE_269, and a time one ps
+# before it (so in pixel 268) that a float64 guess of its pixel, time * 997 / range, rounds
+# up to 269 (found by trying random ranges; the edges are exact integers, lod.Window.edges).
+FAR_RANGE, EDGE_269 = 2_973_771_138_962_123_133, 802_351_490_853_371_236
+FAR = [(0, 1, "f"), (EDGE_269 - 1, 1, "f"), (EDGE_269, 1, "f")]

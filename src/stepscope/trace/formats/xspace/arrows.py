@@ -1,11 +1,12 @@
-"""Flow endpoints paired into arrows by a compiled walk: the bulk reader's way.
+"""Flow endpoints paired into arrows by a walk (kernels, C where built): the bulk reader's way.
 
 :func:`stepscope.trace.formats.xspace.read.pair_flows_numpy` pairs them with whole-array
 operations, some twenty temporary arrays the size of the endpoints. At millions of flows
 their fresh pages, not the arithmetic, were most of the pairing's time (0.9 s of a
 10M-event load). This walks the endpoints three times, reading them only, and allocates
 just the first-endpoint table and the arrows (sparse flow ids are first numbered densely). Same table: tests/trace/test_xspace_arrows.py
-compares the two. Imported with the wire decoder (numba), only when a file is read in bulk.
+compares the two. The walks are kernels (:mod:`stepscope.trace.kernels`; the C of
+``src/stepscope/kernels/flows.c``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.trace.formats.xspace.schema import FLOW_ID_MASK, FLOW_IN, FLOW_OUT
-from stepscope.trace.jit import jit
+from stepscope.trace.kernels import kernel
 
 # Flow ids below this many per endpoint (plus a floor) index a table as they are; sparser
 # ones are numbered densely first.
@@ -51,7 +52,7 @@ def arrows(parts: npt.NDArray[np.int32], bounds: npt.NDArray[np.int64], rows: np
     return out
 
 
-@jit
+@kernel("highest_flow_id")
 def _highest_flow_id(encoded: npt.NDArray[np.uint64]) -> int:
     high = np.int64(0)
     for value in encoded:
@@ -61,17 +62,15 @@ def _highest_flow_id(encoded: npt.NDArray[np.uint64]) -> int:
     return int(high)
 
 
-@jit
 def _flow_id(encoded: np.uint64) -> np.int64:
     return np.int64((encoded >> np.uint64(2)) & np.uint64(FLOW_ID_MASK))
 
 
-@jit
 def _direction(encoded: np.uint64) -> np.int64:
     return np.int64(encoded & np.uint64(3))
 
 
-@jit
+@kernel("first_outs")
 def _first_outs(encoded: npt.NDArray[np.uint64], slots: npt.NDArray[np.int64], first: npt.NDArray[np.int64]) -> None:
     """``first[slot]``: the first out-endpoint of the flow in ``slot`` (-1: none)."""
     for i in range(len(encoded)):
@@ -81,7 +80,7 @@ def _first_outs(encoded: npt.NDArray[np.uint64], slots: npt.NDArray[np.int64], f
                 first[slot] = i
 
 
-@jit
+@kernel("walk_arrows")
 def _walk(
     parts: npt.NDArray[np.int32],
     bounds: npt.NDArray[np.int64],

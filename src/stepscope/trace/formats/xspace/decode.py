@@ -11,16 +11,19 @@ Counts are bounded (:mod:`stepscope.trace.limits`: planes, lines, events, metada
 checked from the wire structure before the work each container costs, so reading costs
 time in proportion to events, not to empty containers (200,000 empty planes took 60 s).
 
-A small file in a process that has not loaded the compiled decoder yet is decoded with
-protobuf's message API instead, into the same columns: importing numba and loading the
-compiled code (about half a second) would cost more than decoding a few thousand events
-one by one.
+Where the compiled kernels were not built (:mod:`stepscope.trace.kernels`), files are
+decoded with protobuf's message API instead, into the same columns: the Python wire decoder
+is the reference the C is tested against, ~25x slower than the messages (the shared TPU
+profile: 10 s against 0.4 s). With the C there is no size below which the messages win: it
+loads with the package (numba, which compiled the decoder before, took ~0.5 s to load, so
+files under 1 MiB went to the messages), reads the smallest files (the 554-byte warm-up
+sample, a 2 kB Kineto trace saved as XSpace) in the time the messages take, ~1.8 ms, and
+files of 60 kB and more 3-20x faster (the TPU profile: 17 against 170-250 ms).
 """
 
 from __future__ import annotations
 
 import struct
-import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,7 +34,8 @@ from google.protobuf.message import DecodeError
 
 from stepscope.errors import ProfileFormatError
 from stepscope.protos import xplane_pb2
-from stepscope.trace import limits
+from stepscope.trace import kernels, limits
+from stepscope.trace.formats.xspace import wire
 from stepscope.trace.formats.xspace.schema import KIND_BYTES, KIND_DOUBLE, KIND_INT64, KIND_NONE, KIND_REF, KIND_STR, KIND_UINT64
 from stepscope.trace.planes_in_parallel import map_planes
 from stepscope.trace.stats import TextValues
@@ -42,10 +46,12 @@ _PLANE_LINES = 3  # XPlane.lines
 _PLANE_EVENT_METADATA = 4  # XPlane.event_metadata (a map)
 _PLANE_STAT_METADATA = 5  # XPlane.stat_metadata (a map)
 
-# Files smaller than this are decoded with protobuf's message API unless the compiled
-# decoder is already loaded.
-BULK_MIN_BYTES = 1 << 20
-_WIRE_MODULE = f"{__package__}.wire"  # the compiled decoder, once something imported it
+# Files smaller than this read their planes one after another on the calling thread:
+# starting the threads (~1 ms a pool on the 2-core VM, three pools a read) cost as much as
+# they saved below it. Read on one thread and on two (medians, bench/make_big_profile.py's
+# profiles and the shared TPU one): 0.9 MB 34 and 47 ms, 5.6 MB 145 and 144 ms, 11 MB 175
+# and 194 ms, 27 MB 348 and 286 ms.
+PARALLEL_MIN_BYTES = 16 << 20
 
 _INT64_MAX = 2**63 - 1
 _INT64 = struct.Struct("<q")
@@ -80,7 +86,8 @@ class DecodedPlane:
 class DecodedSpace:
     proto: xplane_pb2.XSpace  # (at least) everything but the planes
     planes: list[DecodedPlane]
-    bulk: bool  # decoded by the compiled decoder (numba is loaded)
+    bulk: bool  # decoded by wire.py's decoder (the kernels: C where built), not protobuf's messages
+    parallel: bool  # large enough for its planes to be read on threads
 
 
 def corrupt(path: Path, detail: Any) -> ProfileFormatError:
@@ -133,17 +140,15 @@ class _Budget:
 
 
 def decode_space(path: Path, data: bytes | bytearray, bulk: bool | None = None) -> DecodedSpace:
-    """The file's planes as columns; ``bulk`` chooses the decoder (None: by size, above)."""
+    """The file's planes as columns; ``bulk`` chooses the decoder (None: the wire decoder
+    where the kernels are compiled, see the module docstring)."""
     if bulk is None:
-        bulk = len(data) >= BULK_MIN_BYTES or _WIRE_MODULE in sys.modules
+        bulk = kernels.COMPILED
     budget = _Budget(path)
     if not bulk:
         return _decode_messages(path, data, budget)
-    from stepscope.trace.formats.xspace import wire  # imports numba: only when an XSpace is read
-
     buf = np.frombuffer(data, dtype=np.uint8)
-    buf.flags.writeable = False  # (a bytearray's too: one compiled signature for all)
-    fields = _fields(path, wire, buf, 0, len(buf), wire.DEPTH_LIMIT)
+    fields = _fields(path, buf, 0, len(buf), wire.DEPTH_LIMIT)
     is_plane = (fields[:, 0] == _SPACE_PLANES) & (fields[:, 1] == _WIRE_LEN)
     budget.planes(int(is_plane.sum()))
     space = xplane_pb2.XSpace()
@@ -151,10 +156,11 @@ def decode_space(path: Path, data: bytes | bytearray, bulk: bool | None = None) 
 
     def decode(plane: tuple[int, list[int]]) -> DecodedPlane:
         index, (start, end) = plane
-        return _decode_plane(path, wire, buf, data, start, end, budget, index)
+        return _decode_plane(path, buf, data, start, end, budget, index)
 
-    planes = map_planes(decode, list(enumerate(fields[is_plane][:, 3:5].tolist())))
-    return DecodedSpace(space, planes, bulk=True)
+    parallel = len(data) >= PARALLEL_MIN_BYTES
+    planes = map_planes(decode, list(enumerate(fields[is_plane][:, 3:5].tolist())), threads=parallel)
+    return DecodedSpace(space, planes, bulk=True, parallel=parallel)
 
 
 def _decode_messages(path: Path, data: bytes | bytearray, budget: _Budget) -> DecodedSpace:
@@ -168,11 +174,11 @@ def _decode_messages(path: Path, data: bytes | bytearray, budget: _Budget) -> De
         columns = _message_columns(plane)
         budget.check_metadata(index, len(plane.event_metadata) + len(plane.stat_metadata), len(columns.event_offset), len(columns.stat_event))
         planes.append(DecodedPlane(plane, list(plane.lines), columns))
-    return DecodedSpace(space, planes, bulk=False)
+    return DecodedSpace(space, planes, bulk=False, parallel=False)
 
 
 def _message_columns(plane: xplane_pb2.XPlane) -> DecodedLines:
-    """What the compiled decoder makes of a plane's lines, from protobuf's messages."""
+    """What the wire decoder makes of a plane's lines, from protobuf's messages."""
     metadata: list[int] = []
     offsets: list[int] = []
     durations: list[int] = []
@@ -230,12 +236,12 @@ def _message_columns(plane: xplane_pb2.XPlane) -> DecodedLines:
     )
 
 
-def _fields(path: Path, wire: Any, buf: np.ndarray, start: int, end: int, depth: int) -> np.ndarray:
+def _fields(path: Path, buf: np.ndarray, start: int, end: int, depth: int) -> np.ndarray:
     """The fields of a message as rows of (number, wire type, tag start, value start, value end)."""
     out = np.empty((5, 64), dtype=np.int64)
     count, error, at = wire.scan_fields(buf, start, end, depth, out)
     if error:
-        raise corrupt(path, f"{wire.ERRORS[error]}, at byte {at}")
+        raise corrupt(path, f"{wire.ERRORS[int(error)]}, at byte {at}")
     if count > out.shape[1]:
         out = np.empty((5, count), dtype=np.int64)
         wire.scan_fields(buf, start, end, depth, out)
@@ -269,14 +275,14 @@ def _varint(value: int) -> bytes:
     return bytes(out)
 
 
-def _decode_plane(path: Path, wire: Any, buf: np.ndarray, data: bytes | bytearray, start: int, end: int, budget: _Budget, index: int) -> DecodedPlane:
-    fields = _fields(path, wire, buf, start, end, wire.PLANE_DEPTH)
+def _decode_plane(path: Path, buf: np.ndarray, data: bytes | bytearray, start: int, end: int, budget: _Budget, index: int) -> DecodedPlane:
+    fields = _fields(path, buf, start, end, wire.PLANE_DEPTH)
     is_line = (fields[:, 0] == _PLANE_LINES) & (fields[:, 1] == _WIRE_LEN)
     line_start = np.ascontiguousarray(fields[is_line, 3])
     line_end = np.ascontiguousarray(fields[is_line, 4])
     budget.take_lines(len(line_start))
     if len(line_start):
-        columns, heads = _decode_lines(path, wire, buf, line_start, line_end, budget)
+        columns, heads = _decode_lines(path, buf, line_start, line_end, budget)
     else:  # (most of the cost of a plane without lines)
         columns, heads = _no_lines(), np.empty((0, 3), dtype=np.int64)
     is_metadata = ((fields[:, 0] == _PLANE_EVENT_METADATA) | (fields[:, 0] == _PLANE_STAT_METADATA)) & (fields[:, 1] == _WIRE_LEN)
@@ -385,7 +391,7 @@ def _resize(array: np.ndarray, length: int) -> None:
     array.resize((length, *array.shape[1:]), refcheck=False)
 
 
-def _decode_lines(path: Path, wire: Any, buf: np.ndarray, line_start: np.ndarray, line_end: np.ndarray, budget: _Budget) -> tuple[DecodedLines, np.ndarray]:
+def _decode_lines(path: Path, buf: np.ndarray, line_start: np.ndarray, line_end: np.ndarray, budget: _Budget) -> tuple[DecodedLines, np.ndarray]:
     line_bytes = int((line_end - line_start).sum())
     events = min(FIRST_ROOM.size(line_bytes, FIRST_ROOM.event_bytes), budget.events + 1)
     outputs = _Outputs.allocate(line_bytes, len(line_start), events)
@@ -399,7 +405,7 @@ def _decode_lines(path: Path, wire: Any, buf: np.ndarray, line_start: np.ndarray
             budget.take_events(need)  # (raises) before the columns grow past the limit
         outputs.grow(group, need)
     if error:
-        raise corrupt(path, f"{wire.ERRORS[error]}, at byte {at}")
+        raise corrupt(path, f"{wire.ERRORS[int(error)]}, at byte {at}")
     event_count, stat_count, text_count = (int(state[key]) for key in (wire.STATE_EVENTS, wire.STATE_STATS, wire.STATE_TEXTS))
     budget.take_events(event_count)
     for group, length in (

@@ -14,15 +14,14 @@ that its own stats lack, then those the writer adds for XProf (``xprof_hints.py`
 metadata ids are numbered in the order of first use, after those of plane and metadata
 stats, as before.
 
-Two passes: sizes (an XEvent is length-prefixed), then bytes. Compiled with numba and
-cached on disk (:mod:`stepscope.trace.jit`), so this module is imported when a profile is
-first written.
+Two passes: sizes (an XEvent is length-prefixed), then bytes. Both are kernels
+(:mod:`stepscope.trace.kernels`): the C of ``src/stepscope/kernels/encode.c`` runs in
+their place where it was built.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -34,7 +33,7 @@ from stepscope.trace.formats.xspace.schema import (
     FLOW_OUT,
     HOT_STATS,  # written in this order
 )
-from stepscope.trace.jit import jit as _jit
+from stepscope.trace.kernels import kernel
 from stepscope.trace.model import NO_ID, EventTable, FlowTable, Plane
 from stepscope.trace.stat_entries import EventTypes, StatEntries, stat_entries
 from stepscope.trace.stat_types import StatKind
@@ -52,14 +51,13 @@ _TAG_STR = 0x2A  # field 5
 _TAG_BYTES = 0x32  # field 6
 _TAG_REF = 0x38  # field 7, varint: ref_value, the id of the stat metadata naming the string
 
-# What the compiled functions take: int64 (int8 for kinds) columns, the uint8 buffer, and
-# positions and values (int64 once compiled; a Python int or np.int64 run as Python).
+# What the kernels take: int64 (int8 for kinds) contiguous columns, the uint8 buffer, and
+# positions and values (a Python int or np.int64).
 _Bytes = npt.NDArray[np.uint8]
 _Int64s = npt.NDArray[np.int64]
 _Int = int | np.int64
 
 
-@_jit
 def _varint_size(value: _Int) -> int:
     if value < 0:
         return 10  # an int64 below 0 is its 64-bit two's complement
@@ -70,7 +68,6 @@ def _varint_size(value: _Int) -> int:
     return size
 
 
-@_jit
 def _put_varint(buffer: _Bytes, at: _Int, value: _Int) -> _Int:
     if value < 0:
         for _ in range(9):  # the low 63 bits, 7 at a time (an arithmetic shift keeps them)
@@ -87,7 +84,7 @@ def _put_varint(buffer: _Bytes, at: _Int, value: _Int) -> _Int:
     return at + 1
 
 
-@_jit
+@kernel("encode_sizes")
 def _sizes(
     metadata: _Int64s,
     offset: _Int64s,
@@ -127,7 +124,7 @@ def _sizes(
     return total
 
 
-@_jit
+@kernel("encode_fill")
 def _fill(
     metadata: _Int64s,
     offset: _Int64s,
@@ -281,37 +278,20 @@ def _encode(
     """XEvent entries of events (metadata ids, offsets, durations) and their stat entries
     (sorted by row); the bytes and each event's end in them."""
     count = len(metadata)
-    offset = np.ascontiguousarray(offset_ps, dtype=np.int64)
-    duration = np.ascontiguousarray(duration_ps, dtype=np.int64)
+    # The kernels take contiguous columns of these types.
+    metadata, offset, duration, row, entry_id, bits = (
+        np.ascontiguousarray(column, dtype=np.int64) for column in (metadata, offset_ps, duration_ps, row, entry_id, bits)
+    )
+    kind = np.ascontiguousarray(kind, dtype=np.int8)
+    text_blob, text_offsets = np.ascontiguousarray(text_blob), np.ascontiguousarray(text_offsets)
     event_size = np.zeros(count, dtype=np.int64)
     stat_size = np.zeros(len(row), dtype=np.int64)
-    arrays = (
-        _read_only(np.asarray(metadata, dtype=np.int64)),
-        _read_only(offset),
-        _read_only(duration),
-        _read_only(np.asarray(row, dtype=np.int64)),
-        _read_only(np.asarray(entry_id, dtype=np.int64)),
-        _read_only(np.asarray(kind, dtype=np.int8)),
-        _read_only(np.asarray(bits, dtype=np.int64)),
-    )
-    total = _sizes(*arrays, _read_only(text_offsets), event_size, stat_size)
+    total = _sizes(metadata, offset, duration, row, entry_id, kind, bits, text_offsets, event_size, stat_size)
     buffer = np.empty(total, dtype=np.uint8)
     event_end = np.zeros(count, dtype=np.int64)
-    written = _fill(*arrays, _read_only(text_blob), _read_only(text_offsets), event_size, stat_size, buffer, event_end)
+    written = _fill(metadata, offset, duration, row, entry_id, kind, bits, text_blob, text_offsets, event_size, stat_size, buffer, event_end)
     assert written == total, (written, total)
     return buffer, event_end
-
-
-_Scalar = TypeVar("_Scalar", bound=np.generic)
-
-
-def _read_only(array: npt.NDArray[_Scalar]) -> npt.NDArray[_Scalar]:
-    """A read-only contiguous view: numba compiles (or loads) a specialisation per
-    writeable flag, and inputs come either way (``np.frombuffer`` of bytes is read-only);
-    one flag for all means one specialisation, which the profiler server loads at start."""
-    view = np.ascontiguousarray(array).view()
-    view.flags.writeable = False
-    return view
 
 
 def _event_stats(

@@ -1,8 +1,9 @@
-"""The hot id columns (``schema.HOT_STATS``) scattered from the stat columns in one compiled pass.
+"""The hot id columns (``schema.HOT_STATS``) scattered from the stat columns in one pass (a kernel).
 
 A mask, a gather and a scatter in numpy walk a plane's millions of stats five times and
 allocate three temporaries per column; the loop walks them once and writes in place, in
 stat order, so a later stat of an event overwrites an earlier one as numpy's assignment does.
+``_scatter`` is a kernel (:mod:`stepscope.trace.kernels`; the C of ``src/stepscope/kernels/flows.c``).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.trace.jit import jit
+from stepscope.trace.kernels import kernel
 from stepscope.trace.model import NO_ID
 from stepscope.trace.stat_types import StatKind
 
@@ -23,7 +24,7 @@ def hot_id_column(count: int, event: np.ndarray, key: np.ndarray, kind: np.ndarr
     return column if found else None
 
 
-@jit
+@kernel("scatter_ids")
 def _scatter(
     event: npt.NDArray[np.int64],
     key: npt.NDArray[np.int32],

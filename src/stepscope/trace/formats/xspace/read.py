@@ -28,7 +28,9 @@ from stepscope.errors import ProfileFormatError
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane, earliest_start, finish_plane
+from stepscope.trace.formats.xspace.arrows import arrows
 from stepscope.trace.formats.xspace.decode import DecodedLines, DecodedPlane, decode_space
+from stepscope.trace.formats.xspace.hot_ids import hot_id_column
 from stepscope.trace.formats.xspace.schema import (
     EPOCH_NS_THRESHOLD,
     FLOW_CATEGORY,
@@ -43,6 +45,7 @@ from stepscope.trace.formats.xspace.schema import (
 from stepscope.trace.formats.xspace.xprof_hints import strip_hints
 from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Plane, Profile, latest_end
 from stepscope.trace.planes_in_parallel import map_planes
+from stepscope.trace.presorted import finish_presorted
 from stepscope.trace.stat_types import INT64_MAX, INT64_MIN, Stat, StatKind
 from stepscope.trace.stats import TypedStats
 
@@ -57,8 +60,8 @@ _VALUE_FIELDS = {
 
 
 def read_xspace(path: Path, data: bytes | bytearray, *, bulk: bool | None = None) -> Profile:
-    """``bulk``: decode with the compiled decoder (True) or protobuf's messages (False);
-    None chooses by size. Both give the same Profile."""
+    """``bulk``: decode with the wire decoder (True) or protobuf's messages (False); None
+    chooses (:func:`decode.decode_space`). Both give the same Profile."""
     space = decode_space(path, data, bulk)
     if not space.planes:
         raise ProfileFormatError(path, "is not a profile: the XSpace has no planes")
@@ -80,8 +83,8 @@ def read_xspace(path: Path, data: bytes | bytearray, *, bulk: bool | None = None
         kept.append(plane)
     raws: list[RawPlane] = []
     points: list[FlowPoints] = []
-    # On threads when bulk: the compiled loops and large numpy operations release the GIL.
-    for raw, plane_points in map_planes(lambda plane: _read_plane(path, plane, base_ns, space.bulk), kept, threads=space.bulk):
+    # On threads when large: the compiled loops and large numpy operations release the GIL.
+    for raw, plane_points in map_planes(lambda plane: _read_plane(path, plane, base_ns, space.bulk), kept, threads=space.parallel):
         if raw.name == names.TASK_ENVIRONMENT_PLANE:
             raw.plane_stats = []  # in info
         raws.append(raw)
@@ -89,12 +92,7 @@ def read_xspace(path: Path, data: bytes | bytearray, *, bulk: bool | None = None
     earliest = earliest_start(raws)
     zero_ps = 0 if earliest is None else (earliest // 1000) * 1000
     _check_span(path, raws, zero_ps)
-    if space.bulk:
-        from stepscope.trace.presorted import (
-            finish_presorted as finish,  # compiled, as the decoder
-        )
-    else:
-        finish = finish_plane
+    finish = finish_presorted if space.bulk else finish_plane  # (finish_presorted's nesting: a kernel, as the decoder)
 
     pending: list[RawPlane | None] = [*raws]
     raws.clear()
@@ -104,10 +102,10 @@ def read_xspace(path: Path, data: bytes | bytearray, *, bulk: bool | None = None
         assert raw is not None
         return finish(raw, zero_ps)
 
-    finished = map_planes(finish_one, range(len(pending)), threads=space.bulk)
+    finished = map_planes(finish_one, range(len(pending)), threads=space.parallel)
     planes = [plane for plane, _ in finished]
     orders = [order for _, order in finished]
-    flows = _pair_flows(points, orders, compiled=space.bulk)
+    flows = _pair_flows(points, orders, bulk=space.bulk)
     info: dict[str, Any] = {}
     for key in ("hostnames", "errors", "warnings"):
         values = list(getattr(space.proto, key))
@@ -138,12 +136,12 @@ def _check_span(path: Path, raws: Sequence[RawPlane | None], zero_ps: int) -> No
 FlowPoints = tuple[np.ndarray, np.ndarray]
 
 
-def _pair_flows(points: list[FlowPoints], orders: list[np.ndarray | None], *, compiled: bool) -> FlowTable:
+def _pair_flows(points: list[FlowPoints], orders: list[np.ndarray | None], *, bulk: bool) -> FlowTable:
     """Arrows from each flow's first out-endpoint to each of its in-endpoints (in file
     order), but none from an event to itself. ``orders[i]`` is plane ``i``'s
-    finishing permutation (None: rows kept in place). ``compiled``: paired by
-    :func:`stepscope.trace.formats.xspace.arrows.arrows` (the bulk reader's, with numba
-    loaded), else by :func:`pair_flows_numpy`; the same table."""
+    finishing permutation (None: rows kept in place). ``bulk``: paired by
+    :func:`stepscope.trace.formats.xspace.arrows.arrows` (the bulk reader's kernels), else
+    by :func:`pair_flows_numpy`; the same table."""
     parts, row_parts, encoded_parts = [], [], []
     for plane_index, ((raw_rows, encoded), order) in enumerate(zip(points, orders)):
         if not len(raw_rows):
@@ -163,9 +161,7 @@ def _pair_flows(points: list[FlowPoints], orders: list[np.ndarray | None], *, co
     row = np.concatenate(row_parts)
     encoded = np.concatenate(encoded_parts)
     del row_parts, encoded_parts
-    if compiled:
-        from stepscope.trace.formats.xspace.arrows import arrows
-
+    if bulk:
         bounds = np.zeros(len(counts) + 1, dtype=np.int64)
         np.cumsum(counts, out=bounds[1:])
         flow_id, src_plane, src_event, dst_plane, dst_event = arrows(np.asarray(parts, dtype=np.int32), bounds, row, encoded)
@@ -262,7 +258,7 @@ def _stats(protos: Any, stat_names: dict[int, str]) -> list[Stat]:
     return result
 
 
-def _read_plane(path: Path, plane: DecodedPlane, base_ns: int, compiled: bool) -> tuple[RawPlane, FlowPoints]:
+def _read_plane(path: Path, plane: DecodedPlane, base_ns: int, bulk: bool) -> tuple[RawPlane, FlowPoints]:
     proto = plane.proto
     stat_names = {key: meta.name for key, meta in proto.stat_metadata.items()}
     meta_names: list[str] = []
@@ -296,7 +292,7 @@ def _read_plane(path: Path, plane: DecodedPlane, base_ns: int, compiled: bool) -
         categories.append("")
         meta_stats.append([])
         serialized.append(b"")
-    stats, ids, flow_points = _event_stats(count, columns, stat_names, compiled)
+    stats, ids, flow_points = _event_stats(count, columns, stat_names, bulk)
     duration_ps = columns.event_duration
     if count and duration_ps.min() < 0:
         raise ProfileFormatError(path, f"plane {proto.name!r} has an event with a negative duration")
@@ -403,11 +399,9 @@ def _event_starts(offset_ps: np.ndarray, counts: np.ndarray, lines: list[xplane_
     return offset_ps
 
 
-def _event_stats(count: int, columns: DecodedLines, stat_names: dict[int, str], compiled: bool) -> tuple[TypedStats, dict[str, np.ndarray], FlowPoints]:
+def _event_stats(count: int, columns: DecodedLines, stat_names: dict[int, str], bulk: bool) -> tuple[TypedStats, dict[str, np.ndarray], FlowPoints]:
     """The stats store, the hot id columns and the flow endpoints, from decoded stat columns.
-    ``compiled``: numba is loaded (the bulk decoder ran), so the hot ids take its one-pass loop."""
-    if compiled:
-        from stepscope.trace.formats.xspace.hot_ids import hot_id_column
+    ``bulk``: the bulk decoder ran (the kernels are compiled), so the hot ids take their one-pass loop."""
     event, kind, bits = columns.stat_event, columns.stat_kind, columns.stat_bits
     if not len(event):  # (what the rest gives for no stats, at a fraction of the cost)
         store = TypedStats.from_columns(event, np.zeros(0, dtype=np.int32), kind, bits, columns.texts, [], count)
@@ -429,7 +423,7 @@ def _event_stats(count: int, columns: DecodedLines, stat_names: dict[int, str], 
         code = key_index.get(stat)
         if code is None:
             continue
-        array = hot_id_column(count, event, key, kind, bits, code) if compiled else _hot_id_column(count, event, key, kind, bits, code)
+        array = hot_id_column(count, event, key, kind, bits, code) if bulk else _hot_id_column(count, event, key, kind, bits, code)
         if array is not None:
             ids[column] = array
     code = key_index.get(names.FLOW)
@@ -445,7 +439,7 @@ def _is_integer(kind: np.ndarray) -> np.ndarray:
 
 
 def _hot_id_column(count: int, event: np.ndarray, key: np.ndarray, kind: np.ndarray, bits: np.ndarray, code: int) -> np.ndarray | None:
-    """``hot_ids.hot_id_column`` in numpy, for a file read without numba loaded (small files)."""
+    """``hot_ids.hot_id_column`` in numpy, for a file read with protobuf's messages (no compiled kernels)."""
     entries = np.flatnonzero((key == code) & _is_integer(kind) & ((kind == StatKind.INT64) | (bits >= 0)))
     if not len(entries):
         return None

@@ -1,8 +1,10 @@
 """What XSpace's values mean, as the reader, the writer and the wire decoder share them.
 
-Plain constants, no numba: the decoder (:mod:`stepscope.trace.formats.xspace.decode`) and
-the compiled wire decoder (:mod:`stepscope.trace.formats.xspace.wire`, loaded only when a
-file is read in bulk) both use the stat kinds, and neither imports the other for them.
+Plain constants: the decoder (:mod:`stepscope.trace.formats.xspace.decode`) and the wire
+decoder (:mod:`stepscope.trace.formats.xspace.wire`, imported only when a file is read in
+bulk) both use the stat kinds, and neither imports the other for them. The C kernels
+(``src/stepscope/kernels``) repeat the kinds and the ``flow`` packing; tests check that
+they agree.
 """
 
 from __future__ import annotations

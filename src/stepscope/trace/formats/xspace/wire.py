@@ -3,10 +3,11 @@ of its lines as numpy columns.
 
 Protobuf's Python API parses a file quickly, but reading it back builds a Python object for
 every event and stat, which is where a reader of millions of events spent its time. Here a
-compiled loop (numba) walks the bytes once and writes what the model keeps: an event's
-metadata id, offset and duration, a stat's event, metadata id, kind and 64-bit value; the
-payload of string and bytes stats is copied into one blob (see :mod:`stepscope.trace.jit`:
-compiled once per installation, imported when an XSpace is first read).
+loop walks the bytes once and writes what the model keeps: an event's metadata id, offset
+and duration, a stat's event, metadata id, kind and 64-bit value; the payload of string and
+bytes stats is copied into one blob. ``scan_fields`` and ``decode_lines`` are kernels
+(:mod:`stepscope.trace.kernels`): the C of ``src/stepscope/kernels/scan.c`` and ``lines.c``
+runs in their place, line for line the same, where it was built.
 
 What a field means follows protobuf's own parser (upb, behind the ``protobuf`` package), so
 that a file decodes here as it does there, and is rejected where it is rejected:
@@ -21,7 +22,7 @@ that a file decodes here as it does there, and is rejected where it is rejected:
 - ``string`` fields must be UTF-8: the caller checks the values in the blob.
 
 tests/trace/test_xspace_fast.py checks all this against protobuf itself, on generated,
-damaged and hand-made files.
+damaged and hand-made files, and tests/trace/test_kernels_wire.py the C against this Python.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from stepscope.trace.formats.xspace.schema import (
     KIND_STR,
     KIND_UINT64,
 )
-from stepscope.trace.jit import jit as _jit
+from stepscope.trace.kernels import kernel
 
 # Error codes (returned negated in place of a position).
 TRUNCATED = 1
@@ -64,8 +65,8 @@ PLANE_DEPTH = DEPTH_LIMIT - 1
 LINE_DEPTH = DEPTH_LIMIT - 2
 
 
-# What the compiled functions take: the file's bytes, int64 (int8, int32) columns, and
-# positions and counts (int64 once compiled; a Python int or np.int64 run as Python).
+# What the kernels take: the file's bytes, int64 (int8, int32) columns, and positions and
+# counts (a Python int or np.int64).
 _Bytes = npt.NDArray[np.uint8]
 _Int64s = npt.NDArray[np.int64]
 _Int = int | np.int64
@@ -82,7 +83,6 @@ _WIRE_FIXED32 = 5
 # hot loop decodes inline.
 
 
-@_jit
 def _varint(buf: _Bytes, pos: _Int, end: _Int) -> tuple[np.uint64, _Int]:
     """(value, position after it), or (0, -error)."""
     result = np.uint64(0)
@@ -107,7 +107,6 @@ def _varint(buf: _Bytes, pos: _Int, end: _Int) -> tuple[np.uint64, _Int]:
     return result, pos
 
 
-@_jit
 def _tag(buf: _Bytes, pos: _Int, end: _Int) -> tuple[np.int64, np.int64, _Int]:
     """(field number, wire type, position after the tag), or (0, 0, -error)."""
     start = pos
@@ -122,7 +121,6 @@ def _tag(buf: _Bytes, pos: _Int, end: _Int) -> tuple[np.int64, np.int64, _Int]:
     return field, wire, pos
 
 
-@_jit
 def _length(buf: _Bytes, pos: _Int, end: _Int) -> tuple[np.int64, _Int]:
     """(length, position of the payload) of a length-delimited field, or (0, -error)."""
     start = pos
@@ -136,7 +134,6 @@ def _length(buf: _Bytes, pos: _Int, end: _Int) -> tuple[np.int64, _Int]:
     return length, pos
 
 
-@_jit
 def _skip_scalar(buf: _Bytes, pos: _Int, end: _Int, wire: _Int) -> _Int:
     """Position after a value of wire type varint, fixed64, length-delimited or fixed32."""
     if wire == _WIRE_VARINT:
@@ -152,7 +149,6 @@ def _skip_scalar(buf: _Bytes, pos: _Int, end: _Int, wire: _Int) -> _Int:
     return -BAD_WIRE_TYPE
 
 
-@_jit
 def _skip(buf: _Bytes, pos: _Int, end: _Int, field: _Int, wire: _Int, depth: _Int) -> _Int:
     """Position after the value of an unknown field whose tag ended at ``pos``, or -error.
 
@@ -187,7 +183,7 @@ def _skip(buf: _Bytes, pos: _Int, end: _Int, field: _Int, wire: _Int, depth: _In
             return pos
 
 
-@_jit
+@kernel("scan_fields")
 def scan_fields(buf: _Bytes, start: _Int, end: _Int, depth: _Int, out: _Int64s) -> tuple[int, _Int, _Int]:
     """The fields of the message ``buf[start:end]``: column ``i`` of ``out`` (int64, 5 rows)
     gets field ``i``'s number, wire type, tag start, value start and value end (for a
@@ -219,7 +215,6 @@ def scan_fields(buf: _Bytes, start: _Int, end: _Int, depth: _Int, out: _Int64s) 
     return count, 0, 0
 
 
-@_jit
 def _fixed64(buf: _Bytes, pos: _Int) -> np.int64:
     value = np.uint64(0)
     for index in range(8):
@@ -260,7 +255,7 @@ def new_state() -> _Int64s:
     return state
 
 
-@_jit
+@kernel("decode_lines")
 def decode_lines(
     buf: _Bytes,
     line_start: _Int64s,
@@ -303,7 +298,7 @@ def decode_lines(
     of the error).
 
     Tags, lengths and varints are decoded inline with a fast path for one byte (the
-    helpers are calls numba does not inline: 3-5x slower here, measured).
+    helpers were calls numba did not inline: 3-5x slower, measured; the C keeps the shape).
     """
     line = state[STATE_LINE]
     pos = state[STATE_POS]

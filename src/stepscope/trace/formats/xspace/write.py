@@ -24,6 +24,7 @@ import numpy as np
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
 from stepscope.trace.files import atomic_output
+from stepscope.trace.formats.xspace.encode import encode_events, plane_flows
 from stepscope.trace.formats.xspace.schema import EPOCH_NS_THRESHOLD, KIND_REF, PROFILE_STOP_TIME, TASK_ENVIRONMENT_INFO
 from stepscope.trace.formats.xspace.xprof_hints import HintStats, HostHints, add_steps_metadata, hint_stats, host_hints, steps_line
 from stepscope.trace.model import Line, Plane, Profile
@@ -55,8 +56,6 @@ def xspace_chunks(profile: Profile) -> list[bytes | memoryview]:
     stats) and each line's header come from protobuf messages, its events from one buffer
     encoded in bulk (:mod:`stepscope.trace.formats.xspace.encode`); concatenated
     serialisations merge, so the pieces make one XSpace."""
-    from stepscope.trace.formats.xspace.encode import plane_flows  # imports numba: only when writing
-
     chunks: list[bytes | memoryview] = []
     epoch_ns, environment = _session_clock(profile)
     hints = host_hints(profile)
@@ -187,8 +186,6 @@ def _write_plane(plane: Plane, start_ns: int, flows: tuple[np.ndarray, np.ndarra
     """The plane's serialisation, in pieces. ``start_ns``: the profile's time 0 on the
     session clock the lines are written on; ``flows``: its events' flow stats; ``hints``:
     what to add for XProf (the host plane of a profile without devices)."""
-    from stepscope.trace.formats.xspace.encode import encode_events
-
     proto = xplane_pb2.XPlane()
     proto.id = plane.id
     proto.name = _clean(plane.name)

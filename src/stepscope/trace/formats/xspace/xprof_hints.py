@@ -61,6 +61,7 @@ import numpy as np
 
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
+from stepscope.trace.formats.xspace.encode import encode_int_events
 from stepscope.trace.formats.xspace.schema import KIND_REF
 from stepscope.trace.model import NO_ID, Plane, Profile
 from stepscope.trace.op_names import KINETO_OP_CATEGORIES, TF_OP_EVENT, op_type_of
@@ -302,8 +303,6 @@ def steps_line(links: StepLinks, start_ns: int, stat_id: Callable[[str], int]) -
     """The line of step roots (item 1 of the module docstring), serialised: its header,
     then its events encoded in bulk. ``start_ns`` is the profile's time 0 on the clock the
     plane's lines are written on; ``stat_id`` the plane's stat metadata id of a name."""
-    from stepscope.trace.formats.xspace.encode import encode_int_events  # imports numba, as the writer does
-
     header = xplane_pb2.XLine(id=names.XPROF_STEPS_ID, display_id=names.XPROF_STEPS_ID, name=names.XPROF_STEPS_LINE, timestamp_ns=start_ns)
     steps = links.steps
     count = len(steps)
