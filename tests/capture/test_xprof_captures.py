@@ -36,7 +36,7 @@ from stepscope.trace.formats.xspace.read import read_xspace
 from tests.support.frameworks import read_xspace_independently, run_framework_script
 from tests.support.reference.xspace import assert_same_profile
 from tests.support.traces import ROOT
-from tests.support.xprof import xprof_framework_ops, xprof_steps
+from tests.support.xprof import recorded_steps, xprof_framework_ops, xprof_steps
 from tests.support.xspaces import without_xprof_hints
 
 pytestmark = pytest.mark.framework
@@ -73,22 +73,6 @@ def job(request, tmp_path_factory) -> tuple[str, Path, int]:
     marker, imports, steps = JOBS[request.param]
     (path,) = run_job(tmp_path_factory.mktemp(request.param), request.param, imports, marker)
     return request.param, path, steps
-
-
-def recorded_steps(path: Path) -> list[tuple[int, int]]:
-    """(step number, window length in ps) of each recorded ``stepscope.step`` marker,
-    reaching back over a ``stepscope.data.wait`` ending in the gap before it (the line the
-    writer adds for XProf set apart)."""
-    events = [event for event in read_xspace_independently(path).events if event.line != names.XPROF_STEPS_LINE]
-    markers = sorted((e for e in events if e.name == names.STEPSCOPE_STEP), key=lambda e: e.start_ps)
-    waits = [e for e in events if e.name == names.STEPSCOPE_INPUT_WAIT]
-    steps, previous_end = [], -(2**63)
-    for marker in markers:
-        end = marker.start_ps + marker.duration_ps
-        starts = [w.start_ps for w in waits if previous_end < w.start_ps + w.duration_ps <= marker.start_ps]
-        steps.append((marker.stats[names.STEP_NUM], end - min([marker.start_ps, *starts])))
-        previous_end = end
-    return steps
 
 
 def test_xprof_finds_the_steps_stepscope_finds(job):

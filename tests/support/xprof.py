@@ -12,6 +12,9 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from stepscope.trace import names
+from tests.support.frameworks import read_xspace_independently
+
 
 def xprof_tool(path: Path, tool: str) -> Any:
     """XProf's JSON for ``tool`` on the XSpace at ``path``."""
@@ -47,3 +50,19 @@ def xprof_framework_ops(path: Path) -> dict[str, dict]:
     by_name = {row["operation"]: row for row in rows}
     assert len(by_name) == len(rows), "XProf lists an operation twice"
     return by_name
+
+
+def recorded_steps(path: Path) -> list[tuple[int, int]]:
+    """(step number, window length in ps) of each recorded ``stepscope.step`` marker, reaching
+    back over a ``stepscope.data.wait`` that ends in the gap before it; from the file's events
+    by the independent reader (the line the writer adds for XProf set apart)."""
+    events = [event for event in read_xspace_independently(path).events if event.line != names.XPROF_STEPS_LINE]
+    markers = sorted((e for e in events if e.name == names.STEPSCOPE_STEP), key=lambda e: e.start_ps)
+    waits = [e for e in events if e.name == names.STEPSCOPE_INPUT_WAIT]
+    steps, previous_end = [], -(2**63)
+    for marker in markers:
+        end = marker.start_ps + marker.duration_ps
+        starts = [w.start_ps for w in waits if previous_end < w.start_ps + w.duration_ps <= marker.start_ps]
+        steps.append((marker.stats[names.STEP_NUM], end - min([marker.start_ps, *starts])))
+        previous_end = end
+    return steps

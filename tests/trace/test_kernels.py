@@ -11,7 +11,8 @@
 - the C releases the GIL while it runs.
 
 The C's answers are compared with the Python's in test_kernels_wire.py (the decoder),
-test_kernels_loops.py (encoder, nesting, flows, hot ids) and tests/viewer/test_lod_kernel.py.
+test_xspace_write.py (the encoder), test_presorted.py (nesting), test_xspace_arrows.py
+(flows), test_xspace_hot_ids.py and tests/viewer/test_lod_kernel.py.
 """
 
 from __future__ import annotations

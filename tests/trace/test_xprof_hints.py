@@ -26,9 +26,8 @@ from stepscope.protos import xplane_pb2
 from stepscope.trace import names
 from stepscope.trace.formats.xspace.read import read_xspace
 from stepscope.trace.formats.xspace.xprof_hints import parse_op_fullname, xprof_tf_op
-from tests.support.frameworks import read_xspace_independently
 from tests.support.reference.xspace import assert_same_profile
-from tests.support.xprof import xprof_framework_ops, xprof_steps
+from tests.support.xprof import recorded_steps, xprof_framework_ops, xprof_steps
 from tests.support.xspaces import without_xprof_hints
 
 NS_IN_MS = 1e-6  # XProf's step time (ms) of a whole-nanosecond window: within 1 ns
@@ -54,25 +53,9 @@ def _capture(tmp_path: Path, steps: int, body: str | None = "forward", wait_s: f
     return path
 
 
-def recorded_windows(path: Path) -> list[tuple[int, int]]:
-    """(step number, window in ps) of each recorded ``stepscope.step`` marker, reaching back
-    over a ``stepscope.data.wait`` that ends in the gap before it; from the file's events
-    (the line the writer adds for XProf set apart)."""
-    events = [event for event in read_xspace_independently(path).events if event.line != names.XPROF_STEPS_LINE]
-    markers = sorted((e for e in events if e.name == names.STEPSCOPE_STEP), key=lambda e: e.start_ps)
-    waits = [e for e in events if e.name == names.STEPSCOPE_INPUT_WAIT]
-    windows, previous_end = [], -(2**63)
-    for marker in markers:
-        end = marker.start_ps + marker.duration_ps
-        starts = [w.start_ps for w in waits if previous_end < w.start_ps + w.duration_ps <= marker.start_ps]
-        windows.append((marker.stats[names.STEP_NUM], end - min([marker.start_ps, *starts])))
-        previous_end = end
-    return windows
-
-
 def test_xprof_finds_a_captures_steps_with_their_input_wait(tmp_path: Path):
     path = _capture(tmp_path, steps=4)
-    windows = recorded_windows(path)
+    windows = recorded_steps(path)
     assert [number for number, _ in windows] == [0, 1, 2, 3]  # the loop's four steps
     # Each window holds its batch's wait (2 ms slept) and its body (3 ms slept).
     assert all(length >= 5 * 10**9 for _, length in windows)
@@ -89,7 +72,7 @@ def test_xprof_sets_aside_the_first_and_last_of_more_than_five_steps(tmp_path: P
     """XProf drops a step sequence's first and last steps when it has more than five
     (step_events_to_steps_db: incomplete steps); stepscope keeps all and flags outliers."""
     path = _capture(tmp_path, steps=6, wait_s=0.0005)
-    windows = recorded_windows(path)
+    windows = recorded_steps(path)
     assert [number for number, _ in windows] == list(range(6))
     shown = xprof_steps(path)
     assert [name for name, _ in shown] == [f"{names.STEPSCOPE_STEP} {number}" for number, _ in windows[1:-1]]
@@ -105,10 +88,10 @@ def test_xprof_keeps_no_step_whose_only_work_it_takes_for_a_marker(tmp_path: Pat
     only sleeps (docs/format.md). A wait for the batch inside the step's window is host
     work to XProf."""
     path = _capture(tmp_path, steps=2, body=body, wait_s=None)
-    assert len(recorded_windows(path)) == 2
+    assert len(recorded_steps(path)) == 2
     assert xprof_steps(path) == []
     waited = _capture(tmp_path / "waited", steps=2, body=body)
-    assert [name for name, _ in xprof_steps(waited)] == [f"{names.STEPSCOPE_STEP} {number}" for number, _ in recorded_windows(waited)]
+    assert [name for name, _ in xprof_steps(waited)] == [f"{names.STEPSCOPE_STEP} {number}" for number, _ in recorded_steps(waited)]
 
 
 def test_the_hints_are_dropped_when_stepscope_reads_the_file(tmp_path: Path):

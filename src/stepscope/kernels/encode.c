@@ -11,7 +11,7 @@
 
 /* Wire tags: XLine.events / XEvent.stats (field 4, length-delimited), fields 1-3 (varint),
    XStat's values. */
-enum { TAG_SUB = 0x22, TAG_1 = 0x08, TAG_2 = 0x10, TAG_3 = 0x18, TAG_DOUBLE = 0x11, TAG_UINT64 = 0x18, TAG_INT64 = 0x20, TAG_STR = 0x2A, TAG_BYTES = 0x32 };
+enum { TAG_SUB = 0x22, TAG_1 = 0x08, TAG_2 = 0x10, TAG_3 = 0x18, TAG_DOUBLE = 0x11, TAG_UINT64 = 0x18, TAG_INT64 = 0x20, TAG_STR = 0x2A, TAG_BYTES = 0x32, TAG_REF = 0x38 };
 
 /* A varint's size: an int64 below 0 is its 64-bit two's complement (10 bytes). */
 static inline int64_t
@@ -100,7 +100,7 @@ encode_sizes(PyObject *self, PyObject *args)
             int64_t stat = 2 + varint_size(e.entry_id[entry]);
             if (kind == KIND_DOUBLE) {
                 stat += 8;
-            } else if (kind >= KIND_STR) {
+            } else if (kind == KIND_STR || kind == KIND_BYTES) {
                 int64_t number = e.entry_bits[entry];
                 if (!text_ok(&e, number)) {
                     bad_text = 1;
@@ -173,6 +173,8 @@ fill(const Events *e, const uint8_t *text_blob, int64_t blob_size, const int64_t
                 at = put_tagged(buffer, room, at, TAG_INT64, bits);
             } else if (kind == KIND_UINT64) {
                 at = put_tagged(buffer, room, at, TAG_UINT64, bits);
+            } else if (kind == KIND_REF) { /* ref_value: the id of the stat metadata naming the string */
+                at = put_tagged(buffer, room, at, TAG_REF, bits);
             } else if (kind == KIND_DOUBLE) { /* little-endian */
                 if (at < 0 || room - at < 9) {
                     return -1;
