@@ -59,6 +59,30 @@ def test_info_text_names_devices_and_counts():
     assert f"stream 7 (id 7): {kernels_on_7:,} events" in result.stdout
 
 
+def test_info_lists_the_files_it_skipped_and_why(tmp_path: Path):
+    """`info DIR` reads a Kineto trace whose large metadata object comes first, and lists
+    the JSON beside it that is no trace (text and JSON); with only that, it is an error
+    naming it (exit 2)."""
+    trace = read_json(shared(ALEXNET))
+    metadata = {f"k{i}": {"dims": list(range(20))} for i in range(5000)}
+    (tmp_path / "rank0.json").write_text(json.dumps({"metadata": metadata, **trace}))
+    (tmp_path / "config.json").write_text(json.dumps({"lr": 0.1, "epochs": 3}))
+    why = "not a trace: a JSON object without traceEvents (keys: lr, epochs)"
+    result = run("info", str(tmp_path), "--format", "json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert [host["name"] for run_report in report["runs"] for host in run_report["hosts"]] == ["rank0"]
+    # Its events: the trace's complete and instant events, counted here from the JSON.
+    assert report["runs"][0]["hosts"][0]["events"] == sum(1 for e in trace["traceEvents"] if e.get("ph") in ("X", "i"))
+    assert report["skipped"] == [{"path": str(tmp_path / "config.json"), "why": why}]
+    text = run("info", str(tmp_path)).stdout
+    assert text.endswith(f"skipped 1 file(s)\n  {tmp_path / 'config.json'}: {why}\n")
+    (tmp_path / "rank0.json").unlink()
+    failed = run("info", str(tmp_path))
+    assert failed.returncode == 2
+    assert failed.stderr.strip().endswith(f"; skipped: config.json ({why})")
+
+
 def test_convert_kineto_to_xspace_and_back(tmp_path: Path):
     xspace = tmp_path / "alexnet.xplane.pb"
     result = run("convert", str(shared(ALEXNET)), str(xspace))

@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 import stepscope
-from stepscope.trace import sniff
-from stepscope.trace.logdir import make_path, parse_path, safe_host
+from stepscope.trace.logdir import find_profiles, make_path, parse_path, safe_host
 from tests.support.traces import shared
 
 XPLANE = "xplane/tpu_v_inference_4chips.xplane.pb"
@@ -108,14 +107,39 @@ def test_tool_caches_beside_a_session_are_not_hosts(tmp_path: Path):
     assert [host.name for host in run.hosts] == ["host-a"]
 
 
-def test_sniffing_reads_only_the_head(tmp_path: Path):
-    """A trace is recognised from its first KiB: a file whose head is a Kineto header
-    followed by more than the head of garbage is still a trace by its start."""
-    head = b'{"schemaVersion": 1, "deviceProperties": [], "traceEvents": ['
-    path = tmp_path / "big.json"
-    path.write_bytes(head + b" " * (sniff.HEAD_BYTES * 4))
-    assert sniff.read_head(path) == (head + b" " * sniff.HEAD_BYTES)[: sniff.HEAD_BYTES]
-    packed = tmp_path / "big.json.gz"
-    packed.write_bytes(gzip.compress(path.read_bytes()))
-    assert len(sniff.read_head(packed)) == sniff.HEAD_BYTES
-    assert sniff.is_trace_json(path) and sniff.is_trace_json(packed)
+def test_a_trace_whose_metadata_comes_first_is_found_and_nothing_is_dropped_silently(tmp_path: Path):
+    """A Kineto file opening with a metadata object of hundreds of KiB (TraceLens' H100
+    samples do) under a name that says nothing is a host; each file not taken is listed with
+    its reason; with no profile at all, the error names them."""
+    run = tmp_path / "h100"
+    run.mkdir()
+    trace = json.loads(gzip.decompress(shared(KINETO).read_bytes()))
+    metadata = {f"kernel_{i}": {"dims": list(range(20)), "name": f'void f<{i}>("[x]")'} for i in range(4000)}
+    text = json.dumps({"metadata": metadata, **trace}).encode()
+    assert text.index(b'"traceEvents"') > 500_000  # far past any fixed head
+    (run / "rank0.json").write_bytes(text)
+    (run / "config.json").write_text(json.dumps({"lr": 0.1}))
+    os.mkfifo(run / "pipe.pt.trace.json")
+    # A session holding XSpace and trace JSON for one host: the JSON is set aside, and said so.
+    session = make_path(tmp_path, "s1", "host-a").parent
+    _copy(XPLANE, session / "host-a.xplane.pb")
+    _copy(KINETO, session / "host-a.trace.json.gz")
+    found = find_profiles(tmp_path)
+    assert [(r.name, [h.name for h in r.hosts]) for r in found.runs] == [("h100", ["rank0"]), ("s1", ["host-a"])]
+    assert [(entry.path.relative_to(tmp_path).as_posix(), entry.why) for entry in found.skipped] == [
+        ("h100/config.json", "not a trace: a JSON object without traceEvents (keys: lr)"),
+        ("h100/pipe.pt.trace.json", "is a named pipe (FIFO), not a regular file; profiles are read from regular files only"),
+        ("plugins/profile/s1/host-a.trace.json.gz", "host-a.xplane.pb of the same host is read instead"),
+    ]
+    # The host reads as the trace it wraps: its complete and instant events.
+    kept = sum(1 for event in trace["traceEvents"] if event.get("ph") in ("X", "i"))
+    assert stepscope.load(run / "rank0.json").event_count == kept
+    # Nothing but what is no trace: the error says what was skipped.
+    (run / "rank0.json").unlink()
+    shutil.rmtree(tmp_path / "plugins")
+    with pytest.raises(stepscope.ProfileFormatError) as raised:
+        stepscope.discover(run)
+    assert str(raised.value).endswith(
+        "; skipped: config.json (not a trace: a JSON object without traceEvents (keys: lr)), "
+        "pipe.pt.trace.json (is a named pipe (FIFO), not a regular file; profiles are read from regular files only)"
+    )

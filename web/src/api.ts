@@ -15,9 +15,16 @@ export interface RunInfo {
   hosts: string[];
 }
 
+/** A file of the logdir that is no run's profile, and why (nothing is left out silently). */
+export interface SkippedFile {
+  path: string;
+  why: string;
+}
+
 export interface RunsResponse {
   logdir: string;
   runs: RunInfo[];
+  skipped: SkippedFile[];
 }
 
 // GET /api/tools: the registry's entries (generated from its schema, like the tools' JSON).

@@ -15,6 +15,7 @@ import { setupCapture } from "./capture";
 import { destroyCharts, chartRegistry } from "./components/charts";
 import { renderOptions } from "./components/options";
 import { renderProgress } from "./components/progress";
+import { renderSkipped } from "./components/skipped";
 import { el, replaceChildren } from "./dom";
 import { pageFor } from "./pages";
 import { allHosts, baseLabel, baseOf, baseOptions, baseValue, COMPARE_TOOL, PAIR_VIEW_OPTIONS, parseBaseValue, pickBase, sameBase, withCompare } from "./state/compare";
@@ -41,6 +42,7 @@ const toolArea = byId<HTMLElement>("tool");
 const statusSlot = byId<HTMLElement>("tool-status");
 const content = byId<HTMLElement>("tool-content");
 const logdirLabel = byId<HTMLElement>("logdir");
+const skippedBox = byId<HTMLDetailsElement>("skipped");
 const notice = byId<HTMLElement>("notice");
 
 let runs: RunInfo[] = [];
@@ -302,6 +304,7 @@ async function refreshRuns(): Promise<void> {
   const answer = await getRuns();
   logdirLabel.textContent = answer.logdir;
   logdirLabel.title = answer.logdir;
+  renderSkipped(skippedBox, answer.skipped);
   const changed = JSON.stringify(answer.runs) !== JSON.stringify(runs);
   runs = answer.runs;
   if (!changed) return;
@@ -379,6 +382,7 @@ async function start(): Promise<void> {
     runs = answer.runs;
     logdirLabel.textContent = answer.logdir;
     logdirLabel.title = answer.logdir;
+    renderSkipped(skippedBox, answer.skipped);
   } catch (error) {
     // The runs refresh keeps trying; the first answer it gets loads the page.
     showError(`could not list runs: ${error instanceof Error ? error.message : String(error)}`);

@@ -10,11 +10,11 @@ from datetime import UTC, datetime
 from stepscope.cli.arguments import JSON, LISTING_FORMATS, TEXT
 from stepscope.cli.command import Command
 from stepscope.cli.errors import EXIT_USAGE
-from stepscope.cli.profiles import discover_path, warn_failures
+from stepscope.cli.profiles import find_path, warn_failures
 from stepscope.cli.progress import FILES, progress
 from stepscope.errors import StepscopeError
 from stepscope.trace.readers import load
-from stepscope.trace.summary import HostSummary, InfoReport, RunSummary, summarize
+from stepscope.trace.summary import HostSummary, InfoReport, RunSummary, SkippedFile, summarize
 
 
 def add_info_arguments(parser: argparse.ArgumentParser) -> None:
@@ -23,7 +23,8 @@ def add_info_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    runs = discover_path(args.path)
+    found = find_path(args.path)
+    runs = found.runs
     summaries: list[RunSummary] = []
     errors: list[str] = []
     hosts = [(run, host) for run in runs for host in run.hosts]
@@ -38,7 +39,7 @@ def run_info(args: argparse.Namespace) -> int:
                 errors.append(str(error))
             bar.update(1)
     summaries = [RunSummary(name, found) for name, found in by_run.items() if found]
-    report = InfoReport(summaries, errors)
+    report = InfoReport(summaries, errors, [SkippedFile(str(entry.path), entry.why) for entry in found.skipped])
     if errors:
         warn_failures(args.path, errors, len(hosts) - len(errors))
     if args.format == JSON:
@@ -63,6 +64,9 @@ def render_info(report: InfoReport) -> str:
             for plane in host.planes:
                 out.append(f"    plane {plane.name}: {plane.events:,} events in {len(plane.lines)} lines")
                 out.extend(f"      {line.name} (id {line.id}): {line.events:,} events" for line in plane.lines)
+    if report.skipped:
+        out.append(f"skipped {len(report.skipped):,} file(s)")
+        out.extend(f"  {entry.path}: {entry.why}" for entry in report.skipped)
     return "\n".join(out) + "\n"
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from stepscope.cli.errors import warn
 from stepscope.errors import StepscopeError
-from stepscope.trace.logdir import Host, Run, discover
+from stepscope.trace.logdir import Discovery, Host, Run, discover, find_profiles
 from stepscope.trace.readers import load
 
 if TYPE_CHECKING:
@@ -25,6 +25,20 @@ SHOWN_CHOICES = 10
 def discover_path(path: str) -> list[Run]:
     """``discover``, but a folder that cannot be listed is said to be so (rather than
     "contains no profiles")."""
+    _check_listable(path)
+    return discover(path)
+
+
+def find_path(path: str) -> Discovery:
+    """``discover_path``'s runs with the files skipped (at least one run, or the error)."""
+    _check_listable(path)
+    found = find_profiles(path)
+    if not found.runs:
+        discover(path)  # raises the error that says so, with what was skipped
+    return found
+
+
+def _check_listable(path: str) -> None:
     folder = Path(path)
     if folder.is_dir():
         try:
@@ -32,7 +46,6 @@ def discover_path(path: str) -> list[Run]:
                 next(entries, None)
         except OSError as error:
             raise StepscopeError(f"{folder}: cannot be read ({error.strerror or error})") from None
-    return discover(path)
 
 
 def load_profile(path: Path) -> Profile:

@@ -130,8 +130,11 @@ def _tool_answer(data: bytes) -> Response:
 
 def api_runs(request: Request) -> Response:
     dashboard: Dashboard = request.app.state.dashboard
-    runs = [{"name": run.name, "hosts": [host.name for host in run.hosts]} for run in dashboard.runs()]
-    return JsonResponse({"logdir": str(dashboard.logdir), "runs": runs})
+    found = dashboard.listing()
+    runs = [{"name": run.name, "hosts": [host.name for host in run.hosts]} for run in found.runs]
+    # Paths relative to the logdir the page already shows: nothing about the disk beyond it.
+    skipped = [{"path": str(entry.path.relative_to(dashboard.logdir)), "why": entry.why} for entry in found.skipped]
+    return JsonResponse({"logdir": str(dashboard.logdir), "runs": runs, "skipped": skipped})
 
 
 def api_tools(request: Request) -> Response:

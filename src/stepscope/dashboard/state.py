@@ -18,7 +18,7 @@ from stepscope.dashboard.analysis_cache import AnalysisCache, Failed, Pending, R
 from stepscope.dashboard.api_errors import AnalysisPending, NotFound, ProfileFailed
 from stepscope.dashboard.captures import Captures
 from stepscope.errors import StepscopeError
-from stepscope.trace.logdir import Host, Run, discover
+from stepscope.trace.logdir import Discovery, Host, Run, Skipped, find_profiles
 
 # How long a listing of the logdir is reused: a burst of requests walks the folder once,
 # and a new run still shows within a second.
@@ -33,15 +33,19 @@ class Dashboard:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        self._listing: tuple[float, list[Run]] = (0.0, [])
+        self._listing: tuple[float, Discovery] = (0.0, Discovery([], []))
+
+    def listing(self) -> Discovery:
+        """The logdir's servable runs and the files skipped, listed at most once a second."""
+        with self._lock:
+            taken, found = self._listing
+            if time.monotonic() - taken > DISCOVERY_TTL_S:
+                found = servable_runs(self.logdir)
+                self._listing = (time.monotonic(), found)
+            return found
 
     def runs(self) -> list[Run]:
-        with self._lock:
-            taken, runs = self._listing
-            if time.monotonic() - taken > DISCOVERY_TTL_S:
-                runs = servable_runs(self.logdir)
-                self._listing = (time.monotonic(), runs)
-            return runs
+        return self.listing().runs
 
     def run(self, request: Request, name: str = "run") -> Run:
         """The run named by the query parameter ``name`` (the distributed view's: a run)."""
@@ -75,17 +79,22 @@ class Dashboard:
         return name
 
 
-def servable_runs(logdir: Path) -> list[Run]:
+def servable_runs(logdir: Path) -> Discovery:
     """The runs of ``logdir`` the dashboard serves: each with the hosts whose file (through
     symlinks) lies inside it, runs left with none left out; none for an empty logdir (runs
-    appear later) or one that is not there."""
+    appear later) or one that is not there. The files left out are listed with the reason."""
     try:
-        found = discover(logdir)
+        found = find_profiles(logdir)
     except StepscopeError:
-        return []
+        return Discovery([], [])
     root = Path(logdir).resolve()
-    runs = [Run(run.name, run.path, [host for host in run.hosts if host.path.resolve().is_relative_to(root)]) for run in found]
-    return [run for run in runs if run.hosts]
+    runs, skipped = [], list(found.skipped)
+    for run in found.runs:
+        inside = [host for host in run.hosts if host.path.resolve().is_relative_to(root)]
+        skipped.extend(Skipped(host.path, "lies outside the log directory (through a link)") for host in run.hosts if host not in inside)
+        if inside:
+            runs.append(Run(run.name, run.path, inside))
+    return Discovery(runs, sorted(skipped, key=lambda entry: entry.path))
 
 
 def dashboard_tools() -> list[str]:

@@ -93,7 +93,7 @@ class StepscopePlugin(base_plugin.TBPlugin):  # type: ignore[misc]
         """Whether the logdir holds a profile the dashboard would list. TensorBoard asks at
         every load of its page; once true it stays true (a listing walks the logdir)."""
         if not self._active and self.logdir is not None:
-            self._active = bool(servable_runs(self.logdir))
+            self._active = bool(servable_runs(self.logdir).runs)
         return self._active
 
     def frontend_metadata(self) -> base_plugin.FrontendMetadata:

@@ -8,13 +8,15 @@ Layouts understood:
   the run is the folder, each file a host. Loose ``*.xplane.pb`` and ``*.trace.json[.gz]``
   files outside the TensorBoard layout are taken the same way.
 - Any other ``*.json`` / ``*.json.gz`` (HTA's ``rank3.json.gz``, a renamed ``events.json``)
-  is a host named by the file less that suffix, where and only where its first KiB say it
+  is a host named by the file less that suffix, where and only where its structure says it
   is a Chrome/Kineto trace (:mod:`stepscope.trace.sniff`): a ``config.json`` or a tool
   cache never becomes a run.
 - A single profile file given directly: one run named after the file, one host.
 
 Only regular files are profiles: a FIFO, device or socket named like one is skipped by
 discovery, and one given directly is an error (reading it could block or never end).
+No file is dropped silently: every file discovery looked at and did not take is listed with
+its reason (:class:`Skipped`; ``stepscope info`` and the dashboard's run list show them).
 
 ``make_path`` / ``parse_path`` are the only places that know these shapes.
 """
@@ -27,7 +29,7 @@ from pathlib import Path
 
 from stepscope.errors import ProfileFormatError
 from stepscope.trace.files import is_regular_file, open_regular
-from stepscope.trace.sniff import is_trace_json
+from stepscope.trace.sniff import sniff_file
 
 PLUGIN_DIR = ("plugins", "profile")
 XPLANE_SUFFIX = ".xplane.pb"
@@ -109,55 +111,117 @@ def _strip_suffix(name: str, suffixes: tuple[str, ...]) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A file discovery looked at and did not take, and why."""
+
+    path: Path
+    why: str
+
+
+@dataclass
+class Discovery:
+    """What a path holds: its runs, and the files left out of them."""
+
+    runs: list[Run]
+    skipped: list[Skipped]
+
+
+NO_PROFILES = "contains no profiles (looked for plugins/profile/<session>/<host>.xplane.pb, *.pt.trace.json[.gz] and trace JSON by content)"
+
+
 def discover(path: str | Path) -> list[Run]:
     """Runs under ``path`` (a log directory) or the single run that ``path`` (a file) is.
 
-    Raises ProfileFormatError when the path does not exist or holds no profile.
+    Raises ProfileFormatError when the path does not exist or holds no profile (naming the
+    files it skipped, and why).
     """
+    found = find_profiles(path)
+    if not found.runs:
+        raise ProfileFormatError(path, NO_PROFILES + skipped_summary(Path(path), found.skipped))
+    return found.runs
+
+
+def find_profiles(path: str | Path) -> Discovery:
+    """The runs under ``path`` (none in an empty log directory) and the files skipped.
+    Raises ProfileFormatError when the path does not exist, or is neither a directory nor a
+    regular file."""
     path = Path(path)
     if not path.exists():
         raise ProfileFormatError(path, "does not exist")
     if is_regular_file(path):
-        return [Run(name=path.name, path=path, hosts=[Host(file_host(path), path)])]
+        return Discovery([Run(name=path.name, path=path, hosts=[Host(file_host(path), path)])], [])
     if not path.is_dir():  # a FIFO, a device, a socket: reading it could block or never end
         with open_regular(path):  # raises the error that says what it is
             pass
     runs: dict[str, Run] = {}
-    for file in sorted(_profile_files(path)):
+    files, skipped = _profile_files(path)
+    for file in sorted(files):
         parsed = parse_path(path, file)
         if parsed is None:
             continue
         runs.setdefault(parsed.run, Run(parsed.run, file.parent)).hosts.append(Host(parsed.host, file))
     for run in runs.values():
-        run.hosts = _prefer_xspace(run.hosts)
-    if not runs:
-        raise ProfileFormatError(
-            path,
-            "contains no profiles (looked for plugins/profile/<session>/<host>.xplane.pb, *.pt.trace.json[.gz] and trace JSON by content)",
-        )
-    return sorted(runs.values(), key=lambda run: run.name)
+        run.hosts = _prefer_xspace(run.hosts, skipped)
+    return Discovery(sorted(runs.values(), key=lambda run: run.name), sorted(skipped, key=lambda entry: entry.path))
 
 
-def _profile_files(root: Path) -> list[Path]:
+def skipped_summary(root: Path, skipped: list[Skipped], most: int = 3) -> str:
+    """``; skipped: a.json (why), ...`` for an error line: the first ``most`` of them."""
+    if not skipped:
+        return ""
+    shown = [f"{_relative(root, entry.path)} ({entry.why})" for entry in skipped[:most]]
+    more = f" and {len(skipped) - most} more" if len(skipped) > most else ""
+    return "; skipped: " + ", ".join(shown) + more
+
+
+def _relative(root: Path, path: Path) -> str:
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
+def _profile_files(root: Path) -> tuple[list[Path], list[Skipped]]:
     """Regular files named like profiles, and ``*.json[.gz]`` files that are traces by
-    content: FIFOs, devices and sockets so named are skipped (``stepscope.load`` would
-    refuse them anyway, and looking inside one could block)."""
-    return [candidate for candidate in root.rglob("*") if not candidate.name.startswith(".") and _is_profile(candidate)]
+    content; and the files so named that are not: FIFOs, devices and sockets (``load``
+    would refuse them, and looking inside one could block), JSON that is no trace."""
+    files: list[Path] = []
+    skipped: list[Skipped] = []
+    for candidate in root.rglob("*"):
+        name = candidate.name
+        if name.startswith(".") or not name.endswith((*PROFILE_SUFFIXES, *SNIFFED_SUFFIXES)) or candidate.is_dir():
+            continue
+        if not is_regular_file(candidate):
+            skipped.append(Skipped(candidate, _not_regular(candidate)))
+        elif name.endswith(PROFILE_SUFFIXES):
+            files.append(candidate)
+        else:
+            sniffed = sniff_file(candidate)
+            if sniffed.is_trace:
+                files.append(candidate)
+            else:
+                skipped.append(Skipped(candidate, f"not a trace: {sniffed.why}"))
+    return files, skipped
 
 
-def _is_profile(path: Path) -> bool:
-    if path.name.endswith(PROFILE_SUFFIXES):
-        return is_regular_file(path)
-    return path.name.endswith(SNIFFED_SUFFIXES) and is_regular_file(path) and is_trace_json(path)
+def _not_regular(path: Path) -> str:
+    try:
+        with open_regular(path):
+            return "changed while discovery looked at it"
+    except ProfileFormatError as error:
+        return error.problem
 
 
-def _prefer_xspace(hosts: list[Host]) -> list[Host]:
-    """One host per name; where a session has both XSpace and trace JSON, keep the XSpace."""
+def _prefer_xspace(hosts: list[Host], skipped: list[Skipped]) -> list[Host]:
+    """One host per name; where a session has both XSpace and trace JSON, keep the XSpace
+    (the other goes to ``skipped``)."""
     chosen: dict[str, Host] = {}
     for host in hosts:
         current = chosen.get(host.name)
         if current is None or (host.path.name.endswith(XPLANE_SUFFIX) and not current.path.name.endswith(XPLANE_SUFFIX)):
             chosen[host.name] = host
+            if current is not None:
+                skipped.append(Skipped(current.path, f"{host.path.name} of the same host is read instead"))
+        else:
+            skipped.append(Skipped(host.path, f"{current.path.name} of the same host is read instead"))
     return sorted(chosen.values(), key=lambda host: host.name)
 
 

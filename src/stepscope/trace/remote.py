@@ -24,7 +24,7 @@ from stepscope.sizes import size_text
 from stepscope.trace import limits
 from stepscope.trace.files import GZIP_MAGIC, gunzip_stream
 from stepscope.trace.logdir import PROFILE_SUFFIXES, SNIFFED_SUFFIXES, XPLANE_SUFFIX, file_host, parse_path
-from stepscope.trace.sniff import HEAD_BYTES, MAX_COMPRESSED_BYTES, gunzip_head, looks_like_trace_json
+from stepscope.trace.sniff import sniff_stream
 
 # scheme://... as RFC 3986 spells a scheme; one letter is a Windows drive (C://), not a URL.
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]+://")
@@ -127,10 +127,9 @@ def _is_profile(fs: Any, file: str, name: str) -> bool:
         return False
     try:
         with fs.open(file, "rb") as stream:
-            head = stream.read(MAX_COMPRESSED_BYTES)
+            return sniff_stream(stream).is_trace
     except OSError:
         return False
-    return looks_like_trace_json(gunzip_head(io.BytesIO(head)) if head[:2] == GZIP_MAGIC else head[:HEAD_BYTES])
 
 
 def _prefer_xspace(hosts: list[UrlHost]) -> list[UrlHost]:

@@ -43,16 +43,30 @@ class RunSummary:
 
 
 @dataclass(frozen=True)
+class SkippedFile:
+    """A file a log directory holds that is no profile read, and why."""
+
+    path: str
+    why: str
+
+
+@dataclass(frozen=True)
 class InfoReport:
     runs: list[RunSummary]
     errors: list[str] = field(default_factory=list)
+    skipped: list[SkippedFile] = field(default_factory=list)
 
     @property
     def span_ps(self) -> int:
         return max((host.span_ps for run in self.runs for host in run.hosts), default=0)
 
     def to_json(self) -> dict[str, Any]:
-        return {"runs": [asdict(run) for run in self.runs], "span_ps": self.span_ps, "errors": self.errors}
+        return {
+            "runs": [asdict(run) for run in self.runs],
+            "span_ps": self.span_ps,
+            "errors": self.errors,
+            "skipped": [asdict(entry) for entry in self.skipped],
+        }
 
 
 def summarize(profile: Profile, host: str | None = None) -> HostSummary:
