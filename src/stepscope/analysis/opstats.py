@@ -17,7 +17,7 @@ from functools import cached_property
 
 import numpy as np
 
-from stepscope.analysis.breakdown import activity_unions, step_breakdown
+from stepscope.analysis.breakdown import IDLE, activity_unions, step_breakdown
 from stepscope.analysis.classify import Activity
 from stepscope.analysis.hlo_ops import XlaOps, find_xla_ops
 from stepscope.analysis.intervals import Union
@@ -59,7 +59,7 @@ class OpStats:
     @cached_property
     def set_aside(self) -> SetAside:
         """Warm-up and outlier steps (``step_outliers``)."""
-        return set_aside(self.steps.duration_ps, self.breakdown["compile"])
+        return set_aside(self.steps.duration_ps, self.breakdown["compile"], self.breakdown[IDLE])
 
     @cached_property
     def ops(self) -> Ops:

@@ -13,8 +13,12 @@ steps, the other one), so one slow step cannot move its own yardstick:
 - ``outlier``: it took more than ``OUTLIER_FACTOR`` times its baseline (a one-time code
   load, a checkpoint, a pause).
 At most half of the steps can be set aside: when the rule would take more than half there
-is no steady state to compare with, and nothing is set aside (with two steps, the one
-more than 3x the other can go). A single step is never set aside.
+is no steady state to compare with, and nothing is set aside. Below ``MIN_STEPS`` (3) steps
+nothing is: with two, "the other step" is no steady state (a real MI250 profile's two steps
+were 9.29 ms, holding all the device work, and 49 us of nothing; setting the first aside
+left a headline of "step 49 us, idle 100%, host-bound"). Nor is anything set aside when the
+steps kept would hold no activity at all (every ps of them idle) while those set aside
+hold some: the summary must rest on steps where something ran.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ OUTLIER = "outlier"
 KEPT = ""
 COMPILE_FACTOR = 1.5
 OUTLIER_FACTOR = 3.0
+MIN_STEPS = 3
 
 
 @dataclass(frozen=True)
@@ -73,19 +78,22 @@ def leave_one_out_median(values: npt.ArrayLike) -> npt.NDArray[np.float64]:
     return (without(others // 2 - 1) + without(others // 2)) / 2
 
 
-def set_aside(duration_ps: np.ndarray, compile_ps: np.ndarray) -> SetAside:
-    """Which steps to leave out of the summary, and why (see the module docstring)."""
+def set_aside(duration_ps: np.ndarray, compile_ps: np.ndarray, idle_ps: np.ndarray | None = None) -> SetAside:
+    """Which steps to leave out of the summary, and why (see the module docstring);
+    ``idle_ps``: each step's idle time (None: every step has activity)."""
     duration = np.asarray(duration_ps, dtype=np.float64)
     baseline = leave_one_out_median(duration)
     reason = np.full(len(duration), KEPT, dtype=object)
-    if len(duration) < 2:
+    if len(duration) < MIN_STEPS:
         return SetAside(reason, baseline)
     compiled = (np.asarray(compile_ps) > 0) & (duration > COMPILE_FACTOR * baseline)
     outlier = ~compiled & (duration > OUTLIER_FACTOR * baseline)
+    aside = compiled | outlier
+    active = duration > np.asarray(idle_ps, dtype=np.float64) if idle_ps is not None else np.ones(len(duration), dtype=bool)
+    if 2 * int(aside.sum()) > len(duration) or (active[aside].any() and not active[~aside].any()):
+        return SetAside(reason, baseline)
     reason[compiled] = COMPILED
     reason[outlier] = OUTLIER
-    if 2 * int((compiled | outlier).sum()) > len(duration):
-        reason[:] = KEPT
     return SetAside(reason, baseline)
 
 
