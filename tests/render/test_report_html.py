@@ -107,8 +107,8 @@ def test_gpu_trace_report_offline(browser, tmp_path):
         overview = json.loads(run_stepscope("report", "--format", "json", str(GPU_TRACE)).stdout)["overview_page"]
         assert page.locator("section#verdict p").first.inner_text() == overview["recommendation"]["summary"]
         assert page.locator("ul[data-list='next steps'] li").all_inner_texts() == overview["recommendation"]["next_steps"]
-        SCREENSHOTS.mkdir(exist_ok=True)
-        page.screenshot(path=str(SCREENSHOTS / "report_html.png"), full_page=True)
+        SCREENSHOTS.mkdir(exist_ok=True)  # its top is docs/images/report_html.png
+        page.screenshot(path=str(SCREENSHOTS / "report_html.png"), full_page=True, clip={"x": 0, "y": 0, "width": 1280, "height": 1500})
     finally:
         context.close()
 

@@ -3,7 +3,8 @@
 The sections of ``sections`` (headline figures, the verdict with its evidence and next
 steps, top tables), written as GitHub renders them. Text from the profile (op and kernel
 names: ``<lambda>``, ``aten::_to_copy``, ``|`` in a signature) is backslash-escaped, so it
-shows as written rather than as HTML, emphasis or a broken table. GitHub refuses a comment
+shows as written rather than as HTML, emphasis or a broken table (``>`` stays: it quotes
+only at a line's start, where no name goes). GitHub refuses a comment
 over ``COMMENT_LIMIT`` characters: a report past it is cut at a line, saying so.
 """
 
@@ -17,7 +18,7 @@ from stepscope.render.sections import Section, cells, header, sections, title
 
 COMMENT_LIMIT = 65_536  # characters GitHub accepts in a comment (and a step summary shows)
 CUT_NOTE = "\n_(cut to fit a comment; `stepscope report --format html` has the whole report)_\n"
-_SPECIAL = re.compile(r"([\\`*_\[\]<>|#~!])")
+_SPECIAL = re.compile(r"([\\`*_\[\]<|#~!])")
 
 
 def escape(text: str) -> str:
