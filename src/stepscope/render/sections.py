@@ -23,6 +23,13 @@ from stepscope.render.cells import cell, duration_us
 TOP_ROWS = 10
 # Chart kinds the report's script draws (web/report/main.ts KINDS).
 STEP_TIME_CHART, TOP_KERNELS_CHART = "step_time", "top_kernels"
+# The columns each top table keeps (the tools' own keys and labels).
+OP_KEYS = ("host_or_device", "type", "name", "occurrences", "total_self_time_us", "self_time_percent")
+KERNEL_KEYS = ("kernel_name", "op_name", "occurrences", "total_duration_us", "avg_duration_us", "is_kernel_using_tensor_core")
+INPUT_OP_KEYS = ("name", "category", "count", "total_ms", "self_ms", "self_percent")
+CATEGORY_CHANGE_KEYS = ("category", "base", "new", "change", "change_percent", "significant")
+CHANGE_KEYS = ("status", "base_per_step_us", "new_per_step_us", "change_per_step_us", "change_per_step_percent")
+STAT_LABELS = (("mean", "Mean"), ("median", "Median"), ("stddev", "Std. dev. of"), ("min", "Fastest"), ("max", "Slowest"))
 
 
 @dataclass(frozen=True)
@@ -130,12 +137,8 @@ def _overview(result: ToolResult) -> list[Section]:
     return sections
 
 
-STAT_LABELS = (("mean", "Mean"), ("median", "Median"), ("stddev", "Std. dev. of"), ("min", "Fastest"), ("max", "Slowest"))
-
-
 def _framework_ops(result: ToolResult) -> list[Section]:
-    keys = ("host_or_device", "type", "name", "occurrences", "total_self_time_us", "self_time_percent")
-    shown = Shown.top("Top framework ops by self time", _table(result, "framework_ops"), keys, "total_self_time_us")
+    shown = Shown.top("Top framework ops by self time", _table(result, "framework_ops"), OP_KEYS, "total_self_time_us")
     return [Section("top-ops", "Top framework ops", tables=(shown,) if shown.total else (), text=() if shown.total else ("No framework ops in this profile.",))]
 
 
@@ -143,12 +146,8 @@ def _kernels(result: ToolResult) -> list[Section]:
     table = _table(result, "kernels")
     if not table.rows:
         return [Section("top-kernels", "Top kernels", text=("No device kernels in this profile.",))]
-    keys = ("kernel_name", "op_name", "occurrences", "total_duration_us", "avg_duration_us", "is_kernel_using_tensor_core")
-    return [
-        Section(
-            "top-kernels", "Top kernels", text=tuple(result.summary()[:1]), tables=(Shown.top("Top kernels by total time", table, keys, "total_duration_us"),)
-        )
-    ]
+    shown = Shown.top("Top kernels by total time", table, KERNEL_KEYS, "total_duration_us")
+    return [Section("top-kernels", "Top kernels", text=tuple(result.summary()[:1]), tables=(shown,))]
 
 
 def _input_pipeline(result: ToolResult) -> list[Section]:
@@ -156,11 +155,8 @@ def _input_pipeline(result: ToolResult) -> list[Section]:
     ops = _table(result, "input_ops")
     tables = [Shown.top("Host input time by category", breakdown, [c.key for c in breakdown.columns])] if breakdown.rows else []
     if ops.rows:
-        tables.append(Shown.top("Top input ops", ops, [c.key for c in ops.columns if c.key in INPUT_OP_KEYS]))
+        tables.append(Shown.top("Top input ops", ops, INPUT_OP_KEYS))
     return [Section("input-pipeline", "Input pipeline", text=tuple(result.summary()[:2]), tables=tuple(tables))]
-
-
-INPUT_OP_KEYS = ("name", "category", "count", "total_ms", "self_ms", "self_percent")
 
 
 def _diff(result: ToolResult) -> list[Section]:
@@ -175,9 +171,7 @@ def _diff(result: ToolResult) -> list[Section]:
         )
         for stat in ("mean", "median", "p90")
     )
-    kept = ("category", "base", "new", "change", "change_percent", "significant")
-    breakdown = _table(result, "breakdown")
-    tables = [Shown.top("Breakdown: mean time per step (us)", breakdown, [c.key for c in breakdown.columns if c.key in kept])]
+    tables = [Shown.top("Breakdown: mean time per step (us)", _table(result, "breakdown"), CATEGORY_CHANGE_KEYS)]
     for name, title in (("kernels", "Largest kernel changes per step"), ("ops", "Largest op changes per step")):
         table = _table(result, name)
         if table.rows:  # the kernels where the runs have any, else the ops (CPU runs)
@@ -185,9 +179,6 @@ def _diff(result: ToolResult) -> list[Section]:
             break
     text = (data["verdict"], f"base: {data['base']}", f"new: {data['new']}")
     return [Section("diff", "What changed", figures, text, tables=tuple(tables))]
-
-
-CHANGE_KEYS = ("status", "base_per_step_us", "new_per_step_us", "change_per_step_us", "change_per_step_percent")
 
 
 def _signed(percent: float | None) -> str:
