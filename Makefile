@@ -3,8 +3,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-WEB_BUILT := src/stepscope/dashboard/static/index.html
-WEB_SOURCES := $(shell find web/src web/scripts web/index.html web/package.json web/package-lock.json web/tsconfig.json web/vite.config.ts -type f 2>/dev/null)
+# The dashboard's page and the HTML report's script, both built by `npm run build`.
+WEB_BUILT := src/stepscope/dashboard/static/index.html src/stepscope/render/static/report.js
+WEB_SOURCES := $(shell find web/src web/report web/scripts web/index.html web/package.json web/package-lock.json web/tsconfig.json web/vite.config.ts web/vite.report.config.ts -type f 2>/dev/null)
 CHROMIUM := /usr/bin/chromium
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
@@ -23,8 +24,8 @@ $(STAMP): pyproject.toml setup.py $(EXTENSION_SOURCES) requirements/test.txt req
 
 venv: $(STAMP)
 
-# The dashboard's page (TypeScript, bundled by Vite) built into the package's static/.
-$(WEB_BUILT): $(WEB_SOURCES)
+# The dashboard's page and the report's script (TypeScript, bundled by Vite) built into the package.
+$(WEB_BUILT) &: $(WEB_SOURCES)
 	cd web && npm ci --no-audit --no-fund --loglevel=error && npm run build
 
 web: $(WEB_BUILT)

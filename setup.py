@@ -7,8 +7,8 @@ the Python loops for ``_kernels``. Both are written against Python 3.11's limite
 one wheel (tagged ``cp311-abi3``) serves every CPython from 3.11 on.
 
 The page: ``web/`` (TypeScript) is built by Vite into ``src/stepscope/dashboard/static/``,
-which the package serves. An sdist carries both the sources and the built page, and a
-wheel the built page, so that installing either never needs Node.js. Building an sdist or
+which the package serves, and the HTML report's script into ``src/stepscope/render/static/``.
+An sdist carries both the sources and the built page and script, and a wheel the built ones, so that installing either never needs Node.js. Building an sdist or
 a wheel (re)builds the page where it is missing or older than a web/ source, as ``make
 web`` does (that needs npm, as a contributor's checkout has); where npm is missing, a page
 that exists is used as it is, and a missing one fails the build with a clear message. An
@@ -29,8 +29,11 @@ from setuptools.command.sdist import sdist
 ROOT = Path(__file__).resolve().parent
 WEB = ROOT / "web"
 PAGE = ROOT / "src" / "stepscope" / "dashboard" / "static" / "index.html"
-# What the page is built from (the Makefile's WEB_SOURCES).
-WEB_SOURCES = ("src", "scripts", "index.html", "package.json", "package-lock.json", "tsconfig.json", "vite.config.ts")
+# The HTML report's script (``stepscope report --format html`` inlines it), built with the page.
+REPORT_SCRIPT = ROOT / "src" / "stepscope" / "render" / "static" / "report.js"
+BUILT = (PAGE, REPORT_SCRIPT)
+# What they are built from (the Makefile's WEB_SOURCES).
+WEB_SOURCES = ("src", "report", "scripts", "index.html", "package.json", "package-lock.json", "tsconfig.json", "vite.config.ts", "vite.report.config.ts")
 LIMITED_API = ("Py_LIMITED_API", "0x030B0000")  # 3.11: the oldest Python stepscope supports
 
 
@@ -41,15 +44,18 @@ def _newest_source() -> float:
 
 
 def ensure_page() -> None:
-    """Builds the page (``npm ci && npm run build`` in web/) where it is missing or stale."""
-    if PAGE.is_file() and PAGE.stat().st_mtime >= _newest_source():
+    """Builds the page and the report's script (``npm ci && npm run build`` in web/) where
+    either is missing or stale."""
+    newest = _newest_source()
+    if all(built.is_file() and built.stat().st_mtime >= newest for built in BUILT):
         return
     npm = shutil.which("npm")
     if npm is None or not (WEB / "package.json").is_file():
-        if PAGE.is_file():
-            print(f"stepscope: npm or web/ is missing: packaging {PAGE.relative_to(ROOT)} as it is")
+        missing = [built for built in BUILT if not built.is_file()]
+        if not missing:
+            print(f"stepscope: npm or web/ is missing: packaging {', '.join(str(built.relative_to(ROOT)) for built in BUILT)} as they are")
             return
-        raise SystemExit(f"stepscope: the dashboard's page ({PAGE.relative_to(ROOT)}) is not built, and building it from web/ needs npm and web/")
+        raise SystemExit(f"stepscope: {missing[0].relative_to(ROOT)} is not built, and building it from web/ needs npm and web/")
     for command in ([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], [npm, "run", "build"]):
         subprocess.run(command, cwd=WEB, check=True)
 

@@ -52,6 +52,7 @@ def test_the_wheel_is_one_abi3_manylinux_build_with_the_page_and_the_declared_me
     linked = re.findall(r'(?:src|href)="\./(assets/[^"]+)"', page)
     assert linked and all(f"stepscope/dashboard/static/{asset}" in names for asset in linked), linked
     assert "stepscope/capture/_spans.abi3.so" in names
+    assert {"stepscope/render/static/report.js", "stepscope/render/report.css"} <= set(names)  # report --format html
     assert [name for name in names if name.endswith(".c")] == []
     assert "Root-Is-Purelib: false" in wheel_file and f"Tag: cp311-abi3-{platform_tag.split('.')[0]}" in wheel_file
     assert metadata["Version"] == stepscope.__version__
@@ -81,7 +82,10 @@ def test_the_sdist_carries_the_web_sources_the_built_page_and_the_c_sources():
         "web/index.html",
         "web/src/main.ts",
         "web/vite.config.ts",
+        "web/report/main.ts",
+        "web/vite.report.config.ts",
         f"src/{PAGE}",
+        "src/stepscope/render/static/report.js",
         "src/stepscope/capture/_spans.c",
     ):
         assert needed in names, needed

@@ -73,6 +73,8 @@ def test_the_wheel_installs_and_runs_without_node_or_a_compiler(fresh: Venv, tmp
     overview = json.loads(fresh.check("stepscope", "report", GPU_TRACE, "--tool", "overview_page", "--format", "json"))["overview_page"]
     assert len(overview["steps"]) == _profiler_steps(GPU_TRACE)
     _same_reports(fresh)
+    # The HTML report's script comes with the wheel: the same file as the source tree's.
+    assert fresh.check("stepscope", "report", GPU_TRACE, "--format", "html") == _tree_report("report", GPU_TRACE, "--format", "html")
 
 
 def test_the_oldest_dependencies_give_the_same_numbers(oldest: Venv, tmp_path: Path):

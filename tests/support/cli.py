@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 
 
 def assert_one_error_line(result: subprocess.CompletedProcess[str], *fragments: str) -> str:
@@ -16,3 +18,8 @@ def assert_one_error_line(result: subprocess.CompletedProcess[str], *fragments: 
     for fragment in fragments:
         assert fragment in line, (fragment, line)
     return line
+
+
+def run_stepscope(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``stepscope ARGS`` in a child process, as a user runs it (``env``: added to this one's)."""
+    return subprocess.run([sys.executable, "-m", "stepscope.cli", *args], capture_output=True, text=True, timeout=300, env={**os.environ, **(env or {})})

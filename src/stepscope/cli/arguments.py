@@ -13,10 +13,15 @@ TEXT = "text"
 JSON = "json"
 CSV = "csv"
 JUNIT = "junit"
+MARKDOWN = "markdown"
+HTML = "html"
+GITHUB = "github"
 # --format of the commands that list things (info, tools) and of those that render tool
-# results (report, distributed; diff adds JUNIT).
+# results (distributed; report adds the report to share, diff the CI formats and Markdown).
 LISTING_FORMATS = (TEXT, JSON)
 RESULT_FORMATS = (TEXT, JSON, CSV)
+REPORT_FORMATS = (*RESULT_FORMATS, MARKDOWN, HTML)
+DIFF_FORMATS = (*RESULT_FORMATS, JUNIT, MARKDOWN, GITHUB)
 
 
 class Parser(argparse.ArgumentParser):
@@ -47,4 +52,4 @@ port = int_in(0, 65535, "; 0 picks a free port", grouped=False)
 
 def add_output(parser: argparse.ArgumentParser) -> None:
     """``--output``, for the commands whose result may go to a file (``output.write_output``)."""
-    parser.add_argument("--output", help="write to this file instead of standard output")
+    parser.add_argument("-o", "--output", help="write to this file instead of standard output")

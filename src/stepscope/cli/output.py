@@ -3,6 +3,7 @@ written fails first), written whole or not at all, and its write failure said in
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -52,6 +53,23 @@ def write_output(output: str | None, text: str) -> None:
     except OSError as error:
         raise cannot_write(Path(output), error) from error
     print(f"wrote {output}", file=sys.stderr)
+
+
+STEP_SUMMARY_ENV = "GITHUB_STEP_SUMMARY"  # the file a GitHub Actions step appends Markdown to
+
+
+def append_step_summary(markdown: str) -> None:
+    """``markdown`` appended to the job summary file GitHub Actions names in
+    ``$GITHUB_STEP_SUMMARY`` (appended, as the runner expects: earlier steps' summaries stay);
+    nothing outside Actions, where it is not set."""
+    target = os.environ.get(STEP_SUMMARY_ENV)
+    if not target:
+        return
+    try:
+        with open(target, "a", encoding="utf-8") as summary:
+            summary.write(markdown)
+    except OSError as error:
+        raise StepscopeError(f"{target} (${STEP_SUMMARY_ENV}): not written ({error.strerror or error})") from None
 
 
 def check_writable_folder(folder: Path, role: str, hint: str = "") -> None:

@@ -1,11 +1,12 @@
-"""``stepscope report``: the analysis tools run on one profile, rendered as text, JSON or CSV."""
+"""``stepscope report``: the analysis tools run on one profile, rendered as text, JSON or CSV,
+or as a report to share (Markdown, one HTML file) of the tools its format shows."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from stepscope.cli.arguments import RESULT_FORMATS, TEXT, add_output
+from stepscope.cli.arguments import REPORT_FORMATS, TEXT, add_output
 from stepscope.cli.command import Command
 from stepscope.cli.output import check_output, write_output
 from stepscope.cli.profiles import load_profile, pick_host
@@ -19,7 +20,10 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("path", help="a profile file, a run folder or a log directory")
     parser.add_argument("--run", help="the run, when PATH holds several")
     parser.add_argument("--host", help="the host, when the run has several")
-    parser.add_argument("--tool", default=DEFAULT_TOOL, help=f"a tool name, or {ALL_TOOLS} (default: {DEFAULT_TOOL}; stepscope tools lists them)")
+    parser.add_argument(
+        "--tool",
+        help=f"a tool name, or {ALL_TOOLS} (default: {DEFAULT_TOOL}; for markdown and html, the overview, top ops, kernels and input pipeline; stepscope tools lists them)",
+    )
     parser.add_argument(
         "--option",
         dest="options",
@@ -28,20 +32,28 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=VALUE",
         help="a tool option, e.g. top_n=5 (repeatable; stepscope tools lists them)",
     )
-    parser.add_argument("--format", choices=RESULT_FORMATS, default=TEXT)
+    parser.add_argument("--format", choices=REPORT_FORMATS, default=TEXT, help="markdown: a PR comment or CI job summary; html: one self-contained file")
     add_output(parser)
 
 
 def run_report(args: argparse.Namespace) -> int:
     from stepscope.analysis import Output, spec, tool_names
     from stepscope.analysis.opstats import OpStats
-    from stepscope.render import render
+    from stepscope.render import FORMATS, render
 
-    if args.tool != ALL_TOOLS and args.tool not in tool_names(None):
+    form = FORMATS[args.format]
+    form.check()  # e.g. html's script is built: before any loading
+    if args.tool == ALL_TOOLS:
+        chosen = tool_names()
+    elif args.tool is None:
+        chosen = list(form.tools or [DEFAULT_TOOL])
+    elif args.tool not in tool_names(None):
         raise StepscopeError(f"unknown tool {args.tool!r} (tools: {', '.join(tool_names())}, {ALL_TOOLS})")
-    if args.tool != ALL_TOOLS and spec(args.tool).output is not Output.TABLES:
+    elif spec(args.tool).output is not Output.TABLES:
         raise StepscopeError(f"{args.tool} is shown by the dashboard only (stepscope serve), not by report")
-    tools = [spec(name) for name in (tool_names() if args.tool == ALL_TOOLS else [args.tool])]
+    else:
+        chosen = [args.tool]
+    tools = [spec(name) for name in chosen]
     options = tool_options(tools, args.options)
     host = pick_host(args.path, args.run, args.host)
     if args.output:  # before the analysis: an output that can never be written fails now

@@ -1,5 +1,6 @@
-"""Renderers: a tool result as JSON, text tables for the terminal, or CSV (registry)."""
+"""Renderers: tool results as JSON, text tables, CSV, JUnit, GitHub annotations, Markdown or
+one HTML file (a registry of formats)."""
 
-from stepscope.render.formats import RENDERERS, render
+from stepscope.render.formats import FORMATS, render
 
-__all__ = ["RENDERERS", "render"]
+__all__ = ["FORMATS", "render"]

@@ -1,5 +1,6 @@
-"""Turning tool results into JSON, terminal text and CSV (and the gate's JUnit XML, in
-``junit``); one registry, no per-tool code.
+"""Turning tool results into JSON, terminal text and CSV, and (in their own modules) the
+gate's JUnit XML, GitHub Actions annotations, and the report to share as Markdown or one
+HTML file; one registry of formats (``FORMATS``), no per-tool code.
 
 JSON is the result's ``to_json()`` form, encoded by ``jsonform`` (NaN, which JSON lacks,
 becomes null).
@@ -13,12 +14,17 @@ import csv
 import io
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from stepscope import jsonform
 from stepscope.analysis.registry import ToolResult
 from stepscope.analysis.tables import Table
+from stepscope.render.cells import cell
+from stepscope.render.github import render_github
+from stepscope.render.html import read_script, render_html
 from stepscope.render.junit import render_junit
+from stepscope.render.markdown import render_markdown
 
 TEXT_ROWS = 25  # rows per table on the terminal; JSON and CSV have them all
 
@@ -28,22 +34,9 @@ def render_json(results: Sequence[ToolResult]) -> str:
     return jsonform.encode(document, indent=2).decode() + "\n"
 
 
-def _cell(value: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:,.3f}" if abs(value) < 1e6 else f"{value:,.0f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    text = str(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
 def text_table(table: Table, limit: int = TEXT_ROWS) -> list[str]:
     header = [column.label for column in table.columns]
-    body = [[_cell(value) for value in row] for row in table.rows[:limit]]
+    body = [[cell(value) for value in row] for row in table.rows[:limit]]
     widths = [max(len(cells[i]) for cells in [header, *body]) for i in range(len(header))]
     numeric = [column.kind == "number" for column in table.columns]
 
@@ -91,13 +84,34 @@ def table_csv(table: Table) -> str:
     return buffer.getvalue()
 
 
-RENDERERS: dict[str, Callable[[Sequence[ToolResult]], str]] = {
-    "text": render_text,
-    "json": render_json,
-    "csv": render_csv,
-    "junit": render_junit,
+# What the report to share (HTML, Markdown) shows when no --tool is given: the overview
+# (figures, verdict, step-time chart), then the top ops, kernels and input breakdown.
+REPORT_TOOLS = ("overview_page", "framework_op_stats", "kernel_stats", "input_pipeline_analyzer")
+
+
+@dataclass(frozen=True)
+class Format:
+    """An output format: how it renders results, the tools ``report`` runs for it when none
+    is chosen (empty: the command's default tool), whether ``diff`` also appends the
+    Markdown summary to GitHub's step summary file, and a check that it can render at all
+    (run before any profile is loaded: html's built script)."""
+
+    render: Callable[[Sequence[ToolResult]], str]
+    tools: tuple[str, ...] = ()
+    step_summary: bool = False
+    check: Callable[[], object] = lambda: None
+
+
+FORMATS: dict[str, Format] = {
+    "text": Format(render_text),
+    "json": Format(render_json),
+    "csv": Format(render_csv),
+    "junit": Format(render_junit),
+    "markdown": Format(render_markdown, REPORT_TOOLS),
+    "html": Format(render_html, REPORT_TOOLS, check=read_script),
+    "github": Format(render_github, step_summary=True),
 }
 
 
 def render(results: Sequence[ToolResult], format_name: str) -> str:
-    return RENDERERS[format_name](results)
+    return FORMATS[format_name].render(results)
