@@ -153,7 +153,17 @@ def run_sh(code: str, cwd: Path) -> None:
                 if command.startswith("stepscope diff"):
                     check_junit(command, output)
                 else:
-                    assert output.read_text().startswith("# overview_page.")  # every tool's tables
+                    assert output.read_text().startswith(REPORT_STARTS[_format(command)])
+
+
+# How a report written with --output starts, by --format: CSV, every tool's tables; HTML, a
+# whole page; Markdown, its title.
+REPORT_STARTS = {"csv": "# overview_page.", "html": "<!doctype html>", "markdown": "## stepscope report"}
+
+
+def _format(command: str) -> str:
+    words = shlex.split(command)
+    return words[words.index("--format") + 1]
 
 
 def check_junit(command: str, output: Path) -> None:
