@@ -28,7 +28,8 @@ def render_json(results: Sequence[ToolResult]) -> str:
     return jsonform.encode(document, indent=2).decode() + "\n"
 
 
-def _cell(value: Any) -> str:
+def cell_text(value: Any) -> str:
+    """A table cell as a person reads it (terminal and notebook tables alike)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     if isinstance(value, bool):
@@ -43,7 +44,7 @@ def _cell(value: Any) -> str:
 
 def text_table(table: Table, limit: int = TEXT_ROWS) -> list[str]:
     header = [column.label for column in table.columns]
-    body = [[_cell(value) for value in row] for row in table.rows[:limit]]
+    body = [[cell_text(value) for value in row] for row in table.rows[:limit]]
     widths = [max(len(cells[i]) for cells in [header, *body]) for i in range(len(header))]
     numeric = [column.kind == "number" for column in table.columns]
 
