@@ -41,6 +41,9 @@ STARTUP_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
 DEFAULT_HEIGHT = 800
 SESSION = "notebook"  # the session folder a profile object is written to
+# The pages that may frame the dashboard: a notebook served from this machine (Jupyter on
+# localhost:8888, or a remote one reached through ``ssh -L``) and VS Code's notebook view.
+FRAME_ANCESTORS = ("http://localhost:*", "http://127.0.0.1:*", "https://localhost:*", "https://127.0.0.1:*", "vscode-webview:")
 URL = re.compile(r" at (http://\S+)")  # in the server's first line (``dashboard.server.startup_line``)
 
 
@@ -111,6 +114,7 @@ def start(logdir_or_profile: str | Path | Profile, port: int = 0, cache_dir: str
 
 def _launch(logdir: Path, port: int, cache_dir: str | Path | None, temporary: Path | None) -> Server:
     command = [sys.executable, "-m", "stepscope", "serve", "--logdir", str(logdir), "--host", LOOPBACK, "--port", str(port)]
+    command += [argument for source in FRAME_ANCESTORS for argument in ("--frame-ancestor", source)]
     if cache_dir is not None:
         command += ["--cache-dir", str(cache_dir)]
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

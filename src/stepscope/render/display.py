@@ -62,8 +62,9 @@ def profile_text(profile: Profile) -> str:
 def profile_html(profile: Profile) -> str:
     overview = overview_of(profile)
     times = overview.step_time_us
+    aside = f" ({len(overview.set_aside)} set aside)" if overview.set_aside else ""
     steps = (
-        f"{_plural(len(overview.steps), 'step')} from {overview.step_source}, "
+        f"{_plural(len(overview.steps), 'step')} from {overview.step_source}{aside}, "
         f"mean step time {duration_text(times['mean'] * 1e6)}, median {duration_text(times['median'] * 1e6)}"
     )
     planes = Table(
