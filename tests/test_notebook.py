@@ -12,6 +12,8 @@ from __future__ import annotations
 import functools
 import html
 import re
+import subprocess
+import sys
 import threading
 import urllib.error
 import urllib.request
@@ -166,3 +168,9 @@ def test_show_of_a_profile_object_and_stop(tmp_path):
 def test_show_refuses_what_is_not_a_logdir(tmp_path):
     with pytest.raises(StepscopeError, match=r"missing: not a directory \(give a log directory"):
         stepscope.notebook.show(tmp_path / "missing")
+
+
+def test_importing_it_imports_no_ipython_nor_the_dashboard():
+    probe = "import sys, stepscope\nstepscope.notebook.stop\nprint(sorted(m for m in sys.modules if m.split('.')[0] in ('IPython', 'uvicorn', 'pandas')))"
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]"
