@@ -158,9 +158,9 @@ def test_show_of_a_profile_object_and_stop(tmp_path):
     with urllib.request.urlopen(server.url + "api/runs", timeout=10) as answer:
         body = answer.read().decode()
     assert '"notebook"' in body and '"alexnet_small"' in body  # the temporary logdir's run and host
-    assert server.temporary is not None and server.temporary.is_dir()
+    assert server.logdir.is_dir() and server.logdir.name.startswith("stepscope-notebook-")  # the temporary logdir
     stepscope.notebook.stop()
-    assert server.process.poll() is not None and not server.temporary.exists()
+    assert server.process.poll() is not None and not server.logdir.exists()
     with pytest.raises(urllib.error.URLError):
         urllib.request.urlopen(server.url, timeout=5)
 

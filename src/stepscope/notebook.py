@@ -27,7 +27,8 @@ import sys
 import tempfile
 import threading
 import weakref
-from dataclasses import dataclass, field
+from collections import deque
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,7 @@ LOOPBACK = "127.0.0.1"
 STARTUP_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 10.0
 DEFAULT_HEIGHT = 800
+OUTPUT_LINES = 50  # of a server's output kept (its startup line, warnings, a failure's reason)
 SESSION = "notebook"  # the session folder a profile object is written to
 # The pages that may frame the dashboard: a notebook served from this machine (Jupyter on
 # localhost:8888, or a remote one reached through ``ssh -L``) and VS Code's notebook view.
@@ -49,13 +51,12 @@ URL = re.compile(r" at (http://\S+)")  # in the server's first line (``dashboard
 
 @dataclass
 class Server:
-    """One dashboard server this module started, and the temporary logdir it owns, if any."""
+    """One dashboard server this module started; ``output``: the last lines it printed."""
 
     logdir: Path
     url: str
     process: subprocess.Popen[str]
-    temporary: Path | None = None
-    output: list[str] = field(default_factory=list)
+    output: deque[str]
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -68,12 +69,11 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
-        if self.temporary is not None:
-            shutil.rmtree(self.temporary, ignore_errors=True)
 
 
 _servers: dict[Path, Server] = {}  # by logdir
 _written: weakref.WeakKeyDictionary[Profile, Path] = weakref.WeakKeyDictionary()  # profile -> its temporary logdir
+_temporary: list[Path] = []  # every temporary logdir written, removed by stop()
 _lock = threading.Lock()
 
 
@@ -93,11 +93,11 @@ def show(logdir_or_profile: str | Path | Profile, height: int = DEFAULT_HEIGHT, 
 def start(logdir_or_profile: str | Path | Profile, port: int = 0, cache_dir: str | Path | None = None) -> Server:
     """The running server of the logdir (or profile), started if there is none."""
     with _lock:
-        temporary = None
         if isinstance(logdir_or_profile, Profile):
             logdir = _written.get(logdir_or_profile)
             if logdir is None:
-                logdir = temporary = Path(tempfile.mkdtemp(prefix="stepscope-notebook-"))
+                logdir = Path(tempfile.mkdtemp(prefix="stepscope-notebook-"))
+                _temporary.append(logdir)
                 save(logdir_or_profile, make_path(logdir, SESSION, logdir_or_profile.host))
                 _written[logdir_or_profile] = logdir
         else:
@@ -107,18 +107,18 @@ def start(logdir_or_profile: str | Path | Profile, port: int = 0, cache_dir: str
         running = _servers.get(logdir)
         if running is not None and running.alive():
             return running
-        server = _launch(logdir, port, cache_dir, temporary)
+        server = _launch(logdir, port, cache_dir)
         _servers[logdir] = server
         return server
 
 
-def _launch(logdir: Path, port: int, cache_dir: str | Path | None, temporary: Path | None) -> Server:
+def _launch(logdir: Path, port: int, cache_dir: str | Path | None) -> Server:
     command = [sys.executable, "-m", "stepscope", "serve", "--logdir", str(logdir), "--host", LOOPBACK, "--port", str(port)]
     command += [argument for source in FRAME_ANCESTORS for argument in ("--frame-ancestor", source)]
     if cache_dir is not None:
         command += ["--cache-dir", str(cache_dir)]
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines: list[str] = []
+    lines: deque[str] = deque(maxlen=OUTPUT_LINES)
     urls: list[str] = []
     answered = threading.Event()
 
@@ -138,17 +138,21 @@ def _launch(logdir: Path, port: int, cache_dir: str | Path | None, temporary: Pa
         process.wait()
         said = lines[-1] if lines else f"nothing in {STARTUP_TIMEOUT_S:.0f} s"
         raise StepscopeError(f"{logdir}: the dashboard did not start (it said: {said})")
-    return Server(logdir, urls[0], process, temporary, lines)
+    return Server(logdir, urls[0], process, lines)
 
 
 def stop() -> None:
     """Stops every dashboard server ``show`` started and removes its temporary logdirs."""
     with _lock:
         servers = list(_servers.values())
+        temporary = list(_temporary)
         _servers.clear()
         _written.clear()
+        _temporary.clear()
     for server in servers:
         server.stop()
+    for logdir in temporary:
+        shutil.rmtree(logdir, ignore_errors=True)
 
 
 atexit.register(stop)
