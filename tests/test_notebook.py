@@ -76,6 +76,7 @@ def code_cell(notebook, starts: str):
     return next(cell for cell in notebook.cells if cell.cell_type == "code" and cell.source.startswith(starts))
 
 
+@pytest.mark.framework  # the notebook trains a tiny torch model
 def test_the_notebook_in_a_real_kernel(tmp_path):
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     client = NotebookClient(notebook, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}})
