@@ -43,6 +43,7 @@ EXPECTED = {
     "stop",
     "trace",
     "data",
+    "notebook",
 }
 
 

@@ -59,6 +59,7 @@ __all__ = [
     "discover",
     "load",
     "make_path",
+    "notebook",
     "parse_path",
     "profile",
     "save",
@@ -101,15 +102,18 @@ _LAZY = {
     "load": "stepscope.trace.readers",
     "save": "stepscope.trace.writers",
 }
+# Public submodules, imported on first use: ``stepscope.notebook.show(...)`` after ``import stepscope``.
+_SUBMODULES = {"notebook": "stepscope.notebook"}
 
 
 def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
-    if module is None:
+    submodule = _SUBMODULES.get(name)
+    if module is None and submodule is None:
         raise AttributeError(f"module 'stepscope' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(module), name)
+    value = importlib.import_module(submodule) if submodule else getattr(importlib.import_module(module or ""), name)
     globals()[name] = value
     return value
 

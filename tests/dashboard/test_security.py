@@ -436,3 +436,16 @@ def test_every_interface_needs_the_token_or_named_hosts(tmp_path):
 
     assert refused["rc"] == 2 and refused["line"] == ""
     assert refused["stderr"].startswith("stepscope: error: --host 0.0.0.0 --no-token needs --allow-host NAME")
+
+
+def test_frame_ancestors_let_the_named_pages_frame_the_dashboard():
+    """``serve --frame-ancestor`` (what stepscope.notebook.show passes): CSP names the pages
+    that may frame it, and X-Frame-Options, which can only deny or allow 'self', is left out."""
+    assert Access.for_bind("127.0.0.1", 9001).headers["X-Frame-Options"] == "DENY"
+    headers = Access.for_bind("127.0.0.1", 9001, frame_ancestors=["http://localhost:*", "vscode-webview:"]).headers
+    assert "X-Frame-Options" not in headers
+    policy = headers["Content-Security-Policy"]
+    assert policy == CONTENT_SECURITY_POLICY.replace("frame-ancestors 'none'", "frame-ancestors 'self' http://localhost:* vscode-webview:")
+    for source in ("http://a; script-src *", "'unsafe-inline'", "a b", ""):
+        with pytest.raises(StepscopeError, match="--frame-ancestor"):
+            Access.for_bind("127.0.0.1", 9001, frame_ancestors=[source])

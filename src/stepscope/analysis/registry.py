@@ -39,15 +39,43 @@ class ToolResult:
     ``to_json`` and the tool's JSON Schema are both derived from the fields' types, so the
     JSON, the schema and the TypeScript types generated from it cannot drift apart. State a
     result needs only for its tables is kept in attributes that are not fields.
+
+    In a notebook a result shows its summary figures and tables (``repr``: a few lines;
+    ``_repr_html_``: the summary and each table's first rows, from ``stepscope.render.display``).
     """
 
     tool: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Every result keeps the short ``__repr__`` below: ``@dataclass`` writes a
+        field-by-field one (74,000 characters for a GPU trace's kernel_stats) unless the
+        class defines ``__repr__`` itself, and it runs after this hook."""
+        super().__init_subclass__(**kwargs)
+        cls.__repr__ = ToolResult.__repr__  # type: ignore[method-assign]
+
+    def __repr__(self) -> str:
+        from stepscope.render import display  # presentation sits above analysis (tests/test_layers.py)
+
+        return display.result_text(self)
+
+    def _repr_html_(self) -> str:
+        from stepscope.render import display
+
+        return display.result_html(self)
 
     def to_json(self) -> dict[str, Any]:
         return typing.cast(dict[str, Any], jsonform.builtins(self))
 
     def tables(self) -> list[Table]:
         raise NotImplementedError
+
+    def table(self, name: str) -> Table:
+        """The table called ``name`` (``result.table("kernels").to_pandas()``)."""
+        for table in self.tables():
+            if table.name == name:
+                return table
+        known = ", ".join(table.name for table in self.tables()) or "none"
+        raise StepscopeError(f"{self.tool} has no table {name!r} (its tables: {known})")
 
     def summary(self) -> list[str]:
         """A few lines a person reads first (the text renderer prints them above the tables)."""

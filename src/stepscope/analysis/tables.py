@@ -2,7 +2,9 @@
 
 A tool result is typed data; the rows a user sorts, searches and exports are a ``Table``
 (named, typed columns; rows as tuples), so the JSON, text and CSV renderers, and later the
-dashboard, need no per-tool code.
+dashboard, need no per-tool code. In a notebook a table shows its name, columns and row
+count (``repr``) or its first rows (``_repr_html_``, from ``stepscope.render.display``), and
+becomes a DataFrame (``to_pandas``) or an Arrow table (``to_arrow``), keyed by column key.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from stepscope.trace import frames
 
 
 @dataclass(frozen=True)
@@ -19,7 +23,7 @@ class Column:
     kind: str = "number"  # "number" | "string" | "bool"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Table:
     name: str
     columns: tuple[Column, ...]
@@ -34,6 +38,27 @@ class Table:
     def records(self) -> list[dict[str, Any]]:
         keys = [column.key for column in self.columns]
         return [dict(zip(keys, row)) for row in self.rows]
+
+    def __repr__(self) -> str:
+        from stepscope.render import display  # presentation sits above analysis (tests/test_layers.py)
+
+        return display.table_text(self)
+
+    def _repr_html_(self) -> str:
+        from stepscope.render import display
+
+        return display.table_html(self)
+
+    def frame_columns(self) -> list[frames.FrameColumn]:
+        return [frames.values_column(column.key, column.kind, [row[i] for row in self.rows]) for i, column in enumerate(self.columns)]
+
+    def to_pandas(self) -> Any:
+        """A ``pandas.DataFrame``, one column per column key (see ``trace.frames`` for dtypes)."""
+        return frames.to_pandas(self.frame_columns())
+
+    def to_arrow(self) -> Any:
+        """A ``pyarrow.Table`` of the same columns."""
+        return frames.to_arrow(self.frame_columns())
 
 
 def ps_to_us(ps: int | float) -> float:

@@ -38,6 +38,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         help="a Host name browsers may reach the server by (repeatable; loopback names are always allowed on loopback)",
     )
     parser.add_argument(
+        "--frame-ancestor",
+        dest="frame_ancestors",
+        action="append",
+        default=[],
+        metavar="SOURCE",
+        help="a page origin that may show the dashboard in a frame, as a CSP source (repeatable; e.g. http://localhost:*, what stepscope.notebook.show passes)",
+    )
+    parser.add_argument(
         "--token",
         action=argparse.BooleanOptionalAction,
         default=None,
@@ -50,7 +58,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
     if Path(args.logdir).is_dir():  # else serve() says so first, and no cache folder is made
         check_cache_dir(args.cache_dir)
-    serve(args.logdir, args.host, args.port, args.cache_dir, allow_hosts=args.allow_hosts, token=args.token)
+    serve(args.logdir, args.host, args.port, args.cache_dir, allow_hosts=args.allow_hosts, token=args.token, frame_ancestors=args.frame_ancestors)
     return 0
 
 

@@ -112,9 +112,12 @@ class Access:
     cookie: str
     embedded: bool = False
     captures: bool = True
+    # CSP sources that may show the page in a frame (``serve --frame-ancestor``: a notebook's
+    # origin, ``stepscope.notebook.show``); none: no page may.
+    frame_ancestors: tuple[str, ...] = ()
 
     @classmethod
-    def for_bind(cls, host: str, port: int, allow_hosts: Iterable[str] = (), token: bool | None = None) -> Access:
+    def for_bind(cls, host: str, port: int, allow_hosts: Iterable[str] = (), token: bool | None = None, frame_ancestors: Iterable[str] = ()) -> Access:
         """The rules for a server bound to ``host``:``port``.
 
         - loopback: the bound address and the loopback names, plus ``allow_hosts``; no token
@@ -135,7 +138,11 @@ class Access:
                 "else any web page could read the profiles through DNS rebinding"
             )
         hosts = frozenset(bound | named) if loopback or named else None
-        return cls(hosts, secrets.token_hex(24) if with_token else None, f"stepscope-token-{port}")
+        ancestors = tuple(frame_ancestors)
+        for source in ancestors:
+            if not source or any(character.isspace() or character in ";,'\"" for character in source):
+                raise StepscopeError(f"--frame-ancestor {source!r}: give one CSP source, like http://localhost:8888")
+        return cls(hosts, secrets.token_hex(24) if with_token else None, f"stepscope-token-{port}", frame_ancestors=ancestors)
 
     @classmethod
     def for_tensorboard(cls, host: str | None, bind_all: bool, allow_hosts: Iterable[str] = (), captures: bool | None = None) -> Access:
@@ -160,7 +167,12 @@ class Access:
     @property
     def headers(self) -> dict[str, str]:
         """The headers every answer carries."""
-        return dict(EMBEDDED_HEADERS if self.embedded else SECURITY_HEADERS)
+        if self.embedded:
+            return dict(EMBEDDED_HEADERS)
+        if self.frame_ancestors:  # CSP's frame-ancestors names them; X-Frame-Options cannot
+            policy = CONTENT_SECURITY_POLICY.replace("frame-ancestors 'none'", "frame-ancestors 'self' " + " ".join(self.frame_ancestors))
+            return {**{name: value for name, value in SECURITY_HEADERS.items() if name != "X-Frame-Options"}, "Content-Security-Policy": policy}
+        return dict(SECURITY_HEADERS)
 
     def host_problem(self, headers: Headers) -> str | None:
         if self.hosts is None:

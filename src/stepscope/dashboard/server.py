@@ -47,21 +47,23 @@ def serve(
     cache_dir: str | Path | None = None,
     allow_hosts: Sequence[str] = (),
     token: bool | None = None,
+    frame_ancestors: Sequence[str] = (),
 ) -> None:
     """Serves until interrupted. The socket is bound here, before uvicorn starts, so the
     printed URL carries the real port (``--port 0`` picks a free one) and a taken port is
     one clear error rather than a traceback from inside the server. ``allow_hosts`` and
-    ``token``: see ``Access.for_bind`` (None: a token exactly when beyond loopback)."""
+    ``token``: see ``Access.for_bind`` (None: a token exactly when beyond loopback);
+    ``frame_ancestors``: the pages that may frame it (``Access.frame_ancestors``)."""
     logdir = Path(logdir)
     if not logdir.is_dir():
         raise StepscopeError(f"{logdir}: not a directory (give the log directory the profiles are written to)")
-    Access.for_bind(host, port, allow_hosts, token)  # a refused combination fails before binding
+    Access.for_bind(host, port, allow_hosts, token, frame_ancestors)  # a refused combination fails before binding
     try:
         sock = socket.create_server((host.strip("[]"), port), family=socket.AF_INET6 if ":" in host else socket.AF_INET)
     except OSError as error:
         raise StepscopeError(f"cannot listen on {host}:{port}: {error.strerror or error}") from None
     bound_port = sock.getsockname()[1]
-    access = Access.for_bind(host, bound_port, allow_hosts, token)
+    access = Access.for_bind(host, bound_port, allow_hosts, token, frame_ancestors)
     cache = AnalysisCache(Path(cache_dir) if cache_dir else default_cache_dir())
     app = create_app(logdir, cache, access)
     print(startup_line(logdir, host, bound_port, access, allow_hosts), flush=True)

@@ -25,7 +25,7 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.errors import ProfileInvariantError
-from stepscope.trace import names
+from stepscope.trace import frames, names
 from stepscope.trace.stat_types import Stat
 from stepscope.trace.stats import StatStore
 
@@ -139,7 +139,7 @@ class Line:
         return self.display_name or self.name
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Plane:
     """One source of timelines: ``/host:CPU``, ``/device:GPU:0``, ``/host:metadata``..."""
 
@@ -150,6 +150,9 @@ class Plane:
     events: EventTable
     stats: StatStore
     plane_stats: list[Stat] = field(default_factory=list)
+
+    def __repr__(self) -> str:  # the fields' repr is every event's arrays
+        return f"<Plane {self.name!r}: {len(self.lines):,} lines, {len(self.events):,} events>"
 
     @property
     def is_device(self) -> bool:
@@ -208,9 +211,14 @@ class FlowTable:
         return cls(ints, ints.astype(np.int32), ints.astype(np.int32), ints, ints.astype(np.int32), ints, [])
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True, eq=False, repr=False)
 class Profile:
-    """One host's profile: what ``<host>.xplane.pb`` or one trace JSON file holds."""
+    """One host's profile: what ``<host>.xplane.pb`` or one trace JSON file holds.
+
+    In a notebook it shows itself in a few lines (``repr``, ``_repr_html_``: made by
+    ``stepscope.render.display``, the presentation layer, imported when first shown) and
+    gives its events as a DataFrame (``to_pandas``, ``to_arrow``: see ``trace.frames``).
+    """
 
     planes: list[Plane]
     start_ns: int  # UNIX epoch ns of time 0
@@ -229,6 +237,26 @@ class Profile:
     def span_ps(self) -> int:
         """From time 0 to the end of the last event."""
         return max((plane.events.last_end_ps() for plane in self.planes if len(plane.events)), default=0)
+
+    def __repr__(self) -> str:
+        from stepscope.render import display  # presentation sits above the model (tests/test_layers.py)
+
+        return display.profile_text(self)
+
+    def _repr_html_(self) -> str:
+        from stepscope.render import display
+
+        return display.profile_html(self)
+
+    def to_pandas(self) -> Any:
+        """One row per event, plane by plane (``trace.frames.EVENT_FRAME_COLUMNS``): plane,
+        line, name, category, start_ps, duration_ps, depth and the linking ids (missing
+        where absent). Needs pandas."""
+        return frames.to_pandas(frames.event_columns(self))
+
+    def to_arrow(self) -> Any:
+        """The same rows as ``to_pandas`` as a ``pyarrow.Table``. Needs pyarrow."""
+        return frames.to_arrow(frames.event_columns(self))
 
     def plane(self, name: str) -> Plane | None:
         for plane in self.planes:
