@@ -127,6 +127,12 @@ def test_collapsed_stacks_of_every_host_thread(tmp_path):
     )
 
 
+def test_collapsed_to_standard_output(tmp_path):
+    result = run(write_stacks_trace(tmp_path), "--thread", WORKER)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [f"{WORKER};G 60000", f"{WORKER};G;H 10000"]  # G 70 - H 10 us; H 10 us
+
+
 def test_speedscope_of_one_thread_in_a_window(tmp_path):
     output = flame(tmp_path, write_stacks_trace(tmp_path), "speedscope", "--thread", MAIN, "--start-ps", 25_000_000, "--end-ps", 125_000_000)
     document = json.loads(output.read_text())
@@ -179,6 +185,7 @@ def test_bad_input_is_one_line_and_status_2(tmp_path):
     trace = write_stacks_trace(tmp_path)
     out = tmp_path / "out.txt"
     assert_one_error_line(run(tmp_path / "missing.json", "-o", out), "missing.json")
+    assert_one_error_line(run(tmp_path / "missing.json"), "missing.json")
     assert_one_error_line(run(trace, "--step", "9", "-o", out), "no step '9'")
     assert_one_error_line(run(trace, "--thread", "nope", "-o", out), "no thread 'nope'")
     assert_one_error_line(run(trace, "--start-ps", "9", "--end-ps", "3", "-o", out), "start_ps <= end_ps")

@@ -4,6 +4,7 @@ speedscope), for a step, a window or the whole profile, one thread or several.""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from stepscope.cli.arguments import int_in
@@ -26,7 +27,7 @@ def add_flame_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--thread", default="", help="a thread, or a plane for all its threads (default: every /host:CPU thread)")
     parser.add_argument("--start-ps", type=int_in(0, MAX_PS), default=0, help="the window's start, ps from the profile's start")
     parser.add_argument("--end-ps", type=int_in(0, MAX_PS), default=0, help="the window's end, ps (default: the profile's end)")
-    parser.add_argument("-o", "--output", required=True, help="the file to write")
+    parser.add_argument("-o", "--output", help="the file to write (default: standard output)")
 
 
 def run_flame(args: argparse.Namespace) -> int:
@@ -36,20 +37,24 @@ def run_flame(args: argparse.Namespace) -> int:
     from stepscope.trace.files import atomic_write
 
     host = pick_host(args.path, args.run, args.host)
-    output = Path(args.output)
-    check_output(output)
-    if output.exists() and output.resolve() == host.path.resolve():
-        raise StepscopeError(f"{output}: the output is the profile; choose another name")
+    output = Path(args.output) if args.output else None
+    if output is not None:
+        check_output(output)
+        if output.exists() and output.resolve() == host.path.resolve():
+            raise StepscopeError(f"{output}: the output is the profile; choose another name")
     profile = load_profile(host.path)
     chosen = window(OpStats(profile), args.thread, args.step, args.start_ps, args.end_ps)
     if not chosen.threads:
         raise StepscopeError(f"{host.path}: no thread with timed events to draw (see --thread)")
     data = FLAME_FORMATS[args.format](profile, chosen, host.path.name)
+    if output is None:
+        sys.stdout.buffer.write(data)
+        return 0
     try:
         atomic_write(output, data)
     except OSError as error:
         raise cannot_write(output, error) from error
-    print(f"wrote {output} ({args.format}, {len(chosen.threads)} thread(s), {(chosen.end_ps - chosen.start_ps) / 1e6:,.1f} us)")
+    print(f"wrote {output} ({args.format}, {len(chosen.threads)} thread(s), {(chosen.end_ps - chosen.start_ps) / 1e6:,.1f} us)", file=sys.stderr)
     return 0
 
 
