@@ -17,11 +17,10 @@ from pathlib import Path
 import jsonschema
 
 from tests.support.cli import assert_one_error_line
-from tests.support.flame import MAIN, MARKERS, WORKER, write_stacks_trace
+from tests.support.flame import A100, A100_PID, MAIN, MARKERS, WORKER, kineto_ns, write_stacks_trace
 from tests.support.intervals import union_length
 from tests.support.traces import read_json, shared
 
-A100 = "kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz"
 UNITS = ["none", "nanoseconds", "microseconds", "milliseconds", "seconds", "bytes"]
 SPEEDSCOPE_SCHEMA = {
     "type": "object",
@@ -152,20 +151,16 @@ def test_speedscope_keeps_overlapping_siblings_nested(tmp_path):
     }
 
 
-def _ns(value: float) -> int:
-    return round(value * 1000)
-
-
 def test_kineto_step_busy_time_per_thread(tmp_path):
     """Each thread's time on a stack in step 5 (speedscope, replayed) and its collapsed
     lines' sum are the union of its events in the step, from the JSON."""
     path = shared(A100)
-    events = [e for e in read_json(path)["traceEvents"] if e.get("ph") == "X" and e.get("pid") == 2910249 and e.get("dur", 0) > 0]
+    events = [e for e in read_json(path)["traceEvents"] if e.get("ph") == "X" and e.get("pid") == A100_PID and e.get("dur", 0) > 0]
     (marker,) = [e for e in events if e["name"] == "ProfilerStep#5"]
-    low, high = _ns(marker["ts"]), _ns(marker["ts"]) + _ns(marker["dur"])
+    low, high = kineto_ns(marker["ts"]), kineto_ns(marker["ts"]) + kineto_ns(marker["dur"])
     busy = defaultdict(list)
     for event in events:
-        start, end = _ns(event["ts"]), _ns(event["ts"]) + _ns(event["dur"])
+        start, end = kineto_ns(event["ts"]), kineto_ns(event["ts"]) + kineto_ns(event["dur"])
         if start < high and end > low:
             busy[event["tid"]].append((max(start, low), min(end, high)))
     expected = {tid: union_length(spans) for tid, spans in busy.items()}

@@ -12,11 +12,9 @@ from stepscope.analysis import run_tool
 from stepscope.analysis.flame_graph import FlameGraphResult
 from stepscope.errors import StepscopeError
 from stepscope.trace.readers import load
-from tests.support.flame import MAIN, MARKERS, US, WORKER, write_stacks_trace
+from tests.support.flame import A100, A100_PID, MAIN, MARKERS, US, WORKER, kineto_ns, write_stacks_trace
 from tests.support.intervals import union_length
 from tests.support.traces import read_json, shared
-
-A100 = "kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz"
 
 
 @pytest.fixture(scope="module")
@@ -120,17 +118,13 @@ def test_table_and_summary(stacks):
     ]  # 40, 30, 30 of 150; ties by name
 
 
-def _ns(value: float) -> int:
-    return round(value * 1000)
-
-
 def test_kineto_frames_add_up_to_each_threads_busy_time_per_step():
     """For each step (ProfilerStep#N) and each thread of the trace's process: the union of
     the thread's timed events clipped to the step, from the JSON, is the sum of the self
     times under the thread (and its node's total minus its idle)."""
     path = shared(A100)
-    events = [e for e in read_json(path)["traceEvents"] if e.get("ph") == "X" and e.get("pid") == 2910249 and e.get("dur", 0) > 0]
-    steps = {e["name"].split("#")[1]: (_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in events if e["name"].startswith("ProfilerStep#")}
+    events = [e for e in read_json(path)["traceEvents"] if e.get("ph") == "X" and e.get("pid") == A100_PID and e.get("dur", 0) > 0]
+    steps = {e["name"].split("#")[1]: (kineto_ns(e["ts"]), kineto_ns(e["ts"]) + kineto_ns(e["dur"])) for e in events if e["name"].startswith("ProfilerStep#")}
     assert sorted(steps) == ["4", "5", "6"]
     profile = load(path)
     checked = 0
@@ -139,7 +133,7 @@ def test_kineto_frames_add_up_to_each_threads_busy_time_per_step():
         assert result.end_ps - result.start_ps == (high - low) * 1000
         for thread in result.root.children:
             tid = int(thread.name.split()[1])
-            spans = [(_ns(e["ts"]), _ns(e["ts"]) + _ns(e["dur"])) for e in events if e["tid"] == tid]
+            spans = [(kineto_ns(e["ts"]), kineto_ns(e["ts"]) + kineto_ns(e["dur"])) for e in events if e["tid"] == tid]
             busy_ns = union_length([(max(s, low), min(e, high)) for s, e in spans if s < high and e > low])
             frames = sum(node.self_ps for _, node in thread.walk()[1:])
             assert frames == thread.total_ps - thread.self_ps == busy_ns * 1000

@@ -13,12 +13,12 @@ import pytest
 
 from tests.support.dashboard.browser import SCREENSHOTS, open_tool, wait_ready, watched_page
 from tests.support.dashboard.server import DashboardServer
+from tests.support.flame import A100 as A100_TRACE
 from tests.support.flame import MAIN, US, write_stacks_trace
 from tests.support.traces import read_json, shared
 
 STACKS = dict(run="stacks", host="stacks")
-A100 = dict(run="a100", host="a100_ddp_cnn_rank0_of_2")
-A100_FILE = "kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz"
+A100_PLACE = dict(run="a100", host="a100_ddp_cnn_rank0_of_2")
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def flame_server(tmp_path_factory):
     (logdir / "stacks").mkdir(parents=True)
     write_stacks_trace(logdir / "stacks")
     (logdir / "a100").mkdir()
-    shutil.copy(shared(A100_FILE), logdir / "a100")
+    shutil.copy(shared(A100_TRACE), logdir / "a100")
     running = DashboardServer(logdir, tmp_path_factory.mktemp("cache"))
     yield running
     running.stop()
@@ -115,10 +115,10 @@ def test_icicle_hover_zoom_and_step(flame_page, flame_server):
 
 def test_real_trace_step_and_docs_picture(flame_page, flame_server):
     page = flame_page
-    open_tool(page, flame_server, "flame_graph", **A100, step="5", thread="thread 2910249 (pt_main_thread)")
+    open_tool(page, flame_server, "flame_graph", **A100_PLACE, step="5", thread="thread 2910249 (pt_main_thread)")
     assert painted(page) > 0
     # The root is step 5's window: the ProfilerStep#5 event's duration in the JSON (whole ns).
-    (marker,) = [e for e in read_json(shared(A100_FILE))["traceEvents"] if e.get("name") == "ProfilerStep#5"]
+    (marker,) = [e for e in read_json(shared(A100_TRACE))["traceEvents"] if e.get("name") == "ProfilerStep#5"]
     assert hooks(page)["rects"][0]["total_ps"] == round(marker["dur"] * 1000) * 1000
     SCREENSHOTS.mkdir(exist_ok=True)
     page.locator("#tool").screenshot(path=str(SCREENSHOTS / "flame_graph.png"))

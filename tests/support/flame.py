@@ -14,6 +14,9 @@ import json
 from pathlib import Path
 
 US = 1_000_000  # ps per microsecond
+# The real trace the flame graph's tests check busy times on (3 steps, 3 host threads).
+A100 = "kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz"
+A100_PID = 2910249
 MAIN, WORKER, MARKERS = "process (1) / main", "process (1) / worker", "process (1) / 3"
 
 
@@ -41,3 +44,8 @@ def write_stacks_trace(folder: Path) -> Path:
     path = folder / "stacks.trace.json"
     path.write_text(json.dumps({"traceEvents": EVENTS}))
     return path
+
+
+def kineto_ns(microseconds: float) -> int:
+    """A Kineto time (us, with three decimals) in whole nanoseconds."""
+    return round(microseconds * 1000)
