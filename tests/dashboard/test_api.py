@@ -37,6 +37,7 @@ TOOLS = (
     "roofline_model",
     "graph_viewer",
     "memory_viewer",
+    "flame_graph",
 )
 
 

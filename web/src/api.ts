@@ -107,6 +107,7 @@ export type { InputPipelineAnalyzer as InputPipeline, InputStep, InputOp } from 
 export type { FrameworkOpStats, OpRow as FrameworkOpRow, OpTableRow as IdleRow } from "./generated/framework_op_stats";
 export type { KernelStats, KernelRow } from "./generated/kernel_stats";
 export type { OpProfile, OpProfileNode as OpNode } from "./generated/op_profile";
+export type { FlameGraph, FlameNode } from "./generated/flame_graph";
 export type { MemoryProfile, MemoryDevice, MemoryPoint } from "./generated/memory_profile";
 export type { MemoryViewer, ProgramRow as MemoryViewerProgram, PointRow as MemoryViewerPoint, BufferRow as MemoryViewerBuffer } from "./generated/memory_viewer";
 export type { GraphViewer, GraphNode, GraphEdge } from "./generated/graph_viewer";

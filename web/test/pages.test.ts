@@ -58,6 +58,7 @@ describe("page registry", () => {
       "roofline_model",
       "hlo_stats",
       "graph_viewer",
+      "flame_graph",
       "trace_viewer",
       "diff",
       "distributed",

@@ -23,13 +23,14 @@ from stepscope.cli.convert import CONVERT
 from stepscope.cli.diff import DIFF
 from stepscope.cli.distributed import DISTRIBUTED
 from stepscope.cli.errors import run_handler
+from stepscope.cli.flame import FLAME
 from stepscope.cli.info import INFO
 from stepscope.cli.report import REPORT
 from stepscope.cli.serve import DEMO, SERVE
 from stepscope.cli.tools import TOOLS
 
 # In the order ``stepscope --help`` lists them.
-COMMANDS: tuple[Command, ...] = (INFO, CONVERT, REPORT, DIFF, DISTRIBUTED, TOOLS, CAPTURE, SERVE, DEMO)
+COMMANDS: tuple[Command, ...] = (INFO, CONVERT, REPORT, FLAME, DIFF, DISTRIBUTED, TOOLS, CAPTURE, SERVE, DEMO)
 
 __all__ = ["COMMANDS", "Command", "build_parser", "main"]
 

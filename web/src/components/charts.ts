@@ -62,6 +62,8 @@ export interface StepscopeGlobal {
   charts: Record<string, AnyChart>;
   /** The trace viewer's test and benchmark hooks while it is shown (trace/hooks.ts). */
   trace?: unknown;
+  /** The flame graph's drawn frames while it is shown (pages/flame_graph.ts). */
+  flame?: unknown;
   /** The paired trace view's two viewers' hooks, by name ("base", "new"). */
   traces?: Record<string, unknown>;
 }

@@ -5,6 +5,7 @@
 
 import { diffPage } from "./diff";
 import { distributedPage } from "./distributed";
+import { flameGraphPage } from "./flame_graph";
 import { frameworkOpStatsPage } from "./framework_op_stats";
 import { genericPage } from "./generic";
 import { graphViewerPage } from "./graph_viewer";
@@ -30,6 +31,7 @@ export const PAGES: Record<string, ToolPage> = {
   roofline_model: rooflinePage,
   hlo_stats: hloStatsPage,
   graph_viewer: graphViewerPage,
+  flame_graph: flameGraphPage,
   trace_viewer: traceViewerPage,
   diff: diffPage,
   distributed: distributedPage,
