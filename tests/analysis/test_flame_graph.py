@@ -4,12 +4,14 @@ add up to each thread's busy time in each step as computed from the JSON itself.
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
 
 from stepscope.analysis import run_tool
 from stepscope.analysis.flame_graph import FlameGraphResult
+from stepscope.analysis.stacks import MAX_DEPTH
 from stepscope.errors import StepscopeError
 from stepscope.trace.readers import load
 from tests.support.flame import A100, A100_PID, MAIN, MARKERS, US, WORKER, kineto_ns, write_stacks_trace
@@ -139,3 +141,23 @@ def test_kineto_frames_add_up_to_each_threads_busy_time_per_step():
             assert frames == thread.total_ps - thread.self_ps == busy_ns * 1000
             checked += busy_ns > 0
     assert checked >= 6  # the main thread and the autograd thread in every step
+
+
+def test_stacks_deeper_than_the_cut_count_at_their_frame_there(tmp_path):
+    """1,000 events, event i over [i, 2000 - i) us, each nested in the one before: the
+    stack at t is event k for t in [k, k+1) or [1999-k, 2000-k), so events 0..127 (the 128
+    frames kept) are the leaf for 2 us each, and the 2000 - 256 = 1744 us below them count
+    as event 127's self time, said in cut_ps. (Uncut, this tree took 200,000 events past the
+    dashboard worker's 2 GiB.)"""
+    depth, cut = 1000, MAX_DEPTH
+    events = [{"ph": "X", "name": f"f{i}", "cat": "cpu_op", "pid": 1, "tid": 1, "ts": i, "dur": 2 * (depth - i)} for i in range(depth)]
+    path = tmp_path / "deep.trace.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    result = run_tool("flame_graph", load(path))
+    assert result.busy_ps == 2 * depth * US and result.cut_ps == (2 * depth - 2 * cut) * US
+    nodes = [(path, node) for path, node in result.root.walk() if node.category != "thread"]
+    assert len(nodes) == cut and max(len(path) for path, _ in nodes) == cut + 1  # the thread, then 128 frames
+    self_times = {node.name: node.self_ps for _, node in nodes}
+    assert self_times == {f"f{i}": 2 * US for i in range(cut - 1)} | {f"f{cut - 1}": (2 + 2 * depth - 2 * cut) * US}
+    assert f"Stacks deeper than {MAX_DEPTH} frames: {2 * depth - 2 * cut:,.1f} us" in "\n".join(result.summary())
+    assert json.dumps(result.to_json())  # a tree the JSON encoder walks

@@ -21,6 +21,9 @@ Numbers (exact integers, ps)
     plane (``/host:CPU``...) over one node per thread that ran in the window. So the frames' self
     times add up to ``busy_ps``, the union of each thread's events in the window, summed.
 
+Stacks deeper than ``stacks.MAX_DEPTH`` (128) frames are cut there: ``cut_ps`` is the time
+spent below the cut, counted as the self time of the frame at the cut.
+
 Children are ordered by total time, then name (the "left heavy" order of speedscope).
 ``stepscope flame`` writes the same stacks as collapsed-stack text or a speedscope file.
 """
@@ -33,7 +36,7 @@ import numpy as np
 
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import Option, ToolResult, tool
-from stepscope.analysis.stacks import Frames, Thread, Timeline, pick_threads, threads, timeline
+from stepscope.analysis.stacks import MAX_DEPTH, Frames, Thread, Timeline, pick_threads, threads, timeline
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
 from stepscope.errors import StepscopeError
 from stepscope.trace import names
@@ -88,6 +91,7 @@ class FlameGraphResult(ToolResult):
     end_ps: int = 0
     busy_ps: int = 0
     busy_us: float = 0.0
+    cut_ps: int = 0  # time below the stacks' cut at MAX_DEPTH frames (see the docstring)
     root: FlameNode = field(default_factory=lambda: FlameNode("", THREAD_CATEGORY))
 
     def tables(self) -> list[Table]:
@@ -109,6 +113,8 @@ class FlameGraphResult(ToolResult):
         top = sorted(frames.items(), key=lambda item: (-item[1], item[0]))[:TOP_FRAMES]
         if top:
             lines.append("Most self time: " + ", ".join(f"{name} ({percent(ps, self.busy_ps):.1f}%)" for name, ps in top))
+        if self.cut_ps:
+            lines.append(f"Stacks deeper than {MAX_DEPTH} frames: {ps_to_us(self.cut_ps):,.1f} us counted at their frame {MAX_DEPTH}.")
         return lines
 
 
@@ -174,11 +180,20 @@ class _Path:
         return FlameNode(self.name, self.category, self.self_ps, total, ps_to_us(self.self_ps), ps_to_us(total), children)
 
 
-def stack_tree(profile: Profile, chosen: Window) -> tuple[FlameNode, int]:
-    """The merged call-path tree (see the module docstring) and the busy time under it."""
+@dataclass(frozen=True)
+class StackTree:
+    """The merged call-path tree (see the module docstring), the busy time under it, and
+    the time below the stacks' cut."""
+
+    root: FlameNode
+    busy_ps: int
+    cut_ps: int
+
+
+def stack_tree(profile: Profile, chosen: Window) -> StackTree:
     length = chosen.end_ps - chosen.start_ps
     thread_paths = []
-    busy = 0
+    busy = cut = 0
     for line in timelines(profile, chosen):
         if len(chosen.threads) > 1 and not len(line.leaf):
             continue  # "all threads": the threads that ran in the window
@@ -193,12 +208,13 @@ def stack_tree(profile: Profile, chosen: Window) -> tuple[FlameNode, int]:
             for at_row in frames.stack(row):
                 frame = frame.child(frames.name(at_row), frames.category(at_row))
             frame.self_ps += spent
+            cut += spent if frames.cut(row) else 0
         thread_paths.append(node)
     if len(chosen.threads) == 1:
-        return thread_paths[0].finished(), busy
+        return StackTree(thread_paths[0].finished(), busy, cut)
     root = _Path(chosen.label, THREAD_CATEGORY)
     root.children = {path.name: path for path in thread_paths}
-    return root.finished(), busy
+    return StackTree(root.finished(), busy, cut)
 
 
 @tool(
@@ -215,7 +231,7 @@ def stack_tree(profile: Profile, chosen: Window) -> tuple[FlameNode, int]:
 )
 def flame_graph(stats: OpStats, thread: str = "", step: str = "", start_ps: int = 0, end_ps: int = 0) -> FlameGraphResult:
     chosen = window(stats, thread, step, start_ps, end_ps)
-    root, busy = stack_tree(stats.profile, chosen) if chosen.threads else (FlameNode(chosen.label, THREAD_CATEGORY), 0)
+    tree = stack_tree(stats.profile, chosen) if chosen.threads else StackTree(FlameNode(chosen.label, THREAD_CATEGORY), 0, 0)
     return FlameGraphResult(
         thread=thread,
         threads=thread_choices(stats.profile),
@@ -223,7 +239,8 @@ def flame_graph(stats: OpStats, thread: str = "", step: str = "", start_ps: int 
         steps=[str(number) for number in stats.steps.number.tolist()],
         start_ps=chosen.start_ps,
         end_ps=chosen.end_ps,
-        busy_ps=busy,
-        busy_us=ps_to_us(busy),
-        root=root,
+        busy_ps=tree.busy_ps,
+        busy_us=ps_to_us(tree.busy_ps),
+        cut_ps=tree.cut_ps,
+        root=tree.root,
     )

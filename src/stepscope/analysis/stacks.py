@@ -15,6 +15,12 @@ to the picosecond; events crossing the window's edges count with their part insi
 flame graph both read); the sweep is one pass per line (a stack with lazy removal of events
 that have ended), so O(events).
 
+Stacks are cut at ``MAX_DEPTH`` frames from the outermost: the time of deeper frames counts
+as the self time of the frame at that depth (the flame graph says how much). Real stacks
+are far shallower (Python's own recursion limit is 1,000 frames, torch's op stacks a few
+dozen); a hostile profile of 200,000 events each nested in the one before would otherwise
+hold 200,000 stacks of up to 200,000 frames, and a tree no JSON encoder or page can walk.
+
 Which lines are threads: every line of the host plane, the Python tracer's plane and the
 device planes that has an event with a duration, except derived ones (steps, counters).
 Host plane lines are named by their label; lines of other planes as ``<plane> / <label>``.
@@ -35,6 +41,8 @@ from stepscope.trace.model import NO_ID, Plane, Profile
 DERIVED_LINES = frozenset({names.STEPS_LINE, names.XPROF_STEPS_LINE, names.COUNTERS_LINE})
 THREAD_PLANES = (names.HOST_PLANE, names.PYTHON_TRACER_PLANE)
 LABEL_SEPARATOR = " / "
+# The deepest stack kept (see the module docstring).
+MAX_DEPTH = 128
 # Frame categories for events whose source gave none, by where they ran.
 HOST_CATEGORY, PYTHON_CATEGORY, DEVICE_CATEGORY = "host", "python", "device"
 
@@ -167,13 +175,19 @@ class Frames:
         return self.categories[int(self.plane.events.metadata_id[row])]
 
     def stack(self, row: int) -> tuple[int, ...]:
-        """The rows from the outermost event down to ``row`` (memoised: leaves share stacks)."""
+        """The rows from the outermost event down to ``row``, the first ``MAX_DEPTH`` of
+        them (memoised: leaves share stacks, and rows below the cut share their ancestor's)."""
         chain = []
         while row != NO_ID and row not in self._stacks:
             chain.append(row)
             row = int(self.plane.events.parent[row])
         stack = self._stacks[row] if row != NO_ID else ()
         for at in reversed(chain):  # outermost first, each ancestor's stack kept
-            stack = (*stack, at)
+            if len(stack) < MAX_DEPTH:
+                stack = (*stack, at)
             self._stacks[at] = stack
         return stack
+
+    def cut(self, row: int) -> bool:
+        """Whether ``row``'s stack is deeper than ``MAX_DEPTH`` (it was cut there)."""
+        return int(self.plane.events.depth[row]) >= MAX_DEPTH

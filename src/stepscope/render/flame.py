@@ -32,7 +32,7 @@ PS_PER_NS = 1000
 
 
 def collapsed(profile: Profile, chosen: Window, title: str) -> bytes:
-    root, _ = stack_tree(profile, chosen)
+    root = stack_tree(profile, chosen).root
     thread_nodes = root.children if len(chosen.threads) > 1 else [root]
     lines = []
     for thread in thread_nodes:

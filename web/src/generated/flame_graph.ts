@@ -13,6 +13,7 @@ export interface FlameGraph {
   end_ps: number;
   busy_ps: number;
   busy_us: number;
+  cut_ps: number;
   root: FlameNode;
 }
 /**
