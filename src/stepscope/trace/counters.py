@@ -7,7 +7,8 @@ Two sources, each read from the events' stats:
 - memory events: Kineto ``[memory]`` instants (``Total Allocated``, ``Total Reserved``, by
   device) and XSpace ``MemoryAllocation``/``MemoryDeallocation`` (``bytes_allocated``,
   ``bytes_reserved``, by allocator): one series per (plane, device, figure), the figure the
-  allocator itself reported after the event (a memory event without it adds no sample).
+  allocator itself reported after the event; a Kineto device whose events carry no totals
+  (the 2021 schema) gets the running sum of ``Bytes`` instead, from 0 at the profile start.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from stepscope.trace.stats import TypedStats
 
 _ARGS_DECODER = msgspec.json.Decoder()
 MEMORY_COUNTER = "Memory"
+RUNNING_SUM = "Allocated (sum of Bytes since the profile start)"
 _KINETO_FIGURES = (names.KINETO_MEMORY_TOTAL_ALLOCATED, names.KINETO_MEMORY_TOTAL_RESERVED)
 _XSPACE_FIGURES = (names.BYTES_ALLOCATED, names.BYTES_RESERVED)
 
@@ -95,7 +97,7 @@ class CounterSeries:
     key: str  # the series within it ("Total Allocated")
     time_ps: np.ndarray
     value: np.ndarray  # float64
-    is_bytes: bool
+    from_memory: bool  # a memory figure (bytes), not a counter event of the source
 
     @property
     def name(self) -> str:
@@ -143,15 +145,25 @@ def _add_memory(plane: Plane, samples: dict[tuple[str, str, bool], tuple[list[in
     if not is_memory.any():
         return
     rows = np.flatnonzero(is_memory[plane.events.metadata_id])
+    sizes: dict[str, tuple[list[int], list[float]]] = {}  # Kineto: device -> Bytes, for a device without totals
     kineto = np.asarray([name == names.KINETO_MEMORY_EVENT for name in plane.metadata.names], dtype=bool)
     for start, from_kineto, args in zip(plane.events.start_ps[rows].tolist(), kineto[plane.events.metadata_id[rows]].tolist(), event_args(plane, rows)):
         if from_kineto:
             device_type, device_id = args.get(names.KINETO_MEMORY_DEVICE_TYPE), args.get(names.KINETO_MEMORY_DEVICE_ID)
             device = kineto_device_name(device_type if isinstance(device_type, int) else None, device_id if isinstance(device_id, int) else None)
             figures = _KINETO_FIGURES
+            size = _number(args.get(names.ALLOCATION_BYTES, args.get(names.KINETO_MEMORY_BYTES)))
+            if size is not None:
+                times, values = sizes.setdefault(device, ([], []))
+                times.append(start)
+                values.append(size)
         else:
             allocator = args.get(names.ALLOCATOR_NAME)
-            device = allocator if isinstance(allocator, str) and allocator else "allocator"
+            if isinstance(allocator, str) and allocator:
+                device = allocator
+            else:  # as memory_profile names an allocator without a name
+                ordinal = args.get(names.DEVICE_ORDINAL, args.get(names.INDEX_ON_HOST))
+                device = f"device {ordinal}" if isinstance(ordinal, int) else "allocator"
             figures = _XSPACE_FIGURES
         for key in figures:
             number = _number(args.get(key))
@@ -159,3 +171,9 @@ def _add_memory(plane: Plane, samples: dict[tuple[str, str, bool], tuple[list[in
                 times, values = samples.setdefault((f"{MEMORY_COUNTER} ({device})", key, True), ([], []))
                 times.append(start)
                 values.append(number)
+    for device, (times, values) in sizes.items():
+        group = f"{MEMORY_COUNTER} ({device})"
+        if (group, names.KINETO_MEMORY_TOTAL_ALLOCATED, True) not in samples:
+            # The 2021 schema has no totals: the running sum of Bytes, from 0 at the profile start.
+            order = np.argsort(np.asarray(times, dtype=np.int64), kind="stable")
+            samples[(group, RUNNING_SUM, True)] = (np.asarray(times)[order].tolist(), np.cumsum(np.asarray(values)[order]).tolist())

@@ -139,7 +139,7 @@ class _Writer:
         for series in counters:
             uuid = self.uuid()
             counter_tracks.append(uuid)
-            unit = pb.CounterDescriptor.UNIT_SIZE_BYTES if series.is_bytes else pb.CounterDescriptor.UNIT_UNSPECIFIED
+            unit = pb.CounterDescriptor.UNIT_SIZE_BYTES if series.from_memory else pb.CounterDescriptor.UNIT_UNSPECIFIED
             self.packet(trace).track_descriptor.CopyFrom(
                 pb.TrackDescriptor(uuid=uuid, parent_uuid=process, name=series.name, counter=pb.CounterDescriptor(unit=unit))
             )
