@@ -12,9 +12,9 @@ import pytest
 
 import stepscope
 from stepscope.trace import names
-from stepscope.trace.model import EVENT_COLUMNS
 from stepscope.trace.formats.chrome import export as chrome_export
 from stepscope.trace.formats.chrome.export import iter_chunks
+from stepscope.trace.model import EVENT_COLUMNS
 from tests.support.traces import shared
 
 ALEXNET = "kineto/alexnet_small.pt.trace.json.gz"
