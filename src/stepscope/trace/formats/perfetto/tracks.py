@@ -1,8 +1,8 @@
 """Tracks for a plane's events: one per line, more where a line's events overlap without
 nesting, which a Perfetto track (one stack of slices) cannot show.
 
-A line whose slices nest properly (every slice ends within the one it starts in) is one
-track, found with whole-array operations. Only the slices of a line that does not are
+A line whose slices nest properly (any two are nested or apart) is one track, found with
+whole-array operations. Only the slices of a line that does not are
 placed one by one: each on the first track of its line where it nests, in the order of
 the plane (start, longest first); instants stay on the line's first track, where they do
 not take part in the stack.
@@ -38,9 +38,14 @@ def plane_tracks(plane: Plane, slices: np.ndarray) -> PlaneTracks:
     line, start, duration = events.line[rows], events.start_ps[rows], events.duration_ps[rows]
     _, parent = nesting(line, start, duration)
     end = start + duration
+    # Nested properly (laminar) when each slice ends within its parent and starts at or
+    # after the end of its previous sibling (the builder makes overlapping slices siblings).
     inside = parent >= 0
     broken = np.zeros(len(rows), dtype=bool)
     broken[inside] = end[inside] > end[parent[inside]]
+    order = np.lexsort((np.arange(len(rows)), parent, line))
+    same = (line[order][1:] == line[order][:-1]) & (parent[order][1:] == parent[order][:-1])
+    broken[order[1:][same & (start[order][1:] < end[order][:-1])]] = True
     for bad_line in np.unique(line[broken]).tolist():
         members = np.flatnonzero(line == bad_line)
         assigned = _spread(start[members].tolist(), end[members].tolist())

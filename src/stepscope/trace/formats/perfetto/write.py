@@ -8,9 +8,10 @@ once, then referred to by number), so a large profile costs a few bytes per fiel
 Mapping (docs/perfetto.md): a slice is a SLICE_BEGIN and a SLICE_END on its line's track;
 an event type the source recorded as an instant (the ``instant`` metadata stat) is an
 INSTANT; args are debug annotations; a flow is a flow id on its source event and the same
-id as a terminating flow id on its destination, the id carrying its category (Kineto's
-``ac2g``, ``fwdbwd``...) in bits 48-55 as the index of the category plus one, so each kind
-is its own id space. Timestamps are absolute UNIX-epoch nanoseconds, so traces of several
+id as a terminating flow id on its destination. Perfetto's flows have no category, so the
+category (Kineto's ``ac2g``, ``fwdbwd``...) is kept twice: in the id, bits 48-55 holding
+the category's index plus one (each kind its own id space), and by name in the source
+slice's ``flow_category`` arg. Timestamps are absolute UNIX-epoch nanoseconds, so traces of several
 ranks line up when opened together (picoseconds below a nanosecond are dropped).
 
 Packets are built as protobuf messages, a chunk of events at a time, and the chunk's
@@ -40,6 +41,9 @@ SEQ_NEEDS_INCREMENTAL_STATE = 2
 FLOW_CATEGORY_SHIFT = 48
 _FLOW_SERIAL_MASK = (1 << FLOW_CATEGORY_SHIFT) - 1
 _INT64 = 1 << 63
+# The debug annotation naming the categories of the flows that leave a slice (Perfetto's
+# flows have no category of their own; the UI shows it in the slice's args).
+FLOW_CATEGORY_ARG = "flow_category"
 Progress = Callable[[int], None]
 
 
@@ -82,11 +86,16 @@ class _Writer:
         self.counters = counter_series(profile)
         flows = profile.flows
         ids = flow_ids(len(flows), flows.category).tolist()
-        # (plane, event) -> flow ids leaving it / ending at it
+        # (plane, event) -> flow ids leaving it (and their categories) / ending at it
         self.outgoing: dict[tuple[int, int], list[int]] = {}
+        self.outgoing_categories: dict[tuple[int, int], set[str]] = {}
         self.incoming: dict[tuple[int, int], list[int]] = {}
-        for flow_id, sp, se, dp, de in zip(ids, flows.src_plane.tolist(), flows.src_event.tolist(), flows.dst_plane.tolist(), flows.dst_event.tolist()):
+        categories = [flows.categories[code] for code in flows.category.tolist()]
+        for flow_id, category, sp, se, dp, de in zip(
+            ids, categories, flows.src_plane.tolist(), flows.src_event.tolist(), flows.dst_plane.tolist(), flows.dst_event.tolist()
+        ):
             self.outgoing.setdefault((sp, se), []).append(flow_id)
+            self.outgoing_categories.setdefault((sp, se), set()).add(category)
             self.incoming.setdefault((dp, de), []).append(flow_id)
 
     def uuid(self) -> int:
@@ -200,6 +209,9 @@ class _Writer:
                 out = self.outgoing.get((index, row))
                 if out:
                     event.flow_ids.extend(out)
+                    annotation = event.debug_annotations.add()
+                    annotation.name_iid = self.interned.iid("debug_annotation_names", FLOW_CATEGORY_ARG)
+                    annotation.string_value = ",".join(sorted(self.outgoing_categories[(index, row)]))
                 into = self.incoming.get((index, row))
                 if into:
                     event.terminating_flow_ids.extend(into)
