@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from collections import Counter
 from decimal import Decimal
 from pathlib import Path
 
@@ -129,3 +130,35 @@ def crop_line(plane, line: int):
     keep = np.flatnonzero(plane.events.line != line)
     events = replace(plane.events, **{column: getattr(plane.events, column)[keep] for column in EVENT_COLUMNS})
     return replace(plane, events=events, stats=plane.stats.take(keep))
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz", "kineto/v100_resnet50_dataloader4_legacy_schema.pt.trace.json.gz"],
+    ids=["a100", "v100_legacy"],
+)
+def test_export_of_a_profile_kept_as_xspace_matches_the_source(name: str, tmp_path: Path):
+    """Captures are kept as XSpace: exported from there, the JSON still has the source's
+    flow categories, its instants as instants, memory counters and absolute times."""
+    with gzip.open(shared(name), "rt") as stream:
+        source = json.load(stream, parse_float=Decimal)
+    events = source["traceEvents"]
+    kept = tmp_path / "kept.xplane.pb"
+    stepscope.save(stepscope.load(shared(name)), kept)
+    out = tmp_path / "export.json"
+    stepscope.save(stepscope.load(kept), out)
+    exported = json.loads(out.read_text(), parse_float=Decimal)["traceEvents"]
+
+    # An arrow per flow end whose (category, id) has a start in the source.
+    starts = {(e.get("cat"), e["id"]) for e in events if e.get("ph") == "s"}
+    arrows = Counter(e.get("cat") for e in events if e.get("ph") == "f" and (e.get("cat"), e["id"]) in starts)
+    assert Counter(e["cat"] for e in exported if e["ph"] == "s") == arrows
+    assert Counter(e["cat"] for e in exported if e["ph"] == "f") == arrows
+    assert Counter(e["name"] for e in exported if e["ph"] == "i") == Counter(e["name"] for e in events if e.get("ph") == "i")
+    # One memory sample per [memory] instant (the a100 trace has none).
+    memory = sum(1 for e in events if e.get("name") == "[memory]")
+    assert sum(1 for e in exported if e["ph"] == "C") == memory
+    # The first event's time: the source's, as an absolute time (base + ts), exact.
+    base_us = Decimal(source.get("baseTimeNanoseconds", 0)) / 1000
+    first = min(Decimal(e["ts"]) for e in events if e.get("ph") in ("X", "i"))
+    assert min(e["ts"] for e in exported if e["ph"] in ("X", "i")) == base_us + first
