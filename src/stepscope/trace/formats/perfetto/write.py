@@ -77,6 +77,19 @@ class _Interned:
             entries.clear()
 
 
+@dataclass(frozen=True)
+class _FlowEnds:
+    """One side (sources or destinations) of the flows touching a plane, by event row."""
+
+    rows: np.ndarray  # sorted
+    ids: list[int]
+    categories: list[str]
+
+    def ranges(self, rows: np.ndarray) -> list[tuple[int, int]]:
+        """For each row, the slice of ``ids`` of its flows (empty when none)."""
+        return list(zip(np.searchsorted(self.rows, rows, "left").tolist(), np.searchsorted(self.rows, rows, "right").tolist()))
+
+
 class _Writer:
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
@@ -85,18 +98,8 @@ class _Writer:
         self.first = True
         self.counters = counter_series(profile)
         flows = profile.flows
-        ids = flow_ids(len(flows), flows.category).tolist()
-        # (plane, event) -> flow ids leaving it (and their categories) / ending at it
-        self.outgoing: dict[tuple[int, int], list[int]] = {}
-        self.outgoing_categories: dict[tuple[int, int], set[str]] = {}
-        self.incoming: dict[tuple[int, int], list[int]] = {}
-        categories = [flows.categories[code] for code in flows.category.tolist()]
-        for flow_id, category, sp, se, dp, de in zip(
-            ids, categories, flows.src_plane.tolist(), flows.src_event.tolist(), flows.dst_plane.tolist(), flows.dst_event.tolist()
-        ):
-            self.outgoing.setdefault((sp, se), []).append(flow_id)
-            self.outgoing_categories.setdefault((sp, se), set()).add(category)
-            self.incoming.setdefault((dp, de), []).append(flow_id)
+        self.flow_ids = flow_ids(len(flows), flows.category)
+        self.flow_categories = np.asarray(flows.categories, dtype=object)[flows.category] if len(flows) else np.zeros(0, dtype=object)
 
     def uuid(self) -> int:
         self.next_uuid += 1
@@ -177,20 +180,27 @@ class _Writer:
         category_iids = [self.interned.iid("event_categories", category) if category else 0 for category in meta.categories]
         is_instant = np.zeros(len(events), dtype=bool)
         is_instant[instant_rows] = True
+        outgoing, incoming = (
+            self._plane_flows(index, self.profile.flows.src_plane, self.profile.flows.src_event),
+            self._plane_flows(index, self.profile.flows.dst_plane, self.profile.flows.dst_event),
+        )
         begin_type, end_type, instant_type = pb.TrackEvent.TYPE_SLICE_BEGIN, pb.TrackEvent.TYPE_SLICE_END, pb.TrackEvent.TYPE_INSTANT
         for lo in range(0, len(rows), CHUNK_POINTS):
             chunk_rows = rows[lo : lo + CHUNK_POINTS]
             chunk_end = is_end[lo : lo + CHUNK_POINTS]
             begins = chunk_rows[~chunk_end]
             args = iter(event_args(plane, begins) if len(begins) else [])
+            out_ranges, in_ranges = outgoing.ranges(chunk_rows), incoming.ranges(chunk_rows)
             trace = pb.Trace()
             holder = self.packet(trace)  # carries the strings first used in this chunk
-            for row, end, ps, track, metadata_id in zip(
+            for row, end, ps, track, metadata_id, (out_lo, out_hi), (in_lo, in_hi) in zip(
                 chunk_rows.tolist(),
                 chunk_end.tolist(),
                 time[lo : lo + CHUNK_POINTS].tolist(),
                 track_of[chunk_rows].tolist(),
                 events.metadata_id[chunk_rows].tolist(),
+                out_ranges,
+                in_ranges,
             ):
                 packet = trace.packet.add()
                 packet.trusted_packet_sequence_id = SEQUENCE_ID
@@ -206,19 +216,22 @@ class _Writer:
                 if category_iids[metadata_id]:
                     event.category_iids.append(category_iids[metadata_id])
                 self._annotate(event, next(args))
-                out = self.outgoing.get((index, row))
-                if out:
-                    event.flow_ids.extend(out)
+                if out_hi > out_lo:
+                    event.flow_ids.extend(outgoing.ids[out_lo:out_hi])
                     annotation = event.debug_annotations.add()
                     annotation.name_iid = self.interned.iid("debug_annotation_names", FLOW_CATEGORY_ARG)
-                    annotation.string_value = ",".join(sorted(self.outgoing_categories[(index, row)]))
-                into = self.incoming.get((index, row))
-                if into:
-                    event.terminating_flow_ids.extend(into)
+                    annotation.string_value = ",".join(sorted(set(outgoing.categories[out_lo:out_hi])))
+                if in_hi > in_lo:
+                    event.terminating_flow_ids.extend(incoming.ids[in_lo:in_hi])
             self.interned.flush(holder)
             yield trace.SerializeToString()
             if progress:
                 progress(len(begins))
+
+    def _plane_flows(self, index: int, planes: np.ndarray, rows: np.ndarray) -> _FlowEnds:
+        mine = np.flatnonzero(planes == index)
+        order = mine[np.argsort(rows[mine], kind="stable")]
+        return _FlowEnds(rows[order], self.flow_ids[order].tolist(), self.flow_categories[order].tolist())
 
     def _annotate(self, event: Any, args: dict[str, Any]) -> None:
         for key, value in args.items():
