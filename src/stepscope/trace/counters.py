@@ -117,8 +117,8 @@ def counter_series(profile: Profile) -> list[CounterSeries]:
         samples: dict[tuple[str, str, bool], tuple[list[int], list[float]]] = {}
         counters = plane.line_index(names.COUNTERS_LINE)
         if counters is not None:
-            rows = np.arange(plane.line_slice(counters).start, plane.line_slice(counters).stop)
-            _add_counters(plane, rows, samples)
+            span = plane.line_slice(counters)
+            _add_counters(plane, np.arange(span.start, span.stop), samples)
         _add_memory(plane, samples)
         for (group, key, is_bytes), (times, values) in samples.items():
             time_ps = np.asarray(times, dtype=np.int64)

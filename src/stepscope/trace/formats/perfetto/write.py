@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from stepscope.protos import perfetto_trace_pb2 as pb
@@ -251,7 +252,7 @@ class _Writer:
             elif isinstance(value, str):
                 annotation.string_value = value
             else:
-                annotation.legacy_json_value = _json(value)
+                annotation.legacy_json_value = msgspec.json.encode(value).decode()
 
     def _counter(self, series: CounterSeries, uuid: int) -> bytes:
         trace = pb.Trace()
@@ -267,12 +268,6 @@ class _Writer:
             packet.track_event.double_counter_value = value
         data: bytes = trace.SerializeToString()
         return data
-
-
-def _json(value: Any) -> str:
-    import msgspec
-
-    return msgspec.json.encode(value).decode()
 
 
 def iter_chunks(profile: Profile, progress: Progress | None = None) -> Iterator[bytes]:
