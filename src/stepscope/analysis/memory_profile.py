@@ -61,12 +61,10 @@ Tables: ``memory_peaks`` (one row per device), ``peak_holders`` (device, op, byt
 from __future__ import annotations
 
 import re
-import typing
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-import msgspec
 import numpy as np
 
 from stepscope.analysis.frameworks import JAX, PYTHON, PYTORCH, TENSORFLOW, found_frameworks
@@ -75,8 +73,8 @@ from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.steps import Steps
 from stepscope.analysis.tables import Column, Table, ps_to_us
 from stepscope.trace import names
+from stepscope.trace.counters import event_args, kineto_device_name
 from stepscope.trace.model import NO_ID, Plane, Profile
-from stepscope.trace.stats import TypedStats
 
 TOOL = "memory_profile"
 MAX_TIMELINE_POINTS = 2000
@@ -92,31 +90,6 @@ KINETO_DEVICE_ID = names.KINETO_MEMORY_DEVICE_ID
 KINETO_ADDR = names.KINETO_MEMORY_ADDR
 KINETO_TOTAL_ALLOCATED = names.KINETO_MEMORY_TOTAL_ALLOCATED
 KINETO_TOTAL_RESERVED = names.KINETO_MEMORY_TOTAL_RESERVED
-# c10::DeviceType -> the name a device gets ("GPU:0"); HIP builds report CUDA (1).
-KINETO_DEVICE_TYPES = {
-    0: "CPU",
-    1: "GPU",
-    2: "MKLDNN",
-    3: "OPENGL",
-    4: "OPENCL",
-    5: "IDEEP",
-    6: "HIP",
-    7: "FPGA",
-    8: "MAIA",
-    9: "XLA",
-    10: "Vulkan",
-    11: "Metal",
-    12: "XPU",
-    13: "MPS",
-    14: "Meta",
-    15: "HPU",
-    16: "VE",
-    17: "Lazy",
-    18: "IPU",
-    19: "MTIA",
-    20: "PrivateUse1",
-}
-
 # XSpace (TSL's HostEventType / StatType names) not in names.py.
 MEMORY_ALLOCATION = names.MEMORY_ALLOCATION
 MEMORY_DEALLOCATION = names.MEMORY_DEALLOCATION
@@ -125,7 +98,6 @@ PEAK_BYTES_IN_USE = names.PEAK_BYTES_IN_USE
 DEVICE_ORDINAL = names.DEVICE_ORDINAL
 INDEX_ON_HOST = names.INDEX_ON_HOST
 _NO_TF_OP = frozenset({"", "(null)"})
-_ARGS_DECODER = msgspec.json.Decoder()
 _DIGITS = re.compile(r"(\d+)")
 
 # Ops that only allocate: their memory is charged to the op that called them.
@@ -377,7 +349,7 @@ def _collect(profile: Profile) -> dict[str, _DeviceEvents]:
         metadata_ids = plane.events.metadata_id[rows].tolist()
         kineto, freeing = set(kineto_ids), set(free_ids)
         shared = {i: {stat.name: stat.value for stat in plane.metadata.stats[i]} for i in memory_ids}
-        for start, metadata_id, op, own in zip(starts, metadata_ids, ops, _event_args(plane, rows)):
+        for start, metadata_id, op, own in zip(starts, metadata_ids, ops, event_args(plane, rows)):
             # Metadata stats first, the event's own win (as Plane.event_stats orders them).
             stats = {**shared[metadata_id], **own} if shared[metadata_id] else own
             if metadata_id in kineto:
@@ -385,27 +357,6 @@ def _collect(profile: Profile) -> dict[str, _DeviceEvents]:
             else:
                 _add_xspace(devices, stats, start, op, metadata_id in freeing)
     return dict(devices)
-
-
-def _event_args(plane: Plane, rows: np.ndarray) -> list[dict[str, Any]]:
-    """The memory events' stats as dicts, decoded in one call from their JSON form.
-
-    Keys are as the store has them: a Kineto source's own (``Bytes``), or XSpace's names
-    (``allocation_bytes``) for an XSpace source, including a Kineto profile saved as XSpace.
-    Decoding every event through ``event_stats`` costs ~20 us an event; a trace recorded
-    with profile_memory can hold millions of them.
-    """
-    if isinstance(plane.stats, TypedStats):
-        array = plane.stats.raw_array(rows)
-    else:
-        array = b"[" + b",".join([plane.stats.raw(row) for row in rows.tolist()]) + b"]"
-    try:
-        decoded = _ARGS_DECODER.decode(array)
-    except msgspec.DecodeError:
-        decoded = None
-    if decoded is None or not all(isinstance(args, dict) for args in decoded):
-        decoded = [{stat.name: stat.value for stat in plane.event_stats(row)} for row in rows.tolist()]
-    return typing.cast(list[dict[str, Any]], decoded)
 
 
 def _int(value: Any) -> int | None:
@@ -423,17 +374,6 @@ def _int(value: Any) -> int | None:
         except ValueError:
             return None
     return None
-
-
-def kineto_device_name(device_type: int | None, device_id: int | None) -> str:
-    """``CPU``, ``GPU:0``...: c10's device type and index as a device name."""
-    if device_type is None:
-        kind = "unknown"
-    else:
-        kind = KINETO_DEVICE_TYPES.get(device_type, f"device_type_{device_type}")
-    if kind == "CPU" or device_id is None or device_id < 0:
-        return kind
-    return f"{kind}:{device_id}"
 
 
 def _add_kineto(devices: dict[str, _DeviceEvents], stats: dict[str, Any], start: int, op: str) -> None:

@@ -34,4 +34,4 @@ def run_convert(args: argparse.Namespace) -> int:
     return 0
 
 
-CONVERT = Command("convert", "convert a profile by extension: .xplane.pb, .json, .json.gz", add_convert_arguments, run_convert)
+CONVERT = Command("convert", "convert a profile by extension: .xplane.pb, .json, .json.gz, .pftrace", add_convert_arguments, run_convert)

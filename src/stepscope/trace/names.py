@@ -92,6 +92,12 @@ DEV_CAP_COMPUTE_CAP_MAJOR: Final = "compute_cap_major"
 DEV_CAP_COMPUTE_CAP_MINOR: Final = "compute_cap_minor"
 # stepscope's own: the source's category of an event (Kineto `cat`, Chrome `cat`).
 CATEGORY: Final = "category"
+# stepscope's own metadata stat (1): the source recorded events of this type as instants
+# (Chrome "i"/"I"/"n"/"R"), so exports write them back as instants, not zero-length slices.
+INSTANT: Final = "instant"
+# stepscope's own plane stat: the flow categories (Kineto's ac2g, fwdbwd...) as a JSON list;
+# the `flow` stat's category bits (58-63) hold an index into it plus one (0: none).
+FLOW_CATEGORIES: Final = "flow_categories"
 # TraceMe 2.0's grouping stats (TSL's xplane_schema), which XProf's step grouping reads: a
 # root event (``_r``: its root level) starts a step group; a producer (``_pt`` type, ``_p``
 # id) makes the consumers of the same type and id (``_ct``, ``_c``) its children, across

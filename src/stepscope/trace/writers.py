@@ -7,6 +7,7 @@ from pathlib import Path
 
 from stepscope.errors import StepscopeError
 from stepscope.trace.formats.chrome.export import write_chrome_trace
+from stepscope.trace.formats.perfetto.write import write_perfetto
 from stepscope.trace.formats.xspace.write import write_xspace
 from stepscope.trace.model import Profile
 
@@ -25,6 +26,7 @@ WRITERS: dict[str, Callable[[Profile, Path, Progress | None], None]] = {
     ".xplane.pb.gz": _xspace,
     ".json": write_chrome_trace,
     ".json.gz": write_chrome_trace,
+    ".pftrace": write_perfetto,
 }
 
 

@@ -17,6 +17,10 @@ reader's documented rules are restated here, independently of its code:
   stats are the named metadata's name ("" when dangling); a stat with no value is int64 0;
 - the hot id columns take an event's integer stats of those names that fit an int64 (the
   last one wins); ``flow`` stats pair each flow's first out-endpoint with its in-endpoints;
+  an arrow's category is the code in its in-endpoint's bits 58-63 named by the first
+  ``flow_categories`` plane stat (a JSON list; code c is its entry c - 1, 0 or an unnamed
+  code is "flow"), the categories listed in code order; without that stat every arrow is
+  "flow"; the stat is not kept among the plane's stats;
 - the "Task Environment" plane's stats go to ``info["task_environment"]``;
 - what stepscope's writer adds for XProf is dropped first (``without_xprof_hints``: the
   stats under stat metadata described as XProf hints, the steps line and its metadata).
@@ -25,6 +29,7 @@ reader's documented rules are restated here, independently of its code:
 from __future__ import annotations
 
 import gzip
+import json
 import struct
 from pathlib import Path
 from typing import Any
@@ -68,6 +73,7 @@ def reference_load(path: Path) -> Profile:
     base_ns = min((line.timestamp_ns for plane in space.planes for line in plane.lines if line.events), default=0)
     environment: dict[str, Any] = {}
     raws, points = [], []
+    flow_categories: list[str] = []
     for proto in space.planes:
         if proto.name == names.TASK_ENVIRONMENT_PLANE:
             stat_names = {key: meta.name for key, meta in proto.stat_metadata.items()}
@@ -79,6 +85,9 @@ def reference_load(path: Path) -> Profile:
         raw, plane_points = read_plane(path, proto, base_ns)
         if proto.name == names.TASK_ENVIRONMENT_PLANE:
             raw.plane_stats = []
+        for stat in [s for s in raw.plane_stats if s.name == names.FLOW_CATEGORIES]:
+            flow_categories = flow_categories or json.loads(stat.value)
+            raw.plane_stats.remove(stat)
         raws.append(raw)
         points.append(plane_points)
     earliest = earliest_start(raws)
@@ -110,7 +119,7 @@ def reference_load(path: Path) -> Profile:
         host=space.hostnames[0] if space.hostnames else path.name.removesuffix(".gz").removesuffix(".pb").removesuffix(".xplane") or "host",
         source=str(path),
         format="xspace",
-        flows=pair_flows(points, [order for _, order in finished]),
+        flows=pair_flows(points, [order for _, order in finished], flow_categories),
         info=info,
     )
 
@@ -196,9 +205,10 @@ def read_plane(path: Path, proto: Any, base_ns: int) -> tuple[RawPlane, list[tup
     return raw, flows
 
 
-def pair_flows(points: list[list[tuple[int, int]]], orders: list[np.ndarray]) -> FlowTable:
+def pair_flows(points: list[list[tuple[int, int]]], orders: list[np.ndarray], flow_categories: list[str]) -> FlowTable:
     sources: dict[int, tuple[int, int]] = {}
     sinks: list[tuple[int, int, int]] = []
+    code_of_sink: dict[tuple[int, int, int], int] = {}
     for plane, (plane_points, order) in enumerate(zip(points, orders)):
         position = {int(raw): row for row, raw in enumerate(order.tolist())}
         for raw_row, encoded in plane_points:
@@ -207,18 +217,23 @@ def pair_flows(points: list[list[tuple[int, int]]], orders: list[np.ndarray]) ->
                 sources.setdefault(flow_id, (plane, position[raw_row]))
             if direction & 1:
                 sinks.append((flow_id, plane, position[raw_row]))
-    rows = [(f, *sources[f], p, r) for f, p, r in sinks if f in sources and sources[f] != (p, r)]
+                code_of_sink[sinks[-1]] = encoded >> 58
+    kept = [(f, p, r) for f, p, r in sinks if f in sources and sources[f] != (p, r)]
+    rows = [(f, *sources[f], p, r) for f, p, r in kept]
     if not rows:
         return FlowTable.empty()
     table = np.asarray(rows, dtype=np.int64)
+    names_of_codes = ["flow", *flow_categories] if flow_categories else ["flow"]
+    codes = [code_of_sink[sink] if flow_categories and code_of_sink[sink] < len(names_of_codes) else 0 for sink in kept]
+    used = sorted(set(codes))
     return FlowTable(
         table[:, 0],
-        np.zeros(len(rows), dtype=np.int32),
+        np.asarray([used.index(code) for code in codes], dtype=np.int32),
         table[:, 1].astype(np.int32),
         table[:, 2],
         table[:, 3].astype(np.int32),
         table[:, 4],
-        ["flow"],
+        [names_of_codes[code] for code in used],
     )
 
 

@@ -2,12 +2,14 @@
 per event and per stat, walked in Python. Kept only to check the bulk writer against
 (tests/trace/test_xspace_write.py): both must give the same XSpace.
 
-A verbatim copy of the old ``to_xspace`` and its helpers; constants it shares with the
+A copy of the old ``to_xspace`` and its helpers (with the flow categories added since); constants it shares with the
 reader are imported.
 """
 
 from __future__ import annotations
 
+import json
+from dataclasses import replace
 from typing import Any
 
 from stepscope.protos import xplane_pb2
@@ -32,6 +34,9 @@ def reference_to_xspace(profile: Profile) -> xplane_pb2.XSpace:
     flow_stats = _flow_stats(profile)
     epoch_ns, environment = _session_clock(profile)
     for index, plane in enumerate(profile.planes):
+        if flow_stats.get(index):
+            categories = Stat(names.FLOW_CATEGORIES, StatKind.STR, json.dumps(profile.flows.categories[:63]))
+            plane = replace(plane, plane_stats=[*plane.plane_stats, categories])
         _write_plane(space.planes.add(), plane, profile.start_ns - epoch_ns, flow_stats.get(index, {}))
     if environment:
         _write_environment(space.planes.add(), environment)
@@ -123,11 +128,15 @@ def _flow_stats(profile: Profile) -> dict[int, dict[int, list[int]]]:
     result: dict[int, dict[int, list[int]]] = {}
     for index in range(len(flows)):
         flow_id = index + 1
+        # The category as a code in bits 58-63: its index plus one, 0 past the 63rd (the
+        # plane stat names.FLOW_CATEGORIES names the codes); added since the old writer.
+        code = int(flows.category[index]) + 1
+        category_bits = (code if code <= 63 else 0) << 58
         for plane, row, direction in (
             (int(flows.src_plane[index]), int(flows.src_event[index]), FLOW_OUT),
             (int(flows.dst_plane[index]), int(flows.dst_event[index]), FLOW_IN),
         ):
-            result.setdefault(plane, {}).setdefault(row, []).append(encode_flow(flow_id, direction))
+            result.setdefault(plane, {}).setdefault(row, []).append(encode_flow(flow_id, direction) | category_bits)
     return result
 
 

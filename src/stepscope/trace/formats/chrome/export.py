@@ -5,10 +5,14 @@ built as one string, so a profile of millions of events exports in bounded memor
 
 Mapping: each plane is a process (named after the plane), each line a thread (its id and
 name), each event a complete ("X") event with its stats as ``args`` (for an imported JSON
-trace, exactly the args it had), counter lines (``_counters_``) as "C" events, and flows
-as "s"/"f" pairs bound to their events. Timestamps are microseconds from the profile start
-with picosecond digits kept; ``baseTimeNanoseconds`` gives the start as a UNIX time, as
-Kineto writes it.
+trace, exactly the args it had), or an instant ("i", thread scope) where its type has the
+``instant`` metadata stat (the source recorded it as one, e.g. Kineto's ``[memory]``);
+counter lines (``_counters_``) as "C" events, the memory totals of memory events as "C"
+events too (``trace.counters``: one counter per device, a series per figure), and flows as
+"s"/"f" pairs bound to their events, under the category they were read with (Kineto's
+``ac2g``, ``fwdbwd``). Timestamps are absolute: UNIX-epoch microseconds with picosecond
+digits kept, so the traces of several ranks line up when opened together (no
+``baseTimeNanoseconds``, which would shift them again on import).
 """
 
 from __future__ import annotations
@@ -21,10 +25,12 @@ from typing import BinaryIO
 import msgspec
 
 from stepscope.trace import names
+from stepscope.trace.counters import counter_series
 from stepscope.trace.files import atomic_output
 from stepscope.trace.model import Plane, Profile
 
 CHUNK_EVENTS = 20_000
+BASE_TIME_KEY = "baseTimeNanoseconds"  # Kineto's header key; not written (times are absolute)
 _encode = msgspec.json.encode
 
 
@@ -38,12 +44,12 @@ def _micros(ps: int) -> str:
 
 def iter_chunks(profile: Profile, progress: Callable[[int], None] | None = None) -> Iterator[bytes]:
     """The export as a sequence of byte chunks; ``progress`` is told how many events each held."""
-    header = {key: value for key, value in profile.info.items() if key not in ("warnings", "clock")}
+    header = {key: value for key, value in profile.info.items() if key not in ("warnings", "clock", BASE_TIME_KEY)}
     header.update(
         displayTimeUnit="ns",
-        baseTimeNanoseconds=profile.start_ns,
         stepscope={"source": profile.source, "format": profile.format, "host": profile.host},
     )
+    base_ps = profile.start_ns * 1000
     yield _encode(header)[:-1] + b',"traceEvents":[\n'
     first = True
     for pid, plane in enumerate(profile.planes):
@@ -55,13 +61,16 @@ def iter_chunks(profile: Profile, progress: Callable[[int], None] | None = None)
         chunk = b",\n".join(meta)
         yield chunk if first else b",\n" + chunk
         first = False
-        for chunk_bytes, count in _plane_events(pid, plane):
+        for chunk_bytes, count in _plane_events(pid, plane, base_ps):
             yield b",\n" + chunk_bytes
             if progress:
                 progress(count)
-    flows = _flow_events(profile)
+    flows = _flow_events(profile, base_ps)
     if flows:
         yield b",\n" + flows
+    counters = _memory_counter_events(profile, base_ps)
+    if counters:
+        yield b",\n" + counters
     yield b"\n]}\n"
 
 
@@ -69,9 +78,10 @@ def _metadata_event(kind: str, pid: int, tid: int, args: dict[str, str | int]) -
     return _encode({"name": kind, "ph": "M", "pid": pid, "tid": tid, "args": args})
 
 
-def _plane_events(pid: int, plane: Plane) -> Iterator[tuple[bytes, int]]:
+def _plane_events(pid: int, plane: Plane, base_ps: int) -> Iterator[tuple[bytes, int]]:
     events = plane.events
     meta = plane.metadata
+    instant_types = {index for index, stats in enumerate(meta.stats) if any(stat.name == names.INSTANT for stat in stats)}
     name_json = [_encode(name) for name in meta.names]
     cat_json = [_encode(category) for category in meta.categories]
     tids = [line.id for line in plane.lines]
@@ -93,17 +103,37 @@ def _plane_events(pid: int, plane: Plane) -> Iterator[tuple[bytes, int]]:
             if line in counter_lines:
                 parts.append(
                     b'{"ph":"C","pid":%d,"tid":%d,"ts":%s,"name":%s%s,"args":%s}'
-                    % (pid, tids[line], _micros(start).encode(), name_json[metadata_id], cat, args)
+                    % (pid, tids[line], _micros(base_ps + start).encode(), name_json[metadata_id], cat, args)
+                )
+            elif metadata_id in instant_types:
+                parts.append(
+                    b'{"ph":"i","s":"t","pid":%d,"tid":%d,"ts":%s,"name":%s%s,"args":%s}'
+                    % (pid, tids[line], _micros(base_ps + start).encode(), name_json[metadata_id], cat, args)
                 )
             else:
                 parts.append(
                     b'{"ph":"X","pid":%d,"tid":%d,"ts":%s,"dur":%s,"name":%s%s,"args":%s}'
-                    % (pid, tids[line], _micros(start).encode(), _micros(duration).encode(), name_json[metadata_id], cat, args)
+                    % (pid, tids[line], _micros(base_ps + start).encode(), _micros(duration).encode(), name_json[metadata_id], cat, args)
                 )
         yield b",\n".join(parts), hi - lo
 
 
-def _flow_events(profile: Profile) -> bytes:
+def _memory_counter_events(profile: Profile, base_ps: int) -> bytes:
+    """The memory series of ``trace.counters`` as "C" events: one counter per device, its
+    figure (``Total Allocated``...) the arg. Counter lines are written with their planes."""
+    parts = []
+    for series in counter_series(profile):
+        if not series.from_memory:
+            continue
+        head = b'{"ph":"C","pid":%d,"tid":0,"name":%s,"ts":' % (series.plane, _encode(series.group))
+        key = _encode(series.key)
+        for time_ps, value in zip(series.time_ps.tolist(), series.value.tolist()):
+            number = int(value) if value.is_integer() else value
+            parts.append(head + _micros(base_ps + time_ps).encode() + b',"args":{' + key + b":" + _encode(number) + b"}}")
+    return b",\n".join(parts)
+
+
+def _flow_events(profile: Profile, base_ps: int) -> bytes:
     """Each flow as an "s" event at its source's start and an "f" (binding to the enclosing
     slice) at its destination's start."""
     flows = profile.flows
@@ -116,7 +146,7 @@ def _flow_events(profile: Profile) -> bytes:
         ):
             plane = profile.planes[plane_index]
             tid = plane.lines[int(plane.events.line[row])].id
-            start = _micros(int(plane.events.start_ps[row])).encode()
+            start = _micros(base_ps + int(plane.events.start_ps[row])).encode()
             parts.append(
                 b'{"ph":"%s,"id":%d,"cat":%s,"name":%s,"pid":%d,"tid":%d,"ts":%s}'
                 % (phase, int(flows.flow_id[index]), category, category, plane_index, tid, start)

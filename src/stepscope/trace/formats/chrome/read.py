@@ -36,7 +36,7 @@ from stepscope.trace.formats.chrome.columns import EventColumns, as_text, factor
 from stepscope.trace.formats.chrome.document import TraceDocument, id_columns_reader
 from stepscope.trace.formats.chrome.flows import FlowPoints, build_flows
 from stepscope.trace.model import EventMetadata, Line, Plane, Profile
-from stepscope.trace.stat_types import INT64_MAX, Stat, is_int64
+from stepscope.trace.stat_types import INT64_MAX, Stat, StatKind, is_int64
 from stepscope.trace.stats import ArgsTranslator, JsonStats, plain_translator
 
 INSTANT_PHASES = ("i", "I", "n", "R")
@@ -234,7 +234,9 @@ def _build_planes(
 ) -> list[Plane]:
     events = document.events
     categories = max(len(events.category.values), 1)
-    pair_codes = events.name.codes[records.source] * categories + events.category.codes[records.source]
+    # Event types: (name, category, whether an instant): instants get types of their own.
+    is_instant = (records.kind == _Kind.INSTANT).astype(np.int64)
+    pair_codes = (events.name.codes[records.source] * categories + events.category.codes[records.source]) * 2 + is_instant
     record_args = events.args.translated(dialect.translator).take(records.source)
     id_columns: dict[str, np.ndarray] = {}
     if dialect.id_columns:  # read in file order, where the args lie joined, then taken
@@ -252,8 +254,9 @@ def _build_planes(
             name=plane_name,
             lines=layout.lines[plane_index],
             metadata=_metadata(
-                [as_text(events.name.values[p // categories]) for p in pairs.tolist()],
-                [as_text(events.category.values[p % categories]) for p in pairs.tolist()],
+                [as_text(events.name.values[p // 2 // categories]) for p in pairs.tolist()],
+                [as_text(events.category.values[p // 2 % categories]) for p in pairs.tolist()],
+                [p % 2 == 1 for p in pairs.tolist()],
             ),
             start_ps=start_ps[plane_rows],
             duration_ps=dur_ps[plane_rows],
@@ -317,9 +320,13 @@ class _Clock:
         return 1_000_000 // self.scale
 
 
-def _metadata(event_names: list[str], categories: list[str]) -> EventMetadata:
+_INSTANT_STAT = Stat(names.INSTANT, StatKind.INT64, 1)
+
+
+def _metadata(event_names: list[str], categories: list[str], instants: list[bool]) -> EventMetadata:
     count = len(event_names)
-    return EventMetadata(event_names, [""] * count, categories, [[] for _ in range(count)], [b""] * count)
+    stats = [[_INSTANT_STAT] if instant else [] for instant in instants]
+    return EventMetadata(event_names, [""] * count, categories, stats, [b""] * count)
 
 
 def _host_name(path: Path, header: dict[str, Any]) -> str:

@@ -21,6 +21,7 @@ their place where it was built.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import numpy as np
@@ -28,6 +29,8 @@ import numpy.typing as npt
 
 from stepscope.trace import names
 from stepscope.trace.formats.xspace.schema import (
+    FLOW_CATEGORY_CODES,
+    FLOW_CATEGORY_SHIFT,
     FLOW_ID_MASK,
     FLOW_IN,
     FLOW_OUT,
@@ -36,7 +39,7 @@ from stepscope.trace.formats.xspace.schema import (
 from stepscope.trace.kernels import kernel
 from stepscope.trace.model import NO_ID, EventTable, FlowTable, Plane
 from stepscope.trace.stat_entries import EventTypes, StatEntries, stat_entries
-from stepscope.trace.stat_types import StatKind
+from stepscope.trace.stat_types import Stat, StatKind
 
 # Wire tags: XLine.events / XEvent.stats (field 4, length-delimited), XEvent.metadata_id,
 # offset_ps, duration_ps and XStat.metadata_id (fields 1-3, varint), XStat's values.
@@ -187,8 +190,23 @@ def _fill(
     return at
 
 
-def encode_flow_bits(flow_id: np.ndarray, direction: int) -> np.ndarray:
-    return ((flow_id & FLOW_ID_MASK) << 2) | direction
+def encode_flow_bits(flow_id: np.ndarray, direction: int, category: np.ndarray | None = None) -> np.ndarray:
+    """The `flow` stat: ``category`` codes (0..63, see schema) in bits 58-63, as uint64 bits in an int64."""
+    bits = ((flow_id & FLOW_ID_MASK) << 2) | direction
+    if category is not None:
+        bits = bits | (category.astype(np.int64) << FLOW_CATEGORY_SHIFT)
+    return bits
+
+
+def flow_categories_stat(flows: FlowTable) -> Stat:
+    """The plane stat naming the category codes (see schema.FLOW_CATEGORY_CODES)."""
+    return Stat(names.FLOW_CATEGORIES, StatKind.STR, json.dumps(flows.categories[:FLOW_CATEGORY_CODES]))
+
+
+def flow_category_codes(flows: FlowTable) -> np.ndarray:
+    """Each arrow's category code: its index in ``flows.categories`` plus one, 0 past the 63rd."""
+    codes = flows.category.astype(np.int64) + 1
+    return np.where(codes <= FLOW_CATEGORY_CODES, codes, 0)
 
 
 def plane_flows(flows: FlowTable, plane: int, count: int) -> tuple[np.ndarray, np.ndarray]:
@@ -196,12 +214,13 @@ def plane_flows(flows: FlowTable, plane: int, count: int) -> tuple[np.ndarray, n
     a row's in the order of the flow table, the source before the sink. Each arrow has its
     own id (its row in the table, from 1)."""
     flow_id = np.arange(1, len(flows) + 1, dtype=np.int64)
+    category = flow_category_codes(flows)
     rows, order, bits = [], [], []
     for side, (planes, events, direction) in enumerate(((flows.src_plane, flows.src_event, FLOW_OUT), (flows.dst_plane, flows.dst_event, FLOW_IN))):
         mine = np.flatnonzero((planes == plane) & (events >= 0) & (events < count))
         rows.append(np.asarray(events[mine], dtype=np.int64))
         order.append(2 * mine + side)
-        bits.append(encode_flow_bits(flow_id[mine], direction))
+        bits.append(encode_flow_bits(flow_id[mine], direction, category[mine]))
     row, sequence = np.concatenate(rows), np.concatenate(order)
     sort = np.lexsort((sequence, row))
     return row[sort], np.concatenate(bits)[sort]

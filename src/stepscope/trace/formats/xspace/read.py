@@ -18,6 +18,7 @@ those columns into planes. The "Task Environment" plane (capture-wide facts such
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +35,7 @@ from stepscope.trace.formats.xspace.hot_ids import hot_id_column
 from stepscope.trace.formats.xspace.schema import (
     EPOCH_NS_THRESHOLD,
     FLOW_CATEGORY,
+    FLOW_CATEGORY_SHIFT,
     FLOW_ID_MASK,
     FLOW_IN,
     FLOW_OUT,
@@ -46,7 +48,7 @@ from stepscope.trace.formats.xspace.xprof_hints import strip_hints
 from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Plane, Profile, latest_end
 from stepscope.trace.planes_in_parallel import map_planes
 from stepscope.trace.presorted import finish_presorted
-from stepscope.trace.stat_types import INT64_MAX, INT64_MIN, Stat, StatKind
+from stepscope.trace.stat_types import INT64_MAX, INT64_MIN, Stat, StatKind, StatValue
 from stepscope.trace.stats import TypedStats
 
 _UINT64_MASK = (1 << 64) - 1
@@ -83,10 +85,15 @@ def read_xspace(path: Path, data: bytes | bytearray, *, bulk: bool | None = None
         kept.append(plane)
     raws: list[RawPlane] = []
     points: list[FlowPoints] = []
+    flow_categories: list[str] = []  # what the `flow` stats' category codes name (stepscope's files)
     # On threads when large: the compiled loops and large numpy operations release the GIL.
     for raw, plane_points in map_planes(lambda plane: _read_plane(path, plane, base_ns, space.bulk), kept, threads=space.parallel):
         if raw.name == names.TASK_ENVIRONMENT_PLANE:
             raw.plane_stats = []  # in info
+        flow_names = next((stat.value for stat in raw.plane_stats if stat.name == names.FLOW_CATEGORIES), None)
+        if flow_names is not None:
+            raw.plane_stats = [stat for stat in raw.plane_stats if stat.name != names.FLOW_CATEGORIES]
+            flow_categories = flow_categories or _flow_category_names(flow_names)
         raws.append(raw)
         points.append(plane_points)
     earliest = earliest_start(raws)
@@ -105,7 +112,7 @@ def read_xspace(path: Path, data: bytes | bytearray, *, bulk: bool | None = None
     finished = map_planes(finish_one, range(len(pending)), threads=space.parallel)
     planes = [plane for plane, _ in finished]
     orders = [order for _, order in finished]
-    flows = _pair_flows(points, orders, bulk=space.bulk)
+    flows = _pair_flows(points, orders, flow_categories, bulk=space.bulk)
     info: dict[str, Any] = {}
     for key in ("hostnames", "errors", "warnings"):
         values = list(getattr(space.proto, key))
@@ -136,7 +143,31 @@ def _check_span(path: Path, raws: Sequence[RawPlane | None], zero_ps: int) -> No
 FlowPoints = tuple[np.ndarray, np.ndarray]
 
 
-def _pair_flows(points: list[FlowPoints], orders: list[np.ndarray | None], *, bulk: bool) -> FlowTable:
+def _flow_category_names(text: StatValue) -> list[str]:
+    try:
+        decoded = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        decoded = None
+    return [str(name) for name in decoded] if isinstance(decoded, list) else []
+
+
+def _arrow_categories(flow_id: np.ndarray, encoded: np.ndarray, names_of_codes: list[str]) -> tuple[np.ndarray, list[str]]:
+    """Each arrow's category (index into the returned names), from the category bits of
+    its flow's endpoints; every arrow is FLOW_CATEGORY when the file names no codes."""
+    if not names_of_codes:
+        return np.zeros(len(flow_id), dtype=np.int32), [FLOW_CATEGORY]
+    ids = ((encoded >> np.uint64(2)) & np.uint64(FLOW_ID_MASK)).astype(np.int64)
+    codes = (encoded >> np.uint64(FLOW_CATEGORY_SHIFT)).astype(np.int64)
+    order = np.argsort(ids, kind="stable")
+    found = np.clip(np.searchsorted(ids[order], flow_id), 0, len(ids) - 1)
+    code = codes[order][found]
+    table = [FLOW_CATEGORY, *names_of_codes]  # code 0 and codes with no name: FLOW_CATEGORY
+    code = np.where(code < len(table), code, 0)
+    used, index = np.unique(code, return_inverse=True)
+    return index.reshape(-1).astype(np.int32), [table[c] for c in used.tolist()]
+
+
+def _pair_flows(points: list[FlowPoints], orders: list[np.ndarray | None], flow_categories: list[str], *, bulk: bool) -> FlowTable:
     """Arrows from each flow's first out-endpoint to each of its in-endpoints (in file
     order), but none from an event to itself. ``orders[i]`` is plane ``i``'s
     finishing permutation (None: rows kept in place). ``bulk``: paired by
@@ -169,14 +200,15 @@ def _pair_flows(points: list[FlowPoints], orders: list[np.ndarray | None], *, bu
         flow_id, src_plane, src_event, dst_plane, dst_event = pair_flows_numpy(np.repeat(np.asarray(parts, dtype=np.int32), counts), row, encoded)
     if not len(flow_id):
         return FlowTable.empty()
+    category, category_names = _arrow_categories(flow_id, encoded, flow_categories)
     return FlowTable(
         flow_id=flow_id,
-        category=np.zeros(len(flow_id), dtype=np.int32),
+        category=category,
         src_plane=src_plane,
         src_event=src_event,
         dst_plane=dst_plane,
         dst_event=dst_event,
-        categories=[FLOW_CATEGORY],
+        categories=category_names,
     )
 
 

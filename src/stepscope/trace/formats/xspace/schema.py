@@ -49,6 +49,11 @@ HOT_STATS = {
 # XSpace's `flow` stat packs direction (bits 0-1), id (bits 2-57) and category (58-63).
 FLOW_IN, FLOW_OUT, FLOW_IN_OUT = 1, 2, 3
 FLOW_ID_MASK = (1 << 56) - 1
+FLOW_CATEGORY_SHIFT = 58
+# Category codes stepscope writes: 0 none, else 1 + an index into the plane stat
+# names.FLOW_CATEGORIES (TSL's writers put a ContextType there; without that stat it is
+# not read). Categories past the 63rd are written as 0 and read as FLOW_CATEGORY.
+FLOW_CATEGORY_CODES = 63
 FLOW_CATEGORY = "flow"
 
 

@@ -16,6 +16,7 @@ merges concatenated serialisations).
 from __future__ import annotations
 
 import gzip
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -24,7 +25,7 @@ import numpy as np
 from stepscope.protos import xplane_pb2
 from stepscope.trace import names
 from stepscope.trace.files import atomic_output
-from stepscope.trace.formats.xspace.encode import encode_events, plane_flows
+from stepscope.trace.formats.xspace.encode import encode_events, flow_categories_stat, plane_flows
 from stepscope.trace.formats.xspace.schema import EPOCH_NS_THRESHOLD, KIND_REF, PROFILE_STOP_TIME, TASK_ENVIRONMENT_INFO
 from stepscope.trace.formats.xspace.xprof_hints import HintStats, HostHints, add_steps_metadata, hint_stats, host_hints, steps_line
 from stepscope.trace.model import Line, Plane, Profile
@@ -61,6 +62,8 @@ def xspace_chunks(profile: Profile) -> list[bytes | memoryview]:
     hints = host_hints(profile)
     for index, plane in enumerate(profile.planes):
         flows = plane_flows(profile.flows, index, len(plane.events))
+        if len(flows[0]):  # the names of the category codes in its `flow` stats
+            plane = replace(plane, plane_stats=[*plane.plane_stats, flow_categories_stat(profile.flows)])
         plane_chunks = _write_plane(plane, profile.start_ns - epoch_ns, flows, hints if hints is not None and hints.plane == index else None)
         chunks += [_field_header(_PLANES_TAG, sum(len(chunk) for chunk in plane_chunks)), *plane_chunks]
     tail = xplane_pb2.XSpace()
