@@ -12,10 +12,12 @@ import pytest
 import stepscope
 from stepscope.analysis import run_tool
 from stepscope.analysis.heap_simulation import replay
+from stepscope.analysis.hlo_shapes import ShapeTooLarge, dtype, unpadded_bytes
 from stepscope.analysis.opstats import OpStats
 from stepscope.errors import StepscopeError
 from stepscope.protos import hlo_pb2
 from stepscope.render import render
+from tests.support import hostile_hlo
 from tests.support.traces import shared
 from tests.support.xla_memory import file_programs, plain_peak, xprof_memory_viewer
 
@@ -186,3 +188,26 @@ def test_a_damaged_heap_trace_is_one_line():
     E = hlo_pb2.HeapSimulatorTrace.Event
     with pytest.raises(StepscopeError, match="prog: heap event 2 frees logical buffer 1 more often"):
         replay(_proto([(E.ALLOC, 1, 0), (E.FREE, 1, 0), (E.FREE, 1, 0)]), 0, "prog")
+
+
+def test_shape_sizes_past_int64_are_one_line(tmp_path: Path):
+    # f32[2^62 x 20]: 2^1240 elements of 4 bytes; XLA's sizes are int64 (2^63 - 1 at most).
+    huge = hlo_pb2.ShapeProto(element_type=hlo_pb2.F32, dimensions=hostile_hlo.HUGE_DIMENSIONS)
+    with pytest.raises(ShapeTooLarge, match=r"^its shape f32\[20 dimensions\] holds more than 9,223,372,036,854,775,807 bytes$"):
+        unpadded_bytes(huge)
+    # 2^61 f32 elements are 2^63 bytes, one past the limit; 2^63 - 1 of s8 fit.
+    with pytest.raises(ShapeTooLarge):
+        unpadded_bytes(hlo_pb2.ShapeProto(element_type=hlo_pb2.F32, dimensions=[2**61]))
+    assert unpadded_bytes(hlo_pb2.ShapeProto(element_type=hlo_pb2.S8, dimensions=[2**63 - 1])) == 2**63 - 1
+    # A zero dimension empties the array whatever the others; a negative (unbounded dynamic)
+    # one has no static size; an element type this XLA does not know is named by number.
+    assert unpadded_bytes(hlo_pb2.ShapeProto(element_type=hlo_pb2.F32, dimensions=[2**62] * 20 + [0])) == 0
+    assert unpadded_bytes(hlo_pb2.ShapeProto(element_type=hlo_pb2.F32, dimensions=[4, -(2**63)])) is None
+    assert dtype(hlo_pb2.ShapeProto(element_type=999)) == "type999"
+    path = hostile_hlo.huge_shape(tmp_path / "huge.xplane.pb")
+    with pytest.raises(StepscopeError) as error:
+        run_tool("memory_viewer", _stats(path))
+    assert str(error.value) == (
+        f"{path}: memory_viewer: program 'jit_hostile(1)': instruction 'op1': its shape f32[20 dimensions] holds more than "
+        "9,223,372,036,854,775,807 bytes; the HLO proto is damaged"
+    )

@@ -30,12 +30,13 @@ class Program:
     name: str
     program_id: str
     proto: hlo_pb2.HloProto
+    where: str = ""  # "<file>: <tool>: program '<label>'": how errors about its proto begin
 
 
 def hlo_programs(profile: Profile, tool_name: str) -> list[Program]:
     """Every program with an ``Hlo Proto`` on the profile's metadata plane(s), in the
     order the planes list them. A proto that does not parse is a one-line error naming the
-    program (the file is damaged, or the stat is not XLA's)."""
+    file and the program (the file is damaged, or the stat is not XLA's)."""
     programs = []
     for plane in profile.planes:
         if plane.name != names.METADATA_PLANE:
@@ -48,8 +49,9 @@ def hlo_programs(profile: Profile, tool_name: str) -> list[Program]:
                 try:
                     proto.ParseFromString(stat.value)
                 except DecodeError as error:
-                    raise StepscopeError(f"{tool_name}: the HLO proto of program {label!r} is damaged ({error})") from None
+                    raise StepscopeError(f"{profile.source}: {tool_name}: the HLO proto of program {label!r} is damaged ({error})") from None
                 match = _LABEL.match(label)
                 name, program_id = (match["name"], match["id"]) if match else (label, "")
-                programs.append(Program(label, proto.hlo_module.name or name, program_id, proto))
+                where = f"{profile.source}: {tool_name}: program {label!r}"
+                programs.append(Program(label, proto.hlo_module.name or name, program_id, proto, where))
     return programs

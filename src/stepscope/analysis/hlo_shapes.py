@@ -45,13 +45,17 @@ _BITS = {
     PrimitiveType.C64: 64,
     PrimitiveType.C128: 128,
 }
+_KNOWN_TYPES = frozenset(PrimitiveType.values())
 POINTER_BYTES = 8  # a tuple's buffer holds one pointer per element
+INT64_MAX = 2**63 - 1  # XLA's sizes are int64
 
 
 def dtype(shape: hlo_pb2.ShapeProto) -> str:
     """The element type as XLA writes it (``f32``, ``bf16``, ``pred``; ``tuple`` for tuples)."""
     if shape.element_type == PrimitiveType.OPAQUE_TYPE:
         return "opaque"
+    if shape.element_type not in _KNOWN_TYPES:  # a newer XLA's type, or damage
+        return f"type{shape.element_type}"
     return str(PrimitiveType.Name(shape.element_type)).lower()
 
 
@@ -85,15 +89,24 @@ def shape_text(shape: hlo_pb2.ShapeProto) -> str:
     return f"{dtype(shape)}[{dims}]" + (_layout(shape.layout) if shape.HasField("layout") else "")
 
 
+class ShapeTooLarge(ValueError):
+    """An array shape of more bytes than XLA can hold: a damaged proto (see ``unpadded_bytes``)."""
+
+
 def unpadded_bytes(shape: hlo_pb2.ShapeProto) -> int | None:
     """The bytes of the array's elements without layout padding (a tuple: its pointers);
-    None for types without a size."""
+    None for types without a size and for arrays with a negative (unbounded dynamic)
+    dimension. More than ``INT64_MAX`` bytes raises ShapeTooLarge: XLA sizes are int64 and
+    its compiler refuses such a shape (XProf's converter aborts on one), so only a damaged
+    or forged proto has it."""
     if shape.element_type == PrimitiveType.TUPLE:
         return POINTER_BYTES * len(shape.tuple_shapes)
     bits = _BITS.get(shape.element_type)
-    if bits is None:
+    if bits is None or any(d < 0 for d in shape.dimensions):
         return None
-    elements = 1
-    for d in shape.dimensions:
-        elements *= d
+    elements = 0 if 0 in shape.dimensions else 1
+    for d in shape.dimensions if elements else ():
+        elements *= d  # checked as it grows: a forged shape can have thousands of huge dimensions
+        if elements * bits > INT64_MAX * 8:
+            raise ShapeTooLarge(f"its shape {dtype(shape)}[{len(shape.dimensions)} dimensions] holds more than {INT64_MAX:,} bytes")
     return (elements * bits + 7) // 8

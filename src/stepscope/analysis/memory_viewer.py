@@ -29,7 +29,7 @@ from typing import TypedDict
 
 from stepscope.analysis import heap_simulation as heaps
 from stepscope.analysis.hlo_programs import Program, hlo_programs
-from stepscope.analysis.hlo_shapes import dtype, shape_text, subshape, unpadded_bytes
+from stepscope.analysis.hlo_shapes import ShapeTooLarge, dtype, shape_text, subshape, unpadded_bytes
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import Option, ToolResult, tool
 from stepscope.analysis.tables import Column, Table
@@ -218,24 +218,31 @@ def _points(module: hlo_pb2.HloModuleProto, heap: heaps.Heap) -> list[PointRow]:
     return rows
 
 
-def _buffers(proto: hlo_pb2.HloProto, heap: heaps.Heap, top: int) -> list[BufferRow]:
+def _buffers(program: Program, heap: heaps.Heap, top: int) -> list[BufferRow]:
+    proto = program.proto
     assignment = proto.buffer_assignment
     logical = {b.id: b for b in assignment.logical_buffers}
     allocation_of = {a.logical_buffer_id: allocation for allocation in assignment.buffer_allocations for a in allocation.assigned}
     instructions = {ins.id: ins for c in proto.hlo_module.computations for ins in c.instructions}
+    # The ``top`` largest, program order among equals (a stable sort), before their rows
+    # are made: a heap can hold 100,000s of buffers at its peak.
+    listed = sorted([*heap.indefinite_buffers, *heap.live_at_peak], key=lambda b: -logical[b].size)[:top]
     rows: list[BufferRow] = []
-    for buffer_id in [*heap.indefinite_buffers, *heap.live_at_peak]:
+    for rank, buffer_id in enumerate(listed, start=1):
         buffer = logical[buffer_id]
         instruction = instructions.get(buffer.defined_at.instruction_id)
         index = list(buffer.defined_at.shape_index)
         name = instruction.name if instruction is not None else buffer.defined_at.instruction_name
         shape = subshape(instruction.shape, index) if instruction is not None else hlo_pb2.ShapeProto()
-        unpadded = unpadded_bytes(shape) if instruction is not None else None
+        try:
+            unpadded = unpadded_bytes(shape) if instruction is not None else None
+        except ShapeTooLarge as error:
+            raise StepscopeError(f"{program.where}: instruction {name!r}: {error}; the HLO proto is damaged") from None
         allocation = allocation_of.get(buffer_id)  # None: a traced buffer no allocation holds (a damaged proto)
         metadata = instruction.metadata if instruction is not None else hlo_pb2.OpMetadata()
         rows.append(
             BufferRow(
-                rank=0,
+                rank=rank,
                 buffer_id=buffer_id,
                 instruction=name + ("{" + ",".join(map(str, index)) + "}" if index else ""),
                 opcode=instruction.opcode if instruction is not None else "",
@@ -251,10 +258,7 @@ def _buffers(proto: hlo_pb2.HloProto, heap: heaps.Heap, top: int) -> list[Buffer
                 source=f"{metadata.source_file}:{metadata.source_line}" if metadata.source_file else "",
             )
         )
-    rows.sort(key=lambda row: -row["size_bytes"])  # stable: program order among equals
-    for rank, row in enumerate(rows[:top], start=1):
-        row["rank"] = rank
-    return rows[:top]
+    return rows
 
 
 def _chosen(programs: list[Program], peaks: list[heaps.Heap], wanted: str) -> int:
@@ -288,7 +292,7 @@ def memory_viewer(stats: OpStats, program: str = "", memory_space: int = 0, top:
         if program:
             raise StepscopeError(f"{TOOL}: no program {program!r} (this profile has no HLO protos)")
         return result
-    peaks = [heaps.replay(p.proto, memory_space, f"{TOOL}: program {p.label!r}") for p in programs]
+    peaks = [heaps.replay(p.proto, memory_space, p.where) for p in programs]
     chosen = _chosen(programs, peaks, program)
     heap, shown = peaks[chosen], programs[chosen]
     order = sorted(range(len(programs)), key=lambda i: (-peaks[i].peak_bytes, programs[i].label))
@@ -300,5 +304,5 @@ def memory_viewer(stats: OpStats, program: str = "", memory_space: int = 0, top:
     result.live_buffers_at_peak = len(heap.indefinite_buffers) + len(heap.live_at_peak)
     result.programs = [_program_row(programs[i], peaks[i]) for i in order]
     result.points = _points(shown.proto.hlo_module, heap)
-    result.buffers = _buffers(shown.proto, heap, top)
+    result.buffers = _buffers(shown, heap, top)
     return result
