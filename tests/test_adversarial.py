@@ -1,5 +1,5 @@
-"""Every hostile file of issue 14 through the two ways a user meets stepscope: the command
-line and the dashboard's server, each a real process under a memory limit.
+"""Every hostile file of issues 14 and 40 through the two ways a user meets stepscope: the
+command line and the dashboard's server, each a real process under a memory limit.
 
 The files come from ``tests/support/hostile.py`` (each small on disk, costly to a naive reader).
 The CLI must answer each with one line naming the file, exit status 2 and no traceback,
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import hostile
+from tests.support import hostile, hostile_hlo
 from tests.support.dashboard.server import DashboardServer
 
 # The CLI and the server run under this address-space limit: room for Python, numpy and
@@ -53,7 +53,23 @@ CASES = {
     "deep_args": (lambda path: hostile.deep_json(path, 100_000, "args"), ".trace.json", "nested too deeply"),
     # 200,000 events at one instant, each nested in the one before.
     "nested_events": (lambda path: hostile.json_of_nested_events(path, 200_000), ".trace.json", None),
+    # Issue 40: 250 MiB of 44-byte instant events (5.96M) in 0.8 MB: each costs ~400-500 bytes
+    # loaded (3.2 GB of memory in all), more than either process may have: refused early.
+    "tiny_events": (lambda path: hostile.json_bomb(path, 250 << 20, event=TINY_EVENT), ".trace.json.gz", "loading it needs more memory than"),
 }
+TINY_EVENT = b'{"ph":"i","name":"a","ts":1,"pid":1,"tid":1},'
+# Issue 40: XLA programs that cost memory_viewer more than they should (tests/support/hostile_hlo.py).
+# name -> (builder, what the one line says; None: a valid program, answered in time).
+HLO_CASES = {
+    # Before: an endless loop (the dashboard's only worker busy for good).
+    "self_share": (hostile_hlo.self_share, "heap event 1 shares logical buffer 1 with itself (a cycle)"),
+    "share_cycle": (hostile_hlo.share_cycle, "heap event 2 shares logical buffer 1 with logical buffer 2, which already uses its memory (a cycle)"),
+    # Before: an OverflowError traceback.
+    "huge_shape": (hostile_hlo.huge_shape, "instruction 'op1': its shape f32[20 dimensions] holds more than 9,223,372,036,854,775,807 bytes"),
+    # Before: 103 s (quadratic); now a few seconds, inside TIMEOUT_S.
+    "allocations": (lambda path: hostile_hlo.allocations(path, 100_000), None),
+}
+ALLOCATIONS_PEAK = "peak 97.656 MiB in memory space 0 at heap event 99999 (op100000)"  # 100,000 x 1,024 bytes / 2^20
 NOT_REGULAR = {
     "fifo": (hostile.fifo, "named pipe"),
     "dev_zero": (hostile.device_file, "character device"),
@@ -67,16 +83,17 @@ def files(tmp_path_factory) -> dict[str, Path]:
     session.mkdir(parents=True)
     made = {name: build(session / f"{name}{suffix}") for name, (build, suffix, _) in CASES.items()}
     made |= {name: build(session / f"{name}.trace.json") for name, (build, _) in NOT_REGULAR.items()}
+    made |= {name: build(session / f"{name}.xplane.pb") for name, (build, _) in HLO_CASES.items()}
     return made
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "stepscope.cli", *args],
         capture_output=True,
         text=True,
         timeout=TIMEOUT_S,
-        env=_env(),
+        env={**_env(), **(env or {})},
         preexec_fn=_limited,
     )
 
@@ -126,7 +143,7 @@ def test_the_server_lists_only_regular_files(server):
     (run,) = server.get("/api/runs").json()["runs"]
     # The session folder is "hostile" under plugins/profile: the FIFO and the device are
     # not offered.
-    assert run == {"name": RUN, "hosts": sorted(CASES)}
+    assert run == {"name": RUN, "hosts": sorted([*CASES, *HLO_CASES])}
 
 
 @pytest.mark.parametrize("name", [name for name in CASES if name != "nested_events"])
@@ -139,4 +156,51 @@ def test_the_server_answers_each_hostile_profile_and_goes_on(server, files, name
     if says:
         assert says in message
     # The server goes on: the odd but valid profile next to it is analysed.
+    assert server.ready("/api/data", timeout_s=TIMEOUT_S, run=RUN, host="nested_events", tool="overview_page").status == 200
+
+
+def test_cli_refuses_tiny_events_by_the_setting_that_bounds_it(files):
+    """Under the CLI's address-space limit the one line names ``ulimit -v``; with a lower
+    STEPSCOPE_MAX_MEMORY, that setting and its value."""
+    path = files["tiny_events"]
+    result = _cli("info", str(path))
+    _one_line_error(result, path, "needs more memory than the address-space limit leaves")
+    assert result.stderr.rstrip().endswith("(limit ulimit -v; raise it to read larger profiles)")
+    result = _cli("info", str(path), env={"STEPSCOPE_MAX_MEMORY": "1G"})
+    _one_line_error(result, path, "needs more memory than the limit allows, 1.0 GiB (")
+    assert "(limit STEPSCOPE_MAX_MEMORY=1073741824; raise it to read larger profiles)" in result.stderr
+
+
+def test_the_server_refuses_tiny_events_by_the_workers_cap(server, files):
+    answer = server.ready("/api/data", timeout_s=TIMEOUT_S, run=RUN, host="tiny_events", tool="overview_page")
+    assert answer.status == 422, (answer.status, answer.body[:300])
+    message = answer.json()["error"]
+    assert message.startswith(f"{files['tiny_events']}: loading it needs more memory than the worker's memory cap leaves")
+    assert message.endswith("(limit STEPSCOPE_WORKER_MEMORY=2147483648; raise it to read larger profiles)")
+
+
+@pytest.mark.parametrize("name", list(HLO_CASES))
+def test_cli_memory_viewer_answers_each_hostile_program(files, name):
+    _, says = HLO_CASES[name]
+    result = _cli("report", str(files[name]), "--tool", "memory_viewer")
+    if says is None:
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert f"{hostile_hlo.LABEL}: {ALLOCATIONS_PEAK}" in result.stdout
+        return
+    _one_line_error(result, files[name], f"memory_viewer: program '{hostile_hlo.LABEL}': ")
+    assert says in result.stderr
+
+
+@pytest.mark.parametrize("name", list(HLO_CASES))
+def test_the_server_answers_each_hostile_program_and_goes_on(server, files, name):
+    _, says = HLO_CASES[name]
+    answer = server.ready("/api/data", timeout_s=TIMEOUT_S, run=RUN, host=name, tool="memory_viewer")
+    if says is None:
+        assert answer.status == 200, (answer.status, answer.body[:300])
+        assert answer.json()["peak_bytes"] == 100_000 * hostile_hlo.BUFFER_BYTES
+    else:
+        assert answer.status == 422, (answer.status, answer.body[:300])
+        message = answer.json()["error"]
+        assert message.startswith(f"{files[name]}: memory_viewer: ") and "\n" not in message and says in message
+    # The worker is free for the next job.
     assert server.ready("/api/data", timeout_s=TIMEOUT_S, run=RUN, host="nested_events", tool="overview_page").status == 200

@@ -123,9 +123,15 @@ def _documents(request: Request) -> tuple[str, bytes, bytes]:
 
 
 def _tool_answer(data: bytes) -> Response:
-    """A tool's document; a tool that failed left ``{"error": ...}`` there (500)."""
-    failed = data.startswith(b'{"error":')
-    return Response(data, status_code=500 if failed else 200, media_type="application/json")
+    """A tool's document; a tool that failed left ``{"error": ...}`` there: 500, or the
+    document's ``status`` (422: the tool rejected the profile, see ``worker``)."""
+    status = _failure_status(json.loads(data)) if data.startswith(b'{"error":') else 200
+    return Response(data, status_code=status, media_type="application/json")
+
+
+def _failure_status(document: dict) -> int:
+    status = document.get("status")
+    return status if isinstance(status, int) else 500
 
 
 def api_runs(request: Request) -> Response:
@@ -169,7 +175,7 @@ def api_csv(request: Request) -> Response:
     tool, _, tables = _documents(request)
     document = json.loads(tables)
     if "error" in document:
-        return error(500, document["error"])
+        return error(_failure_status(document), document["error"])
     name = request.query_params.get("table", "")
     table = next((t for t in document["tables"] if t["name"] == name), None)
     if table is None:

@@ -41,6 +41,7 @@ from typing import Any
 
 from stepscope.errors import StepscopeError
 from stepscope.sizes import size_setting, size_text
+from stepscope.trace import limits
 
 # The setting (environment variable) that caps each worker's memory: a size ("8G", "512M",
 # bytes), or "none" for no cap.
@@ -92,6 +93,8 @@ def _limit_memory(limit: int | None) -> None:
         return
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     resource.setrlimit(resource.RLIMIT_AS, (limit if hard == resource.RLIM_INFINITY else min(limit, hard), hard))
+    # A profile too big for the cap is refused by name before it is loaded (trace.limits).
+    limits.name_address_space_limit("the worker's memory cap leaves", f"limit {MEMORY_SETTING}={limit}; raise it to read larger profiles")
 
 
 def _portable(error: BaseException) -> BaseException:

@@ -30,6 +30,7 @@ from stepscope.analysis import Output, ToolSpec, specs
 from stepscope.analysis.distributed import rank_tables_of
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.tables import Column, Table
+from stepscope.errors import StepscopeError
 from stepscope.trace import readers
 from stepscope.trace.files import atomic_write
 from stepscope.trace.readers import load
@@ -43,6 +44,9 @@ TABLES_SUFFIX = ".tables.json"
 ERROR_FILE = "error.json"  # beside the folder: <key>.error.json
 PROGRESS_FILE = "progress.json"  # beside the folder: <key>.progress.json
 RANK_FILE = "distributed.rank.json"  # the distributed view's map step: RankTables, or {"error": ...}
+# The HTTP status a tool's document {"error": ..., "status": N} is served with: a tool that
+# rejected the profile (StepscopeError) is the input's fault; any other failure is a 500.
+INPUT_ERROR_STATUS = 422
 
 # Share of the progress bar given to loading the profile; the tools share the rest.
 LOAD_SHARE = 0.5
@@ -103,6 +107,8 @@ def _produce_tables(spec: ToolSpec, stats: OpStats, staging: Path) -> None:
         document, tables = tool_documents(spec, stats)
     except MemoryError:  # the worker's cap, not the tool: the whole analysis stops
         raise
+    except StepscopeError as error:  # the profile's fault (a damaged XLA program): its one line, 422
+        document = tables = _dump({"error": str(error), "status": INPUT_ERROR_STATUS})
     except Exception as error:  # a bug in one tool must not hide the others
         document = tables = _dump({"error": f"{Path(stats.profile.source).name}: {spec.name} failed: {type(error).__name__}: {error}"})
     (staging / f"{spec.name}{TOOL_SUFFIX}").write_bytes(document)

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stepscope.errors import ProfileLimitError, StepscopeError
-from stepscope.sizes import parse_size
+from stepscope.sizes import NO_LIMIT, parse_size, size_text
 
 GiB = 1 << 30
 
@@ -82,6 +82,8 @@ LINES = Limit("STEPSCOPE_MAX_LINES", 100_000, "lines")
 EVENTS = Limit("STEPSCOPE_MAX_EVENTS", 20_000_000, "events")
 METADATA = Limit("STEPSCOPE_MAX_METADATA", 1_000_000, "metadata entries")
 ALL = (INPUT_BYTES, EVENTS, PLANES, LINES, METADATA)
+# No fixed default: unset, a load may take what the machine has available (memory_budget).
+MEMORY = Limit("STEPSCOPE_MAX_MEMORY", 0, "bytes")
 
 # Values the program set (environment variable name -> value); they win over the environment.
 _set: dict[str, int] = {}
@@ -119,3 +121,87 @@ def parse(env: str, text: str) -> int:
     if value <= 0:
         raise StepscopeError(f"{env}={text!r} is not a limit: give a positive whole number (sizes may end in K, M, G or T, e.g. 4GiB)")
     return value
+
+
+# --- memory ----------------------------------------------------------------------------------
+
+MEMINFO = Path("/proc/meminfo")
+PROC_STATUS = Path("/proc/self/status")
+CGROUP_MEMORY = Path("/sys/fs/cgroup")
+# What this process's address-space limit (RLIMIT_AS) is called in messages: a dashboard
+# worker's is STEPSCOPE_WORKER_MEMORY (``name_address_space_limit``), anyone else's the shell's.
+_address_space = {"what": "the address-space limit leaves", "remedy": "limit ulimit -v; raise it to read larger profiles"}
+
+
+@dataclass(frozen=True)
+class MemoryBudget:
+    """What a load may still allocate, what bounds it and how to raise it."""
+
+    bytes: int
+    what: str  # "the machine has available", ...: "more memory than <what>"
+    remedy: str  # "limit STEPSCOPE_MAX_MEMORY=...; raise it to read larger profiles"
+
+    def check(self, path: str | os.PathLike[str] | Path, events: int, estimate: int) -> None:
+        """Raises ProfileLimitError when ``estimate`` bytes (for ``events`` events) exceed it:
+        ``x.json.gz: loading it needs more memory than the machine has available, 3.1 GiB
+        (6,000,000 events need about 3.2 GiB) (set STEPSCOPE_MAX_MEMORY to load it anyway)``."""
+        if estimate > self.bytes:
+            problem = f"loading it needs more memory than {self.what}, {size_text(self.bytes)} ({events:,} events need about {size_text(estimate)})"
+            raise ProfileLimitError(path, f"{problem} ({self.remedy})", MEMORY.env, self.bytes)
+
+
+def name_address_space_limit(what: str, remedy: str) -> None:
+    """Names this process's address-space limit in messages (a dashboard worker's pool
+    calls it where it sets the limit)."""
+    _address_space.update(what=what, remedy=remedy)
+
+
+def memory_budget() -> MemoryBudget | None:
+    """The smallest of: ``STEPSCOPE_MAX_MEMORY`` when set (``none``: no such bound), else the
+    memory the machine (or its container) has available now; and what this process's
+    address-space limit leaves. None when nothing bounds it (or it cannot be read)."""
+    bounds: list[MemoryBudget] = []
+    text = os.environ.get(MEMORY.env, "").strip()
+    if MEMORY.env in _set or (text and text.lower() not in NO_LIMIT):
+        value = MEMORY.get()
+        bounds.append(MemoryBudget(value, "the limit allows", f"limit {MEMORY.env}={value}; raise it to read larger profiles"))
+    elif not text:
+        available = _available_memory()
+        if available is not None:
+            bounds.append(MemoryBudget(available, "the machine has available", f"set {MEMORY.env} to load it anyway"))
+    room = _address_space_room()
+    if room is not None:
+        bounds.append(MemoryBudget(room, _address_space["what"], _address_space["remedy"]))
+    return min(bounds, key=lambda bound: bound.bytes, default=None)
+
+
+def _kib_field(path: Path, name: str) -> int | None:
+    """``Name:  123 kB`` of a /proc file, in bytes."""
+    try:
+        for line in path.read_text().splitlines():
+            if line.startswith(name + ":"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _available_memory() -> int | None:
+    """MemAvailable (Linux), or less where a cgroup (v2) caps this process's container."""
+    available = _kib_field(MEMINFO, "MemAvailable")
+    with contextlib.suppress(OSError, ValueError):  # "max" or no cgroup v2: no cap
+        cap = int((CGROUP_MEMORY / "memory.max").read_text()) - int((CGROUP_MEMORY / "memory.current").read_text())
+        available = cap if available is None else min(available, cap)
+    return available
+
+
+def _address_space_room() -> int | None:
+    """RLIMIT_AS's soft limit less the address space in use; None when unlimited."""
+    try:
+        import resource
+    except ImportError:  # not on this platform
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    return max(soft - (_kib_field(PROC_STATUS, "VmSize") or 0), 0)

@@ -12,7 +12,7 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from stepscope.errors import ProfileFormatError
+from stepscope.errors import ProfileFormatError, ProfileLimitError
 from stepscope.trace import remote
 from stepscope.trace.files import read_bytes, read_pieces
 from stepscope.trace.formats.chrome import document, kineto, stream
@@ -162,6 +162,8 @@ def _load_streamed(path: Path) -> Profile | None:
         with contextlib.closing(pieces):
             decoded = stream.decode_streamed(path, _if_json_object(pieces))
         return _import_json(path, decoded) if decoded is not None else None
+    except ProfileLimitError:
+        raise  # the whole read would only say the same, at a greater cost
     except ProfileFormatError:
         return None
 

@@ -13,7 +13,8 @@ Decoding is bounded (:mod:`stepscope.trace.limits`; the file itself was read wit
 limits by :func:`stepscope.trace.files.read_bytes`): JSON nested past the decoder's
 recursion limit and traces of more events, processes or threads than
 ``STEPSCOPE_MAX_EVENTS`` / ``STEPSCOPE_MAX_PLANES`` / ``STEPSCOPE_MAX_LINES`` are errors
-(the events counted before they are decoded).
+(the events counted before they are decoded), as are events whose load would take more
+memory than the process has (``check_events``).
 """
 
 from __future__ import annotations
@@ -153,23 +154,45 @@ _REPAIRS: tuple[_Repair, ...] = (
 def _decode_fast(path: Path, data: bytes | bytearray) -> TraceDocument:
     if first_byte(data) == b"[":
         texts, closed = _decode_event_array(data)
-        check_events(path, len(texts))
+        check_events(path, len(texts), len(data))
         warnings = ["the JSON array of events had no closing ']' (a trace cut off at its end)"] if closed else []
         return TraceDocument(columns_from_raw(texts), {}, warnings)
     top = _RAW_TOP.decode(data)
     events_raw = top.pop("traceEvents", None)
     texts = _EVENT_TEXTS.decode(events_raw) if events_raw is not None else []
-    check_events(path, len(texts))
+    check_events(path, len(texts), len(data))
     header = {key: _ANY.decode(value) for key, value in top.items()}
     del top, events_raw
     return TraceDocument(columns_from_raw(texts), header)
 
 
-def check_events(path: Path, count: int) -> None:
-    """Raises ProfileLimitError past ``limits.EVENTS`` events, before they are decoded."""
+# The peak memory of loading a trace JSON, per event beyond its text (``load_estimate``).
+# Measured (peak RSS growth, 2026-12-05): 390-400 bytes per event on 1-4M one-name events,
+# the smallest events there are (51-206 MiB of JSON); 690 on 1M events of a name each;
+# 73 per metadata event (2M: they add no event to a plane). A load's peak is estimated from
+# the events and the text once the count is known (the streamed decode: after each batch),
+# before the columns and planes that cost it are built; the estimate runs high (the tools
+# that follow a load need memory too). Measured figures: docs/security.md.
+BYTES_PER_EVENT = 512
+BYTES_PER_METADATA_EVENT = 128
+
+
+def load_estimate(events: int, text_bytes: int, metadata: int = 0) -> int:
+    """About the peak memory loading ``events`` events (``metadata`` of them phase "M") of
+    ``text_bytes`` of JSON takes."""
+    return (events - metadata) * BYTES_PER_EVENT + metadata * BYTES_PER_METADATA_EVENT + text_bytes
+
+
+def check_events(path: Path, count: int, text_bytes: int) -> None:
+    """Raises ProfileLimitError past ``limits.EVENTS`` events, or when loading them would
+    take more memory than the process may have (``limits.memory_budget``), before they are
+    decoded."""
     allowed = limits.EVENTS.get()
     if count > allowed:
         raise limits.EVENTS.error(path, f"has {count:,} events, more than {allowed:,}", allowed)
+    budget = limits.memory_budget()
+    if budget is not None:
+        budget.check(path, count, load_estimate(count, text_bytes))
 
 
 def _decode_event_array(data: bytes | bytearray) -> tuple[list[msgspec.Raw], bool]:
@@ -208,7 +231,7 @@ def _decode_lenient(path: Path, data: bytes | bytearray) -> TraceDocument:
         raise ProfileFormatError(path, f"is not a trace: top-level JSON is a {type(top).__name__}")
     if not isinstance(raw_events, list):
         raise ProfileFormatError(path, "is not a trace: 'traceEvents' is not a list")
-    check_events(path, len(raw_events))
+    check_events(path, len(raw_events), len(data))
     events: list[ChromeEvent] = []
     skipped = 0
     for raw in raw_events:

@@ -20,6 +20,7 @@ earlier cut.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -28,7 +29,7 @@ import msgspec
 
 from stepscope.trace import limits
 from stepscope.trace.formats.chrome.columns import TIMED_EVENTS, ColumnBuilder
-from stepscope.trace.formats.chrome.document import TraceDocument, check_counts, first_byte
+from stepscope.trace.formats.chrome.document import TraceDocument, check_counts, first_byte, load_estimate
 
 # Undecoded text gathered before a batch is decoded: ~2-3k Kineto events, whose decoded
 # structs (~700 bytes each) set the transient peak, as columns.BATCH_EVENTS does. Measured
@@ -52,6 +53,7 @@ _ERROR_AT = re.compile(r"\(byte (\d+)\)$")
 _RAW_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _EVENT_TEXTS = msgspec.json.Decoder(list[msgspec.Raw])
 _ANY = msgspec.json.Decoder()
+_PHASE = operator.attrgetter("ph")
 
 
 class _GiveUp(Exception):
@@ -61,16 +63,17 @@ class _GiveUp(Exception):
 def decode_streamed(path: Path, pieces: Iterable[bytes]) -> TraceDocument | None:
     """The trace the pieces of its text make, decoded as they come; None where the
     whole-document decode must read it (see the module's docstring). Raises what the
-    pieces raise (the file's read errors) and ``check_counts``' limit errors."""
+    pieces raise (the file's read errors), ``check_counts``' limit errors, and the memory
+    limit's (``document.load_estimate``: checked after each batch, on the events so far)."""
     try:
-        document = _decode(iter(pieces))
+        document = _decode(path, iter(pieces))
     except (_GiveUp, msgspec.DecodeError, msgspec.ValidationError, RecursionError):
         return None
     check_counts(path, document.events)
     return document
 
 
-def _decode(pieces: Iterator[bytes]) -> TraceDocument:
+def _decode(path: Path, pieces: Iterator[bytes]) -> TraceDocument:
     buffer = bytearray()
     for piece in pieces:
         buffer += piece
@@ -86,7 +89,7 @@ def _decode(pieces: Iterator[bytes]) -> TraceDocument:
         raise _GiveUp
     _RAW_TOP.decode(prefix.rstrip().removesuffix(b",") + b"}")  # the key is at the top level
     del buffer[: found.end() - 1]  # the buffer starts with the array's "["
-    batches = _Batches()
+    batches = _Batches(path)
     for piece in pieces:
         buffer += piece
         if len(buffer) >= BATCH_BYTES:
@@ -104,10 +107,12 @@ def _decode(pieces: Iterator[bytes]) -> TraceDocument:
 class _Batches:
     """Decodes runs of whole events into the columns, counting them against the limit."""
 
-    def __init__(self) -> None:
+    def __init__(self, path: Path) -> None:
         self.builder = ColumnBuilder()
-        self._count = 0
+        self._path = path
+        self._count = self._bytes = self._metadata = 0
         self._allowed = limits.EVENTS.get()
+        self._memory = limits.memory_budget()
 
     def decode_upto_last_cut(self, buffer: bytearray) -> None:
         """Decodes the buffer's events up to its last cut, and drops them from it; the
@@ -138,16 +143,20 @@ class _Batches:
             events = TIMED_EVENTS.decode(text)
         except msgspec.ValidationError:  # an element that is not an event object: skipped
             raws = _EVENT_TEXTS.decode(text)
-            self._counted(len(raws))
+            self._counted(len(raws), len(text), 0)
             self.builder.add_raw(raws)
             return
-        self._counted(len(events))
+        self._counted(len(events), len(text), list(map(_PHASE, events)).count("M"))
         self.builder.add_timed(events)
 
-    def _counted(self, count: int) -> None:
+    def _counted(self, count: int, text_bytes: int, metadata: int) -> None:
         self._count += count
+        self._bytes += text_bytes
+        self._metadata += metadata
         if self._count > self._allowed:
             raise _GiveUp  # the whole-document decode says by how many
+        if self._memory is not None:
+            self._memory.check(self._path, self._count, load_estimate(self._count, self._bytes, self._metadata))
 
 
 def _cut_inside_an_event(error: msgspec.DecodeError, length: int) -> bool:
