@@ -4,9 +4,12 @@ value-level) mutations of the reader fuzzing, shared with the XSpace decoder's c
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import gzip
 import re
+import signal
+from collections.abc import Iterator
 
 from hypothesis import note
 from hypothesis import strategies as st
@@ -176,3 +179,21 @@ def mutate_bytes(data: st.DataObject, buffer: bytearray, ops: tuple[str, ...]) -
         value = data.draw(st.sampled_from(VALUES), label="value")
         note(f"value of {key!r} at byte {start} ({bytes(buffer[start:end])[:40]!r}) := {value!r}")
         buffer[start:end] = value
+
+
+@contextlib.contextmanager
+def time_bound(seconds: float) -> Iterator[None]:
+    """Raises TimeoutError in the block once it has run ``seconds`` of wall-clock time (a
+    SIGALRM timer: the main thread only, as pytest and its workers run tests), so that an
+    example that would loop forever fails instead of hanging the run."""
+
+    def expired(signum: int, frame: object) -> None:
+        raise TimeoutError(f"took more than {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

@@ -23,8 +23,8 @@ LABEL = "jit_hostile(1)"  # the program's label on the metadata plane: <module>(
 BUFFER_BYTES = 1_024  # every logical buffer's size
 
 
-def write_profile(path: Path, proto: hlo_pb2.HloProto) -> Path:
-    """An XSpace holding ``proto`` as the program ``LABEL``."""
+def write_profile(path: Path, proto: hlo_pb2.HloProto | bytes) -> Path:
+    """An XSpace holding ``proto`` (or bytes that may not parse as one) as the program ``LABEL``."""
     space = xplane_pb2.XSpace()
     host = space.planes.add(id=1, name=names.HOST_PLANE)
     host.event_metadata[1].CopyFrom(xplane_pb2.XEventMetadata(id=1, name="op"))
@@ -33,7 +33,7 @@ def write_profile(path: Path, proto: hlo_pb2.HloProto) -> Path:
     metadata.stat_metadata[1].CopyFrom(xplane_pb2.XStatMetadata(id=1, name=names.HLO_PROTO))
     entry = metadata.event_metadata[1]
     entry.id, entry.name = 1, LABEL
-    entry.stats.add(metadata_id=1, bytes_value=proto.SerializeToString())
+    entry.stats.add(metadata_id=1, bytes_value=proto if isinstance(proto, bytes) else proto.SerializeToString())
     path = Path(path)
     path.write_bytes(space.SerializeToString())
     return path

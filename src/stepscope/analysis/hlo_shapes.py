@@ -61,9 +61,10 @@ def dtype(shape: hlo_pb2.ShapeProto) -> str:
 
 def subshape(shape: hlo_pb2.ShapeProto, index: list[int]) -> hlo_pb2.ShapeProto:
     """The shape at ``index`` inside a (nested) tuple shape; ``shape`` itself for ``[]``.
-    An index past the tuple stops at the deepest shape reached."""
+    An index outside the tuple (past it, or negative: a damaged proto) stops at the deepest
+    shape reached."""
     for i in index:
-        if i >= len(shape.tuple_shapes):
+        if not 0 <= i < len(shape.tuple_shapes):
             break
         shape = shape.tuple_shapes[i]
     return shape
