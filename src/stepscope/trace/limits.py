@@ -15,6 +15,9 @@ STEPSCOPE_MAX_PLANES       1,000        XSpace planes; processes of a trace JSON
 STEPSCOPE_MAX_LINES        100,000      XSpace lines (all planes); threads of a trace JSON
 STEPSCOPE_MAX_METADATA     1,000,000    a plane's event and stat metadata entries beyond
                                         one per event and one per stat of the plane
+STEPSCOPE_MAX_MEMORY       (available)  a trace JSON load's estimated peak memory; unset:
+                                        the memory available (``memory_budget``), and
+                                        always what RLIMIT_AS leaves
 =========================  ===========  ======================================================
 
 Why these numbers (measured on the bench's traces): the largest real trace we benchmark is
