@@ -295,7 +295,7 @@ def _per_step_percent(part: np.ndarray, durations: np.ndarray) -> np.ndarray:
     return np.asarray([percent(int(p), int(d)) for p, d in zip(part, durations)], dtype=np.float64)
 
 
-def _shares(parts: dict[str, np.ndarray], durations: np.ndarray, kept: np.ndarray, has_device: bool) -> Shares:
+def _shares(parts: dict[str, np.ndarray], durations: np.ndarray, kept: np.ndarray, has_device: bool, steps_known: bool) -> Shares:
     """The per-step shares the verdict reads (``verdict.Shares``), over the kept steps."""
     rows = np.flatnonzero(kept)
     step_ps = durations[rows]
@@ -315,6 +315,7 @@ def _shares(parts: dict[str, np.ndarray], durations: np.ndarray, kept: np.ndarra
         device_compute=median("device_compute"),
         steps=len(rows),
         has_device=has_device,
+        steps_known=steps_known,
     )
 
 
@@ -388,7 +389,7 @@ def overview_page(stats: OpStats) -> OverviewResult:
     ]
     set_aside = set_aside_rows(steps, aside, parts)
     devices = _device_busy(profile)
-    shares = _shares(parts, steps.duration_ps, kept, has_device=bool(devices))
+    shares = _shares(parts, steps.duration_ps, kept, has_device=bool(devices), steps_known=not steps.inferred)
     return OverviewResult(
         step_source=steps.source,
         steps_inferred=steps.inferred,
