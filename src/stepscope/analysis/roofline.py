@@ -27,6 +27,17 @@ The ops are ``hlo_ops``' (device-clock times). Per row:
                           share is the smaller; above it attainable is P.
     bound_by              "Compute" | "Memory" by the ridge point; null where unknown.
 
+An op that moves data (``classify.xla_transfer_activity``: copy-start/-done, send/recv,
+infeed/outfeed) has no bandwidth_utilization nor roofline_fraction (null): its time is not
+its transfer's (copy-start issues the DMA in a microsecond, copy-done waits for it, the
+bytes move in between while other ops run, over the host link as often as HBM), so its
+bytes over its time (5e5 x the HBM peak for copy-start on the shared TPU profile) are no
+share of anything. XProf shows them as they come; the rate itself is kept, equal to
+XProf's. A computing op above 1 (elementwise fusions up to 1.41) is kept as is: XLA's
+bytes_accessed counts every operand byte as if read from HBM, so a share above 1 says that
+some of them came from on-chip memory or caches; capping it would hide that
+(docs/tools/roofline_model.md).
+
 Peaks are per device; for ``device=all`` over devices with different peaks, every number
 that needs a peak is null (the rates are still given). A log-log roofline chart needs no
 more than this: each device's ``peaks`` (the two lines and their ridge) and each op row's
@@ -42,6 +53,7 @@ from typing import TypedDict
 import numpy as np
 
 from stepscope.analysis.chips import Peaks
+from stepscope.analysis.classify import xla_transfer_activity
 from stepscope.analysis.hlo_ops import ALL, OpGroups, XlaOps, group
 from stepscope.analysis.op_table import bound_by
 from stepscope.analysis.opstats import OpStats
@@ -170,6 +182,7 @@ def _row(
     flops: float,
     accessed: float,
     peaks: tuple[float | None, float | None],
+    moves_data: bool = False,
 ) -> RooflineRow:
     peak_tflops, peak_gbps = peaks
     intensity = intensity_of(flops, accessed)
@@ -180,9 +193,9 @@ def _row(
         if math.isfinite(intensity):
             attainable = min(peak_tflops * 1e3, intensity * peak_gbps)
         compute = flop_rate / (peak_tflops * 1e3)
-        bandwidth = byte_rate / peak_gbps
+        bandwidth = math.nan if moves_data else byte_rate / peak_gbps
         known_shares = [share for share in (compute, bandwidth) if math.isfinite(share)]
-        fraction = max(known_shares) if known_shares else math.nan
+        fraction = max(known_shares) if known_shares and not moves_data else math.nan
     ridge = peak_tflops * 1e12 / (peak_gbps * 1e9) if peak_tflops and peak_gbps else None
     return RooflineRow(
         level=level,
@@ -276,6 +289,7 @@ def roofline_model(stats: OpStats, device: str = ALL, peak_flops: str = "", peak
             float(groups.flops[i]),
             float(groups.bytes_accessed[i]),
             shared,
+            moves_data=xla_transfer_activity(groups.name[i], groups.category[i]) is not None,
         )
         for i in range(len(groups))
     ]
