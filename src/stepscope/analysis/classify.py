@@ -133,7 +133,7 @@ def xla_transfer_activity(name: str, hlo_category: str) -> Activity | None:
     return Activity.DEVICE_TO_DEVICE
 
 
-# Cached per (name, category): a kernel's name can run to kilobytes of C++ template and
+# Cached per (name, category, hlo_category): a kernel's name can run to kilobytes of C++ template and
 # the regexes cost ~17 us each on them; a process that analyses many ranks of one job (the
 # distributed view's workers) meets the same names in every rank (15% of a rank's map).
 @lru_cache(maxsize=1 << 16)
