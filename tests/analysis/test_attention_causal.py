@@ -163,6 +163,7 @@ def test_a_value_that_is_not_a_bool_where_the_flag_should_be_counts_as_unrecorde
     assert (cost.flops, cost.assumed) == (2 * 2 * 64 * 32, FULL_ATTENTION_ASSUMED)
 
 
+@pytest.mark.framework
 def test_the_flag_positions_are_the_aten_schemas(tmp_path):
     """Every table entry names an ATen op of the installed torch whose schema has is_causal
     (or custom_mask_type) at the position the table reads, counting keyword-only arguments
