@@ -19,6 +19,7 @@ from stepscope.analysis.shape_costs import (
     estimate,
     kept_pairs,
 )
+from tests.analysis.test_shape_costs import _op, _x
 from tests.support.frameworks import run_framework_script
 
 US_PS = 1_000_000
@@ -39,17 +40,6 @@ CAUSAL_FLOPS = 2 * 16 * 524_800 * 128  # 2,149,580,800
 FULL_FLOPS = 2 * 16 * 1024 * 1024 * 128  # 4,294,967,296: PyTorch's flop_counter's count
 MM_FLOPS = 2 * 4096**3  # 137,438,953,472
 STEP_S = 1e-3  # ProfilerStep#1 lasts 1,000 us
-
-
-def _x(name, cat, ts, dur, tid=1, pid=100, **args):
-    return {"ph": "X", "name": name, "cat": cat, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
-
-
-def _op(name, ts, dur, ext, dims, types, concrete=None):
-    args = {"External id": ext, "Input Dims": dims, "Input type": types}
-    if concrete is not None:
-        args["Concrete Inputs"] = concrete
-    return _x(name, "cpu_op", ts, dur, **args)
 
 
 def _kernel(name, ts, dur, ext):
