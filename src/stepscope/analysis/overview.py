@@ -198,6 +198,7 @@ def _throughput_lines(through: Throughput) -> list[str]:
             f"MFU {through['mfu_percent']:.3g}% of {through['peak_tflops_per_second'] or 0:,.1f} TFLOP/s "
             f"({len(through['devices'])} device(s); FLOPs from {where})"
         )
+        lines.extend(f"  MFU assumes, for {entry['ops']} op(s): {entry['assumption']}" for entry in through["flop_assumptions"])
     for key, label in (("tokens_per_second", "tokens/s"), ("samples_per_second", "samples/s")):
         value = through[key]  # type: ignore[literal-required]
         if value is not None:

@@ -59,6 +59,7 @@ from stepscope.analysis.op_table import bound_by
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.tables import Column, Table, ps_to_us
+from stepscope.analysis.torch_costs import Assumption, count_assumptions
 from stepscope.analysis.xla_selection import DEVICE_OPTION, PEAK_OPTIONS, common_peaks, common_ridge, intensity_of, known, rate, selected_peaks
 
 TOOL = "roofline_model"
@@ -131,6 +132,7 @@ class RooflineResult(ToolResult):
     unestimated_time_ps: int = 0
     unestimated: list[Unestimated] = field(default_factory=list)  # the longest of them
     assumed_ops: int = 0  # shape estimates that took an unrecorded argument's default
+    assumptions: list[Assumption] = field(default_factory=list)  # what they took, most frequent first
     peaks: list[Peaks] = field(default_factory=list)
     peak_tflops: float | None = None  # the selected devices' common peaks, when they share them
     peak_gbps: float | None = None
@@ -152,6 +154,7 @@ class RooflineResult(ToolResult):
                 f"FLOPs and bytes estimated from the PyTorch ops' recorded input shapes; {self.unestimated_ops} op rows "
                 f"({self.unestimated_time_ps / 1e6:,.1f} us of kernel time) have no estimate, {self.assumed_ops} assumed a default argument"
             )
+            lines.extend(f"  {entry['ops']} op(s): {entry['assumption']}" for entry in self.assumptions)
         for peaks in self.peaks:
             if peaks.peak_tflops is None or peaks.peak_gbps is None:
                 lines.append(f"{peaks.device}: peaks unknown (pass --option peak_flops=TFLOP/s --option peak_bw=GB/s)")
@@ -293,6 +296,7 @@ def roofline_model(stats: OpStats, device: str = ALL, peak_flops: str = "", peak
         )
         for i in range(len(groups))
     ]
+    assumptions = count_assumptions(stats.shape_costs.assumed[mask]) if from_shapes else []
     missing = [i for i in range(len(groups)) if not math.isfinite(float(groups.flops[i]))]
     missing.sort(key=lambda i: (-int(groups.time_ps[i]), groups.name[i]))
     return RooflineResult(
@@ -304,7 +308,8 @@ def roofline_model(stats: OpStats, device: str = ALL, peak_flops: str = "", peak
         unestimated=[
             Unestimated(name=groups.name[i], occurrences=int(groups.occurrences[i]), time_ps=int(groups.time_ps[i])) for i in missing[:TOP_UNESTIMATED]
         ],
-        assumed_ops=int(stats.shape_costs.assumed[mask].sum()) if from_shapes else 0,
+        assumed_ops=sum(entry["ops"] for entry in assumptions),
+        assumptions=assumptions,
         peaks=peaks,
         peak_tflops=shared[0],
         peak_gbps=shared[1],
