@@ -31,7 +31,7 @@ from stepscope.analysis.distributed.reduce import BY_AUTO, UNITS
 from stepscope.analysis.registry import OptionError
 from stepscope.dashboard import trace_api
 from stepscope.dashboard.analysis_cache import AnalysisCache, Ready
-from stepscope.dashboard.api_errors import ApiError, BadParameter, NotFound
+from stepscope.dashboard.api_errors import ApiError, BadParameter, NotFound, TooLarge
 from stepscope.dashboard.captures import CaptureRequest, Captures
 from stepscope.dashboard.diffs import Diffs
 from stepscope.dashboard.distributed_view import DistributedViews
@@ -43,8 +43,12 @@ from stepscope.dashboard.tool_runs import ToolRuns
 from stepscope.dashboard.worker import table_from_json
 from stepscope.errors import StepscopeError
 from stepscope.render.formats import table_csv
+from stepscope.sizes import size_text
 
 STATIC_DIR = Path(__file__).parent / "static"
+# A capture request is a few numbers and at most captures.MAX_ADDRESSES host:port strings
+# (a few kB); its body is refused past this before it is read whole.
+MAX_CAPTURE_BODY = 64 << 10
 NOT_BUILT = "stepscope's web page is not built: run `make web` (or `cd web && npm ci && npm run build`) and reload.\n"
 
 
@@ -195,12 +199,29 @@ async def api_capture_start(request: Request) -> Response:
             "captures are off: this TensorBoard listens beyond loopback with no access control, so anyone who reaches it "
             "could start one; start tensorboard with --stepscope_captures to allow them (docs/security.md)",
         )
-    try:
-        body = await request.json()
-    except ValueError:
-        raise BadParameter("the capture request is not valid JSON") from None
+    body = await _json_body(request, MAX_CAPTURE_BODY, "the capture request")
     job = request.app.state.dashboard.captures.start(CaptureRequest.from_json(body))
     return JsonResponse({"id": job.id}, status_code=202)
+
+
+async def _json_body(request: Request, limit: int, what: str) -> Any:
+    """The request's JSON body, read no further than ``limit`` bytes (413 past it: a body
+    is never held whole before it is known to be small) and decoded without a traceback
+    (400 for invalid JSON and for JSON nested past the decoder's recursion limit)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise TooLarge(f"{what} is {size_text(int(declared))}, more than {size_text(limit)}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise TooLarge(f"{what} is more than {size_text(limit)}")
+    try:
+        return json.loads(body)
+    except RecursionError:
+        raise BadParameter(f"{what} is nested too deeply") from None
+    except ValueError:
+        raise BadParameter(f"{what} is not valid JSON") from None
 
 
 def api_capture_status(request: Request) -> Response:
