@@ -7,7 +7,7 @@ to the log directory. States a request can find:
 - ready: ``<cache>/<key>/`` exists (the worker renames it into place when complete);
 - failed: ``<cache>/<key>.error.json`` holds the one-line reason (a corrupt profile stays
   failed until the file changes, without being read again on every request); or, when
-  the worker ran out of memory or died on it twice, the reason is kept in memory only
+  the worker ran out of memory or time, or died on it twice, the reason is kept in memory only
   (the file may be fine on a bigger machine, or with a higher ``STEPSCOPE_WORKER_MEMORY``:
   a restarted server tries again);
 - pending: a worker is on it; ``<cache>/<key>.progress.json`` says how far.
@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stepscope import __version__
-from stepscope.dashboard.pools import WorkerFailed, WorkerPool, default_memory_limit, spawn_pool, stop_pool
+from stepscope.dashboard.pools import WorkerFailed, WorkerPool, default_memory_limit, default_time_limit, spawn_pool, stop_pool
 from stepscope.dashboard.worker import (
     ERROR_FILE,
     PROGRESS_FILE,
@@ -83,15 +83,19 @@ Status = Ready | Pending | Failed
 class AnalysisCache:
     """``workers``: analyses at a time (default: half the CPUs). ``memory_limit``: each
     worker's cap in bytes (None: ``pools.default_memory_limit()``; 0: no cap).
+    ``time_limit``: each analysis's, in seconds (None: ``pools.default_time_limit()``; 0: none).
     ``analyse``: what a worker runs on a profile, ``worker.analyse``; tests inject a fake
     here (a module-level function: it is sent to the worker process by name). ``warm``:
     what each worker runs as it starts (None: nothing)."""
 
-    def __init__(self, cache_dir: Path, workers: int | None = None, memory_limit: int | None = None, analyse=analyse, warm=warm_up) -> None:
+    def __init__(
+        self, cache_dir: Path, workers: int | None = None, memory_limit: int | None = None, analyse=analyse, warm=warm_up, time_limit: float | None = None
+    ) -> None:
         self.root = Path(cache_dir) / "analysis"
         self.root.mkdir(parents=True, exist_ok=True)
         self.workers = workers or max(1, (os.cpu_count() or 2) // 2)
         self.memory_limit = default_memory_limit() if memory_limit is None else memory_limit or None
+        self.time_limit = default_time_limit() if time_limit is None else time_limit or None
         self._analyse, self._warm = analyse, warm
         self._lock = threading.Lock()
         self._jobs: dict[str, Future] = {}
@@ -131,7 +135,7 @@ class AnalysisCache:
 
     def _started_pool(self) -> WorkerPool:
         if self._pool is None:
-            self._pool = spawn_pool(self.workers, self.memory_limit, self._warm)
+            self._pool = spawn_pool(self.workers, self.memory_limit, self._warm, self.time_limit)
         return self._pool
 
     def _submit(self, key: str, path: Path) -> None:
@@ -145,8 +149,8 @@ class AnalysisCache:
         with self._lock:
             self._jobs.pop(key, None)
             if isinstance(error, WorkerFailed):
-                # Out of memory, or killed twice: maybe not the file's fault (the machine,
-                # the cap), so remembered until the server restarts, not on disk.
+                # Out of memory, out of time, or killed twice: maybe not the file's fault (the
+                # machine, the caps), so remembered until the server restarts, not on disk.
                 self._failed[key] = f"analysis of {path} stopped: {error}"
             elif error is not None:
                 atomic_write(self.root / f"{key}.{ERROR_FILE}", json.dumps({"error": _describe(path, error)}).encode())

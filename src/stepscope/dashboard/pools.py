@@ -13,6 +13,11 @@ Each worker caps its own address space (``memory_limit``), so one bad file canno
 machine: an allocation past the cap raises MemoryError in the worker, which charges that
 job (``WorkerFailed``, no retry: the same file would hit the same cap) and is replaced.
 
+Each job has a time limit (``time_limit``): a job still running past it (a file that
+sends a tool into an endless loop) has its worker stopped and replaced, and fails with
+``WorkerFailed`` (no retry: the same file would loop again), so one file cannot hold a
+worker, and every profile queued behind it, for ever.
+
 spawn, not fork: the server has threads (uvicorn, capture jobs) that a fork would copy in
 whatever state they are in.
 
@@ -29,6 +34,7 @@ import contextlib
 import multiprocessing
 import os
 import pickle
+import re
 import signal
 import threading
 import traceback
@@ -40,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from stepscope.errors import StepscopeError
-from stepscope.sizes import size_setting, size_text
+from stepscope.sizes import NO_LIMIT, size_setting, size_text
 
 # The setting (environment variable) that caps each worker's memory: a size ("8G", "512M",
 # bytes), or "none" for no cap.
@@ -52,6 +58,14 @@ RETRIES = 1
 # ran out of memory half way through may hold broken state).
 OUT_OF_MEMORY_EXIT = 86
 CGROUP_MEMORY_MAX = Path("/sys/fs/cgroup/memory.max")
+# The setting that limits each job's time in a worker: seconds, or a number with s, m or h
+# ("90s", "30m", "2h"); "none" for no limit.
+TIME_SETTING = "STEPSCOPE_WORKER_TIME"
+# Far beyond any analysis measured (the largest shared profiles take under a minute), and
+# short enough that a looping file frees its worker within the hour.
+DEFAULT_TIME_LIMIT_S = 30 * 60.0
+_TIME = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([smh]?)", re.IGNORECASE)
+_TIME_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
 
 
 class WorkerFailed(StepscopeError):
@@ -80,6 +94,29 @@ def default_memory_limit() -> int | None:
     with contextlib.suppress(OSError, ValueError):
         physical = min(physical or 1 << 62, int(CGROUP_MEMORY_MAX.read_text().strip()))  # "max" -> ValueError
     return size_setting(MEMORY_SETTING, physical // 2 if physical else None)
+
+
+def default_time_limit() -> float | None:
+    """Each job's time limit in seconds: ``STEPSCOPE_WORKER_TIME`` when set ("none", "off" or
+    "0": no limit), else ``DEFAULT_TIME_LIMIT_S``."""
+    text = os.environ.get(TIME_SETTING, "").strip()
+    if not text:
+        return DEFAULT_TIME_LIMIT_S
+    if text.lower() in NO_LIMIT:
+        return None
+    match = _TIME.fullmatch(text)
+    if match is None:
+        raise StepscopeError(f"{TIME_SETTING}: {text!r} is not a duration (give seconds, or a number with s, m or h); or 'none' for no limit")
+    return float(match.group(1)) * _TIME_UNITS[match.group(2).lower()]
+
+
+def time_text(seconds: float) -> str:
+    """``90 s``, ``30 min``, ``1.5 h``: a time limit for a message."""
+    if seconds >= 3600:
+        return f"{seconds / 3600:g} h"
+    if seconds >= 60:
+        return f"{seconds / 60:g} min"
+    return f"{seconds:g} s"
 
 
 def _limit_memory(limit: int | None) -> None:
@@ -138,6 +175,13 @@ def _worker_main(connection: Connection, memory_limit: int | None, warm: Callabl
             return
 
 
+class TimedOut:
+    """What ``_Worker.run`` returns when the job ran past its time limit."""
+
+
+TIMED_OUT = TimedOut()
+
+
 @dataclass
 class _Job:
     future: Future
@@ -155,11 +199,13 @@ class _Worker:
         self.process.start()
         child.close()
 
-    def run(self, data: bytes) -> tuple[bool, Any] | None:
-        """Sends a job and waits for its answer; None when the process died first."""
+    def run(self, data: bytes, time_limit: float | None) -> tuple[bool, Any] | None | TimedOut:
+        """Sends a job and waits for its answer; None when the process died first,
+        ``TIMED_OUT`` when ``time_limit`` (seconds) passed first (the process still runs)."""
         try:
             self.connection.send_bytes(data)
-            wait([self.connection, self.process.sentinel])
+            if not wait([self.connection, self.process.sentinel], timeout=time_limit):
+                return TIMED_OUT
             return pickle.loads(self.connection.recv_bytes())
         except (EOFError, OSError):
             return None
@@ -197,12 +243,20 @@ class WorkerPool:
 
     ``submit`` returns a ``concurrent.futures.Future``: the job's result, its exception (the
     worker lives on), or ``WorkerFailed`` when the worker ran out of memory or died under
-    it on every try. A death never touches another job. ``warm``: a module-level function
-    each worker process runs as it starts, before its first job (its failure is ignored).
+    it on every try, or the job ran past ``time_limit`` seconds (None: none). A death never
+    touches another job. ``warm``: a module-level function each worker process runs as it
+    starts, before its first job (its failure is ignored).
     """
 
-    def __init__(self, workers: int, memory_limit: int | None = None, name: str = "stepscope-worker", warm: Callable[[], None] | None = None) -> None:
-        self.workers, self.memory_limit, self.name, self.warm = workers, memory_limit, name, warm
+    def __init__(
+        self,
+        workers: int,
+        memory_limit: int | None = None,
+        name: str = "stepscope-worker",
+        warm: Callable[[], None] | None = None,
+        time_limit: float | None = None,
+    ) -> None:
+        self.workers, self.memory_limit, self.name, self.warm, self.time_limit = workers, memory_limit, name, warm, time_limit
         self._context = multiprocessing.get_context("spawn")
         self._lock = threading.Condition()
         self._queue: collections.deque[_Job] = collections.deque()
@@ -277,10 +331,18 @@ class WorkerPool:
                         job.future.set_exception(WorkerFailed("the worker was stopped: the server is closing"))
                         return
                     self._running[number] = worker
-                answer = worker.run(data)
+                answer = worker.run(data, self.time_limit)
                 with self._lock:
                     self._running.pop(number, None)
                     closed = self._closed
+                if isinstance(answer, TimedOut):  # replaced; not retried: the same job would loop again
+                    worker.stop()
+                    worker = None
+                    assert self.time_limit is not None
+                    job.future.set_exception(
+                        WorkerFailed(f"the worker ran past its time limit of {time_text(self.time_limit)} and was replaced ({TIME_SETTING} sets the limit)")
+                    )
+                    continue
                 if answer is not None:
                     ok, value = answer
                     if ok:
@@ -323,8 +385,8 @@ class WorkerPool:
             thread.join(timeout=10)
 
 
-def spawn_pool(workers: int, memory_limit: int | None = None, warm: Callable[[], None] | None = None) -> WorkerPool:
-    return WorkerPool(workers, memory_limit, warm=warm)
+def spawn_pool(workers: int, memory_limit: int | None = None, warm: Callable[[], None] | None = None, time_limit: float | None = None) -> WorkerPool:
+    return WorkerPool(workers, memory_limit, warm=warm, time_limit=time_limit)
 
 
 def stop_pool(pool: WorkerPool | None) -> None:

@@ -98,13 +98,18 @@ def past_the_cap() -> None:
     allocate(memory_cap() or 64 << 30)
 
 
+def sleep(seconds: float) -> None:
+    time.sleep(seconds)
+
+
 def fail(message: str) -> None:
     raise ValueError(message)
 
 
 def analyse_or_crash(profile_path: str, folder: str, progress_path: str) -> None:
     """``worker.analyse``'s stand-in: a profile whose file name says "crash" kills the
-    worker, "hog" allocates past the worker's cap; any other profile gets
+    worker, "hog" allocates past the worker's cap, "loop" never ends (a tool in an endless
+    loop: what a heap simulation sharing a buffer with itself did); any other profile gets
     ``{"fake": <file name>}`` as every tool's JSON, without being read."""
     name = Path(profile_path).name
     time.sleep(0.2)
@@ -112,6 +117,8 @@ def analyse_or_crash(profile_path: str, folder: str, progress_path: str) -> None
         os.kill(os.getpid(), KILLED_BY)
     if "hog" in name:
         past_the_cap()
+    while "loop" in name:
+        pass
     target = Path(folder)
     staging = target.with_name(f".{target.name}.fake")
     staging.mkdir()
