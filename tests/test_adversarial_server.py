@@ -8,10 +8,8 @@ the server); nothing hangs (each child process has a timeout), nothing dies.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 

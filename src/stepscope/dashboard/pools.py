@@ -199,7 +199,7 @@ class _Worker:
         self.process.start()
         child.close()
 
-    def run(self, data: bytes, time_limit: float | None) -> tuple[bool, Any] | None | TimedOut:
+    def run(self, data: bytes, time_limit: float | None) -> tuple[bool, Any] | TimedOut | None:
         """Sends a job and waits for its answer; None when the process died first,
         ``TIMED_OUT`` when ``time_limit`` (seconds) passed first (the process still runs)."""
         try:
