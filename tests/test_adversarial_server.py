@@ -8,12 +8,19 @@ the server); nothing hangs (each child process has a timeout), nothing dies.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
+import time
+from pathlib import Path
 
+import grpc
 import pytest
 
+from stepscope.protos import profiler_service_pb2
+from stepscope.trace import names
 from tests.support import hostile
+from tests.support.service_job import Job
 
 TIMEOUT_S = 60
 
@@ -52,3 +59,50 @@ def test_a_file_url_folder_skips_what_is_no_regular_file(tmp_path):
     assert result.returncode == 0, result.stderr[-2000:]
     assert '"rank0"' in result.stdout and '"rank1"' in result.stdout
     assert "rank2" not in result.stdout and "rank3" not in result.stdout
+
+
+# --- item 3: the profiler server in the job holds no more than a small request -----------------
+
+
+def _memory_mib(pid: int) -> dict[str, int]:
+    """The job's resident memory now (VmRSS) and at its peak so far (VmHWM), in MiB."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return {key: int(re.search(rf"^{key}:\s+(\d+) kB", status, re.MULTILINE).group(1)) >> 10 for key in ("VmRSS", "VmHWM")}
+
+
+def _profile_call(address: str):
+    channel = grpc.insecure_channel(address, options=[("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)])
+    call = channel.unary_unary(
+        f"/{names.PROFILER_SERVICE}/Profile",
+        request_serializer=profiler_service_pb2.ProfileRequest.SerializeToString,
+        response_deserializer=profiler_service_pb2.ProfileResponse.FromString,
+    )
+    return channel, call
+
+
+def test_the_job_refuses_a_huge_request_without_holding_it(tmp_path):
+    """A 256 MiB ProfileRequest (a path of 256 Mi "x") on loopback. Before the cap the job went
+    from 61 MB to a 2,467 MB peak and kept 419 MB (1 GB: 182 MB -> 6.77 GB); now grpc refuses
+    it as it arrives and the job's peak stays within a few MB of where it was."""
+    job = Job(tmp_path, "huge", 120)
+    channel, call = _profile_call(job.address)
+    try:
+        time.sleep(0.5)  # the job's server has warmed up (its imports are in the baseline)
+        before = _memory_mib(job.process.pid)
+        with pytest.raises(grpc.RpcError) as refused:
+            call(profiler_service_pb2.ProfileRequest(duration_ms=100, repository_root="x" * (256 << 20)), timeout=TIMEOUT_S)
+        assert refused.value.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        assert "larger than max" in refused.value.details() and "65536" in refused.value.details()
+        # Under the request cap, but a host name no file system takes: refused by field.
+        with pytest.raises(grpc.RpcError) as named:
+            call(profiler_service_pb2.ProfileRequest(duration_ms=100, host_name="h" * 10_000), timeout=TIMEOUT_S)
+        assert named.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert named.value.details() == "host_name is 10000 characters, more than 255"
+        after = _memory_mib(job.process.pid)
+        assert after["VmHWM"] - before["VmHWM"] < 32, (before, after)  # measured: 0-1 MiB
+        # And the job still captures.
+        answer = call(profiler_service_pb2.ProfileRequest(duration_ms=100, host_name="ok"), timeout=TIMEOUT_S)
+        assert not answer.empty_trace and answer.tool_data[0].name == "xplane.pb"
+    finally:
+        channel.close()
+        job.finish()
