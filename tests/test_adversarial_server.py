@@ -17,9 +17,12 @@ from pathlib import Path
 import grpc
 import pytest
 
+from stepscope.dashboard import state
+from stepscope.dashboard.analysis_cache import AnalysisCache
 from stepscope.protos import profiler_service_pb2
 from stepscope.trace import names
 from tests.support import hostile
+from tests.support.dashboard.inprocess import InProcessServer
 from tests.support.service_job import Job
 
 TIMEOUT_S = 60
@@ -106,3 +109,28 @@ def test_the_job_refuses_a_huge_request_without_holding_it(tmp_path):
     finally:
         channel.close()
         job.finish()
+
+
+# --- item 4: a profile swapped for a link outside the logdir after the listing ----------------
+
+
+def test_a_profile_swapped_for_a_link_outside_is_not_served(tmp_path, monkeypatch):
+    """The listing saw a regular file inside the logdir; before the read, it became a link to
+    a profile outside. The worker checks the file it opened (its real path, from the open
+    descriptor) against the logdir: refused in one line, where the outside profile's data
+    was served (its 7 events) on the first try."""
+    monkeypatch.setattr(state, "DISCOVERY_TTL_S", 3600.0)  # the listing stays as it was: the race, held open
+    session = tmp_path / "logs" / "plugins" / "profile" / "run"
+    session.mkdir(parents=True)
+    host = hostile.xspace_of_events(session / "host.xplane.pb", 10)
+    outside = hostile.xspace_of_events(tmp_path / "secret.xplane.pb", 7)
+    server = InProcessServer(tmp_path / "logs", AnalysisCache(tmp_path / "cache", workers=1))
+    try:
+        assert server.get("/api/runs").json()["runs"] == [{"name": "run", "hosts": ["host"]}]
+        host.unlink()
+        host.symlink_to(outside)
+        answer = server.ready("/api/data", TIMEOUT_S, run="run", host="host", tool="trace_viewer")
+        assert answer.status == 422, answer.body[:300]
+        assert answer.json() == {"error": f"{host}: lies outside the log directory (through a link); it is not read"}
+    finally:
+        server.stop()

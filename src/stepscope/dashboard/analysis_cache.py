@@ -96,6 +96,7 @@ class AnalysisCache:
         self.workers = workers or max(1, (os.cpu_count() or 2) // 2)
         self.memory_limit = default_memory_limit() if memory_limit is None else memory_limit or None
         self.time_limit = default_time_limit() if time_limit is None else time_limit or None
+        self.confine: str | None = None  # the folder the workers read profiles from (``confine``)
         self._analyse, self._warm = analyse, warm
         self._lock = threading.Lock()
         self._jobs: dict[str, Future] = {}
@@ -128,6 +129,11 @@ class AnalysisCache:
         progress = read_progress(self.root / f"{key}.{PROGRESS_FILE}")
         return Pending(progress or Progress("queued", 0.0, f"waiting for a worker for {path.name}"))
 
+    def confine_to(self, logdir: Path) -> None:
+        """Its workers read profiles inside ``logdir`` only (``files.confine_reads``): a
+        profile swapped for a link elsewhere after the listing is refused. Before any job."""
+        self.confine = str(logdir)
+
     def prestart(self) -> None:
         """Starts the first worker now, to warm up while nobody waits (see ``pools``)."""
         with self._lock:
@@ -135,7 +141,7 @@ class AnalysisCache:
 
     def _started_pool(self) -> WorkerPool:
         if self._pool is None:
-            self._pool = spawn_pool(self.workers, self.memory_limit, self._warm, self.time_limit)
+            self._pool = spawn_pool(self.workers, self.memory_limit, self._warm, self.time_limit, self.confine)
         return self._pool
 
     def _submit(self, key: str, path: Path) -> None:

@@ -257,6 +257,8 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
     whether a token is needed (default: a server on 127.0.0.1, no token); see
     ``stepscope.dashboard.security``."""
     dashboard = Dashboard(Path(logdir), cache, Captures(Path(logdir)))
+    # The workers read profiles inside the logdir only, checked on the file they open.
+    cache.confine_to(dashboard.logdir)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -302,7 +304,7 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
     app.state.dashboard = dashboard
     app.state.access = access
     app.state.indexes = trace_api.Indexes()
-    app.state.profile_jobs = ProfileJobs()
+    app.state.profile_jobs = ProfileJobs(confine=dashboard.logdir)
     app.state.tool_runs = ToolRuns(app.state.profile_jobs)
     app.state.diffs = Diffs()
     app.state.distributed = DistributedViews(app.state.profile_jobs)

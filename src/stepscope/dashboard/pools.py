@@ -47,6 +47,7 @@ from typing import Any
 
 from stepscope.errors import StepscopeError
 from stepscope.sizes import NO_LIMIT, size_setting, size_text
+from stepscope.trace.files import confine_reads
 
 # The setting (environment variable) that caps each worker's memory: a size ("8G", "512M",
 # bytes), or "none" for no cap.
@@ -140,11 +141,13 @@ def _portable(error: BaseException) -> BaseException:
         return RuntimeError(f"{type(error).__name__}: {error}")
 
 
-def _worker_main(connection: Connection, memory_limit: int | None, warm: Callable[[], None] | None) -> None:
-    """A worker process: warms up, then runs the jobs it is sent, one at a time, until its
-    pipe closes."""
+def _worker_main(connection: Connection, memory_limit: int | None, confine: str | None, warm: Callable[[], None] | None) -> None:
+    """A worker process: confines its reads of profiles to ``confine`` (a folder; None:
+    anywhere), warms up, then runs the jobs it is sent, one at a time, until its pipe
+    closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's; it stops us
     _limit_memory(memory_limit)
+    confine_reads(confine)
     if warm is not None:
         with contextlib.suppress(Exception):  # nothing lost: the first job pays what the warm-up would have
             warm()
@@ -193,9 +196,9 @@ class _Job:
 class _Worker:
     """One worker process and the server's end of its pipe."""
 
-    def __init__(self, context, memory_limit: int | None, name: str, warm: Callable[[], None] | None) -> None:
+    def __init__(self, context, memory_limit: int | None, confine: str | None, name: str, warm: Callable[[], None] | None) -> None:
         self.connection, child = context.Pipe()
-        self.process = context.Process(target=_worker_main, args=(child, memory_limit, warm), name=name, daemon=True)
+        self.process = context.Process(target=_worker_main, args=(child, memory_limit, confine, warm), name=name, daemon=True)
         self.process.start()
         child.close()
 
@@ -245,7 +248,8 @@ class WorkerPool:
     worker lives on), or ``WorkerFailed`` when the worker ran out of memory or died under
     it on every try, or the job ran past ``time_limit`` seconds (None: none). A death never
     touches another job. ``warm``: a module-level function each worker process runs as it
-    starts, before its first job (its failure is ignored).
+    starts, before its first job (its failure is ignored). ``confine``: the folder the
+    workers read profiles from (``files.confine_reads``; None: anywhere).
     """
 
     def __init__(
@@ -255,8 +259,10 @@ class WorkerPool:
         name: str = "stepscope-worker",
         warm: Callable[[], None] | None = None,
         time_limit: float | None = None,
+        confine: str | None = None,
     ) -> None:
         self.workers, self.memory_limit, self.name, self.warm, self.time_limit = workers, memory_limit, name, warm, time_limit
+        self.confine = confine
         self._context = multiprocessing.get_context("spawn")
         self._lock = threading.Condition()
         self._queue: collections.deque[_Job] = collections.deque()
@@ -365,7 +371,7 @@ class WorkerPool:
                 worker.stop()
 
     def _new_worker(self, number: int) -> _Worker:
-        return _Worker(self._context, self.memory_limit, f"{self.name}-{number}", self.warm)
+        return _Worker(self._context, self.memory_limit, self.confine, f"{self.name}-{number}", self.warm)
 
     def close(self) -> None:
         """Ends the worker processes now, busy or not; queued jobs are cancelled and a
@@ -385,8 +391,10 @@ class WorkerPool:
             thread.join(timeout=10)
 
 
-def spawn_pool(workers: int, memory_limit: int | None = None, warm: Callable[[], None] | None = None, time_limit: float | None = None) -> WorkerPool:
-    return WorkerPool(workers, memory_limit, warm=warm, time_limit=time_limit)
+def spawn_pool(
+    workers: int, memory_limit: int | None = None, warm: Callable[[], None] | None = None, time_limit: float | None = None, confine: str | None = None
+) -> WorkerPool:
+    return WorkerPool(workers, memory_limit, warm=warm, time_limit=time_limit, confine=confine)
 
 
 def stop_pool(pool: WorkerPool | None) -> None:
