@@ -23,6 +23,7 @@ from stepscope.protos import profiler_service_pb2
 from stepscope.trace import names
 from tests.support import hostile
 from tests.support.dashboard.inprocess import InProcessServer
+from tests.support.dashboard.server import DashboardServer
 from tests.support.service_job import Job
 
 TIMEOUT_S = 60
@@ -134,3 +135,94 @@ def test_a_profile_swapped_for_a_link_outside_is_not_served(tmp_path, monkeypatc
         assert answer.json() == {"error": f"{host}: lies outside the log directory (through a link); it is not read"}
     finally:
         server.stop()
+
+
+# --- item 5: a damaged cache is rebuilt, never served, never fatal --------------------------------
+
+EVENTS = 10  # the profile's events: 1 ns each, back to back, so its span is 10 ns = 10,000 ps
+SPAN_PS = EVENTS * 1_000
+
+
+def _truncate(path: Path) -> None:
+    with open(path, "r+b") as stream:
+        stream.truncate(path.stat().st_size // 2)
+
+
+def _replace_with(make):
+    def damage(path: Path) -> None:
+        path.unlink()
+        make(path)
+
+    return damage
+
+
+# What is done to the cached overview_page.json: each was served as it was (a truncated
+# document as 200 with invalid JSON), or a plain-text 500, or hung the request (a FIFO).
+DAMAGE = {
+    "truncated": _truncate,
+    "missing": Path.unlink,
+    "directory": _replace_with(Path.mkdir),
+    "fifo": _replace_with(hostile.fifo),
+}
+
+
+@pytest.fixture
+def served(tmp_path):
+    session = tmp_path / "logs" / "plugins" / "profile" / "run"
+    session.mkdir(parents=True)
+    hostile.xspace_of_events(session / "host.xplane.pb", EVENTS)
+    server = DashboardServer(tmp_path / "logs", tmp_path / "cache")
+    yield server
+    server.stop()
+
+
+def _folder(server: DashboardServer) -> Path:
+    (folder,) = [path for path in (server.cache_dir / "analysis").iterdir() if path.is_dir() and not path.name.startswith(".")]
+    return folder
+
+
+@pytest.mark.parametrize("damage", list(DAMAGE))
+def test_a_damaged_tool_answer_is_rebuilt(served, damage):
+    where = {"run": "run", "host": "host", "tool": "overview_page"}
+    first = served.ready("/api/data", TIMEOUT_S, **where)
+    assert first.status == 200
+    document = _folder(served) / "overview_page.json"
+    DAMAGE[damage](document)
+    answer = served.request("GET", "/api/data?run=run&host=host&tool=overview_page")
+    assert answer.status == 202, answer.body[:300]  # at once: no hang on the FIFO
+    assert "is damaged (overview_page.json: " in answer.json()["message"]
+    again = served.ready("/api/data", TIMEOUT_S, **where)
+    assert again.status == 200 and again.json() == first.json()
+    assert served.process.poll() is None
+
+
+def _summary(server: DashboardServer):
+    return server.get("/api/trace/summary", run="run", host="host", start_ps="0", end_ps=str(SPAN_PS))
+
+
+def test_a_truncated_index_array_is_rebuilt(served):
+    """Truncated before the server opened the index: refused at open (its size is not the
+    header's), rebuilt; it was a 500."""
+    assert served.ready("/api/data", TIMEOUT_S, run="run", host="host", tool="overview_page").status == 200
+    _truncate(_folder(served) / "trace_index" / "key.npy")
+    answer = _summary(served)
+    assert answer.status == 202, answer.body[:300]
+    assert "is damaged (trace_index: " in answer.json()["message"] and "array key is missing or damaged" in answer.json()["message"]
+    rebuilt = served.ready("/api/trace/summary", TIMEOUT_S, run="run", host="host", start_ps="0", end_ps=str(SPAN_PS))
+    assert rebuilt.status == 200
+    assert (_folder(served) / "trace_index" / "key.npy").stat().st_size == 128 + EVENTS * 8  # whole again: header + 10 int64
+
+
+def test_truncating_an_open_index_does_not_kill_the_server(served):
+    """The index was open (its arrays mapped, the server killed by SIGBUS, rc -7, at the
+    next query once one was truncated); an index this small is read into memory, so the
+    server answers as before."""
+    served.ready("/api/trace/summary", TIMEOUT_S, run="run", host="host", start_ps="0", end_ps=str(SPAN_PS))
+    before = _summary(served)
+    assert before.status == 200
+    for array in (_folder(served) / "trace_index").glob("*.npy"):
+        with open(array, "r+b") as stream:
+            stream.truncate(0)
+    after = _summary(served)
+    assert served.process.poll() is None
+    assert after.status == 200 and after.json() == before.json()

@@ -30,7 +30,7 @@ from stepscope.analysis.distributed import TOOL as DISTRIBUTED
 from stepscope.analysis.distributed.reduce import BY_AUTO, UNITS
 from stepscope.analysis.registry import OptionError
 from stepscope.dashboard import trace_api
-from stepscope.dashboard.analysis_cache import AnalysisCache, Ready
+from stepscope.dashboard.analysis_cache import AnalysisCache, CacheDamaged, Ready
 from stepscope.dashboard.api_errors import ApiError, BadParameter, NotFound, TooLarge
 from stepscope.dashboard.captures import CaptureRequest, Captures
 from stepscope.dashboard.diffs import Diffs
@@ -40,7 +40,7 @@ from stepscope.dashboard.responses import JsonResponse
 from stepscope.dashboard.security import STATE_CHANGING_METHODS, Access, Guard, state_changing
 from stepscope.dashboard.state import Dashboard, analysis_status
 from stepscope.dashboard.tool_runs import ToolRuns
-from stepscope.dashboard.worker import table_from_json
+from stepscope.dashboard.worker import Progress, table_from_json
 from stepscope.errors import StepscopeError
 from stepscope.render.formats import table_csv
 from stepscope.sizes import size_text
@@ -120,7 +120,7 @@ def _documents(request: Request) -> tuple[str, bytes, bytes]:
     ready, tool = _ready(dashboard, request)
     options = _options(tool, request)
     if not options:
-        return tool, ready.tool_file(tool).read_bytes(), ready.tables_file(tool).read_bytes()
+        return tool, ready.tool_document(tool), ready.tables_document(tool)
     runs: ToolRuns = request.app.state.tool_runs
     document, tables = runs.documents(str(dashboard.host(request).path), ready.folder.name, tool, options)
     return tool, document, tables
@@ -243,6 +243,15 @@ async def api_error(request: Request, exc: ApiError) -> Response:
     return JsonResponse(exc.body, status_code=exc.status)
 
 
+async def damaged_cache(request: Request, exc: Exception) -> Response:
+    """A cached analysis found damaged while answering (``analysis_cache.CacheDamaged``):
+    the folder goes, and the answer is the one of a profile being analysed (202), which the
+    page polls until the new analysis is ready."""
+    assert isinstance(exc, CacheDamaged)
+    request.app.state.dashboard.cache.discard(exc.folder)
+    return JsonResponse(Progress("queued", 0.0, str(exc)).to_json(), status_code=202)
+
+
 async def bad_request(request: Request, exc: Exception) -> Response:
     """Any other StepscopeError (a capture request that is not valid, ...): 400."""
     return error(400, str(exc))
@@ -298,7 +307,7 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
         routes=routes,
         middleware=middleware,
         # The most specific class's handler answers: ApiError's before StepscopeError's.
-        exception_handlers={ApiError: api_error, StepscopeError: bad_request},
+        exception_handlers={ApiError: api_error, CacheDamaged: damaged_cache, StepscopeError: bad_request},
         lifespan=lifespan,
     )
     app.state.dashboard = dashboard

@@ -10,6 +10,7 @@ read is refused, not served."""
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import stat
@@ -93,6 +94,17 @@ def open_regular(path: Path) -> io.BufferedReader:
     except BaseException:
         os.close(handle)
         raise
+
+
+def open_cache_file(path: Path) -> io.BufferedReader:
+    """A file stepscope wrote into its cache, opened for reading: a regular file, not
+    reached through a link, opened without blocking (a FIFO put there is refused, not
+    waited on); OSError otherwise, for the caller to rebuild what the file held."""
+    handle = os.open(path, _OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0))
+    if not stat.S_ISREG(os.fstat(handle).st_mode):
+        os.close(handle)
+        raise OSError(errno.EINVAL, f"{path} is not a regular file")
+    return os.fdopen(handle, "rb")
 
 
 def _check_regular(path: Path, mode: int) -> None:

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from stepscope.analysis import tool_names
-from stepscope.dashboard.worker import TABLES_SUFFIX, TOOL_SUFFIX
+from stepscope.dashboard.worker import TABLES_SUFFIX, TOOL_SUFFIX, write_checksums
 
 KILLED_BY = signal.SIGKILL
 # Where the fake warm-ups record themselves (a spawned worker inherits the environment).
@@ -125,4 +125,5 @@ def analyse_or_crash(profile_path: str, folder: str, progress_path: str) -> None
     for tool in tool_names(None):
         (staging / f"{tool}{TOOL_SUFFIX}").write_text(json.dumps({"fake": name}))
         (staging / f"{tool}{TABLES_SUFFIX}").write_text(json.dumps({"tables": []}))
+    write_checksums(staging)
     os.replace(staging, target)
