@@ -54,7 +54,7 @@ from stepscope.dashboard.worker import (
     warm_up,
 )
 from stepscope.errors import StepscopeError
-from stepscope.trace.files import atomic_write, open_cache_file
+from stepscope.trace.files import atomic_write, read_cache_file
 
 # What a cached analysis holds, beyond the release: bumped whenever a cached file's content
 # changes without a new version number (a tool's new fields, the distributed view's device
@@ -84,9 +84,9 @@ class Ready:
         """The file ``name`` of the folder, checked against the size and CRC-32 recorded
         when it was written; CacheDamaged when it is not that file."""
         try:
-            sums = json.loads(_read_private(self.folder / CHECKSUMS_FILE))
+            sums = json.loads(read_cache_file(self.folder / CHECKSUMS_FILE))
             size, crc = sums[name]
-            data = _read_private(self.folder / name)
+            data = read_cache_file(self.folder / name)
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise CacheDamaged(self.folder, f"{name}: {type(error).__name__}: {error}") from None
         if checksum(data) != [size, crc]:
@@ -228,8 +228,3 @@ def _read_error(error_file: Path) -> str:
         return json.loads(error_file.read_bytes())["error"]
     except (OSError, ValueError, KeyError, TypeError):
         return f"{error_file}: unreadable error record"
-
-
-def _read_private(path: Path) -> bytes:
-    with open_cache_file(path) as stream:
-        return stream.read()

@@ -62,8 +62,9 @@ CGROUP_MEMORY_MAX = Path("/sys/fs/cgroup/memory.max")
 # The setting that limits each job's time in a worker: seconds, or a number with s, m or h
 # ("90s", "30m", "2h"); "none" for no limit.
 TIME_SETTING = "STEPSCOPE_WORKER_TIME"
-# Far beyond any analysis measured (the largest shared profiles take under a minute), and
-# short enough that a looping file frees its worker within the hour.
+# Generous, for big profiles on slow machines (a fresh worker's warm-up, ~0.35 s, counts
+# towards its first job), and short enough that a looping file frees its worker within the
+# hour; raise it for profiles that take longer.
 DEFAULT_TIME_LIMIT_S = 30 * 60.0
 _TIME = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([smh]?)", re.IGNORECASE)
 _TIME_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}

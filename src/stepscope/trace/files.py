@@ -107,6 +107,12 @@ def open_cache_file(path: Path) -> io.BufferedReader:
     return os.fdopen(handle, "rb")
 
 
+def read_cache_file(path: Path) -> bytes:
+    """The bytes of a cache file (:func:`open_cache_file`'s checks)."""
+    with open_cache_file(path) as stream:
+        return stream.read()
+
+
 def _check_regular(path: Path, mode: int) -> None:
     if stat.S_ISREG(mode):
         return

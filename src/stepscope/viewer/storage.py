@@ -31,7 +31,7 @@ import msgspec
 import numpy as np
 
 from stepscope.errors import StepscopeError
-from stepscope.trace.files import open_cache_file
+from stepscope.trace.files import open_cache_file, read_cache_file
 
 # 2: the layout leaves hidden planes (Kineto's /host:trace-spans) out of the index.
 # 3: rows and positions are int32, and an event's plane is its track's (no ref_plane).
@@ -98,7 +98,7 @@ def load_index(folder: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str
     IndexFormatError names what is missing or wrong."""
     folder = Path(folder)
     try:
-        manifest = json.loads(_read(folder / MANIFEST))
+        manifest = json.loads(read_cache_file(folder / MANIFEST))
     except FileNotFoundError:
         raise IndexFormatError(f"{folder}: not a trace index (no {MANIFEST})") from None
     except (OSError, ValueError) as error:
@@ -120,15 +120,10 @@ def load_index(folder: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str
         if len(arrays[name]) != size:
             raise IndexFormatError(f"{folder}: array {name} has {len(arrays[name])} entries, expected {size}")
     try:
-        names = msgspec.json.decode(_read(folder / NAMES))
+        names = msgspec.json.decode(read_cache_file(folder / NAMES))
     except (OSError, msgspec.DecodeError) as error:
         raise IndexFormatError(f"{folder}: the index's names are missing or damaged ({error})") from None
     return manifest, arrays, names
-
-
-def _read(path: Path) -> bytes:
-    with open_cache_file(path) as stream:
-        return stream.read()
 
 
 def _load_array(path: Path) -> np.ndarray:
