@@ -3,10 +3,11 @@
 One child process (see ``tests/support/frameworks.py``) imports TensorFlow, runs the
 scenarios and writes what it saw to a manifest: a ``tf.function`` training loop of STEPS
 steps, each inside ``tf.profiler.experimental.Trace("train", step_num=i, _r=1)``, captured
-by ``TensorFlowTracer``; options TensorFlow 2.21 ignores; a start while the program itself
-profiles with tf.profiler; and a start while another TSL session (what a capture through
-TensorFlow's profiler server holds) is active. A second child imports TensorFlow and JAX
-together and runs both tracers at once.
+by ``TensorFlowTracer``; a start while the program itself profiles with tf.profiler; and a
+start while another TSL session (what a capture through TensorFlow's profiler server
+holds) is active. Another child captures at host tracer levels 0, 1 and 2 with TensorFlow's
+logging on and its stderr kept; a third imports TensorFlow and JAX together and runs both
+tracers at once.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 
 from stepscope.capture.tracers import jax as jax_tracer
 from stepscope.capture.tracers import tensorflow as tf_tracer
-from tests.support.frameworks import run_framework_script
+from tests.support.frameworks import find_files, run_framework_script, tsl_xplane_pb2
 from tests.support.tracers import CHILD_HELPERS, STEPS, assert_capture, check_unavailable, ours
 
 pytestmark = pytest.mark.framework
@@ -74,16 +75,7 @@ manifest["main_warnings"] = [str(warning.message) for warning in caught]
 manifest["after"] = left_behind()
 manifest["stop_again"] = len(tracer.stop())
 
-# 2. Options other than TensorFlow's defaults.
-tracer = TensorFlowTracer()
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    tracer.start(ProfilerOptions(host_tracer_level=0))
-w = train(w, x)
-manifest["host_off"] = describe(tracer.stop())
-manifest["host_off_warnings"] = [str(warning.message) for warning in caught]
-
-# 3. The program is profiling with tf.profiler itself: start fails, the program's session
+# 2. The program is profiling with tf.profiler itself: start fails, the program's session
 #    goes on and is written.
 user_dir = OUT / "user"
 tf.profiler.experimental.start(str(user_dir))
@@ -99,7 +91,7 @@ tf.profiler.experimental.stop()
 busy["user"] = describe([stepscope.load(path) for path in sorted(user_dir.rglob("*.xplane.pb"))], name="user")
 manifest["program_busy"] = busy
 
-# 4. Another TSL session is active (a server capture holds one): start fails; TensorFlow's
+# 3. Another TSL session is active (a server capture holds one): start fails; TensorFlow's
 #    failed session is not left behind as its current profiler, so a later start works.
 other = _pywrap_profiler.ProfilerSession()
 other.start(str(OUT / "other"), {})
@@ -122,6 +114,38 @@ w = train(w, x)
 tsl["next"] = describe(tracer.stop())
 manifest["tsl_busy"] = tsl
 
+(OUT / "manifest.json").write_text(json.dumps(manifest))
+"""
+
+_LEVELS_SCRIPT = """
+# Host tracer levels 0, 1, 2, with descriptor 2 (where TSL logs) held in a file; each
+# XSpace TensorFlow wrote is copied out before the tracer reads and removes it.
+import shutil
+from stepscope.capture.tracers import tensorflow as tf_module
+
+read_folder = tf_module.read_xspace_folder
+saved = os.dup(2)
+with open(OUT / "stderr.txt", "wb") as err:
+    os.dup2(err.fileno(), 2)
+    try:
+        for level in (0, 1, 2):
+            into = OUT / f"level{level}"
+            into.mkdir()
+
+            def keeping(folder, source, into=into):
+                for path in folder.rglob("*.xplane.pb"):
+                    shutil.copy(path, into)
+                return read_folder(folder, source)
+
+            tf_module.read_xspace_folder = keeping
+            tracer = TensorFlowTracer()
+            tracer.start(ProfilerOptions(host_tracer_level=level))
+            w = train(w, x)
+            manifest[f"level{level}"] = describe(tracer.stop())
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        tf_module.read_xspace_folder = read_folder
 (OUT / "manifest.json").write_text(json.dumps(manifest))
 """
 
@@ -178,16 +202,25 @@ def test_the_jax_tracer_stays_out_of_a_tensorflow_program(manifest):
     assert manifest["jax_tracer_available"] is False
 
 
-def test_warns_where_tensorflow_ignores_the_options(manifest):
-    off = manifest["host_off"]
-    assert off["count"] == 1 and off["invalid"] is None
-    ignored = [message for message in manifest["host_off_warnings"] if "ignores the options" in message]
-    if manifest["version"].startswith(tf_tracer.OPTIONS_IGNORED_RELEASES):
-        # TensorFlow 2.21 traced with its defaults: the steps are there despite level 0.
-        assert len(ignored) == 1 and "host_tracer_level=0" in ignored[0]
-        assert off["steps"] == list(range(STEPS))
-    else:
-        assert ignored == []
+def test_the_levels_take_effect_and_tensorflow_logs_no_option_warning_nor_temporary_folder(tmp_path):
+    body = _TF_PRELUDE.format(helpers=CHILD_HELPERS, steps=STEPS) + _LEVELS_SCRIPT
+    # TensorFlow's C++ logging at its default level (the other scenarios silence it).
+    levels = run_framework_script(tmp_path, "tensorflow", "import tensorflow as tf", body, switches={"TF_CPP_MIN_LOG_LEVEL": "0"})
+    stderr = (tmp_path / "tensorflow_out" / "stderr.txt").read_text(errors="replace")
+    assert "Profiler session started" in stderr  # TSL's INFO log was caught, so would its warnings be
+    assert "expects an" not in stderr  # the options arrived as ints
+    assert "Collecting XSpace to repository" not in stderr and tf_tracer.TEMP_PREFIX not in stderr
+    # Host events per level, counted with TSL's own XSpace class in the file TensorFlow wrote.
+    counts = {}
+    for level in (0, 1, 2):
+        (path,) = find_files(tmp_path / "tensorflow_out" / f"level{level}", ".xplane.pb")
+        counts[level] = sum(len(line.events) for plane in read_space(path).planes if plane.name == "/host:CPU" for line in plane.lines)
+        assert levels[f"level{level}"]["planes"].get("/host:CPU", 0) == counts[level]
+    # level 0: the host tracer is off; 1: TraceMe level 1 only (the steps' annotations);
+    # 2: TensorFlow's ops and executor too. With ints TensorFlow traced at 2 every time.
+    assert counts[0] == 0 < counts[1] < counts[2]
+    assert levels["level0"].get("steps", []) == []
+    assert levels["level1"]["steps"] == levels["level2"]["steps"] == list(range(STEPS))
 
 
 def test_start_fails_cleanly_while_the_program_profiles_with_tf(manifest):
@@ -221,6 +254,12 @@ def test_with_jax_in_the_process_both_record_their_own(tmp_path):
     assert_capture(both["jax"]["jax_train"], jax_tracer.SOURCE)
     assert_capture(both["tensorflow"]["tf_train"], tf_tracer.SOURCE)
     assert ours(both["after"], "stepscope-") == []
+
+
+def read_space(path):
+    space = tsl_xplane_pb2().XSpace()
+    space.ParseFromString(path.read_bytes())
+    return space
 
 
 def test_not_available_in_a_program_without_tensorflow():

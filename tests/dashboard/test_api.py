@@ -18,7 +18,7 @@ import pytest
 
 from stepscope.analysis import run_tool, tool_names
 from stepscope.dashboard.security import SECURITY_HEADERS
-from stepscope.dashboard.worker import RANK_FILE
+from stepscope.dashboard.worker import CHECKSUMS_FILE, RANK_FILE
 from stepscope.render import render
 from stepscope.trace.readers import load
 from tests.support.dashboard.logdir import CPU_ONLY_HOST, GPU_HOSTS, TPU_SESSION
@@ -144,7 +144,9 @@ def test_tool_data_is_computed_once_and_kept_across_restarts(server, logdir, tmp
         assert server.ready("/api/data", **params, tool=tool).status == 200
     cache = Path(server.cache_dir) / "analysis"
     folders = [folder for folder in cache.iterdir() if folder.is_dir() and "." not in folder.name]  # not <key>.exports
-    files = sorted([f"{t}.json" for t in (*TOOLS, "trace_viewer")] + [f"{t}.tables.json" for t in (*TOOLS, "trace_viewer")] + ["trace_index", RANK_FILE])
+    files = sorted(
+        [f"{t}.json" for t in (*TOOLS, "trace_viewer")] + [f"{t}.tables.json" for t in (*TOOLS, "trace_viewer")] + ["trace_index", RANK_FILE, CHECKSUMS_FILE]
+    )
     assert all(sorted(f.name for f in folder.iterdir()) == files for folder in folders)
     assert not [path for path in logdir.root.rglob("*") if path.name.startswith(TOOLS)]  # nothing written to the logdir
     second = DashboardServer(logdir.root, server.cache_dir)

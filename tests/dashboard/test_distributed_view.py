@@ -11,7 +11,7 @@ from stepscope.analysis.opstats import OpStats
 from stepscope.dashboard.analysis_cache import Failed, Pending, Ready
 from stepscope.dashboard.distributed_view import load_rank_tables, pending_progress
 from stepscope.dashboard.profile_jobs import ProfileJobs
-from stepscope.dashboard.worker import RANK_FILE, Progress, write_rank_tables
+from stepscope.dashboard.worker import RANK_FILE, Progress, write_checksums, write_rank_tables
 from stepscope.trace.readers import load
 from tests.support.traces import shared
 
@@ -25,6 +25,7 @@ def test_cached_and_recomputed_rank_tables_are_the_engines(tmp_path):
     cached.mkdir()
     old.mkdir()
     write_rank_tables(OpStats(profile), cached)
+    write_checksums(cached)
     jobs = ProfileJobs()
     try:
         # As the analysis worker left them, named by the run's name for the file.
@@ -36,6 +37,7 @@ def test_cached_and_recomputed_rank_tables_are_the_engines(tmp_path):
         jobs.close()
     # Tables that failed are the rank's one-line error.
     (old / RANK_FILE).write_bytes(b'{"error": "x.json: the distributed view\'s tables failed (ValueError: bad)"}')
+    write_checksums(old)
     assert load_rank_tables(Ready(old), "h", ALEXNET, ProfileJobs()) == "x.json: the distributed view's tables failed (ValueError: bad)"
     assert dataclasses.is_dataclass(expected) and expected.file_host == "alexnet_small"
 

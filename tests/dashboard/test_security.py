@@ -9,6 +9,7 @@ exists; a driver script started there runs the servers and the requests and repo
 
 from __future__ import annotations
 
+import http.client
 import json
 import re
 import socket
@@ -185,11 +186,44 @@ def test_capture_takes_only_json(plain, body, content_type):
 
 
 @pytest.mark.parametrize(
+    ("body", "status", "says"),
+    [
+        # 50,000 "[": past the decoder's recursion limit (~1,000 levels); 100,000 of them
+        # were a plain-text 500 (RecursionError). Now 100 kB is over the size limit first.
+        (b"[" * 50_000, 400, "the capture request is nested too deeply"),
+        (b"[" * 100_000, 413, "the capture request is 97.7 KiB, more than 64.0 KiB"),  # 100,000 / 1024
+        (b'{"addresses": [', 400, "the capture request is not valid JSON"),
+    ],
+)
+def test_a_bad_capture_body_gets_one_line(plain, body, status, says):
+    answer = plain.request("POST", "/api/capture", body=body, headers=JSON)
+    assert answer.status == status, answer.body[:200]
+    assert answer.json() == {"error": says}
+
+
+def test_a_capture_body_is_refused_by_its_declared_length(plain):
+    """400 MB declared, 1 byte sent: answered at once from Content-Length (the server never
+    waits for, nor holds, the 400 MB)."""
+    connection = http.client.HTTPConnection(ADDRESS, plain.port, timeout=10)
+    try:
+        connection.putrequest("POST", "/api/capture")
+        for name, value in {**JSON, "Content-Length": str(400 << 20)}.items():
+            connection.putheader(name, value)
+        connection.endheaders(b"{")
+        response = connection.getresponse()
+        assert response.status == 413
+        assert json.loads(response.read()) == {"error": "the capture request is 400.0 MiB, more than 64.0 KiB"}
+    finally:
+        connection.close()
+
+
+@pytest.mark.parametrize(
     "headers",
     [
         {"Origin": "https://evil.example"},
         {"Origin": "null"},  # a sandboxed frame or a file:// page
         {"Origin": "http://{address}:1"},  # another port of this machine: another origin
+        {"Origin": "https://{address}:{port}"},  # this host and port over TLS: another origin (issue 40)
         {"Sec-Fetch-Site": "cross-site"},
         {"Sec-Fetch-Site": "same-site"},  # e.g. a notebook on localhost:8888
         {"Origin": "http://{address}:{port}", "Sec-Fetch-Site": "cross-site"},
@@ -238,6 +272,7 @@ def test_origin_matching_ignores_default_ports():
     assert problem("Dash.lan:9001", "http://dash.LAN:9001") is None
     assert problem("dash.lan:8080", "http://dash.lan") is not None
     assert problem("dash.lan", "ftp://dash.lan") is not None
+    assert problem("dash.lan:9001", "https://dash.lan:9001") is not None  # TLS on an http server's port
 
 
 # ------------------------------------------------------------------ headers

@@ -20,7 +20,7 @@ import pytest
 
 from stepscope.dashboard import pools
 from stepscope.dashboard.analysis_cache import AnalysisCache
-from stepscope.dashboard.pools import MEMORY_SETTING, WorkerFailed, WorkerPool, default_memory_limit
+from stepscope.dashboard.pools import MEMORY_SETTING, TIME_SETTING, WorkerFailed, WorkerPool, default_memory_limit, default_time_limit
 from stepscope.dashboard.profile_jobs import JobFailed, ProfileJobs
 from stepscope.errors import StepscopeError
 from stepscope.sizes import parse_size, size_text
@@ -268,3 +268,61 @@ def test_profile_jobs_say_what_stopped_and_why_then_go_on():
         assert jobs.run("healthy", fake_jobs.healthy, 4)[0] == 4
     finally:
         jobs.close()
+
+
+# ------------------------------------------------------------------ time limit (issue 40 item 1)
+
+
+def test_a_job_past_its_time_limit_fails_and_its_worker_is_replaced(tmp_path):
+    jobs = WorkerPool(1, time_limit=2.0)
+    try:
+        first_pid = jobs.submit(fake_jobs.healthy, 1).result(WAIT_S)[1]
+        started = time.monotonic()
+        with pytest.raises(WorkerFailed) as failed:
+            jobs.submit(fake_jobs.sleep, 3600).result(WAIT_S)
+        assert str(failed.value) == f"the worker ran past its time limit of 2 s and was replaced ({TIME_SETTING} sets the limit)"
+        assert 2.0 <= time.monotonic() - started < 60  # stopped at the limit, not at the hour
+        # The next job runs on a fresh process (the old one, still asleep, was stopped).
+        value, pid = jobs.submit(fake_jobs.healthy, 2).result(WAIT_S)
+        assert value == 2 and pid != first_pid
+        with pytest.raises(ProcessLookupError):
+            os.kill(first_pid, 0)
+    finally:
+        jobs.close()
+
+
+@pytest.fixture
+def looping_server(tmp_path):
+    logdir = tmp_path / "logs" / "jobs"
+    logdir.mkdir(parents=True)
+    for name in ("loop", "ok1"):
+        (logdir / f"{name}.pt.trace.json").write_text("{}")  # never read: the fake analysis does not
+    cache = AnalysisCache(tmp_path / "cache", workers=1, analyse=fake_jobs.analyse_or_crash, time_limit=3.0)
+    server = InProcessServer(tmp_path / "logs", cache)
+    yield server
+    server.stop()
+
+
+def test_a_profile_whose_analysis_never_ends_fails_alone_through_the_api(looping_server, tmp_path):
+    """The one worker spins on "loop"; "ok1", queued behind it, is analysed once the limit
+    (3 s) replaces that worker, and "loop" fails with one line."""
+    assert data(looping_server, "loop").status == 202
+    assert data(looping_server, "ok1").status == 202  # queued behind it
+    ok = looping_server.ready("/api/data", WAIT_S, run="jobs", host="ok1", tool="overview_page")
+    assert ok.status == 200 and ok.json() == {"fake": "ok1.pt.trace.json"}
+    answer = looping_server.ready("/api/data", WAIT_S, run="jobs", host="loop", tool="overview_page")
+    loop = tmp_path / "logs" / "jobs" / "loop.pt.trace.json"
+    assert answer.status == 422
+    assert answer.json() == {"error": f"analysis of {loop} stopped: the worker ran past its time limit of 3 s and was replaced ({TIME_SETTING} sets the limit)"}
+
+
+@pytest.mark.parametrize(("setting", "expected"), [("", 1800.0), ("90", 90.0), ("2.5s", 2.5), ("30m", 1800.0), ("2H", 7200.0), ("none", None), ("0", None)])
+def test_the_time_limit_setting(monkeypatch, setting, expected):
+    monkeypatch.setenv(TIME_SETTING, setting)
+    assert default_time_limit() == expected
+
+
+def test_a_time_limit_setting_that_is_no_duration_says_so(monkeypatch):
+    monkeypatch.setenv(TIME_SETTING, "soon")
+    with pytest.raises(StepscopeError, match=f"^{TIME_SETTING}: 'soon' is not a duration"):
+        default_time_limit()

@@ -3,6 +3,7 @@ details, flows between a launch and its kernel, aggregates of a selection."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 
@@ -22,7 +23,7 @@ from stepscope.viewer import (
     query,
     summarize,
 )
-from stepscope.viewer.storage import IndexFormatError
+from stepscope.viewer.storage import IN_MEMORY_BYTES, IndexFormatError
 from tests.support.reference.viewer import overlaps, random_profile
 from tests.support.traces import read_json, shared
 
@@ -105,7 +106,10 @@ def test_save_and_load_round_trip(tmp_path, profile, index):
     index.save(folder)
     loaded = TraceIndex.load(folder)
     loaded.validate()
-    assert isinstance(loaded.key, np.memmap)
+    # Mapped where larger than IN_MEMORY_BYTES, read into memory (safe from a truncation
+    # under the server: issue 40) where not.
+    for name, array in loaded.arrays.items():
+        assert isinstance(array, np.memmap) == (index.arrays[name].nbytes > IN_MEMORY_BYTES), name
     assert loaded.tracks == index.tracks and loaded.names == index.names and loaded.sections == index.sections
     for name, array in index.arrays.items():
         assert np.array_equal(loaded.arrays[name], array), name
@@ -133,6 +137,29 @@ def test_load_refuses_a_broken_folder(tmp_path, index):
     np.save(folder / "duration_ps.npy", np.asarray(index.duration_ps)[::-1].copy())
     with pytest.raises(ValueError, match=r"overlap|busy"):
         TraceIndex.load(folder).validate()
+
+
+def test_load_checks_each_array_file_and_maps_only_large_ones(tmp_path):
+    """The storage's own array reader: a 2 MiB array is mapped, a 1 KiB one read; a file
+    shorter than its header says, a FIFO or a link is refused (issue 40: a cache is a cache)."""
+    from stepscope.viewer.storage import _load_array
+
+    large, small = np.arange(IN_MEMORY_BYTES // 8 * 2, dtype=np.int64), np.arange(128, dtype=np.int32)  # 2 MiB, 512 bytes
+    for name, array in (("large", large), ("small", small)):
+        np.save(tmp_path / f"{name}.npy", array)
+    assert isinstance(_load_array(tmp_path / "large.npy"), np.memmap) and np.array_equal(_load_array(tmp_path / "large.npy"), large)
+    loaded = _load_array(tmp_path / "small.npy")
+    assert not isinstance(loaded, np.memmap) and np.array_equal(loaded, small)
+    with open(tmp_path / "small.npy", "r+b") as stream:  # 128-byte header + 512 bytes, less 1
+        stream.truncate(128 + 511)
+    with pytest.raises(ValueError, match="639 bytes, expected 640"):
+        _load_array(tmp_path / "small.npy")
+    os.mkfifo(tmp_path / "fifo.npy")
+    with pytest.raises(OSError, match="not a regular file"):
+        _load_array(tmp_path / "fifo.npy")  # at once: a FIFO is never waited on
+    (tmp_path / "link.npy").symlink_to(tmp_path / "large.npy")
+    with pytest.raises(OSError):
+        _load_array(tmp_path / "link.npy")  # ELOOP: cache files are never read through a link
 
 
 def test_summarize_a_selection(profile, index):

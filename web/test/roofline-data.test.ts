@@ -34,6 +34,7 @@ function model(ops: RooflineRow[], tflops: number | null, gbps: number | null): 
     unestimated_time_ps: 0,
     unestimated: [],
     assumed_ops: 0,
+    assumptions: [],
     peaks: [],
     peak_tflops: tflops,
     peak_gbps: gbps,

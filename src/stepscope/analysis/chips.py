@@ -15,36 +15,50 @@ so a result can say what its fractions of the roofline are fractions of. A devic
 them knows (a CPU, an unlisted GPU) has no peaks: rates are still given, the bound and
 the fraction of the roofline are not.
 
-The table (facts from the vendors' published specifications; peak FLOP/s is the dense
-16-bit matrix rate, BF16 where the chip has it, FP16 on V100, without structured
-sparsity, which is what ML training and inference FLOP counts are measured against;
-bandwidth is the main memory's, in decimal GB/s):
+The table (facts from the vendors' published specifications). ``peak_tflops`` is the dense
+16-bit matrix rate, BF16 where the chip has it (FP16 is the same on every GPU listed), FP16
+on V100, without 2:4 structured sparsity: what ML training and inference FLOP counts are
+measured against, and what MFU and the roofline use. NVIDIA's datasheets print the sparse
+tensor figure with an asterisk; the dense one is half of it. ``fp32_tflops`` is the dense
+FP32 rate (NVIDIA: the non-tensor FP32 figure; AMD: "FP32 Matrix"), ``tf32_tflops`` the
+dense TF32 tensor rate (None: the chip has none, or the TPU documentation gives none); they
+are for reading a run whose matmuls are in those precisions (pass them as ``peak_flops``).
+Bandwidth is the main memory's, in decimal GB/s. Halved figures keep the whole TFLOP/s
+(H100 SXM: 1,979* -> 989).
 
-  chip           TFLOP/s   GB/s    source
-  TPU v2            45      600    Cloud TPU documentation, "TPU v2" (per chip)
-  TPU v3           123      900    Cloud TPU documentation, "TPU v3": 123 TFLOPs bf16, 900 GBps
-  TPU v4           275     1200    Cloud TPU documentation, "TPU v4": 275 TFLOPs bf16, 1200 GBps
-  TPU v5e          197      819    Cloud TPU documentation, "TPU v5e": 197 TFLOPs bf16, 819 GBps
-  TPU v5p          459     2765    Cloud TPU documentation, "TPU v5p": 459 TFLOPs bf16, 2765 GBps
-  TPU v6e          918     1640    Cloud TPU documentation, "TPU v6e" (Trillium): 918 TFLOPs bf16, 1640 GBps
-  V100 (SXM2)      125      900    NVIDIA V100 datasheet: 125 TFLOPS tensor (FP16), 900 GB/s HBM2
-  A100 40GB        312     1555    NVIDIA A100 datasheet: 312 TFLOPS BF16 dense, 1,555 GB/s
-  A100 80GB        312     2039    NVIDIA A100 datasheet: 312 TFLOPS BF16 dense, 2,039 GB/s (SXM)
-  H100 SXM         989     3350    NVIDIA H100 datasheet: 989 TFLOPS BF16 dense (1,979 sparse), 3.35 TB/s
-  H100 PCIe        756     2000    NVIDIA H100 datasheet: 756 TFLOPS BF16 dense, 2 TB/s
-  H100 NVL         835     3900    NVIDIA H100 datasheet: 835 TFLOPS BF16 dense, 3.9 TB/s
-  H200             989     4800    NVIDIA H200 datasheet: 989 TFLOPS BF16 dense, 4.8 TB/s HBM3e
-  L4               121      300    NVIDIA L4 datasheet: 121 TFLOPS BF16 dense (242 sparse), 300 GB/s
-  MI250X           383     3277    AMD Instinct MI250X datasheet: 383 TFLOPS BF16, 3.2768 TB/s HBM2e
-  MI250            362     3277    AMD Instinct MI250 datasheet: 362.1 TFLOPS BF16, 3.2768 TB/s
-  MI300X          1307     5300    AMD Instinct MI300X datasheet: 1307.4 TFLOPS BF16 dense, 5.3 TB/s
-  MI300A           981     5300    AMD Instinct MI300A datasheet: 980.6 TFLOPS BF16 dense, 5.3 TB/s
+  chip          BF16   FP32   TF32    GB/s   source (dense figures; * = sparse in the source, halved)
+  TPU v2          45     -      -      600   Cloud TPU documentation, "TPU v2" (per chip)
+  TPU v3         123     -      -      900   Cloud TPU documentation, "TPU v3": 123 TFLOPs bf16, 900 GBps
+  TPU v4         275     -      -     1200   Cloud TPU documentation, "TPU v4": 275 TFLOPs bf16, 1200 GBps
+  TPU v5e        197     -      -      819   Cloud TPU documentation, "TPU v5e": 197 TFLOPs bf16, 819 GBps
+  TPU v5p        459     -      -     2765   Cloud TPU documentation, "TPU v5p": 459 TFLOPs bf16, 2765 GBps
+  TPU v6e        918     -      -     1640   Cloud TPU documentation, "TPU v6e" (Trillium): 918 TFLOPs bf16, 1640 GBps
+  V100 (SXM2)    125   15.7     -      900   NVIDIA V100 datasheet: 125 TFLOPS tensor (FP16), 15.7 FP32, 900 GB/s HBM2
+  A100 40GB      312   19.5   156     1555   NVIDIA A100 datasheet: BF16 312 (624*), FP32 19.5, TF32 156 (312*), 1,555 GB/s
+  A100 80GB      312   19.5   156     2039   NVIDIA A100 datasheet: as 40GB, 2,039 GB/s (SXM)
+  H100 SXM       989   67     494.5   3350   NVIDIA H100 datasheet: BF16 1,979*, FP32 67, TF32 989*, 3.35 TB/s
+  H100 PCIe      756   51     378     2000   NVIDIA H100 datasheet: BF16 1,513*, FP32 51, TF32 756*, 2 TB/s
+  H100 NVL       835   60     417.5   3900   NVIDIA H100 NVL datasheet: BF16 1,671*, FP32 60, TF32 835*, 3.9 TB/s
+  H200 NVL       835   60     417.5   4800   NVIDIA H200 datasheet (NVL): BF16 1,671*, FP32 60, TF32 835*, 4.8 TB/s
+  H200 (SXM)     989   67     494.5   4800   NVIDIA H200 datasheet (SXM): BF16 1,979*, FP32 67, TF32 989*, 4.8 TB/s HBM3e
+  GB200 (a GPU) 2500   90    1250     8000   NVIDIA Blackwell architecture technical brief, GB200 (per GPU, 1,200 W):
+                                             BF16 5,000*, FP32 90, TF32 2,500*; GB200 NVL72: 576 TB/s over 72 GPUs
+  B200          2250   80    1100     8000   NVIDIA Blackwell architecture technical brief, HGX B200 (per GPU, 1,000 W):
+                                             BF16 4,500*, FP32 80, TF32 2,200*; HGX B200: 64 TB/s over 8 GPUs
+  L4             121   30.3    60      300   NVIDIA L4 datasheet: BF16 242*, FP32 30.3, TF32 120*, 300 GB/s
+  MI250X         383   95.7     -     3277   AMD Instinct MI250X datasheet: BF16 383, FP32 Matrix 95.7, 3.2768 TB/s HBM2e
+  MI250          362   90.5     -     3277   AMD Instinct MI250 datasheet: BF16 362.1, FP32 Matrix 90.5, 3.2768 TB/s
+  MI300X        1307  163.4   653.7   5300   AMD Instinct MI300X datasheet: BF16 1,307.4 (2,614.9 sparse), FP32 Matrix 163.4,
+                                             TF32 653.7, 5.3 TB/s
+  MI300A         981  122.6   490.3   5300   AMD Instinct MI300A datasheet: BF16 980.6, FP32 Matrix 122.6, TF32 490.3, 5.3 TB/s
 
 A name matches the first row each of whose patterns begins one of the name's words
 (case-insensitive; a word is a run of letters and digits) and is not followed there by a
 digit: "80g" matches "A100-SXM4-80GB", "l4" matches "NVIDIA L4" but not "L40S", "v5"
 matches "TPU v5 lite" and "v5e". The more specific rows come first (``A100 80GB`` before
-``A100``, ``MI250X`` before ``MI250``).
+``A100``, ``MI250X`` before ``MI250``, ``H200 NVL`` before ``H200``); "gb200" is one word,
+so a GB200 is never read as a B200. A GH200 (an H100-class GPU whose bandwidth depends on
+its memory, 4 or 4.9 TB/s) is not listed: unknown, not guessed.
 """
 
 from __future__ import annotations
@@ -67,8 +81,10 @@ FROM_TABLE = "table"
 class Chip:
     name: str
     patterns: tuple[str, ...]  # each must begin a word of the device's name (see above)
-    peak_tflops: float
+    peak_tflops: float  # dense BF16 (FP16 on V100)
     peak_gbps: float
+    fp32_tflops: float | None = None  # dense FP32
+    tf32_tflops: float | None = None  # dense TF32 tensor
 
 
 KNOWN_CHIPS: tuple[Chip, ...] = (
@@ -79,18 +95,21 @@ KNOWN_CHIPS: tuple[Chip, ...] = (
     Chip("TPU v5e", ("tpu", "v5e"), 197.0, 819.0),
     Chip("TPU v5p", ("tpu", "v5"), 459.0, 2765.0),
     Chip("TPU v6e", ("tpu", "v6"), 918.0, 1640.0),
-    Chip("NVIDIA V100", ("v100",), 125.0, 900.0),
-    Chip("NVIDIA A100 80GB", ("a100", "80g"), 312.0, 2039.0),
-    Chip("NVIDIA A100 40GB", ("a100",), 312.0, 1555.0),
-    Chip("NVIDIA H100 PCIe", ("h100", "pcie"), 756.0, 2000.0),
-    Chip("NVIDIA H100 NVL", ("h100", "nvl"), 835.0, 3900.0),
-    Chip("NVIDIA H100 SXM", ("h100",), 989.0, 3350.0),
-    Chip("NVIDIA H200", ("h200",), 989.0, 4800.0),
-    Chip("NVIDIA L4", ("l4",), 121.0, 300.0),
-    Chip("AMD MI250X", ("mi250x",), 383.0, 3276.8),
-    Chip("AMD MI250", ("mi250",), 362.1, 3276.8),
-    Chip("AMD MI300X", ("mi300x",), 1307.4, 5300.0),
-    Chip("AMD MI300A", ("mi300a",), 980.6, 5300.0),
+    Chip("NVIDIA V100", ("v100",), 125.0, 900.0, 15.7),
+    Chip("NVIDIA A100 80GB", ("a100", "80g"), 312.0, 2039.0, 19.5, 156.0),
+    Chip("NVIDIA A100 40GB", ("a100",), 312.0, 1555.0, 19.5, 156.0),
+    Chip("NVIDIA H100 PCIe", ("h100", "pcie"), 756.0, 2000.0, 51.0, 378.0),
+    Chip("NVIDIA H100 NVL", ("h100", "nvl"), 835.0, 3900.0, 60.0, 417.5),
+    Chip("NVIDIA H100 SXM", ("h100",), 989.0, 3350.0, 67.0, 494.5),
+    Chip("NVIDIA H200 NVL", ("h200", "nvl"), 835.0, 4800.0, 60.0, 417.5),
+    Chip("NVIDIA H200", ("h200",), 989.0, 4800.0, 67.0, 494.5),
+    Chip("NVIDIA GB200", ("gb200",), 2500.0, 8000.0, 90.0, 1250.0),
+    Chip("NVIDIA B200", ("b200",), 2250.0, 8000.0, 80.0, 1100.0),
+    Chip("NVIDIA L4", ("l4",), 121.0, 300.0, 30.3, 60.0),
+    Chip("AMD MI250X", ("mi250x",), 383.0, 3276.8, 95.7),
+    Chip("AMD MI250", ("mi250",), 362.1, 3276.8, 90.5),
+    Chip("AMD MI300X", ("mi300x",), 1307.4, 5300.0, 163.4, 653.7),
+    Chip("AMD MI300A", ("mi300a",), 980.6, 5300.0, 122.6, 490.3),
 )
 
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Plane
+from stepscope.trace.op_names import op_type_of
 from stepscope.trace.steps import INPUT_WAIT
 
 
@@ -80,15 +81,69 @@ DEVICE_WRAPPER_LINES = frozenset(
 )
 DEVICE_IGNORED_CATEGORIES = frozenset({"gpu_user_annotation", "cuda_sync"})
 
+# XLA instructions that move data rather than compute (0 FLOPs; the time is a transfer's):
+# asynchronous copies, point-to-point send/recv and host transfers. On the shared TPU
+# profile copy-start/copy-done (host offload) are 96.5% of op time; counted as compute they
+# made it "device-bound". Generic async-start/-done wrap any computation and stay as they are.
+XLA_HOST_TRANSFERS = {"infeed": Activity.HOST_TO_DEVICE, "outfeed": Activity.DEVICE_TO_HOST}
+XLA_PEER_TRANSFERS = frozenset({"send", "send-done", "recv", "recv-done"})
+XLA_ASYNC_COPIES = frozenset({"copy-start", "copy-done"})
+# An instruction's HLO text: ``%copy-done.2 = f32[8]{0} copy-done((f32[8]{0}, f32[8]{0:S(5)}, u32[]) %copy-start.2)``.
+HLO_OPCODE = re.compile(r"^%?[^\s=]+ = (?:\(.*?\)|\S+) ([a-z][a-z0-9-]*)\(")
+_HLO_SHAPE = r"\w+\[[^\]]*\](?:\{[^}]*\})?"
+# copy-start's result and copy-done's operand: the tuple (destination, source, context).
+HLO_COPY_TUPLE = re.compile(rf"\(\s*({_HLO_SHAPE})\s*,\s*({_HLO_SHAPE})")
+HLO_MEMORY_SPACE = re.compile(r"S\((\d+)\)")
+# XLA's Layout::kHostMemorySpace: a buffer in host memory (``S(5)`` in a layout).
+HOST_MEMORY_SPACE = 5
 
-# Cached per (name, category): a kernel's name can run to kilobytes of C++ template and
+
+def _memory_space(shape: str) -> int:
+    found = HLO_MEMORY_SPACE.search(shape[shape.find("{") :]) if "{" in shape else None
+    return int(found.group(1)) if found else 0
+
+
+def xla_transfer_activity(name: str, hlo_category: str) -> Activity | None:
+    """The copy direction of an XLA data-movement instruction, None for any other op.
+
+    The opcode is the ``hlo_category`` stat where XLA gave it, else read from the HLO text
+    (or the bare name: ``copy-start.2``). An async copy's direction is in the memory spaces
+    of its (destination, source) buffers: host memory (``S(5)``) on one side only makes it
+    a host transfer; otherwise (another device memory space, or no layout recorded) it is a
+    copy within the device. send/recv move data between devices, or to/from the host where
+    ``is_host_transfer=true``."""
+    found = HLO_OPCODE.match(name)
+    opcode = hlo_category or (found.group(1) if found else op_type_of(name.lstrip("%")))
+    if opcode in XLA_HOST_TRANSFERS:
+        return XLA_HOST_TRANSFERS[opcode]
+    if opcode in XLA_PEER_TRANSFERS:
+        if "is_host_transfer=true" in name:
+            return Activity.DEVICE_TO_HOST if opcode.startswith("send") else Activity.HOST_TO_DEVICE
+        return Activity.DEVICE_TO_DEVICE
+    if opcode not in XLA_ASYNC_COPIES:
+        return None
+    pair = HLO_COPY_TUPLE.search(name)
+    if pair is None:
+        return Activity.DEVICE_TO_DEVICE
+    to_host, from_host = (_memory_space(shape) == HOST_MEMORY_SPACE for shape in pair.groups())
+    if from_host and not to_host:
+        return Activity.HOST_TO_DEVICE
+    if to_host and not from_host:
+        return Activity.DEVICE_TO_HOST
+    return Activity.DEVICE_TO_DEVICE
+
+
+# Cached per (name, category, hlo_category): a kernel's name can run to kilobytes of C++ template and
 # the regexes cost ~17 us each on them; a process that analyses many ranks of one job (the
 # distributed view's workers) meets the same names in every rank (15% of a rank's map).
 @lru_cache(maxsize=1 << 16)
-def _device_type_activity(name: str, category: str) -> Activity:
+def _device_type_activity(name: str, category: str, hlo_category: str = "") -> Activity:
     # A host category on a device plane is host work misplaced by its writer, not device time.
     if category in DEVICE_IGNORED_CATEGORIES or category in names.KINETO_HOST_CATEGORIES:
         return Activity.NONE
+    transfer = xla_transfer_activity(name, hlo_category)
+    if transfer is not None:
+        return transfer
     if category in names.KINETO_MEMCPY_CATEGORIES or name.startswith("Memcpy"):
         kind = MEMCPY_KIND.search(name)
         return _COPY_ACTIVITY.get(kind.group(1), Activity.DEVICE_TO_DEVICE) if kind else Activity.DEVICE_TO_DEVICE
@@ -124,8 +179,13 @@ def event_activities(plane: Plane) -> np.ndarray:
     if plane.name != names.HOST_PLANE and not plane.is_device:
         # Profiler spans, metadata, the Python tracer's call tree: not step activity.
         return np.full(len(plane.events), Activity.NONE, dtype=np.int8)
-    classify = _device_type_activity if plane.is_device else _host_type_activity
-    by_type = np.asarray([classify(name, category) for name, category in zip(meta.names, meta.categories)], dtype=np.int8)
+    if plane.is_device:
+        # XLA ops carry their opcode class as the hlo_category stat of their metadata.
+        hlo = [next((str(s.value) for s in stats if s.name == names.HLO_CATEGORY), "") for stats in meta.stats]
+        types = [_device_type_activity(*key) for key in zip(meta.names, meta.categories, hlo)]
+    else:
+        types = [_host_type_activity(name, category) for name, category in zip(meta.names, meta.categories)]
+    by_type = np.asarray(types, dtype=np.int8)
     activities = by_type[plane.events.metadata_id] if len(by_type) else np.zeros(0, dtype=np.int8)
     if plane.is_device:
         # Where XLA's ops have a line of their own (TPU, XLA on GPU), that line is the work;

@@ -109,10 +109,10 @@ BEFORE_PROFILE = "(allocated before the profile)"
 # the empty page's only content. Measured with stepscope's captures (torch 2.13, JAX 0.10.2
 # and TensorFlow 2.21 on the CPU, at each host_tracer_level): torch records allocations only
 # at level 3, where the torch tracer turns on profile_memory; TensorFlow's CPU allocator
-# records MemoryAllocation events at every level (TensorFlow 2.21 ignores the options and
-# traces at its default, level 2); JAX's CPU backend records none at any level (the TPU
-# sample's events come from XLA's device allocators); a plain-Python capture has no
-# allocator tracer at all.
+# records MemoryAllocation events at levels 2 and 3 and none at 1 (an eager loop of 256 x
+# 256 matmuls with oneDNN on: 27 allocations at 2 and at 3, none at 1); JAX's CPU backend
+# records none at any level (the TPU sample's events come from XLA's device allocators); a
+# plain-Python capture has no allocator tracer at all.
 NO_EVENTS = "No memory events in this profile"
 NO_EVENTS_WHY: dict[str, str] = {
     PYTORCH: "PyTorch records allocations only with torch.profiler.profile(profile_memory=True), which stepscope turns on at ProfilerOptions(host_tracer_level=3)",

@@ -97,9 +97,20 @@ def find_ops(profile: Profile) -> Ops:
 
 
 def _self_times(plane: Plane, is_op: np.ndarray) -> np.ndarray:
-    """Duration minus the durations of direct children that are ops (all events)."""
+    """Duration minus the durations of direct children that are ops (all events).
+
+    Device work does not nest: two kernels that overlap on one GPU stream (CUPTI's
+    timestamps of back-to-back or concurrent kernels; 31 overlaps in one V100 trace) ran
+    side by side, not one inside the other, yet the plane's nesting (by interval, the same
+    for every line) makes the later one a child. So on a device plane only the ``XLA Ops``
+    line, where XLA's ops are a tree, subtracts children; elsewhere self = total, the
+    duration kernel_stats counts (the nesting itself stays, for the timeline's rows)."""
     events = plane.events
-    children = np.flatnonzero(is_op & (events.parent >= 0))
+    nested = is_op & (events.parent >= 0)
+    if plane.is_device:
+        xla_ops = plane.line_index(names.XLA_OPS_LINE)
+        nested &= events.line == (-1 if xla_ops is None else xla_ops)
+    children = np.flatnonzero(nested)
     child_time = np.bincount(events.parent[children], weights=events.duration_ps[children], minlength=len(events))
     return events.duration_ps - child_time.astype(np.int64)
 

@@ -198,6 +198,7 @@ def _throughput_lines(through: Throughput) -> list[str]:
             f"MFU {through['mfu_percent']:.3g}% of {through['peak_tflops_per_second'] or 0:,.1f} TFLOP/s "
             f"({len(through['devices'])} device(s); FLOPs from {where})"
         )
+        lines.extend(f"  MFU assumes, for {entry['ops']} op(s): {entry['assumption']}" for entry in through["flop_assumptions"])
     for key, label in (("tokens_per_second", "tokens/s"), ("samples_per_second", "samples/s")):
         value = through[key]  # type: ignore[literal-required]
         if value is not None:
@@ -295,7 +296,7 @@ def _per_step_percent(part: np.ndarray, durations: np.ndarray) -> np.ndarray:
     return np.asarray([percent(int(p), int(d)) for p, d in zip(part, durations)], dtype=np.float64)
 
 
-def _shares(parts: dict[str, np.ndarray], durations: np.ndarray, kept: np.ndarray, has_device: bool) -> Shares:
+def _shares(parts: dict[str, np.ndarray], durations: np.ndarray, kept: np.ndarray, has_device: bool, steps_known: bool) -> Shares:
     """The per-step shares the verdict reads (``verdict.Shares``), over the kept steps."""
     rows = np.flatnonzero(kept)
     step_ps = durations[rows]
@@ -315,6 +316,7 @@ def _shares(parts: dict[str, np.ndarray], durations: np.ndarray, kept: np.ndarra
         device_compute=median("device_compute"),
         steps=len(rows),
         has_device=has_device,
+        steps_known=steps_known,
     )
 
 
@@ -388,7 +390,7 @@ def overview_page(stats: OpStats) -> OverviewResult:
     ]
     set_aside = set_aside_rows(steps, aside, parts)
     devices = _device_busy(profile)
-    shares = _shares(parts, steps.duration_ps, kept, has_device=bool(devices))
+    shares = _shares(parts, steps.duration_ps, kept, has_device=bool(devices), steps_known=not steps.inferred)
     return OverviewResult(
         step_source=steps.source,
         steps_inferred=steps.inferred,

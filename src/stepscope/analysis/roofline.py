@@ -27,6 +27,17 @@ The ops are ``hlo_ops``' (device-clock times). Per row:
                           share is the smaller; above it attainable is P.
     bound_by              "Compute" | "Memory" by the ridge point; null where unknown.
 
+An op that moves data (``classify.xla_transfer_activity``: copy-start/-done, send/recv,
+infeed/outfeed) has no bandwidth_utilization nor roofline_fraction (null): its time is not
+its transfer's (copy-start issues the DMA in a microsecond, copy-done waits for it, the
+bytes move in between while other ops run, over the host link as often as HBM), so its
+bytes over its time (5e5 x the HBM peak for copy-start on the shared TPU profile) are no
+share of anything. XProf shows them as they come; the rate itself is kept, equal to
+XProf's. A computing op above 1 (elementwise fusions up to 1.41) is kept as is: XLA's
+bytes_accessed counts every operand byte as if read from HBM, so a share above 1 says that
+some of them came from on-chip memory or caches; capping it would hide that
+(docs/tools/roofline_model.md).
+
 Peaks are per device; for ``device=all`` over devices with different peaks, every number
 that needs a peak is null (the rates are still given). A log-log roofline chart needs no
 more than this: each device's ``peaks`` (the two lines and their ridge) and each op row's
@@ -42,11 +53,13 @@ from typing import TypedDict
 import numpy as np
 
 from stepscope.analysis.chips import Peaks
+from stepscope.analysis.classify import xla_transfer_activity
 from stepscope.analysis.hlo_ops import ALL, OpGroups, XlaOps, group
 from stepscope.analysis.op_table import bound_by
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.tables import Column, Table, ps_to_us
+from stepscope.analysis.torch_costs import Assumption, count_assumptions
 from stepscope.analysis.xla_selection import DEVICE_OPTION, PEAK_OPTIONS, common_peaks, common_ridge, intensity_of, known, rate, selected_peaks
 
 TOOL = "roofline_model"
@@ -119,6 +132,7 @@ class RooflineResult(ToolResult):
     unestimated_time_ps: int = 0
     unestimated: list[Unestimated] = field(default_factory=list)  # the longest of them
     assumed_ops: int = 0  # shape estimates that took an unrecorded argument's default
+    assumptions: list[Assumption] = field(default_factory=list)  # what they took, most frequent first
     peaks: list[Peaks] = field(default_factory=list)
     peak_tflops: float | None = None  # the selected devices' common peaks, when they share them
     peak_gbps: float | None = None
@@ -140,6 +154,7 @@ class RooflineResult(ToolResult):
                 f"FLOPs and bytes estimated from the PyTorch ops' recorded input shapes; {self.unestimated_ops} op rows "
                 f"({self.unestimated_time_ps / 1e6:,.1f} us of kernel time) have no estimate, {self.assumed_ops} assumed a default argument"
             )
+            lines.extend(f"  {entry['ops']} op(s): {entry['assumption']}" for entry in self.assumptions)
         for peaks in self.peaks:
             if peaks.peak_tflops is None or peaks.peak_gbps is None:
                 lines.append(f"{peaks.device}: peaks unknown (pass --option peak_flops=TFLOP/s --option peak_bw=GB/s)")
@@ -170,6 +185,7 @@ def _row(
     flops: float,
     accessed: float,
     peaks: tuple[float | None, float | None],
+    moves_data: bool = False,
 ) -> RooflineRow:
     peak_tflops, peak_gbps = peaks
     intensity = intensity_of(flops, accessed)
@@ -180,9 +196,9 @@ def _row(
         if math.isfinite(intensity):
             attainable = min(peak_tflops * 1e3, intensity * peak_gbps)
         compute = flop_rate / (peak_tflops * 1e3)
-        bandwidth = byte_rate / peak_gbps
+        bandwidth = math.nan if moves_data else byte_rate / peak_gbps
         known_shares = [share for share in (compute, bandwidth) if math.isfinite(share)]
-        fraction = max(known_shares) if known_shares else math.nan
+        fraction = max(known_shares) if known_shares and not moves_data else math.nan
     ridge = peak_tflops * 1e12 / (peak_gbps * 1e9) if peak_tflops and peak_gbps else None
     return RooflineRow(
         level=level,
@@ -276,9 +292,11 @@ def roofline_model(stats: OpStats, device: str = ALL, peak_flops: str = "", peak
             float(groups.flops[i]),
             float(groups.bytes_accessed[i]),
             shared,
+            moves_data=xla_transfer_activity(groups.name[i], groups.category[i]) is not None,
         )
         for i in range(len(groups))
     ]
+    assumptions = count_assumptions(stats.shape_costs.assumed[mask]) if from_shapes else []
     missing = [i for i in range(len(groups)) if not math.isfinite(float(groups.flops[i]))]
     missing.sort(key=lambda i: (-int(groups.time_ps[i]), groups.name[i]))
     return RooflineResult(
@@ -290,7 +308,8 @@ def roofline_model(stats: OpStats, device: str = ALL, peak_flops: str = "", peak
         unestimated=[
             Unestimated(name=groups.name[i], occurrences=int(groups.occurrences[i]), time_ps=int(groups.time_ps[i])) for i in missing[:TOP_UNESTIMATED]
         ],
-        assumed_ops=int(stats.shape_costs.assumed[mask].sum()) if from_shapes else 0,
+        assumed_ops=sum(entry["ops"] for entry in assumptions),
+        assumptions=assumptions,
         peaks=peaks,
         peak_tflops=shared[0],
         peak_gbps=shared[1],

@@ -27,11 +27,20 @@ written once, the least traffic the op can have, so the intensity is an upper bo
             gradient, so need no stride: ``convolution_backward`` / ``cudnn_convolution_
             backward`` (grad_out, x, w) cost two forwards (the input's and the weight's
             gradient), ``_input`` and ``_weight`` one each.
-  attention ``scaled_dot_product_attention`` and its flash / efficient / cudnn kernels,
-            q[B,H,L,E] k[B,H,S,E] v[B,H,S,Ev]: QK^T is 2BHLSE, PV is 2BHLSEv; bytes q, k, v
-            and the output [B,H,L,Ev]. No causal mask is assumed (a causal one does half the
-            work; the flag is not among the recorded inputs of every version). A backward
-            runs five such products (S recomputed, dV, dP, dQ, dK): 2.5 x the forward.
+  attention ``scaled_dot_product_attention`` and its flash / efficient / cudnn / CPU forms,
+            q[B,H,L,E] k[B,H,S,E] v[B,H,S,Ev]: QK^T and PV cost 2 x (E + Ev) FLOPs per
+            query-key pair the mask keeps: all L x S without a mask, 2BHLS(E + Ev). A causal
+            mask keeps the lower triangle, counted exactly (``kept_pairs``): query i sees
+            keys 0..i aligned at the top left (``is_causal`` of the SDPA ops, custom mask
+            type 1), keys 0..i + S - L at the bottom right (``is_causal`` of
+            ``_flash_attention_*``, FlashAttention 2's convention; custom mask type 2), so
+            S(S + 1)/2 of S x S pairs for square attention, not the 1/2 others approximate
+            with. The flag is read from ``Concrete Inputs`` at its schema position
+            (``ATTENTION_MASKS``); where it is not recorded (no ``Concrete Inputs``) the full
+            count stands and the estimate says so (``Cost.assumed``). An attention mask
+            tensor (``attn_mask``) is not read: counted as full. Bytes q, k, v and the output
+            [B,H,L,Ev]. A backward runs five such products (S recomputed, dV, dP, dQ, dK):
+            2.5 x the forward, under the same mask.
   elementwise  unary, binary and in-place ops (add, mul, relu, gelu, copy_...): one FLOP per
             output element, the output the broadcast of the tensor inputs; bytes the inputs
             and the output (an in-place op's output is its first input, written back).
@@ -103,9 +112,13 @@ class Call:
     def tensor(self, index: int) -> Tensor | None:
         return self.tensors[index] if index < len(self.tensors) else None
 
+    def text(self, index: int) -> str:
+        """An argument's recorded value as text ("True", "0."), "" where none is."""
+        return self.concrete[index] if index < len(self.concrete) else ""
+
     def ints(self, index: int) -> tuple[int, ...] | None:
         """A list argument's value ("[2, 2]"), or None where not recorded."""
-        text = self.concrete[index] if index < len(self.concrete) else ""
+        text = self.text(index)
         try:
             value = json.loads(text) if text else None
         except ValueError:
@@ -121,7 +134,14 @@ class Call:
 class Cost:
     flops: float
     bytes_accessed: float
-    assumed: bool = False  # some argument (a convolution's stride) was not recorded
+    # What was taken for an argument the profile did not record ("" where nothing was):
+    # ``STRIDE_ASSUMED``, ``FULL_ATTENTION_ASSUMED``.
+    assumed: str = ""
+
+
+STRIDE_ASSUMED = "stride, padding or dilation not recorded: PyTorch's defaults taken"
+FULL_ATTENTION_ASSUMED = "is_causal not recorded: counted as full attention"
+INPUT_SIZE_ASSUMED = "input size not recorded: taken from the gradient and the weight"
 
 
 def call_of(dims: Any, types: Any, concrete: Any = None) -> Call | None:
@@ -239,7 +259,7 @@ def convolution(call: Call) -> Cost | None:
         return None
     output = Tensor((x.dims[0], w.dims[0], *out), x.dtype)
     flops = _conv_flops(x, w, out) + (output.numel if bias is not None else 0)
-    return Cost(flops, _bytes(x, w, bias, output), assumed)
+    return Cost(flops, _bytes(x, w, bias, output), STRIDE_ASSUMED if assumed else "")
 
 
 def _per_dim(value: tuple[int, ...] | None, rank: int, default: int) -> tuple[int, ...]:
@@ -281,7 +301,7 @@ def conv_backward_input(call: Call) -> Cost | None:
         return None
     size = call.ints(0)
     grad_in = Tensor(size if size is not None else (grad_out.dims[0], w.dims[1], *grad_out.dims[2:]), grad_out.dtype)
-    return Cost(flops, _bytes(grad_out, w, grad_in), size is None)
+    return Cost(flops, _bytes(grad_out, w, grad_in), "" if size is not None else INPUT_SIZE_ASSUMED)
 
 
 def conv_backward_weight(call: Call) -> Cost | None:
@@ -295,25 +315,100 @@ def conv_backward_weight(call: Call) -> Cost | None:
     return Cost(_conv_flops(x, w, grad_out.dims[2:]), _bytes(grad_out, x, w))
 
 
-def attention(call: Call) -> Cost | None:
-    q, k, v = call.tensor(0), call.tensor(1), call.tensor(2)
+# How a causal mask lines up when queries and keys differ in number (L != S).
+NO_MASK, TOP_LEFT, BOTTOM_RIGHT = "", "top-left", "bottom-right"
+# custom_mask_type of the memory-efficient kernels (ATen's CustomMaskType enum).
+CUSTOM_MASK_TYPES = {"0": NO_MASK, "1": TOP_LEFT, "2": BOTTOM_RIGHT}
+_FLAGS = {"False": False, "True": True}
+
+MaskReader = Callable[[Call], str | None]
+
+
+def _is_causal(position: int, alignment: str) -> MaskReader:
+    """A bool ``is_causal`` argument at ``position``: the mask, None where not recorded
+    (or where the value there is not a bool: another overload of the same name)."""
+
+    def read(call: Call) -> str | None:
+        flag = _FLAGS.get(call.text(position))
+        return None if flag is None else alignment if flag else NO_MASK
+
+    return read
+
+
+def _custom_mask_type(position: int) -> MaskReader:
+    def read(call: Call) -> str | None:
+        return CUSTOM_MASK_TYPES.get(call.text(position))
+
+    return read
+
+
+def kept_pairs(queries: int, keys: int, mask: str) -> int:
+    """Query-key pairs a mask keeps. Causal: query i (from 0) sees keys 0..i + offset,
+    offset 0 at the top left and S - L at the bottom right, so row i keeps
+    clamp(i + offset + 1, 0, S) pairs, summed here in closed form."""
+    if mask == NO_MASK:
+        return queries * keys
+    offset = keys - queries if mask == BOTTOM_RIGHT else 0
+    first, last = offset + 1, offset + queries  # the first and last rows' unclamped counts
+    low, high = max(first, 1), min(last, keys)
+    partial = (low + high) * (high - low + 1) // 2 if low <= high else 0
+    return partial + max(0, last - max(first, keys + 1) + 1) * keys
+
+
+def _attention_cost(q: Tensor | None, k: Tensor | None, v: Tensor | None, mask: str | None) -> Cost | None:
     if q is None or k is None or v is None or len(q.dims) < 3 or len(k.dims) != len(q.dims) or len(v.dims) != len(q.dims):
         return None
     lead, length, e = math.prod(q.dims[:-2]), q.dims[-2], q.dims[-1]
     source, ev = k.dims[-2], v.dims[-1]
-    flops = 2.0 * lead * length * source * (e + ev)
+    flops = 2.0 * lead * kept_pairs(length, source, mask or NO_MASK) * (e + ev)
     out = Tensor((*q.dims[:-1], ev), q.dtype)
-    return Cost(flops, _bytes(q, k, v, out))
+    return Cost(flops, _bytes(q, k, v, out), FULL_ATTENTION_ASSUMED if mask is None else "")
 
 
-def attention_backward(call: Call) -> Cost | None:
-    """The flash / efficient backward ops: (grad_out, q, k, v, out, ...)."""
-    grad_out, q, k, v = call.tensor(0), call.tensor(1), call.tensor(2), call.tensor(3)
-    forward = attention(Call((q, k, v), ()))
-    if forward is None:
-        return None
-    # Reads grad_out, q, k, v, out; writes dq, dk, dv.
-    return Cost(2.5 * forward.flops, _bytes(grad_out, q, k, v) * 2)
+def attention(mask: MaskReader) -> Estimator:
+    """A forward op (q, k, v, ...) whose mask ``mask`` reads."""
+
+    def estimator(call: Call) -> Cost | None:
+        return _attention_cost(call.tensor(0), call.tensor(1), call.tensor(2), mask(call))
+
+    return estimator
+
+
+def attention_backward(mask: MaskReader) -> Estimator:
+    """A backward op (grad_out, q, k, v, out, ...)."""
+
+    def estimator(call: Call) -> Cost | None:
+        grad_out, q, k, v = call.tensor(0), call.tensor(1), call.tensor(2), call.tensor(3)
+        forward = _attention_cost(q, k, v, mask(call))
+        if forward is None:
+            return None
+        # Reads grad_out, q, k, v, out; writes dq, dk, dv.
+        return Cost(2.5 * forward.flops, _bytes(grad_out, q, k, v) * 2, forward.assumed)
+
+    return estimator
+
+
+# Each attention op and where its schema puts the mask, positions counted as Kineto records
+# the arguments (keyword-only ones included; checked on a torch 2.13 CPU trace).
+ATTENTION_MASKS: dict[str, MaskReader] = {
+    "scaled_dot_product_attention": _is_causal(5, TOP_LEFT),
+    "_scaled_dot_product_attention_math": _is_causal(5, TOP_LEFT),
+    "_scaled_dot_product_flash_attention": _is_causal(4, TOP_LEFT),
+    "_scaled_dot_product_flash_attention_for_cpu": _is_causal(4, TOP_LEFT),
+    "_scaled_dot_product_efficient_attention": _is_causal(6, TOP_LEFT),
+    "_scaled_dot_product_cudnn_attention": _is_causal(6, TOP_LEFT),
+    "_scaled_dot_product_fused_attention_overrideable": _is_causal(5, TOP_LEFT),
+    "_flash_attention_forward": _is_causal(8, BOTTOM_RIGHT),
+    "_efficient_attention_forward": _custom_mask_type(9),
+}
+ATTENTION_BACKWARD_MASKS: dict[str, MaskReader] = {
+    "_scaled_dot_product_flash_attention_backward": _is_causal(11, TOP_LEFT),
+    "_scaled_dot_product_flash_attention_for_cpu_backward": _is_causal(7, TOP_LEFT),
+    "_scaled_dot_product_efficient_attention_backward": _is_causal(11, TOP_LEFT),
+    "_scaled_dot_product_cudnn_attention_backward": _is_causal(14, TOP_LEFT),
+    "_flash_attention_backward": _is_causal(11, BOTTOM_RIGHT),
+    "_efficient_attention_backward": _custom_mask_type(14),
+}
 
 
 def _broadcast(shapes: list[tuple[int, ...]]) -> tuple[int, ...]:
@@ -375,27 +470,8 @@ ESTIMATORS: dict[str, Estimator] = {
     "aten::miopen_convolution_backward": _convolution_backward(1, 0),
     "aten::cudnn_convolution_backward_input": conv_backward_input,
     "aten::cudnn_convolution_backward_weight": conv_backward_weight,
-    **{
-        f"aten::{name}": attention
-        for name in (
-            "scaled_dot_product_attention",
-            "_scaled_dot_product_flash_attention",
-            "_scaled_dot_product_efficient_attention",
-            "_scaled_dot_product_cudnn_attention",
-            "_flash_attention_forward",
-            "_efficient_attention_forward",
-        )
-    },
-    **{
-        f"aten::{name}": attention_backward
-        for name in (
-            "_scaled_dot_product_flash_attention_backward",
-            "_scaled_dot_product_efficient_attention_backward",
-            "_scaled_dot_product_cudnn_attention_backward",
-            "_flash_attention_backward",
-            "_efficient_attention_backward",
-        )
-    },
+    **{f"aten::{name}": attention(mask) for name, mask in ATTENTION_MASKS.items()},
+    **{f"aten::{name}": attention_backward(mask) for name, mask in ATTENTION_BACKWARD_MASKS.items()},
     **{f"aten::{name}": elementwise for name in (*_UNARY, *_BINARY)},
     **{f"aten::{name}_": inplace for name in (*_UNARY, *_BINARY)},
     "aten::copy_": copy,

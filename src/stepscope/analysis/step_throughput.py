@@ -6,7 +6,10 @@ FLOPs of a step
     execution where the profile has XLA ops, else the PyTorch ops' estimates from their
     recorded shapes (``torch_costs``). An op counts for the step whose window holds its
     start (a PyTorch op's host start: the step that launched its kernels). Ops without a
-    count add nothing; a step none of whose ops has one has no FLOPs.
+    count add nothing; a step none of whose ops has one has no FLOPs. ``flop_assumptions``
+    counts the PyTorch estimates in some step that took a value for an argument the profile
+    did not record (an attention whose ``is_causal`` is not recorded counts as full, so the
+    MFU may be overstated, up to twice that attention's share).
 MFU
     FLOPs in the step / (step time x the summed peak FLOP/s of the devices that ran the
     ops), the peaks from ``chips`` (the profile's plane stats, else the known-chips table);
@@ -28,6 +31,7 @@ import numpy as np
 
 from stepscope.analysis.chips import device_peaks
 from stepscope.analysis.opstats import OpStats
+from stepscope.analysis.torch_costs import Assumption, count_assumptions
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, distinct_indices
 
@@ -47,6 +51,7 @@ class StepThroughput(TypedDict):
 
 class Throughput(TypedDict):
     flops_source: str  # "xla" | "shapes" | "" (no FLOP counts)
+    flop_assumptions: list[Assumption]  # what the shape estimates in steps assumed
     peak_tflops_per_second: float | None  # the devices' peaks summed
     devices: list[str]  # the devices whose peaks are summed
     mfu_percent: float | None  # over the kept steps
@@ -61,13 +66,14 @@ def _step_index(starts: np.ndarray, ends: np.ndarray, when: np.ndarray) -> np.nd
     return np.where(inside, index, -1)
 
 
-def _step_flops(stats: OpStats, count: int) -> tuple[np.ndarray, str]:
-    """FLOPs per step (NaN where none is known), and where they came from."""
+def _step_flops(stats: OpStats, count: int) -> tuple[np.ndarray, str, list[Assumption]]:
+    """FLOPs per step (NaN where none is known), where they came from, and what the
+    estimates counted in them assumed."""
     ops = stats.roofline_ops
     from_shapes = ops is not stats.xla_ops
     known = np.isfinite(ops.flops)
     if not known.any():
-        return np.full(count, np.nan), ""
+        return np.full(count, np.nan), "", []
     if from_shapes:
         start = stats.shape_costs.start_ps
     else:
@@ -80,7 +86,9 @@ def _step_flops(stats: OpStats, count: int) -> tuple[np.ndarray, str]:
     chosen = known & (index >= 0)
     sums = np.bincount(index[chosen], weights=ops.flops[chosen], minlength=count)
     has = np.bincount(index[chosen], minlength=count) > 0
-    return np.where(has, sums, np.nan), SHAPES if from_shapes else XLA
+    if not from_shapes:
+        return np.where(has, sums, np.nan), XLA, []
+    return np.where(has, sums, np.nan), SHAPES, count_assumptions(stats.shape_costs.assumed[chosen])
 
 
 def _step_counts(stats: OpStats, stat: str, count: int) -> np.ndarray:
@@ -120,7 +128,7 @@ def throughput(stats: OpStats) -> Throughput:
     steps = stats.steps
     count = len(steps)
     time = steps.duration_ps
-    flops, source = _step_flops(stats, count)
+    flops, source, assumptions = _step_flops(stats, count)
     ops = stats.roofline_ops
     planes = [stats.profile.planes[i] for i in distinct_indices(ops.plane[np.isfinite(ops.flops)])] if source else []
     peaks = [device_peaks(stats.profile, plane).peak_tflops for plane in planes]
@@ -145,6 +153,7 @@ def throughput(stats: OpStats) -> Throughput:
     ]
     return Throughput(
         flops_source=source,
+        flop_assumptions=assumptions,
         peak_tflops_per_second=peak,
         devices=[plane.name for plane in planes],
         mfu_percent=kept_rate / (peak * 1e12) * 100 if kept_rate is not None and peak else None,

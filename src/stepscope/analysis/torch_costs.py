@@ -29,7 +29,9 @@ Per entry (one per estimated op occurrence and device plane):
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass, replace
+from typing import TypedDict
 
 import numpy as np
 
@@ -48,11 +50,24 @@ SEQUENCE_NUMBER = "Sequence number"
 
 @dataclass(frozen=True)
 class ShapeCosts:
-    """The estimated framework ops, and which of them assumed an unrecorded argument."""
+    """The estimated framework ops, and what each assumed for an argument it did not find."""
 
     ops: XlaOps
-    assumed: np.ndarray  # bool per entry
+    assumed: np.ndarray  # per entry, ``Cost.assumed``: "" where nothing was assumed
     start_ps: np.ndarray  # per entry, the host op's start (which step it belongs to)
+
+
+class Assumption(TypedDict):
+    """What shape estimates took for an argument the profile did not record, and for how many."""
+
+    assumption: str  # ``Cost.assumed``: "is_causal not recorded: counted as full attention"
+    ops: int  # estimate entries (op occurrences per device plane)
+
+
+def count_assumptions(assumed: np.ndarray) -> list[Assumption]:
+    """``ShapeCosts.assumed`` (of some entries) counted per assumption, most frequent first."""
+    counts = Counter(text for text in assumed.tolist() if text)
+    return [Assumption(assumption=text, ops=count) for text, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
 
 
 def _call(plane: Plane, row: int, name: str, outputs: dict[int, tuple[int, ...]] | None = None) -> Call | None:
@@ -93,7 +108,7 @@ def _signature(name: str, call: Call | None) -> str:
 def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
     plane_names = tuple(plane.name for plane in profile.planes)
     host = profile.plane(names.HOST_PLANE)
-    empty = ShapeCosts(_empty(plane_names), np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64))
+    empty = ShapeCosts(_empty(plane_names), np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64))
     if host is None:
         return empty
     host_index = profile.planes.index(host)
@@ -167,7 +182,7 @@ def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
         columns["time_ps"].append(total)
         columns["flops"].append(cost.flops if cost is not None else np.nan)
         columns["bytes_accessed"].append(cost.bytes_accessed if cost is not None else np.nan)
-        assumed.append(cost is not None and cost.assumed)
+        assumed.append(cost.assumed if cost is not None else "")
     time = np.asarray(columns["time_ps"], dtype=np.int64)
     xla = XlaOps(
         plane=np.asarray(columns["plane"], dtype=np.int64),
@@ -183,7 +198,7 @@ def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
         bytes_accessed=np.asarray(columns["bytes_accessed"], dtype=np.float64),
         plane_names=plane_names,
     )
-    return ShapeCosts(xla, np.asarray(assumed, dtype=bool), events.start_ps[xla.row])
+    return ShapeCosts(xla, np.asarray(assumed, dtype=object), events.start_ps[xla.row])
 
 
 def _empty(plane_names: tuple[str, ...]) -> XlaOps:

@@ -19,6 +19,10 @@ wait for collectives), and the first one is the summary:
   - host compute + idle >= ``HOST_BOUND_PERCENT`` where the profile has a device (the
     device waits on the host), or always on a CPU-only profile (the host is all there is);
 - when none holds, the device computes for most of the step: device-bound.
+- none of them where no step was found (``Steps.inferred``: the whole profile is one
+  window): a bound is a share of the step time, and a window that holds compilation,
+  warm-up and the gaps between calls is no step. XProf's overview says the same
+  ("No step time measured...", bottleneck "unknown"); the verdict is ``unknown``.
 
 Each finding's evidence names the tool that shows it and, where that tool has a table, the
 rows that support it: the table, the column it is sorted by (descending: biggest first) and
@@ -47,6 +51,7 @@ HOST_BOUND_PERCENT = 50.0
 
 HIGHLY, MODERATELY, NOT = "highly", "moderately", "not"
 INPUT, KERNEL_LAUNCH, COLLECTIVES, HOST, DEVICE = "input", "kernel_launch", "collectives", "host", "device"
+UNKNOWN = "unknown"
 
 # The tools that show each finding's evidence (registry names).
 INPUT_TOOL = "input_pipeline_analyzer"
@@ -68,6 +73,7 @@ class Shares:
     device_compute: float  # median
     steps: int  # how many steps the shares are over
     has_device: bool
+    steps_known: bool = True  # False: no step marker, the whole profile is one window
 
 
 # The tables the evidence points into, and the columns it sorts them by.
@@ -150,6 +156,20 @@ def input_bound_verdict(input_percent: float) -> str:
 
 def _findings(shares: Shares, leads: Leads) -> list[Finding]:
     over = f"over {shares.steps} step(s)"
+    if not shares.steps_known:
+        return [
+            Finding(
+                UNKNOWN,
+                0.0,
+                "No step was found (no step marker), so stepscope cannot tell what bounds a step; the breakdown shows where the profiled time went.",
+                "no step marker: the whole profiled window is one step",
+                TRACE_TOOL,
+                (
+                    "Mark the steps (stepscope.step(), torch.profiler's schedule with prof.step(), "
+                    "jax.profiler.StepTraceAnnotation, tf.profiler.experimental.Trace(step_num=...)) and profile again.",
+                ),
+            )
+        ]
     found: list[Finding] = []
     input_bound = input_bound_verdict(shares.input)
     if input_bound != NOT:

@@ -16,7 +16,9 @@ one; on another port is an error. A forked child has no server.
 
 It listens on 127.0.0.1 unless told otherwise (TensorFlow's and JAX's servers listen on
 every interface). A capture while another runs is refused with ALREADY_EXISTS; one longer
-than ``max_duration_ms`` with INVALID_ARGUMENT. Anything failing inside a capture is
+than ``max_duration_ms`` with INVALID_ARGUMENT, and so is one whose strings are longer than
+a path or a file name; a request over ``MAX_REQUEST_BYTES`` is refused by grpc before it is
+held (RESOURCE_EXHAUSTED): the job's memory never depends on what a client sends. Anything failing inside a capture is
 answered with an error status; the training job goes on. A job that ends during a capture
 ends the capture: the client gets what was recorded, and the job's exit is not held up.
 
@@ -76,7 +78,18 @@ CAPTURE_SWITCH_INTERVAL_S = 0.0005
 EXIT_WAIT_S = 10.0
 # How long a capture cut short by the job's exit has to answer its client.
 EXIT_GRACE_S = 60.0
-UNLIMITED_MESSAGES = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1)]
+# What a client may send: a ProfileRequest is a few numbers and three short strings (TSL's
+# clients send well under 1 kB), so anything bigger is refused by grpc as it arrives
+# (RESOURCE_EXHAUSTED), never held. Without it one 1 GB request took a job from 182 MB to
+# 6.77 GB and left it holding 1.5 GB (issue 40). Answers (the profile) are not capped.
+MAX_REQUEST_BYTES = 64 << 10
+MESSAGE_LIMITS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", MAX_REQUEST_BYTES)]
+# Calls handled at once; more are refused (RESOURCE_EXHAUSTED): a capture, its status polls
+# and a Terminate need a handful.
+MAX_CONCURRENT_CALLS = 16
+# The longest string fields accepted (characters): a path, and a file name's part.
+MAX_PATH_CHARS = 4096
+MAX_NAME_CHARS = 255
 
 
 def options_from_proto(opts: profiler_options_pb2.ProfileOptions) -> ProfilerOptions:
@@ -106,6 +119,13 @@ class ProfilerServicer:
         self.server: grpc.Server | None = None  # set once serving, to stop it at the job's exit
 
     def profile(self, request: profiler_service_pb2.ProfileRequest, context: grpc.ServicerContext) -> profiler_service_pb2.ProfileResponse:
+        for name, value, limit in (
+            ("repository_root", request.repository_root, MAX_PATH_CHARS),
+            ("session_id", request.session_id, MAX_NAME_CHARS),
+            ("host_name", request.host_name, MAX_NAME_CHARS),
+        ):
+            if len(value) > limit:
+                context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"{name} is {len(value)} characters, more than {limit}")
         duration_ms = int(request.duration_ms or request.opts.duration_ms)
         if duration_ms <= 0 or duration_ms > self.max_duration_ms:
             context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"duration_ms must be 1..{self.max_duration_ms}, not {duration_ms}")
@@ -306,7 +326,11 @@ def _start(port: int, host: str, max_duration_ms: int) -> ProfilerServer:
         )
     }
     # Few workers: captures run one at a time; the rest only answer "busy", status or Terminate.
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="stepscope-profiler"), options=UNLIMITED_MESSAGES)
+    server = grpc.server(
+        futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="stepscope-profiler"),
+        options=MESSAGE_LIMITS,
+        maximum_concurrent_rpcs=MAX_CONCURRENT_CALLS,
+    )
     server.add_generic_rpc_handlers(
         (
             grpc.method_handlers_generic_handler(names.PROFILER_SERVICE, handlers),

@@ -107,12 +107,16 @@ def prepare_step_boundaries() -> None:
 _lock = threading.Lock()
 _current: CaptureSession | None = None  # the session recording in this process
 _started: CaptureSession | None = None  # the last one ``start()`` made, for ``stop()``
+_forked_during_capture = False  # this process is a child forked while its parent captured
 
 
 def _after_fork_in_child() -> None:
     # The child records nothing of the parent's capture and may start its own; ``_started``
     # stays, so a ``stop()`` the child runs stops nothing (its session is the parent's).
-    global _lock, _current
+    # ``_forked_during_capture``: a ``stop()`` with no session of the child's own (a second
+    # one, or one during the parent's remote capture) does nothing either.
+    global _lock, _current, _forked_during_capture
+    _forked_during_capture = _current is not None or _started is not None
     _lock, _current = threading.Lock(), None
 
 
@@ -305,9 +309,12 @@ def start(logdir: str | Path, options: ProfilerOptions | None = None) -> Capture
 
 
 def stop() -> Path | None:
-    """Stops the capture ``start()`` began; returns the written profile's path."""
+    """Stops the capture ``start()`` began; returns the written profile's path. In a child
+    forked during a capture it does nothing (None), as docs/capture.md says."""
     global _started
     session, _started = _started, None
     if session is None:
+        if _forked_during_capture:
+            return None
         raise StepscopeError("no stepscope capture is running")
     return session.stop()

@@ -7,10 +7,17 @@ to the log directory. States a request can find:
 - ready: ``<cache>/<key>/`` exists (the worker renames it into place when complete);
 - failed: ``<cache>/<key>.error.json`` holds the one-line reason (a corrupt profile stays
   failed until the file changes, without being read again on every request); or, when
-  the worker ran out of memory or died on it twice, the reason is kept in memory only
+  the worker ran out of memory or time, or died on it twice, the reason is kept in memory only
   (the file may be fine on a bigger machine, or with a higher ``STEPSCOPE_WORKER_MEMORY``:
   a restarted server tries again);
 - pending: a worker is on it; ``<cache>/<key>.progress.json`` says how far.
+
+A cache is a cache: what is read from a ready folder is checked first (a tool's answer
+against the size and CRC-32 the worker recorded, ``worker.CHECKSUMS_FILE``; the trace
+index's files by ``viewer.storage``), opened without blocking and never through a link. A
+file that fails (truncated, missing, a directory or a FIFO in its place) raises
+``CacheDamaged``: the route answers 202 and the folder is discarded, so the next request
+analyses the profile again. The cache root is private to its user (0700).
 
 The first request for a profile submits it; later ones only look. A server ``prestart``s
 the first worker, which warms up (``worker.warm_up``) before any request. Workers are separate
@@ -21,34 +28,38 @@ blocks the server's other requests, and a profile that kills its worker fails al
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import shutil
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
 from stepscope import __version__
-from stepscope.dashboard.pools import WorkerFailed, WorkerPool, default_memory_limit, spawn_pool, stop_pool
+from stepscope.dashboard.pools import WorkerFailed, WorkerPool, default_memory_limit, default_time_limit, spawn_pool, stop_pool
 from stepscope.dashboard.worker import (
+    CHECKSUMS_FILE,
     ERROR_FILE,
     PROGRESS_FILE,
     TABLES_SUFFIX,
     TOOL_SUFFIX,
     Progress,
     analyse,
+    checksum,
     read_progress,
     remove_abandoned_staging,
     warm_up,
 )
 from stepscope.errors import StepscopeError
-from stepscope.trace.files import atomic_write
+from stepscope.trace.files import atomic_write, read_cache_file
 
 # What a cached analysis holds, beyond the release: bumped whenever a cached file's content
 # changes without a new version number (a tool's new fields, the distributed view's device
-# units), so an older cache folder is never read as the current one.
-ANALYSIS_FORMAT = 3
+# units, 4: the checksums file), so an older cache folder is never read as the current one.
+ANALYSIS_FORMAT = 4
 
 
 def default_cache_dir() -> Path:
@@ -56,15 +67,37 @@ def default_cache_dir() -> Path:
     return Path(base) / "stepscope"
 
 
+class CacheDamaged(StepscopeError):
+    """A file of a ready analysis folder is not what the worker wrote; ``folder`` is to be
+    discarded and analysed again (``AnalysisCache.discard``)."""
+
+    def __init__(self, folder: Path, problem: str) -> None:
+        super().__init__(f"the cached analysis {folder.name} is damaged ({problem}); analysing the profile again")
+        self.folder = folder
+
+
 @dataclass(frozen=True)
 class Ready:
     folder: Path
 
-    def tool_file(self, tool: str) -> Path:
-        return self.folder / f"{tool}{TOOL_SUFFIX}"
+    def read(self, name: str) -> bytes:
+        """The file ``name`` of the folder, checked against the size and CRC-32 recorded
+        when it was written; CacheDamaged when it is not that file."""
+        try:
+            sums = json.loads(read_cache_file(self.folder / CHECKSUMS_FILE))
+            size, crc = sums[name]
+            data = read_cache_file(self.folder / name)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise CacheDamaged(self.folder, f"{name}: {type(error).__name__}: {error}") from None
+        if checksum(data) != [size, crc]:
+            raise CacheDamaged(self.folder, f"{name}: {len(data)} bytes, not the {size} written, or changed since")
+        return data
 
-    def tables_file(self, tool: str) -> Path:
-        return self.folder / f"{tool}{TABLES_SUFFIX}"
+    def tool_document(self, tool: str) -> bytes:
+        return self.read(f"{tool}{TOOL_SUFFIX}")
+
+    def tables_document(self, tool: str) -> bytes:
+        return self.read(f"{tool}{TABLES_SUFFIX}")
 
 
 @dataclass(frozen=True)
@@ -83,15 +116,21 @@ Status = Ready | Pending | Failed
 class AnalysisCache:
     """``workers``: analyses at a time (default: half the CPUs). ``memory_limit``: each
     worker's cap in bytes (None: ``pools.default_memory_limit()``; 0: no cap).
+    ``time_limit``: each analysis's, in seconds (None: ``pools.default_time_limit()``; 0: none).
     ``analyse``: what a worker runs on a profile, ``worker.analyse``; tests inject a fake
     here (a module-level function: it is sent to the worker process by name). ``warm``:
     what each worker runs as it starts (None: nothing)."""
 
-    def __init__(self, cache_dir: Path, workers: int | None = None, memory_limit: int | None = None, analyse=analyse, warm=warm_up) -> None:
+    def __init__(
+        self, cache_dir: Path, workers: int | None = None, memory_limit: int | None = None, analyse=analyse, warm=warm_up, time_limit: float | None = None
+    ) -> None:
         self.root = Path(cache_dir) / "analysis"
         self.root.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.root, 0o700)  # only this user may reach (and so truncate or replace) what the server maps
         self.workers = workers or max(1, (os.cpu_count() or 2) // 2)
         self.memory_limit = default_memory_limit() if memory_limit is None else memory_limit or None
+        self.time_limit = default_time_limit() if time_limit is None else time_limit or None
+        self.confine: str | None = None  # the folder the workers read profiles from (``confine``)
         self._analyse, self._warm = analyse, warm
         self._lock = threading.Lock()
         self._jobs: dict[str, Future] = {}
@@ -124,6 +163,11 @@ class AnalysisCache:
         progress = read_progress(self.root / f"{key}.{PROGRESS_FILE}")
         return Pending(progress or Progress("queued", 0.0, f"waiting for a worker for {path.name}"))
 
+    def confine_to(self, logdir: Path) -> None:
+        """Its workers read profiles inside ``logdir`` only (``files.confine_reads``): a
+        profile swapped for a link elsewhere after the listing is refused. Before any job."""
+        self.confine = str(logdir)
+
     def prestart(self) -> None:
         """Starts the first worker now, to warm up while nobody waits (see ``pools``)."""
         with self._lock:
@@ -131,10 +175,13 @@ class AnalysisCache:
 
     def _started_pool(self) -> WorkerPool:
         if self._pool is None:
-            self._pool = spawn_pool(self.workers, self.memory_limit, self._warm)
+            self._pool = spawn_pool(self.workers, self.memory_limit, self._warm, self.time_limit, self.confine)
         return self._pool
 
     def _submit(self, key: str, path: Path) -> None:
+        if os.path.lexists(self.root / key):  # not a folder (is_dir said so): whatever took its place goes
+            with contextlib.suppress(OSError):
+                os.unlink(self.root / key)
         progress_file = self.root / f"{key}.{PROGRESS_FILE}"
         job = self._started_pool().submit(self._analyse, str(path), str(self.root / key), str(progress_file))
         self._jobs[key] = job
@@ -145,14 +192,24 @@ class AnalysisCache:
         with self._lock:
             self._jobs.pop(key, None)
             if isinstance(error, WorkerFailed):
-                # Out of memory, or killed twice: maybe not the file's fault (the machine,
-                # the cap), so remembered until the server restarts, not on disk.
+                # Out of memory, out of time, or killed twice: maybe not the file's fault (the
+                # machine, the caps), so remembered until the server restarts, not on disk.
                 self._failed[key] = f"analysis of {path} stopped: {error}"
             elif error is not None:
                 atomic_write(self.root / f"{key}.{ERROR_FILE}", json.dumps({"error": _describe(path, error)}).encode())
         if isinstance(error, WorkerFailed):
             remove_abandoned_staging(self.root / key)
         (self.root / f"{key}.{PROGRESS_FILE}").unlink(missing_ok=True)
+
+    def discard(self, folder: Path) -> None:
+        """Moves a damaged analysis folder out of the way (the next request analyses its
+        profile again) and removes it; what the server still maps of it stays valid."""
+        if folder.parent != self.root:
+            return
+        aside = self.root / f".{folder.name}.{os.getpid()}.damaged"
+        with contextlib.suppress(OSError):
+            os.replace(folder, aside)
+        shutil.rmtree(aside, ignore_errors=True)
 
     def close(self) -> None:
         with self._lock:

@@ -38,6 +38,12 @@ class BadParameter(ApiError):
     status = 400
 
 
+class TooLarge(ApiError):
+    """A request body over the route's limit, refused before it is read whole: 413."""
+
+    status = 413
+
+
 class AnalysisPending(ApiError):
     """The profile's analysis is queued or running: 202, its progress as the body."""
 

@@ -30,8 +30,8 @@ from stepscope.analysis.distributed import TOOL as DISTRIBUTED
 from stepscope.analysis.distributed.reduce import BY_AUTO, UNITS
 from stepscope.analysis.registry import OptionError
 from stepscope.dashboard import trace_api
-from stepscope.dashboard.analysis_cache import AnalysisCache, Ready
-from stepscope.dashboard.api_errors import ApiError, BadParameter, NotFound
+from stepscope.dashboard.analysis_cache import AnalysisCache, CacheDamaged, Ready
+from stepscope.dashboard.api_errors import ApiError, BadParameter, NotFound, TooLarge
 from stepscope.dashboard.captures import CaptureRequest, Captures
 from stepscope.dashboard.diffs import Diffs
 from stepscope.dashboard.distributed_view import DistributedViews
@@ -40,11 +40,15 @@ from stepscope.dashboard.responses import JsonResponse
 from stepscope.dashboard.security import STATE_CHANGING_METHODS, Access, Guard, state_changing
 from stepscope.dashboard.state import Dashboard, analysis_status
 from stepscope.dashboard.tool_runs import ToolRuns
-from stepscope.dashboard.worker import table_from_json
+from stepscope.dashboard.worker import Progress, table_from_json
 from stepscope.errors import StepscopeError
 from stepscope.render.formats import table_csv
+from stepscope.sizes import size_text
 
 STATIC_DIR = Path(__file__).parent / "static"
+# A capture request is a few numbers and at most captures.MAX_ADDRESSES host:port strings
+# (a few kB); its body is refused past this before it is read whole.
+MAX_CAPTURE_BODY = 64 << 10
 NOT_BUILT = "stepscope's web page is not built: run `make web` (or `cd web && npm ci && npm run build`) and reload.\n"
 
 
@@ -116,7 +120,7 @@ def _documents(request: Request) -> tuple[str, bytes, bytes]:
     ready, tool = _ready(dashboard, request)
     options = _options(tool, request)
     if not options:
-        return tool, ready.tool_file(tool).read_bytes(), ready.tables_file(tool).read_bytes()
+        return tool, ready.tool_document(tool), ready.tables_document(tool)
     runs: ToolRuns = request.app.state.tool_runs
     document, tables = runs.documents(str(dashboard.host(request).path), ready.folder.name, tool, options)
     return tool, document, tables
@@ -201,12 +205,29 @@ async def api_capture_start(request: Request) -> Response:
             "captures are off: this TensorBoard listens beyond loopback with no access control, so anyone who reaches it "
             "could start one; start tensorboard with --stepscope_captures to allow them (docs/security.md)",
         )
-    try:
-        body = await request.json()
-    except ValueError:
-        raise BadParameter("the capture request is not valid JSON") from None
+    body = await _json_body(request, MAX_CAPTURE_BODY, "the capture request")
     job = request.app.state.dashboard.captures.start(CaptureRequest.from_json(body))
     return JsonResponse({"id": job.id}, status_code=202)
+
+
+async def _json_body(request: Request, limit: int, what: str) -> Any:
+    """The request's JSON body, read no further than ``limit`` bytes (413 past it: a body
+    is never held whole before it is known to be small) and decoded without a traceback
+    (400 for invalid JSON and for JSON nested past the decoder's recursion limit)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise TooLarge(f"{what} is {size_text(int(declared))}, more than {size_text(limit)}")
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise TooLarge(f"{what} is more than {size_text(limit)}")
+    try:
+        return json.loads(body)
+    except RecursionError:
+        raise BadParameter(f"{what} is nested too deeply") from None
+    except ValueError:
+        raise BadParameter(f"{what} is not valid JSON") from None
 
 
 def api_capture_status(request: Request) -> Response:
@@ -228,6 +249,15 @@ async def api_error(request: Request, exc: ApiError) -> Response:
     return JsonResponse(exc.body, status_code=exc.status)
 
 
+async def damaged_cache(request: Request, exc: Exception) -> Response:
+    """A cached analysis found damaged while answering (``analysis_cache.CacheDamaged``):
+    the folder goes, and the answer is the one of a profile being analysed (202), which the
+    page polls until the new analysis is ready."""
+    assert isinstance(exc, CacheDamaged)
+    request.app.state.dashboard.cache.discard(exc.folder)
+    return JsonResponse(Progress("queued", 0.0, str(exc)).to_json(), status_code=202)
+
+
 async def bad_request(request: Request, exc: Exception) -> Response:
     """Any other StepscopeError (a capture request that is not valid, ...): 400."""
     return error(400, str(exc))
@@ -242,6 +272,8 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
     whether a token is needed (default: a server on 127.0.0.1, no token); see
     ``stepscope.dashboard.security``."""
     dashboard = Dashboard(Path(logdir), cache, Captures(Path(logdir)))
+    # The workers read profiles inside the logdir only, checked on the file they open.
+    cache.confine_to(dashboard.logdir)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -281,13 +313,13 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
         routes=routes,
         middleware=middleware,
         # The most specific class's handler answers: ApiError's before StepscopeError's.
-        exception_handlers={ApiError: api_error, StepscopeError: bad_request},
+        exception_handlers={ApiError: api_error, CacheDamaged: damaged_cache, StepscopeError: bad_request},
         lifespan=lifespan,
     )
     app.state.dashboard = dashboard
     app.state.access = access
     app.state.indexes = trace_api.Indexes()
-    app.state.profile_jobs = ProfileJobs()
+    app.state.profile_jobs = ProfileJobs(confine=dashboard.logdir)
     app.state.tool_runs = ToolRuns(app.state.profile_jobs)
     app.state.diffs = Diffs()
     app.state.distributed = DistributedViews(app.state.profile_jobs)

@@ -34,7 +34,7 @@ def run_results(ready: Ready, label: str) -> RunResults:
     JSON is ``{"error": ...}``) makes the diff fail with that reason (422)."""
     results: dict[str, Any] = {}
     for field, tool in RunResults.TOOLS.items():
-        document = json.loads(ready.tool_file(tool).read_bytes())
+        document = json.loads(ready.tool_document(tool))
         if "error" in document:
             raise ProfileFailed(f"{label}: {document['error']}")
         kind = spec(tool).result

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -42,9 +43,8 @@ def load_rank_tables(ready: Ready, host: str, path: Path, jobs: ProfileJobs) -> 
     """A host's cached rank tables, named as the run names it; the error line where its
     tables failed. A cache folder from before the file existed is filled in by the
     profile worker (which loads the profile once for it)."""
-    file = ready.folder / RANK_FILE
-    if file.exists():
-        data = file.read_bytes()
+    if os.path.lexists(ready.folder / RANK_FILE):
+        data = ready.read(RANK_FILE)
         if data.startswith(b'{"error":'):
             return str(json.loads(data)["error"])
         tables = msgspec.json.decode(data, type=RankTables)

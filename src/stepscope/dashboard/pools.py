@@ -13,6 +13,11 @@ Each worker caps its own address space (``memory_limit``), so one bad file canno
 machine: an allocation past the cap raises MemoryError in the worker, which charges that
 job (``WorkerFailed``, no retry: the same file would hit the same cap) and is replaced.
 
+Each job has a time limit (``time_limit``): a job still running past it (a file that
+sends a tool into an endless loop) has its worker stopped and replaced, and fails with
+``WorkerFailed`` (no retry: the same file would loop again), so one file cannot hold a
+worker, and every profile queued behind it, for ever.
+
 spawn, not fork: the server has threads (uvicorn, capture jobs) that a fork would copy in
 whatever state they are in.
 
@@ -29,6 +34,7 @@ import contextlib
 import multiprocessing
 import os
 import pickle
+import re
 import signal
 import threading
 import traceback
@@ -40,8 +46,9 @@ from pathlib import Path
 from typing import Any
 
 from stepscope.errors import StepscopeError
-from stepscope.sizes import size_setting, size_text
+from stepscope.sizes import NO_LIMIT, size_setting, size_text
 from stepscope.trace import limits
+from stepscope.trace.files import confine_reads
 
 # The setting (environment variable) that caps each worker's memory: a size ("8G", "512M",
 # bytes), or "none" for no cap.
@@ -53,6 +60,15 @@ RETRIES = 1
 # ran out of memory half way through may hold broken state).
 OUT_OF_MEMORY_EXIT = 86
 CGROUP_MEMORY_MAX = Path("/sys/fs/cgroup/memory.max")
+# The setting that limits each job's time in a worker: seconds, or a number with s, m or h
+# ("90s", "30m", "2h"); "none" for no limit.
+TIME_SETTING = "STEPSCOPE_WORKER_TIME"
+# Generous, for big profiles on slow machines (a fresh worker's warm-up, ~0.35 s, counts
+# towards its first job), and short enough that a looping file frees its worker within the
+# hour; raise it for profiles that take longer.
+DEFAULT_TIME_LIMIT_S = 30 * 60.0
+_TIME = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*([smh]?)", re.IGNORECASE)
+_TIME_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600}
 
 
 class WorkerFailed(StepscopeError):
@@ -83,6 +99,29 @@ def default_memory_limit() -> int | None:
     return size_setting(MEMORY_SETTING, physical // 2 if physical else None)
 
 
+def default_time_limit() -> float | None:
+    """Each job's time limit in seconds: ``STEPSCOPE_WORKER_TIME`` when set ("none", "off" or
+    "0": no limit), else ``DEFAULT_TIME_LIMIT_S``."""
+    text = os.environ.get(TIME_SETTING, "").strip()
+    if not text:
+        return DEFAULT_TIME_LIMIT_S
+    if text.lower() in NO_LIMIT:
+        return None
+    match = _TIME.fullmatch(text)
+    if match is None:
+        raise StepscopeError(f"{TIME_SETTING}: {text!r} is not a duration (give seconds, or a number with s, m or h); or 'none' for no limit")
+    return float(match.group(1)) * _TIME_UNITS[match.group(2).lower()]
+
+
+def time_text(seconds: float) -> str:
+    """``90 s``, ``30 min``, ``1.5 h``: a time limit for a message."""
+    if seconds >= 3600:
+        return f"{seconds / 3600:g} h"
+    if seconds >= 60:
+        return f"{seconds / 60:g} min"
+    return f"{seconds:g} s"
+
+
 def _limit_memory(limit: int | None) -> None:
     """In the worker: caps its address space (the soft limit; never above the hard one)."""
     if limit is None:
@@ -106,11 +145,13 @@ def _portable(error: BaseException) -> BaseException:
         return RuntimeError(f"{type(error).__name__}: {error}")
 
 
-def _worker_main(connection: Connection, memory_limit: int | None, warm: Callable[[], None] | None) -> None:
-    """A worker process: warms up, then runs the jobs it is sent, one at a time, until its
-    pipe closes."""
+def _worker_main(connection: Connection, memory_limit: int | None, confine: str | None, warm: Callable[[], None] | None) -> None:
+    """A worker process: confines its reads of profiles to ``confine`` (a folder; None:
+    anywhere), warms up, then runs the jobs it is sent, one at a time, until its pipe
+    closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's; it stops us
     _limit_memory(memory_limit)
+    confine_reads(confine)
     if warm is not None:
         with contextlib.suppress(Exception):  # nothing lost: the first job pays what the warm-up would have
             warm()
@@ -141,6 +182,13 @@ def _worker_main(connection: Connection, memory_limit: int | None, warm: Callabl
             return
 
 
+class TimedOut:
+    """What ``_Worker.run`` returns when the job ran past its time limit."""
+
+
+TIMED_OUT = TimedOut()
+
+
 @dataclass
 class _Job:
     future: Future
@@ -152,17 +200,19 @@ class _Job:
 class _Worker:
     """One worker process and the server's end of its pipe."""
 
-    def __init__(self, context, memory_limit: int | None, name: str, warm: Callable[[], None] | None) -> None:
+    def __init__(self, context, memory_limit: int | None, confine: str | None, name: str, warm: Callable[[], None] | None) -> None:
         self.connection, child = context.Pipe()
-        self.process = context.Process(target=_worker_main, args=(child, memory_limit, warm), name=name, daemon=True)
+        self.process = context.Process(target=_worker_main, args=(child, memory_limit, confine, warm), name=name, daemon=True)
         self.process.start()
         child.close()
 
-    def run(self, data: bytes) -> tuple[bool, Any] | None:
-        """Sends a job and waits for its answer; None when the process died first."""
+    def run(self, data: bytes, time_limit: float | None) -> tuple[bool, Any] | TimedOut | None:
+        """Sends a job and waits for its answer; None when the process died first,
+        ``TIMED_OUT`` when ``time_limit`` (seconds) passed first (the process still runs)."""
         try:
             self.connection.send_bytes(data)
-            wait([self.connection, self.process.sentinel])
+            if not wait([self.connection, self.process.sentinel], timeout=time_limit):
+                return TIMED_OUT
             return pickle.loads(self.connection.recv_bytes())
         except (EOFError, OSError):
             return None
@@ -200,12 +250,23 @@ class WorkerPool:
 
     ``submit`` returns a ``concurrent.futures.Future``: the job's result, its exception (the
     worker lives on), or ``WorkerFailed`` when the worker ran out of memory or died under
-    it on every try. A death never touches another job. ``warm``: a module-level function
-    each worker process runs as it starts, before its first job (its failure is ignored).
+    it on every try, or the job ran past ``time_limit`` seconds (None: none). A death never
+    touches another job. ``warm``: a module-level function each worker process runs as it
+    starts, before its first job (its failure is ignored). ``confine``: the folder the
+    workers read profiles from (``files.confine_reads``; None: anywhere).
     """
 
-    def __init__(self, workers: int, memory_limit: int | None = None, name: str = "stepscope-worker", warm: Callable[[], None] | None = None) -> None:
-        self.workers, self.memory_limit, self.name, self.warm = workers, memory_limit, name, warm
+    def __init__(
+        self,
+        workers: int,
+        memory_limit: int | None = None,
+        name: str = "stepscope-worker",
+        warm: Callable[[], None] | None = None,
+        time_limit: float | None = None,
+        confine: str | None = None,
+    ) -> None:
+        self.workers, self.memory_limit, self.name, self.warm, self.time_limit = workers, memory_limit, name, warm, time_limit
+        self.confine = confine
         self._context = multiprocessing.get_context("spawn")
         self._lock = threading.Condition()
         self._queue: collections.deque[_Job] = collections.deque()
@@ -280,10 +341,18 @@ class WorkerPool:
                         job.future.set_exception(WorkerFailed("the worker was stopped: the server is closing"))
                         return
                     self._running[number] = worker
-                answer = worker.run(data)
+                answer = worker.run(data, self.time_limit)
                 with self._lock:
                     self._running.pop(number, None)
                     closed = self._closed
+                if isinstance(answer, TimedOut):  # replaced; not retried: the same job would loop again
+                    worker.stop()
+                    worker = None
+                    assert self.time_limit is not None
+                    job.future.set_exception(
+                        WorkerFailed(f"the worker ran past its time limit of {time_text(self.time_limit)} and was replaced ({TIME_SETTING} sets the limit)")
+                    )
+                    continue
                 if answer is not None:
                     ok, value = answer
                     if ok:
@@ -306,7 +375,7 @@ class WorkerPool:
                 worker.stop()
 
     def _new_worker(self, number: int) -> _Worker:
-        return _Worker(self._context, self.memory_limit, f"{self.name}-{number}", self.warm)
+        return _Worker(self._context, self.memory_limit, self.confine, f"{self.name}-{number}", self.warm)
 
     def close(self) -> None:
         """Ends the worker processes now, busy or not; queued jobs are cancelled and a
@@ -326,8 +395,10 @@ class WorkerPool:
             thread.join(timeout=10)
 
 
-def spawn_pool(workers: int, memory_limit: int | None = None, warm: Callable[[], None] | None = None) -> WorkerPool:
-    return WorkerPool(workers, memory_limit, warm=warm)
+def spawn_pool(
+    workers: int, memory_limit: int | None = None, warm: Callable[[], None] | None = None, time_limit: float | None = None, confine: str | None = None
+) -> WorkerPool:
+    return WorkerPool(workers, memory_limit, warm=warm, time_limit=time_limit, confine=confine)
 
 
 def stop_pool(pool: WorkerPool | None) -> None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from stepscope.dashboard.api_errors import JobFailed
-from stepscope.dashboard.pools import WorkerFailed, WorkerPool, default_memory_limit, spawn_pool, stop_pool
+from stepscope.dashboard.pools import WorkerFailed, WorkerPool, default_memory_limit, default_time_limit, spawn_pool, stop_pool
 
 # Profiles kept loaded in the worker process (a 10M-event profile holds a few GB).
 KEPT_PROFILES = 2
@@ -78,17 +78,21 @@ def export_range(profile_path: str, start_ps: int, end_ps: int, target: str) -> 
 
 class ProfileJobs:
     """The server's side: one worker process, created on first use and replaced when it
-    dies (``pools.WorkerPool``); ``memory_limit`` as there (None: the default)."""
+    dies or runs past its time limit (``pools.WorkerPool``); ``memory_limit`` and
+    ``time_limit`` as there (None: the defaults); ``confine``: the folder its worker reads
+    profiles from (None: anywhere)."""
 
-    def __init__(self, memory_limit: int | None = None) -> None:
+    def __init__(self, memory_limit: int | None = None, time_limit: float | None = None, confine: Path | None = None) -> None:
+        self._confine = None if confine is None else str(confine)
         self._lock = threading.Lock()
         self._memory_limit = default_memory_limit() if memory_limit is None else memory_limit or None
+        self._time_limit = default_time_limit() if time_limit is None else time_limit or None
         self._pool: WorkerPool | None = None
 
     def submit(self, function, *args) -> Future:
         with self._lock:
             if self._pool is None:
-                self._pool = spawn_pool(1, self._memory_limit)
+                self._pool = spawn_pool(1, self._memory_limit, time_limit=self._time_limit, confine=self._confine)
             return self._pool.submit(function, *args)
 
     def run(self, what: str, function, *args) -> Any:

@@ -262,7 +262,9 @@ def route_path(scope: Scope) -> str:
 def origin_problem(request: Request) -> str | None:
     """Why a request that changes state is not from this server's own page, or None.
     ``Sec-Fetch-Site`` (sent by every current browser) must not name another site, and
-    ``Origin``, when sent, must be this server: the same host and port as the Host header."""
+    ``Origin``, when sent, must be this server: the same host and port as the Host header,
+    and the request's scheme (an ``https://`` page on this ``http://`` server's host and
+    port is another origin), unless a TLS proxy in front kept the Host without a port."""
     site = request.headers.get("sec-fetch-site")
     if site is not None and site not in ("same-origin", "none"):
         return f"refused: the request comes from another site (Sec-Fetch-Site: {site})"
@@ -272,7 +274,10 @@ def origin_problem(request: Request) -> str | None:
     parts = urlsplit(origin)
     default = {"http": ":80", "https": ":443"}.get(parts.scheme)
     host = request.headers.get("host", "").lower()
-    if default is None or parts.netloc.lower().removesuffix(default) != host.removesuffix(default):
+    # An https:// page in front of an http:// server is this server only behind a TLS proxy,
+    # which keeps the Host without a port; on this server's own port it is another origin.
+    scheme_matches = parts.scheme == request.scope.get("scheme", "http") or (parts.scheme == "https" and ":" not in host.rpartition("]")[2])
+    if default is None or not scheme_matches or parts.netloc.lower().removesuffix(default) != host.removesuffix(default):
         return f"refused: the request comes from another origin (Origin: {origin}, this server: {host})"
     return None
 

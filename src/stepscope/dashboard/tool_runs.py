@@ -4,8 +4,10 @@ The analysis worker leaves every tool's result at its default options in the cac
 a request that sets options (``/api/data?...&top_n=3``, parsed by the registry) is run on
 demand in the profile worker (``profile_jobs.tool_run``, which keeps the profile
 loaded) and its two documents, JSON and tables, are kept here for the next requests (the
-page asks for the data, then the tables, then maybe a CSV). Small: results of one tool on
-one profile, most of them a few kB.
+page asks for the data, then the tables, then maybe a CSV). Most are a few kB, but some are
+not (graph_viewer's, of a big HLO module: ~150 MB), so what is kept is bounded by bytes,
+least recently used first out: six graph_viewer answers took a server from 176 MB to
+1,063 MB when the bound was a count (issue 40).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any
 
 from stepscope.dashboard.profile_jobs import ProfileJobs, tool_run
 
-KEPT_RUNS = 32  # (profile, tool, options) results kept in the server's memory
+# Bytes of (profile, tool, options) results kept in the server's memory; a result larger
+# than this is answered and not kept.
+KEPT_BYTES = 64 << 20
 
 
 class ToolRuns:
@@ -24,6 +28,7 @@ class ToolRuns:
         self._jobs = jobs
         self._lock = threading.Lock()
         self._kept: OrderedDict[tuple[str, str, tuple[tuple[str, Any], ...]], tuple[bytes, bytes]] = OrderedDict()
+        self.kept_bytes = 0
 
     def documents(self, profile_path: str, analysis_key: str, tool: str, options: dict[str, Any]) -> tuple[bytes, bytes]:
         """(JSON, tables) of ``tool`` with ``options`` on the profile whose finished analysis
@@ -36,8 +41,12 @@ class ToolRuns:
                 return self._kept[key]
         shown = ", ".join(f"{name}={value}" for name, value in key[2])
         answer: tuple[bytes, bytes] = self._jobs.run(f"{tool} ({shown}) of {profile_path}", tool_run, profile_path, tool, options)
+        size = len(answer[0]) + len(answer[1])
         with self._lock:
-            self._kept[key] = answer
-            while len(self._kept) > KEPT_RUNS:
-                self._kept.popitem(last=False)
+            if size <= KEPT_BYTES and key not in self._kept:
+                self._kept[key] = answer
+                self.kept_bytes += size
+            while self.kept_bytes > KEPT_BYTES:
+                _, (document, tables) = self._kept.popitem(last=False)
+                self.kept_bytes -= len(document) + len(tables)
         return answer

@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from stepscope.dashboard.analysis_cache import Ready
+from stepscope.dashboard.analysis_cache import CacheDamaged, Ready
 from stepscope.dashboard.api_errors import BadParameter, JobFailed
 from stepscope.dashboard.profile_jobs import event_json, export_range
 from stepscope.dashboard.responses import JsonResponse
@@ -36,6 +36,7 @@ from stepscope.dashboard.state import analysis_status
 from stepscope.dashboard.worker import INDEX_FOLDER
 from stepscope.sizes import size_setting, size_text
 from stepscope.viewer import TraceIndex, find, query, summarize
+from stepscope.viewer.storage import IndexFormatError
 
 EXPORTS_FOLDER = "exports"  # <cache>/exports/<analysis key>.<start_ps>_<end_ps>.json.gz
 EXPORT_SUFFIX = ".json.gz"
@@ -62,7 +63,10 @@ class Indexes:
         with self._lock:
             index = self._open.pop(folder, None)
             if index is None:
-                index = TraceIndex.load(folder)
+                try:
+                    index = TraceIndex.load(folder)
+                except (IndexFormatError, KeyError, TypeError) as error:  # a damaged manifest: KeyError, TypeError
+                    raise CacheDamaged(folder.parent, f"{folder.name}: {error}") from None
             self._open[folder] = index
             while len(self._open) > KEPT_INDEXES:
                 self._open.popitem(last=False)

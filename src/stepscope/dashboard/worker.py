@@ -18,6 +18,7 @@ import os
 import shutil
 import tempfile
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,7 @@ RANK_FILE = "distributed.rank.json"  # the distributed view's map step: RankTabl
 # The HTTP status a tool's document {"error": ..., "status": N} is served with: a tool that
 # rejected the profile (StepscopeError) is the input's fault; any other failure is a 500.
 INPUT_ERROR_STATUS = 422
+CHECKSUMS_FILE = "checksums.json"  # {file name: [size, crc32]} of the folder's other files, written last
 
 # Share of the progress bar given to loading the profile; the tools share the rest.
 LOAD_SHARE = 0.5
@@ -160,6 +162,7 @@ def analyse(profile_path: str, folder: str, progress_path: str) -> None:
             write_progress(progress_file, Progress("analysing", fraction, f"{spec.name} ({number + 1}/{len(tools)}, {elapsed:.0f} s)"))
             PRODUCERS[spec.output](spec, stats, staging)
         write_rank_tables(stats, staging)
+        write_checksums(staging)
         os.chmod(staging, 0o755)
         try:
             os.replace(staging, target)
@@ -183,6 +186,19 @@ def write_rank_tables(stats: OpStats, staging: Path) -> None:
     except Exception as error:
         document = _dump({"error": f"{stats.profile.source}: the distributed view's tables failed ({type(error).__name__}: {error})"})
     (staging / RANK_FILE).write_bytes(document)
+
+
+def checksum(data: bytes) -> list[int]:
+    """What ``CHECKSUMS_FILE`` records of a file: [size, CRC-32] (CRC-32: ~1 GB/s, so
+    checking even a 100 MB graph_viewer answer costs less than sending it)."""
+    return [len(data), zlib.crc32(data)]
+
+
+def write_checksums(staging: Path) -> None:
+    """Records the size and CRC-32 of every file at the top of the folder, so the server can
+    tell a damaged cached answer (truncated, replaced) from a good one before serving it."""
+    sums = {file.name: checksum(file.read_bytes()) for file in sorted(staging.iterdir()) if file.is_file()}
+    (staging / CHECKSUMS_FILE).write_bytes(_dump(sums))
 
 
 def remove_abandoned_staging(target: Path) -> None:

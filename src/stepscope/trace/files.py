@@ -1,10 +1,16 @@
 """Files done safely: profiles are read from regular files only, within the input limit
 (gzip inflated in bounded pieces), and written atomically (a reader never sees a
-half-written profile or export)."""
+half-written profile or export).
+
+A process that serves a log directory (the dashboard's workers) confines its reads to it
+(``confine_reads``): the file actually opened must lie inside, checked on the open file
+itself, so a profile swapped for a link to a file elsewhere between the listing and the
+read is refused, not served."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import stat
@@ -29,6 +35,38 @@ _NOT_REGULAR = (
 )
 
 
+# The folder every profile opened must lie in (None: anywhere), set by ``confine_reads``.
+_confined_to: Path | None = None
+OUTSIDE = "lies outside the log directory (through a link); it is not read"
+
+
+def confine_reads(root: str | os.PathLike[str] | None) -> None:
+    """From now on this process opens profiles inside ``root`` only (None: anywhere)."""
+    global _confined_to
+    _confined_to = None if root is None else Path(os.path.realpath(root))
+
+
+def _opened_path(handle: int, path: Path) -> Path | None:
+    """The real path of the open file ``handle``: the kernel's name for it (Linux), else
+    ``path`` resolved, if that is still the same file (None when it is not: it changed)."""
+    with contextlib.suppress(OSError):
+        return Path(os.readlink(f"/proc/self/fd/{handle}"))
+    try:
+        real = Path(os.path.realpath(path))
+        opened, named = os.fstat(handle), os.stat(real)
+    except OSError:
+        return None
+    return real if (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino) else None
+
+
+def _check_inside(path: Path, handle: int) -> None:
+    if _confined_to is None:
+        return
+    real = _opened_path(handle, path)
+    if real is None or not real.is_relative_to(_confined_to):
+        raise ProfileFormatError(path, OUTSIDE)
+
+
 def is_regular_file(path: Path) -> bool:
     """Whether ``path`` (through symbolic links) is a regular file; False if it cannot be
     looked at. What run discovery lists: FIFOs, devices and sockets are skipped."""
@@ -42,7 +80,8 @@ def open_regular(path: Path) -> io.BufferedReader:
     """``path`` opened for reading (buffered), if it is a regular file; otherwise
     ProfileFormatError saying what it is. Checked before opening (opening a FIFO or a
     device can block or act) and again on the open file, so a FIFO swapped in between
-    neither blocks (O_NONBLOCK) nor is read."""
+    neither blocks (O_NONBLOCK) nor is read; where reads are confined (``confine_reads``),
+    the open file must lie inside the folder."""
     try:
         _check_regular(path, os.stat(path).st_mode)
         handle = os.open(path, _OPEN_FLAGS)
@@ -50,10 +89,28 @@ def open_regular(path: Path) -> io.BufferedReader:
         raise ProfileFormatError(path, f"cannot be read ({error.strerror or error})") from None
     try:
         _check_regular(path, os.fstat(handle).st_mode)
+        _check_inside(path, handle)
         return os.fdopen(handle, "rb")
     except BaseException:
         os.close(handle)
         raise
+
+
+def open_cache_file(path: Path) -> io.BufferedReader:
+    """A file stepscope wrote into its cache, opened for reading: a regular file, not
+    reached through a link, opened without blocking (a FIFO put there is refused, not
+    waited on); OSError otherwise, for the caller to rebuild what the file held."""
+    handle = os.open(path, _OPEN_FLAGS | getattr(os, "O_NOFOLLOW", 0))
+    if not stat.S_ISREG(os.fstat(handle).st_mode):
+        os.close(handle)
+        raise OSError(errno.EINVAL, f"{path} is not a regular file")
+    return os.fdopen(handle, "rb")
+
+
+def read_cache_file(path: Path) -> bytes:
+    """The bytes of a cache file (:func:`open_cache_file`'s checks)."""
+    with open_cache_file(path) as stream:
+        return stream.read()
 
 
 def _check_regular(path: Path, mode: int) -> None:

@@ -9,6 +9,10 @@ error and ``Profile.source`` name the URL as given (``pathlib.Path`` would fold 
 
 Discovery of a run under a URL (``discover_url``) applies the local layout's rules
 (``logdir.parse_path``) to the relative paths that fsspec lists.
+
+A URL of the local filesystem (``file://``, or any fsspec filesystem whose files are local)
+is read and listed as a local path is: regular files only (``files.open_regular``), so a
+FIFO does not hang it, a link to ``/dev/zero`` is not read, and each says so in one line.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 from stepscope.errors import ProfileFormatError, StepscopeError
 from stepscope.sizes import size_text
 from stepscope.trace import limits
-from stepscope.trace.files import GZIP_MAGIC, gunzip_stream
+from stepscope.trace.files import GZIP_MAGIC, gunzip_stream, is_regular_file, open_regular, read_bytes
 from stepscope.trace.logdir import PROFILE_SUFFIXES, SNIFFED_SUFFIXES, XPLANE_SUFFIX, file_host, parse_path
 from stepscope.trace.sniff import sniff_stream
 
@@ -48,9 +52,17 @@ def _filesystem(url: str) -> tuple[Any, str]:
         raise ProfileFormatError(url, f"cannot be opened ({error})") from None
 
 
+def _is_local(fs: Any) -> bool:
+    """Whether fsspec's filesystem holds local files (``file://``, ``local://``)."""
+    return bool(getattr(fs, "local_file", False))
+
+
 def read_url(url: str) -> bytes | bytearray:
-    """The bytes at ``url``, gunzipped if gzip (by content), within ``limits.INPUT_BYTES``."""
+    """The bytes at ``url``, gunzipped if gzip (by content), within ``limits.INPUT_BYTES``;
+    a local file's through the local reader, with its checks."""
     fs, path = _filesystem(url)
+    if _is_local(fs):
+        return read_bytes(Path(path))
     limit = limits.INPUT_BYTES.get()
     try:
         info = fs.info(path)
@@ -91,9 +103,12 @@ def discover_url(url: str) -> list[UrlRun]:
     """Runs under ``url`` (a folder) or the one run that ``url`` (a file) is; the layout's
     rules are ``logdir.discover``'s, applied to the names fsspec lists."""
     fs, root = _filesystem(url)
+    local = _is_local(fs)
     try:
         if not fs.exists(root):
             raise ProfileFormatError(url, "does not exist")
+        if local and not fs.isdir(root):
+            _check_local_file(url, Path(root))
         if fs.isfile(root):
             name = PurePosixPath(root).name
             return [UrlRun(name, url, [UrlHost(file_host(Path(name)), url)])]
@@ -104,7 +119,7 @@ def discover_url(url: str) -> list[UrlRun]:
     base = root.rstrip("/") or "/"
     for file in files:
         name = PurePosixPath(file).name
-        if name.startswith(".") or not _is_profile(fs, file, name):
+        if name.startswith(".") or (local and not is_regular_file(Path(file))) or not _is_profile(fs, file, name):
             continue
         parsed = parse_path(Path(base), Path(file))
         if parsed is None:
@@ -118,6 +133,15 @@ def discover_url(url: str) -> list[UrlRun]:
     for run in runs.values():
         run.hosts = _prefer_xspace(run.hosts)
     return sorted(runs.values(), key=lambda run: run.name)
+
+
+def _check_local_file(url: str, path: Path) -> None:
+    """Raises, naming ``url``, what the local file is when it is no regular file."""
+    try:
+        with open_regular(path):
+            pass
+    except ProfileFormatError as error:
+        raise ProfileFormatError(url, error.problem) from None
 
 
 def _is_profile(fs: Any, file: str, name: str) -> bool:

@@ -4,9 +4,18 @@ memory-mapped (``TraceIndex.save`` / ``TraceIndex.load`` call these).
 The folder holds one ``<array>.npy`` per index array, ``names.json`` (the string table)
 and ``manifest.json`` (format version, tracks, sections, profile facts). It is written
 into a temporary sibling folder and renamed into place, so a reader never sees half an
-index. ``load`` maps the arrays (``np.load(mmap_mode="r")``): opening costs the manifest
-and the names, whatever the event count, and processes that open the same index share
-its pages through the OS cache.
+index. ``load`` maps the arrays: opening costs the manifest and the names, whatever the
+event count, and processes that open the same index share its pages through the OS cache.
+
+The folder is a cache: ``load`` checks every file before it trusts it (a regular file,
+opened without blocking; an array's size exactly what its header says) and raises
+IndexFormatError for the caller to rebuild it. A mapped file truncated later would kill
+the process with SIGBUS on the next read of a page past its new end, so arrays up to
+``IN_MEMORY_BYTES`` (every array of an index of up to ~131k events) are read into memory
+instead, and only larger ones are mapped. Nothing stepscope does truncates a mapped file
+(folders are written beside and renamed into place, old ones unlinked, which leaves the
+mapping intact), and the files are writable by their owner only, so truncating a mapped
+one takes the server's own user, who could as well stop it (docs/security.md).
 """
 
 from __future__ import annotations
@@ -22,10 +31,14 @@ import msgspec
 import numpy as np
 
 from stepscope.errors import StepscopeError
+from stepscope.trace.files import open_cache_file, read_cache_file
 
 # 2: the layout leaves hidden planes (Kineto's /host:trace-spans) out of the index.
 # 3: rows and positions are int32, and an event's plane is its track's (no ref_plane).
 FORMAT_VERSION = 3
+# Arrays up to this size are read into memory, larger ones mapped (see above): at most
+# 13 x 1 MiB per index, for the dashboard's 16 open indexes 208 MiB at worst.
+IN_MEMORY_BYTES = 1 << 20
 MANIFEST = "manifest.json"
 NAMES = "names.json"
 # Array name -> dtype: the index's arrays, which a folder holds exactly.
@@ -85,7 +98,7 @@ def load_index(folder: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str
     IndexFormatError names what is missing or wrong."""
     folder = Path(folder)
     try:
-        manifest = json.loads((folder / MANIFEST).read_text())
+        manifest = json.loads(read_cache_file(folder / MANIFEST))
     except FileNotFoundError:
         raise IndexFormatError(f"{folder}: not a trace index (no {MANIFEST})") from None
     except (OSError, ValueError) as error:
@@ -95,7 +108,7 @@ def load_index(folder: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str
     arrays = {}
     for name, dtype in ARRAYS.items():
         try:
-            array = np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False)
+            array = _load_array(folder / f"{name}.npy")
         except (OSError, ValueError) as error:
             raise IndexFormatError(f"{folder}: array {name} is missing or damaged ({error})") from None
         if array.dtype != np.dtype(dtype) or array.ndim != 1:
@@ -107,7 +120,26 @@ def load_index(folder: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str
         if len(arrays[name]) != size:
             raise IndexFormatError(f"{folder}: array {name} has {len(arrays[name])} entries, expected {size}")
     try:
-        names = msgspec.json.decode((folder / NAMES).read_bytes())
+        names = msgspec.json.decode(read_cache_file(folder / NAMES))
     except (OSError, msgspec.DecodeError) as error:
         raise IndexFormatError(f"{folder}: the index's names are missing or damaged ({error})") from None
     return manifest, arrays, names
+
+
+def _load_array(path: Path) -> np.ndarray:
+    """The ``.npy`` file's array, in memory up to ``IN_MEMORY_BYTES``, mapped beyond; a
+    file whose size is not its header's promise raises ValueError."""
+    with open_cache_file(path) as stream:
+        version = np.lib.format.read_magic(stream)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        shape, fortran_order, dtype = read_header(stream)
+        if fortran_order or dtype.hasobject:
+            raise ValueError("not a plain array")
+        count = int(np.prod(shape, dtype=np.int64))
+        offset, size = stream.tell(), os.fstat(stream.fileno()).st_size
+        if size != offset + count * dtype.itemsize:
+            raise ValueError(f"{size} bytes, expected {offset + count * dtype.itemsize} (truncated or grown)")
+        if count * dtype.itemsize <= IN_MEMORY_BYTES:
+            data = stream.read(count * dtype.itemsize)
+            return np.frombuffer(data, dtype=dtype, count=count).reshape(shape)
+        return np.memmap(stream, dtype=dtype, mode="r", offset=offset, shape=shape)

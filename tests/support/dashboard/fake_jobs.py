@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from stepscope.analysis import tool_names
-from stepscope.dashboard.worker import TABLES_SUFFIX, TOOL_SUFFIX
+from stepscope.dashboard.worker import TABLES_SUFFIX, TOOL_SUFFIX, write_checksums
 
 KILLED_BY = signal.SIGKILL
 # Where the fake warm-ups record themselves (a spawned worker inherits the environment).
@@ -98,13 +98,18 @@ def past_the_cap() -> None:
     allocate(memory_cap() or 64 << 30)
 
 
+def sleep(seconds: float) -> None:
+    time.sleep(seconds)
+
+
 def fail(message: str) -> None:
     raise ValueError(message)
 
 
 def analyse_or_crash(profile_path: str, folder: str, progress_path: str) -> None:
     """``worker.analyse``'s stand-in: a profile whose file name says "crash" kills the
-    worker, "hog" allocates past the worker's cap; any other profile gets
+    worker, "hog" allocates past the worker's cap, "loop" never ends (a tool in an endless
+    loop: what a heap simulation sharing a buffer with itself did); any other profile gets
     ``{"fake": <file name>}`` as every tool's JSON, without being read."""
     name = Path(profile_path).name
     time.sleep(0.2)
@@ -112,10 +117,13 @@ def analyse_or_crash(profile_path: str, folder: str, progress_path: str) -> None
         os.kill(os.getpid(), KILLED_BY)
     if "hog" in name:
         past_the_cap()
+    while "loop" in name:
+        pass
     target = Path(folder)
     staging = target.with_name(f".{target.name}.fake")
     staging.mkdir()
     for tool in tool_names(None):
         (staging / f"{tool}{TOOL_SUFFIX}").write_text(json.dumps({"fake": name}))
         (staging / f"{tool}{TABLES_SUFFIX}").write_text(json.dumps({"tables": []}))
+    write_checksums(staging)
     os.replace(staging, target)

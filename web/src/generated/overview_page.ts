@@ -152,12 +152,20 @@ export interface KernelSlice {
 }
 export interface Throughput {
   devices: string[];
+  flop_assumptions: Assumption[];
   flops_source: string;
   mfu_percent: number | null;
   peak_tflops_per_second: number | null;
   samples_per_second: number | null;
   steps: StepThroughput[];
   tokens_per_second: number | null;
+}
+/**
+ * What shape estimates took for an argument the profile did not record, and for how many.
+ */
+export interface Assumption {
+  assumption: string;
+  ops: number;
 }
 export interface StepThroughput {
   flops: number | null;

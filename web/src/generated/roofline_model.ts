@@ -12,6 +12,7 @@ export interface RooflineModel {
   unestimated_time_ps: number;
   unestimated: Unestimated[];
   assumed_ops: number;
+  assumptions: Assumption[];
   peaks: Peaks[];
   peak_tflops: number | null;
   peak_gbps: number | null;
@@ -27,6 +28,13 @@ export interface Unestimated {
   name: string;
   occurrences: number;
   time_ps: number;
+}
+/**
+ * What shape estimates took for an argument the profile did not record, and for how many.
+ */
+export interface Assumption {
+  assumption: string;
+  ops: number;
 }
 /**
  * One device's peaks and where they came from (its JSON form).

@@ -57,6 +57,9 @@ function summaryCard(data: OverviewPage): HTMLElement {
     "Performance summary",
     [
       metrics(items.filter((item): item is HTMLElement => item !== false)),
+      through && through.mfu_percent !== null && through.flop_assumptions.length
+        ? note(`MFU assumes, for ${through.flop_assumptions.map((entry) => `${entry.ops} op(s): ${entry.assumption}`).join("; ")}.`, "note", { id: "mfu-assumptions" })
+        : null,
       hasDevice
         ? null
         : note("No accelerator in this profile: its steps are host work, so device busy time, kernel launch, the devices table, the GPU figures and the device categories are left out.", "note", {

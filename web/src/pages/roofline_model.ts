@@ -38,7 +38,7 @@ function render(root: HTMLElement, context: PageContext): void {
         note(`Peaks: ${chips}.`, "note", { id: "roofline-peaks" }),
         data.source === "shapes"
           ? note(
-              `FLOPs and bytes are estimates from the PyTorch ops' recorded input shapes; ${data.unestimated_ops} op rows have none (listed below), ${data.assumed_ops} assumed a default argument.`,
+              `FLOPs and bytes are estimates from the PyTorch ops' recorded input shapes; ${data.unestimated_ops} op rows have none (listed below), ${data.assumed_ops} assumed a default argument${data.assumptions.map((entry) => `; ${entry.ops} op(s): ${entry.assumption}`).join("")}.`,
               "note",
               { id: "roofline-estimates" },
             )

@@ -19,10 +19,22 @@ The options, as TensorFlow means them:
 ``delay_ms``             the capture session's business (it starts the tracers late)
 =======================  ==================================================================
 
-TensorFlow 2.21 ignores these options: its session manager logs "host_tracer_level
-expects an i value" for every one of them and traces with its defaults (host level 2,
-device level 1, no Python), whatever Python type the value has. On those releases
-(``OPTIONS_IGNORED_RELEASES``) the tracer warns when the options ask for something else.
+Each level is passed as a ``Level``, not a Python int. TensorFlow 2.21's binding hands
+TSL each option as a C++ variant of bool, int and string, and a Python int (a float, a
+numpy integer, a string alike) does not arrive as the int: TSL's session manager logs
+"host_tracer_level expects an i value" (``i``: int's mangled type name) for every option
+and traces at its defaults (host level 2, device level 1, whatever was asked). That is
+what pybind11 does when it tries bool before int, since any object with a truth value
+converts to a bool; an object with ``__index__`` and no ``__bool__`` fails that and
+arrives as an int. Measured on TensorFlow 2.21 on the CPU: no warning, and a 3-step
+``tf.function`` loop records 0, 36 and 84 host events at levels 0, 1 and 2
+(``tests/capture/test_tf_tracer.py``). TensorFlow releases that cast the options to ints
+directly take a ``Level`` as one too.
+
+TensorFlow writes its XSpace into a temporary folder, which is gone when ``stop`` returns,
+and logs "Collecting XSpace to repository: <that folder>/...": that line, naming a folder
+the user never sees, is kept out of the process's stderr (``tsl_output.without_lines``);
+the rest of what TensorFlow logs meanwhile is passed on.
 
 One profiler at a time: TensorFlow allows one profiler session per process. If the
 program is already profiling with ``tf.profiler.experimental.start`` (or a Keras
@@ -50,12 +62,11 @@ import dataclasses
 import shutil
 import sys
 import tempfile
-import warnings
 from pathlib import Path
 from typing import Any
 
 from stepscope.capture.options import ProfilerOptions
-from stepscope.capture.tracers.tsl_output import read_xspace_folder
+from stepscope.capture.tracers.tsl_output import read_xspace_folder, without_lines
 from stepscope.errors import StepscopeError
 from stepscope.trace.model import Profile
 
@@ -63,12 +74,26 @@ from stepscope.trace.model import Profile
 SOURCE = "tf.profiler"
 # The temporary folder TensorFlow writes its trace into (removed before stop() returns).
 TEMP_PREFIX = "stepscope-tensorflow-"
-# TensorFlow releases whose profiler ignores the options given to it (seen with 2.21.0).
-OPTIONS_IGNORED_RELEASES = ("2.21.",)
-# What those releases trace with: TSL's defaults.
-_TF_DEFAULT_LEVELS = {"host_tracer_level": 2, "device_tracer_level": 1}
+# What TSL logs when it writes the XSpace into the temporary folder (save_profile.cc).
+EXPORT_LINE = b"Collecting XSpace to repository:"
 # TensorFlow's Python module holding the running profiler (private to TensorFlow).
 _PROFILER_MODULE = "tensorflow.python.profiler.profiler_v2"
+
+
+class Level:
+    """An option's value as TensorFlow's binding reads an int: convertible by ``__index__``,
+    with no truth value of its own (see the module's docstring)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
 
 
 class TensorFlowTracer:
@@ -91,11 +116,11 @@ class TensorFlowTracer:
         tf = sys.modules["tensorflow"]
         experimental = tf.profiler.experimental
         tf_options = experimental.ProfilerOptions(
-            host_tracer_level=options.host_tracer_level,
-            python_tracer_level=0,
-            device_tracer_level=options.device_tracer_level,
+            host_tracer_level=Level(options.host_tracer_level),
+            python_tracer_level=Level(0),
+            device_tracer_level=Level(options.device_tracer_level),
+            delay_ms=Level(0),
         )
-        _warn_if_ignored(getattr(tf, "__version__", ""), options)
         log_dir = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX))
         program_profiling = _running_profiler() is not None
         try:
@@ -125,7 +150,8 @@ class TensorFlowTracer:
         if log_dir is None:  # never started, or start() failed
             return []
         try:
-            sys.modules["tensorflow"].profiler.experimental.stop()
+            with without_lines(EXPORT_LINE):
+                sys.modules["tensorflow"].profiler.experimental.stop()
             return [dataclasses.replace(profile, source=SOURCE) for profile in read_xspace_folder(log_dir, SOURCE)]
         finally:
             shutil.rmtree(log_dir, ignore_errors=True)
@@ -146,16 +172,3 @@ def _forget_failed_start(experimental: Any) -> None:
         return
     with contextlib.suppress(Exception):
         experimental.stop(save=False)
-
-
-def _warn_if_ignored(version: str, options: ProfilerOptions) -> None:
-    if not version.startswith(OPTIONS_IGNORED_RELEASES):
-        return
-    differ = {name: getattr(options, name) for name, level in _TF_DEFAULT_LEVELS.items() if getattr(options, name) != level}
-    if differ:
-        asked = ", ".join(f"{name}={value}" for name, value in differ.items())
-        warnings.warn(
-            f"stepscope: TensorFlow {version} ignores the options its profiler is given; its trace uses"
-            f" host_tracer_level=2 and device_tracer_level=1, not {asked}",
-            stacklevel=3,
-        )
