@@ -9,6 +9,7 @@ default), which is what the XLA dumps and XProf's memory viewer show.
 from __future__ import annotations
 
 from stepscope.protos import hlo_pb2
+from stepscope.trace.stat_types import INT64_MAX  # XLA's sizes are int64
 
 PrimitiveType = hlo_pb2.PrimitiveType
 
@@ -47,7 +48,6 @@ _BITS = {
 }
 _KNOWN_TYPES = frozenset(PrimitiveType.values())
 POINTER_BYTES = 8  # a tuple's buffer holds one pointer per element
-INT64_MAX = 2**63 - 1  # XLA's sizes are int64
 
 
 def dtype(shape: hlo_pb2.ShapeProto) -> str:
