@@ -19,8 +19,8 @@ from stepscope.analysis.shape_costs import (
     estimate,
     kept_pairs,
 )
-from tests.analysis.test_shape_costs import _op, _x
 from tests.support.frameworks import run_framework_script
+from tests.support.kineto_events import complete, cpu_op
 
 US_PS = 1_000_000
 A100_80GB_TFLOPS = 312.0  # chips.py's table, NVIDIA's datasheet (dense BF16)
@@ -43,18 +43,18 @@ STEP_S = 1e-3  # ProfilerStep#1 lasts 1,000 us
 
 
 def _kernel(name, ts, dur, ext):
-    return _x(name, "kernel", ts, dur, tid=7, pid=0, device=0, stream=7, correlation=ext, **{"External id": ext})
+    return complete(name, "kernel", ts, dur, tid=7, pid=0, device=0, stream=7, correlation=ext, **{"External id": ext})
 
 
 def _trace(recorded: bool) -> list[dict]:
     """One 1 ms step: a causal SDPA (its flash op launches a 200 us kernel) and a 4096^3 mm
     (400 us); ``recorded``: whether the ops record their Concrete Inputs."""
     return [
-        _x("ProfilerStep#1", "user_annotation", 0, 1000),
-        _op("aten::scaled_dot_product_attention", 10, 100, 1, QKV + [[]] * 5, SDPA_TYPES, SDPA_CAUSAL if recorded else None),
-        _op("aten::_scaled_dot_product_flash_attention", 20, 80, 2, QKV + [[]] * 4, FLASH_TYPES, FLASH_CAUSAL if recorded else None),
+        complete("ProfilerStep#1", "user_annotation", 0, 1000),
+        cpu_op("aten::scaled_dot_product_attention", 10, 100, 1, QKV + [[]] * 5, SDPA_TYPES, SDPA_CAUSAL if recorded else None),
+        cpu_op("aten::_scaled_dot_product_flash_attention", 20, 80, 2, QKV + [[]] * 4, FLASH_TYPES, FLASH_CAUSAL if recorded else None),
         _kernel("pytorch_flash::flash_fwd_kernel", 30, 200, 2),
-        _op("aten::mm", 300, 50, 3, [[4096, 4096], [4096, 4096]], [BF16, BF16]),
+        cpu_op("aten::mm", 300, 50, 3, [[4096, 4096], [4096, 4096]], [BF16, BF16]),
         _kernel("ampere_bf16_gemm", 310, 400, 3),
     ]
 

@@ -15,36 +15,26 @@ import stepscope
 from stepscope.analysis import run_tool
 from stepscope.analysis.shape_costs import call_of, estimate
 from stepscope.trace.writers import save
+from tests.support.kineto_events import complete, cpu_op
 from tests.support.traces import shared
 
 US_PS = 1_000_000
 A100_80GB_TFLOPS, A100_80GB_GBPS = 312.0, 2039.0  # chips.py's table, NVIDIA's datasheet
 
 
-def _x(name, cat, ts, dur, tid=1, pid=100, **args):
-    return {"ph": "X", "name": name, "cat": cat, "pid": pid, "tid": tid, "ts": ts, "dur": dur, "args": args}
-
-
-def _op(name, ts, dur, ext, dims, types, concrete=None):
-    args = {"External id": ext, "Input Dims": dims, "Input type": types}
-    if concrete is not None:
-        args["Concrete Inputs"] = concrete
-    return _x(name, "cpu_op", ts, dur, **args)
-
-
 def _kernel(ts, dur, ext, correlation):
-    return _x(f"kernel_{ext}", "kernel", ts, dur, tid=7, pid=0, device=0, stream=7, correlation=correlation, **{"External id": ext})
+    return complete(f"kernel_{ext}", "kernel", ts, dur, tid=7, pid=0, device=0, stream=7, correlation=correlation, **{"External id": ext})
 
 
 def tiny_events() -> list[dict]:
     bf16 = "c10::BFloat16"
     return [
-        _x("ProfilerStep#1", "user_annotation", 0, 1000),
+        complete("ProfilerStep#1", "user_annotation", 0, 1000),
         # linear -> addmm: the linear's estimate counts the addmm's kernel (10 us).
-        _op("aten::linear", 0, 50, 1, [[64, 512], [256, 512], [256]], [bf16, bf16, bf16]),
-        _op("aten::addmm", 5, 40, 2, [[256], [64, 512], [512, 256], [], []], [bf16, bf16, bf16, "Scalar", "Scalar"]),
+        cpu_op("aten::linear", 0, 50, 1, [[64, 512], [256, 512], [256]], [bf16, bf16, bf16]),
+        cpu_op("aten::addmm", 5, 40, 2, [[256], [64, 512], [512, 256], [], []], [bf16, bf16, bf16, "Scalar", "Scalar"]),
         # convolution with stride 2, padding 1 recorded: 20 us of kernel.
-        _op(
+        cpu_op(
             "aten::convolution",
             100,
             50,
@@ -54,10 +44,10 @@ def tiny_events() -> list[dict]:
             ["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "False", "[0, 0]", "1"],
         ),
         # the same convolution without Concrete Inputs: stride 1, padding 0 assumed; 20 us.
-        _op("aten::convolution", 200, 50, 4, [[8, 3, 32, 32], [16, 3, 3, 3], [], [], [], []], ["float", "float", "", "", "", ""]),
-        _op("aten::scaled_dot_product_attention", 300, 50, 5, [[2, 8, 128, 64]] * 3, [bf16] * 3),
-        _op("aten::add", 400, 20, 6, [[4, 1024], [1024], []], ["float", "float", "Scalar"]),
-        _op("aten::native_layer_norm", 500, 20, 7, [[4, 1024], [], [1024], [1024], []], ["float", "ScalarList", "float", "float", "Scalar"]),
+        cpu_op("aten::convolution", 200, 50, 4, [[8, 3, 32, 32], [16, 3, 3, 3], [], [], [], []], ["float", "float", "", "", "", ""]),
+        cpu_op("aten::scaled_dot_product_attention", 300, 50, 5, [[2, 8, 128, 64]] * 3, [bf16] * 3),
+        cpu_op("aten::add", 400, 20, 6, [[4, 1024], [1024], []], ["float", "float", "Scalar"]),
+        cpu_op("aten::native_layer_norm", 500, 20, 7, [[4, 1024], [], [1024], [1024], []], ["float", "ScalarList", "float", "float", "Scalar"]),
         _kernel(10, 10, 2, 1),
         _kernel(110, 20, 3, 2),
         _kernel(210, 20, 4, 3),
