@@ -8,6 +8,12 @@ shares, as XProf's input-bound verdict does (and the input pipeline analyzer, so
 pages agree); the other shares use the median of the per-step shares, robust to the odd
 step the rule above did not catch.
 
+Each sentence says which figure it quotes, because the overview's breakdown below it is of
+the kept steps' summed time (a long step weighs more) and differs from a per-step mean or
+median: "on average ... of a step" (mean), "in the median step" (median). The device-bound
+sentence decides nothing by threshold and quotes the breakdown's own device compute share,
+so it is the number shown beside it.
+
 Rules; every one that holds gives its evidence and advice (a step can be input-bound *and*
 wait for collectives), and the first one is the summary:
 - input >= ``INPUT_MODERATE_PERCENT`` (moderately) / ``INPUT_HIGH_PERCENT`` (highly) comes
@@ -65,7 +71,7 @@ class Shares:
     host: float  # median of host compute + idle
     host_compute: float  # median
     idle: float  # median
-    device_compute: float  # median
+    device_compute: float  # of the kept steps' summed time: the breakdown's figure
     steps: int  # how many steps the shares are over
     has_device: bool
 
@@ -121,6 +127,7 @@ class Recommendation(TypedDict):
     next_steps: list[str]
     evidence: list[Evidence]
     set_aside: str
+    outside_steps: str  # the device work in no step, in words ("" when under the overview's threshold)
 
 
 @dataclass(frozen=True)
@@ -157,8 +164,8 @@ def _findings(shares: Shares, leads: Leads) -> list[Finding]:
             Finding(
                 INPUT,
                 shares.input,
-                f"Your program is {input_bound} input-bound: {shares.input:.1f}% of the step time is spent waiting for input.",
-                f"input wait is {shares.input:.1f}% of the step time (mean {over})",
+                f"Your program is {input_bound} input-bound: on average {shares.input:.1f}% of a step's time is spent waiting for input.",
+                f"input wait is {shares.input:.1f}% of the step time (mean of the per-step shares {over})",
                 INPUT_TOOL,
                 (
                     "Look at the input pipeline analyzer for where the input time goes.",
@@ -175,8 +182,8 @@ def _findings(shares: Shares, leads: Leads) -> list[Finding]:
             Finding(
                 KERNEL_LAUNCH,
                 shares.kernel_launch,
-                f"Your program is kernel-launch bound: {shares.kernel_launch:.1f}% of the step time is spent launching kernels.",
-                f"kernel launch calls take {shares.kernel_launch:.1f}% of the step time (median {over})",
+                f"Your program is kernel-launch bound: in the median step {shares.kernel_launch:.1f}% of the time is spent launching kernels.",
+                f"kernel launch calls take {shares.kernel_launch:.1f}% of the step time (median of the per-step shares {over})",
                 KERNELS_TOOL,
                 (
                     "Fuse small ops (torch.compile, XLA jit) or use CUDA graphs to launch fewer kernels.",
@@ -192,8 +199,8 @@ def _findings(shares: Shares, leads: Leads) -> list[Finding]:
             Finding(
                 COLLECTIVES,
                 shares.collectives,
-                f"Your program waits on communication: {shares.collectives:.1f}% of the step time is collectives that no computation hides.",
-                f"collectives not overlapped with compute take {shares.collectives:.1f}% of the step time (median {over})",
+                f"Your program waits on communication: in the median step {shares.collectives:.1f}% of the time is collectives that no computation hides.",
+                f"collectives not overlapped with compute take {shares.collectives:.1f}% of the step time (median of the per-step shares {over})",
                 TRACE_TOOL if collective is None else OPS_TOOL,
                 (
                     "Overlap communication with compute: DDP gradient buckets (bucket_cap_mb), FSDP prefetching, XLA async collectives.",
@@ -210,8 +217,8 @@ def _findings(shares: Shares, leads: Leads) -> list[Finding]:
             Finding(
                 HOST,
                 shares.host,
-                f"Your program is host-bound: the device waits on the host for {shares.host:.1f}% of the step time.",
-                f"host compute and idle time take {shares.host:.1f}% of the step time with no device work (median {over})",
+                f"Your program is host-bound: in the median step the device waits on the host for {shares.host:.1f}% of the time.",
+                f"host compute and idle time take {shares.host:.1f}% of the step time with no device work (median of the per-step shares {over})",
                 OPS_TOOL,
                 (
                     "Look at the framework op stats (host side) for the ops that keep the host busy.",
@@ -227,8 +234,8 @@ def _findings(shares: Shares, leads: Leads) -> list[Finding]:
             Finding(
                 HOST,
                 shares.host,
-                f"Your program is host-bound (no accelerator in this profile): host compute takes {shares.host_compute:.1f}% of the step time.",
-                f"no device in the profile: host compute {shares.host_compute:.1f}%, idle {shares.idle:.1f}% of the step time (medians {over})",
+                f"Your program is host-bound (no accelerator in this profile): in the median step host compute takes {shares.host_compute:.1f}% of the time.",
+                f"no device in the profile: host compute {shares.host_compute:.1f}%, idle {shares.idle:.1f}% of the step time (medians of the per-step shares {over})",
                 OPS_TOOL,
                 (
                     "Look at the framework op stats for the ops that take the host's time.",
@@ -246,7 +253,7 @@ def _findings(shares: Shares, leads: Leads) -> list[Finding]:
                 DEVICE,
                 shares.device_compute,
                 f"Your program is device-bound: the device computes for {shares.device_compute:.1f}% of the step time.",
-                f"device compute takes {shares.device_compute:.1f}% of the step time (median {over})",
+                f"device compute takes {shares.device_compute:.1f}% of the kept steps' summed time (the breakdown's share, {over})",
                 OPS_TOOL,
                 ("Look at the framework op stats (device side), the kernel stats and the op profile for the most time-consuming device ops.",),
                 OPS_TABLE,
@@ -257,9 +264,9 @@ def _findings(shares: Shares, leads: Leads) -> list[Finding]:
     return found
 
 
-def recommendation(shares: Shares, set_aside_note: str, leads: Leads | None = None) -> Recommendation:
+def recommendation(shares: Shares, set_aside_note: str, leads: Leads | None = None, outside_steps_note: str = "") -> Recommendation:
     found = _findings(shares, leads or Leads())
-    summary = found[0].summary + (f" {set_aside_note}" if set_aside_note else "")
+    summary = " ".join(part for part in (found[0].summary, set_aside_note, outside_steps_note) if part)
     return Recommendation(
         verdict=found[0].kind,
         input_bound=input_bound_verdict(shares.input),
@@ -271,4 +278,5 @@ def recommendation(shares: Shares, set_aside_note: str, leads: Leads | None = No
         next_steps=[advice for finding in found for advice in finding.advice],
         evidence=[finding.to_json() for finding in found],
         set_aside=set_aside_note,
+        outside_steps=outside_steps_note,
     )
