@@ -9,6 +9,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
+from stepscope.analysis.loader_settings import LoaderSettings, loader_settings
 from stepscope.demo import RUN_AFTER, RUN_BEFORE, DemoConfig, comparison, figures
 from tests.support.demo_runs import DEMO_STEPS, DemoRun
 
@@ -31,6 +32,15 @@ def test_demo_diagnoses_input_bound_then_shows_the_fix(demo_run: DemoRun):
     assert f"Your program is {before.input_bound} input-bound" in first_report
     # Run 2 reads in parallel workers: a smaller share of the step is input.
     assert after.input_percent < before.input_percent
+    # Its loader's settings are in its profile (the first wait of the pass), so where it is
+    # still input-bound it is told the step after workers, never "load in parallel" again.
+    config = DemoConfig()
+    loader = loader_settings(stepscope.load(after_host.path))
+    assert loader == LoaderSettings(config.workers_after, True, config.prefetch_after, False, False, "stepscope.data", passes=1)
+    second_report = result.stdout.split("== run 2")[1].split("== before / after")[0]
+    assert "Load data in parallel" in first_report and "Load data in parallel" not in second_report
+    if after.input_bound != "not":
+        assert f"already loads in parallel (num_workers={config.workers_after}, prefetch_factor={config.prefetch_after}" in second_report
     assert "\n== before / after: " + comparison(before, after) + "\n" in result.stdout
 
     # It ends with `stepscope diff` of the two runs: the step-time change is the one each

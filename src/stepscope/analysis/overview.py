@@ -28,6 +28,7 @@ from stepscope.analysis.classify import DEVICE_ACTIVITIES, event_activities
 from stepscope.analysis.frameworks import frameworks
 from stepscope.analysis.gpu_metrics import GpuMetrics, gpu_metrics
 from stepscope.analysis.intervals import Union
+from stepscope.analysis.loader_settings import loader_settings
 from stepscope.analysis.op_table import SIDES
 from stepscope.analysis.ops import DEVICE, HOST
 from stepscope.analysis.opstats import OpStats
@@ -174,7 +175,8 @@ class OverviewResult(ToolResult):
             + (f"; {len(self.set_aside)} set aside, statistics over the other {kept}" if self.set_aside else ""),
             f"step time: mean {times['mean']:,.1f} us, median {times['median']:,.1f}, stddev {times['stddev']:,.1f}, "
             f"min {times['min']:,.1f}, max {times['max']:,.1f}",
-            "breakdown (of the kept steps' summed time; idle: no host or device activity): " + ", ".join(f"{k} {v:.1f}%" for k, v in self.breakdown_percent.items() if v >= 0.05),
+            "breakdown (of the kept steps' summed time; idle: no host or device activity): "
+            + ", ".join(f"{k} {v:.1f}%" for k, v in self.breakdown_percent.items() if v >= 0.05),
         ]
         lines.extend(
             f"{device['device']}: busy {device['busy_percent']:.1f}% of its active span ({device['busy_percent_of_window']:.1f}% of the profile window)"
@@ -368,10 +370,7 @@ def outside_steps_note(device: DeviceTotals) -> str:
     share = device["busy_outside_steps_percent"]
     if share < OUTSIDE_STEPS_NOTE_PERCENT:
         return ""
-    return (
-        f"{share:.1f}% of the device busy time ({device['busy_outside_steps_us']:,.1f} us) ran outside the profiled steps "
-        "and is in no step's breakdown."
-    )
+    return f"{share:.1f}% of the device busy time ({device['busy_outside_steps_us']:,.1f} us) ran outside the profiled steps and is in no step's breakdown."
 
 
 def _devices_total(devices: list[DeviceBusy], window: int) -> DeviceTotals:
@@ -434,7 +433,7 @@ def overview_page(stats: OpStats) -> OverviewResult:
         devices=devices,
         top_ops=top_operations(stats),
         environment=_environment(profile),
-        recommendation=recommendation(shares, set_aside_note(set_aside), _leads(stats), outside_steps_note(device)),
+        recommendation=recommendation(shares, set_aside_note(set_aside), _leads(stats), outside_steps_note(device), loader_settings(profile)),
         flops=_flop_rate(stats, devices),
         gpus=gpu_metrics(stats.kernels, {device["device"]: device["active_span_ps"] for device in devices}),
         throughput=throughput(stats),

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from stepscope.analysis.classify import COLLECTIVE
+from stepscope.analysis.loader_settings import LoaderSettings
 
 # XProf's input-bound thresholds: share of step time spent waiting for input.
 INPUT_MODERATE_PERCENT = 5.0
@@ -155,7 +156,39 @@ def input_bound_verdict(input_percent: float) -> str:
     return NOT
 
 
-def _findings(shares: Shares, leads: Leads) -> list[Finding]:
+LOOK_AT_INPUT = "Look at the input pipeline analyzer for where the input time goes."
+LOAD_IN_PARALLEL = (
+    "Load data in parallel (PyTorch: DataLoader(num_workers=..., pin_memory=True); tf.data: map(num_parallel_calls=AUTOTUNE)).",
+    "Prefetch the next batches while the current step runs (DataLoader prefetch_factor; dataset.prefetch(AUTOTUNE)).",
+)
+# A DataLoader prefetches this many batches per worker unless told otherwise (PyTorch's default).
+DEFAULT_PREFETCH_FACTOR = 2
+
+
+def _input_advice(loader: LoaderSettings | None, has_device: bool) -> tuple[str, ...]:
+    """The next step from what the loader already does: loading in parallel is advised only
+    to a loader that does not (or an unknown one); a loader with workers is told what comes
+    after them, each setting it lacks by name."""
+    if loader is None or not loader.parallel:
+        return (LOOK_AT_INPUT, *LOAD_IN_PARALLEL)
+    more = f"num_workers={2 * loader.num_workers}" if loader.num_workers else "more workers"
+    advice = [
+        f"The DataLoader already loads in parallel ({loader.described()}): look at the input pipeline analyzer's stages for what the workers spend their time on.",
+        f"Where it is reading (storage latency) and the CPU has cores to spare: {more}.",
+        "Where it is decoding and transforms: make them cheaper (cache decoded samples, lighter augmentation, transforms on the device); more workers help only while cores are free.",
+    ]
+    if loader.prefetch_factor is not None and loader.prefetch_factor <= DEFAULT_PREFETCH_FACTOR:
+        advice.append(
+            f"Prefetch deeper: prefetch_factor={loader.prefetch_factor} keeps {loader.prefetch_factor} batches per worker ready; raise it where the wait comes in bursts."
+        )
+    if has_device and loader.pin_memory is False:
+        advice.append("pin_memory=True: batches in pinned memory copy to the GPU faster and asynchronously.")
+    if loader.persistent_workers is False and loader.passes > 1:
+        advice.append("persistent_workers=True keeps the workers from one epoch to the next instead of starting them again.")
+    return tuple(advice)
+
+
+def _findings(shares: Shares, leads: Leads, loader: LoaderSettings | None = None) -> list[Finding]:
     over = f"over {shares.steps} step(s)"
     found: list[Finding] = []
     input_bound = input_bound_verdict(shares.input)
@@ -165,13 +198,10 @@ def _findings(shares: Shares, leads: Leads) -> list[Finding]:
                 INPUT,
                 shares.input,
                 f"Your program is {input_bound} input-bound: on average {shares.input:.1f}% of a step's time is spent waiting for input.",
-                f"input wait is {shares.input:.1f}% of the step time (mean of the per-step shares {over})",
+                f"input wait is {shares.input:.1f}% of the step time (mean of the per-step shares {over})"
+                + (f"; the DataLoader has {loader.described()} ({loader.source})" if loader else ""),
                 INPUT_TOOL,
-                (
-                    "Look at the input pipeline analyzer for where the input time goes.",
-                    "Load data in parallel (PyTorch: DataLoader(num_workers=..., pin_memory=True); tf.data: map(num_parallel_calls=AUTOTUNE)).",
-                    "Prefetch the next batches while the current step runs (DataLoader prefetch_factor; dataset.prefetch(AUTOTUNE)).",
-                ),
+                _input_advice(loader, shares.has_device),
                 INPUT_STEPS_TABLE,
                 INPUT_SORT,
             )
@@ -264,8 +294,10 @@ def _findings(shares: Shares, leads: Leads) -> list[Finding]:
     return found
 
 
-def recommendation(shares: Shares, set_aside_note: str, leads: Leads | None = None, outside_steps_note: str = "") -> Recommendation:
-    found = _findings(shares, leads or Leads())
+def recommendation(
+    shares: Shares, set_aside_note: str, leads: Leads | None = None, outside_steps_note: str = "", loader: LoaderSettings | None = None
+) -> Recommendation:
+    found = _findings(shares, leads or Leads(), loader)
     summary = " ".join(part for part in (found[0].summary, set_aside_note, outside_steps_note) if part)
     return Recommendation(
         verdict=found[0].kind,
