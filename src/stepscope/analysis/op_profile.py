@@ -69,8 +69,8 @@ from typing import Any
 import numpy as np
 
 from stepscope.analysis.grouping import KeyTable
-from stepscope.analysis.ops import DEVICE, HOST, Ops, launchers, stat_column
 from stepscope.analysis.op_table import idle_in_span_ps
+from stepscope.analysis.ops import DEVICE, HOST, Ops, launchers, stat_column
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import Option, ToolResult, tool
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
