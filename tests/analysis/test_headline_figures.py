@@ -184,3 +184,40 @@ def test_a_kernel_queued_past_the_last_step_is_named(tmp_path: Path):
     )
     inside = overview(tmp_path, [x("ProfilerStep#1", 0, 100, cat="user_annotation"), kernel("k", 50, 40)], kineto=True)
     assert inside["device"]["busy_outside_steps_us"] == 0.0 and inside["recommendation"]["outside_steps"] == ""
+
+
+# --- item 9: user annotations are the ops of a profile that has no other --------------------------
+
+
+def test_annotations_are_the_ops_where_nothing_else_is(tmp_path: Path):
+    """A Chrome trace of one step "train" [0,100) (step_num 1) holding the user's spans
+    forward [0,60) (inner [10,30) inside it) and backward [60,90): no framework op
+    anywhere, so the spans are the ops. Self times: forward 60 - 20 = 40, inner 20,
+    backward 30, of 90 us: 44.4%, 33.3%, 22.2%. The host-bound verdict's evidence searches
+    the table for the top one, which is there."""
+    events = [x("train", 0, 100, cat="", step_num=1), x("forward", 0, 60, cat=""), x("inner", 10, 20, cat=""), x("backward", 60, 30, cat="")]
+    result = overview(tmp_path, events)
+    top = [(op["name"], op["type"], op["self_time_us"]) for op in result["top_ops"]]
+    assert top == [("forward", "annotation", 40.0), ("backward", "annotation", 30.0), ("inner", "annotation", 20.0)]
+    assert [op["self_time_percent"] for op in result["top_ops"]] == pytest.approx([100 * 40 / 90, 100 * 30 / 90, 100 * 20 / 90])
+    (evidence,) = result["recommendation"]["evidence"]
+    assert (evidence["tool"], evidence["table"], evidence["query"]) == ("framework_op_stats", "framework_ops", "forward")
+
+
+def test_a_captured_programs_stepscope_trace_spans_are_its_top_operations(tmp_path: Path):
+    """A real capture of a plain Python loop: three steps, each a ``stepscope.trace("work")``
+    span around a 2 ms sleep. Its one op row is "work", 3 occurrences, each at least 2 ms
+    of self time (the span holds nothing else)."""
+    import time
+
+    with stepscope.profile(tmp_path) as session:
+        for number in range(3):
+            with stepscope.step(number), stepscope.trace("work"):
+                time.sleep(0.002)
+    profile = stepscope.load(session.path)
+    rows = run_tool("framework_op_stats", profile).to_json()["rows"]
+    assert [(row["name"], row["type"], row["occurrences"]) for row in rows] == [("work", "annotation", 3)]
+    assert rows[0]["total_self_time_us"] >= 3 * 2000
+    overview_result = run_tool("overview_page", profile).to_json()
+    assert [op["name"] for op in overview_result["top_ops"]] == ["work"]
+    assert overview_result["recommendation"]["evidence"][0]["query"] == "work"
