@@ -9,7 +9,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.analysis.loader_settings import LoaderSettings, loader_settings
+from stepscope.analysis.loader_settings import RECORDED, LoaderSettings, loader_settings
 from stepscope.demo import RUN_AFTER, RUN_BEFORE, DemoConfig, comparison, figures
 from tests.support.demo_runs import DEMO_STEPS, DemoRun
 
@@ -36,7 +36,7 @@ def test_demo_diagnoses_input_bound_then_shows_the_fix(demo_run: DemoRun):
     # still input-bound it is told the step after workers, never "load in parallel" again.
     config = DemoConfig()
     loader = loader_settings(stepscope.load(after_host.path))
-    assert loader == LoaderSettings(config.workers_after, True, config.prefetch_after, False, False, "stepscope.data", passes=1)
+    assert loader == LoaderSettings(config.workers_after, True, config.prefetch_after, False, False, RECORDED, passes=1)
     second_report = result.stdout.split("== run 2")[1].split("== before / after")[0]
     assert "Load data in parallel" in first_report and "Load data in parallel" not in second_report
     if after.input_bound != "not":

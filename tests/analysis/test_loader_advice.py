@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import stepscope
-from stepscope.analysis.loader_settings import LoaderSettings, loader_settings
+from stepscope.analysis.loader_settings import RECORDED, TORCH_FETCH_NAMES, LoaderSettings, loader_settings
 from stepscope.trace import names
 from tests.analysis.test_overview_fidelity import kernel, overview, x
 from tests.support.traces import shared
@@ -61,7 +61,7 @@ def test_pinned_memory_and_persistent_workers_where_they_would_help(tmp_path: Pa
     assert "pin_memory=True" in advice and "persistent_workers=True" in advice
     assert "Prefetch deeper" not in advice
     profile = stepscope.load(tmp_path / "trace.pt.trace.json")
-    assert loader_settings(profile) == LoaderSettings(2, True, 4, False, False, "stepscope.data", passes=2)
+    assert loader_settings(profile) == LoaderSettings(2, True, 4, False, False, RECORDED, passes=2)
 
 
 def test_a_loader_without_workers_is_told_to_load_in_parallel(tmp_path: Path):
@@ -84,7 +84,7 @@ def test_torch_profilers_fetch_names_say_whether_there_are_workers(tmp_path: Pat
     [
         # The 2021 ResNet50 run with DataLoader(num_workers=4): its fetches are
         # _MultiProcessingDataLoaderIter's (its input is 0.8%: no input finding to advise).
-        ("kineto/v100_resnet50_dataloader4_legacy_schema.pt.trace.json.gz", LoaderSettings(None, True, source="torch.profiler")),
+        ("kineto/v100_resnet50_dataloader4_legacy_schema.pt.trace.json.gz", LoaderSettings(None, True, source=TORCH_FETCH_NAMES)),
         ("kineto/alexnet_small.pt.trace.json.gz", None),  # no DataLoader fetch recorded
     ],
 )

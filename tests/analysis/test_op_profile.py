@@ -294,9 +294,11 @@ def test_device_choice_and_bad_arguments(synthetic):
 
 
 def test_profile_without_ops_is_well_formed(tmp_path: Path):
+    # Its one event is a step marker, never an op (any other host event would be one: in a
+    # profile without framework ops the user's spans are the ops, ops.ANNOTATION_TYPE).
     space = xplane_pb2.XSpace(hostnames=["idle"])
     plane = space.planes.add(id=1, name="/host:CPU")
-    plane.event_metadata[1].CopyFrom(xplane_pb2.XEventMetadata(id=1, name="sleep"))
+    plane.event_metadata[1].CopyFrom(xplane_pb2.XEventMetadata(id=1, name="ProfilerStep#1"))
     plane.lines.add(id=1, name="main", timestamp_ns=5).events.add(metadata_id=1, offset_ps=0, duration_ps=1_000)
     path = tmp_path / "idle.xplane.pb"
     path.write_bytes(space.SerializeToString())

@@ -335,7 +335,9 @@ def test_every_finding_names_its_evidence_and_a_tool(tmp_path: Path):
     assert recommendation["verdict"] == "input" and recommendation["input_bound"] == "highly"
     assert recommendation["evidence"][0] == {
         "finding": "input",
-        "text": "input wait is 40.0% of the step time (mean of the per-step shares over 1 step(s))",
+        # The wait is torch.profiler's single-process DataLoader fetch: a loader without workers.
+        "text": "input wait is 40.0% of the step time (mean of the per-step shares over 1 step(s)); "
+        "the DataLoader has num_workers=0 (from torch.profiler's fetch names)",
         "tool": "input_pipeline_analyzer",
         "table": "steps",
         "sort_key": "input_percent",

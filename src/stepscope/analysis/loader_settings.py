@@ -23,6 +23,7 @@ import numpy as np
 from stepscope.trace import names
 from stepscope.trace.model import Profile
 
+RECORDED, TORCH_FETCH_NAMES = "its recorded settings", "torch.profiler's fetch names"
 # torch.profiler's name for one DataLoader fetch, by the iterator class.
 _TORCH_FETCH = re.compile(r"^enumerate\(DataLoader\)#_(MultiProcessing|SingleProcess)DataLoaderIter\.__next__$")
 
@@ -36,7 +37,7 @@ class LoaderSettings:
     prefetch_factor: int | None = None
     pin_memory: bool | None = None
     persistent_workers: bool | None = None
-    source: str = ""  # "stepscope.data" | "torch.profiler"
+    source: str = ""  # where the settings were read: ``RECORDED`` or ``TORCH_FETCH_NAMES``
     passes: int = 0  # passes over the loader the profile saw begin (stepscope.data); 0: unknown
 
     def described(self) -> str:
@@ -79,7 +80,7 @@ def _recorded(profile: Profile) -> LoaderSettings | None:
         prefetch_factor=prefetch,
         pin_memory=bool(pin) if isinstance(pin, int) else None,
         persistent_workers=None if persistent is None else bool(persistent),
-        source="stepscope.data",
+        source=RECORDED,
         passes=len(recorded),
     )
 
@@ -89,7 +90,7 @@ def _torch_fetches(profile: Profile) -> LoaderSettings | None:
     if not kinds:
         return None
     parallel = "MultiProcessing" in kinds
-    return LoaderSettings(num_workers=None if parallel else 0, parallel=parallel, source="torch.profiler")
+    return LoaderSettings(num_workers=None if parallel else 0, parallel=parallel, source=TORCH_FETCH_NAMES)
 
 
 def loader_settings(profile: Profile) -> LoaderSettings | None:

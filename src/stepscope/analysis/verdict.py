@@ -199,7 +199,7 @@ def _findings(shares: Shares, leads: Leads, loader: LoaderSettings | None = None
                 shares.input,
                 f"Your program is {input_bound} input-bound: on average {shares.input:.1f}% of a step's time is spent waiting for input.",
                 f"input wait is {shares.input:.1f}% of the step time (mean of the per-step shares {over})"
-                + (f"; the DataLoader has {loader.described()} ({loader.source})" if loader else ""),
+                + (f"; the DataLoader has {loader.described()} (from {loader.source})" if loader else ""),
                 INPUT_TOOL,
                 _input_advice(loader, shares.has_device),
                 INPUT_STEPS_TABLE,
