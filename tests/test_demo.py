@@ -4,13 +4,19 @@ between the two runs as measured, never against fixed timings."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
 from stepscope.analysis.loader_settings import RECORDED, LoaderSettings, loader_settings
-from stepscope.demo import RUN_AFTER, RUN_BEFORE, DemoConfig, comparison, figures
+from stepscope.demo import DEFAULT_LOGDIR_PREFIX, RUN_AFTER, RUN_BEFORE, DemoConfig, comparison, figures
 from tests.support.demo_runs import DEMO_STEPS, DemoRun
 
 STEPS = DEMO_STEPS
@@ -60,3 +66,22 @@ def test_demo_diagnoses_input_bound_then_shows_the_fix(demo_run: DemoRun):
         assert reads == samples, host.path
         overview = run_tool("overview_page", profile).to_json()
         assert [step["step"] for step in overview["steps"]] == list(range(STEPS))
+
+
+def test_demo_without_a_logdir_writes_to_the_temporary_folder_not_the_working_folder(tmp_path: Path):
+    """``stepscope demo`` started in a folder (a clone's working tree) leaves it as it was:
+    its runs go to a new stepscope-demo-* folder of $TMPDIR, which it names. The $TMPDIR
+    here is short: torch's DataLoader workers hand batches over through a Unix socket in
+    it, whose path may not pass 107 bytes (under pytest's tmp_path the workers fail and
+    the loader waits for ever)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    with tempfile.TemporaryDirectory(prefix="sd", dir="/tmp") as folder:
+        temporary = Path(folder)
+        command = [sys.executable, "-m", "stepscope.cli", "demo", "--no-serve", "--steps", "3"]
+        done = subprocess.run(command, cwd=work, env={**os.environ, "TMPDIR": folder}, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert list(work.iterdir()) == []
+        (logdir,) = temporary.glob(f"{DEFAULT_LOGDIR_PREFIX}*")
+        assert f"== the runs are written to {logdir} (--logdir chooses another folder)\n" in done.stdout
+        assert sorted(run.name.split("/")[0] for run in stepscope.discover(logdir)) == [RUN_BEFORE, RUN_AFTER]
