@@ -221,3 +221,13 @@ def test_a_captured_programs_stepscope_trace_spans_are_its_top_operations(tmp_pa
     overview_result = run_tool("overview_page", profile).to_json()
     assert [op["name"] for op in overview_result["top_ops"]] == ["work"]
     assert overview_result["recommendation"]["evidence"][0]["query"] == "work"
+
+
+def test_a_device_whose_only_op_takes_no_time_has_no_idle(tmp_path: Path):
+    """A kernel of 0 us (Kineto rounds the shortest to 0): an op with no interval, so its
+    device has no span and 0 idle."""
+    overview(tmp_path, [x("ProfilerStep#1", 0, 100, cat="user_annotation"), kernel("k", 10, 0)], kineto=True)
+    profile = stepscope.load(tmp_path / "trace.pt.trace.json")
+    assert run_tool("op_profile", profile).to_json()["idle_time_ps"] == 0
+    idle_rows = run_tool("framework_op_stats", profile).to_json()["idle_rows"]
+    assert next(row["total_time_ps"] for row in idle_rows if row["host_or_device"] == "Device") == 0

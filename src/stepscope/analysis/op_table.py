@@ -40,7 +40,8 @@ def idle_in_span_ps(profile: Profile, ops: Ops, mask: np.ndarray) -> int:
         here = mask & (ops.plane == plane_index)
         starts = profile.planes[plane_index].events.start_ps[ops.row[here]]
         busy = Union.of(starts, starts + ops.duration_ps[here])
-        idle += int(busy.end[-1] - busy.start[0]) - busy.total
+        if len(busy.start):  # else its ops all take no time: no span, no idle
+            idle += int(busy.end[-1] - busy.start[0]) - busy.total
     return idle
 
 
