@@ -78,7 +78,7 @@ _RESERVED = WAIT.removeprefix(names.STEPSCOPE_INPUT_STAGE_PREFIX)  # "wait": the
 _now = time.perf_counter_ns  # the annotations' clock
 
 
-def loader_settings(iterable: object) -> dict[str, int]:
+def _loader_settings(iterable: object) -> dict[str, int]:
     """The ``names.LOADER_SETTINGS`` attributes ``iterable`` has (a DataLoader's), as ints.
     Read once per pass: four ``getattr`` calls."""
     settings = {}
@@ -138,7 +138,7 @@ class Instrumented(Generic[T]):
         self._source = source
 
     def __iter__(self) -> _InstrumentedIterator[T]:
-        return _InstrumentedIterator(iter(self._iterable), self._source, loader_settings(self._iterable))
+        return _InstrumentedIterator(iter(self._iterable), self._source, _loader_settings(self._iterable))
 
     def __getattr__(self, attribute: str) -> Any:
         if attribute in Instrumented.__slots__:  # not set yet (a copy being made)
@@ -172,7 +172,7 @@ def instrument(iterable: Iterable[T], name: str = "batch") -> Iterable[T]:
     other iterable gives an iterable that starts a new pass at each ``iter()``."""
     sized = hasattr(type(iterable), "__len__")
     if isinstance(iterable, Iterator) and iter(iterable) is iterable:
-        return (_SizedInstrumentedIterator if sized else _InstrumentedIterator)(iterable, name, loader_settings(iterable))
+        return (_SizedInstrumentedIterator if sized else _InstrumentedIterator)(iterable, name, _loader_settings(iterable))
     return (_SizedInstrumented if sized else Instrumented)(iterable, name)
 
 
