@@ -4,12 +4,19 @@ between the two runs as measured, never against fixed timings."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.demo import RUN_AFTER, RUN_BEFORE, DemoConfig, comparison, figures
+from stepscope.analysis.loader_settings import RECORDED, LoaderSettings, loader_settings
+from stepscope.demo import DEFAULT_LOGDIR_PREFIX, RUN_AFTER, RUN_BEFORE, DemoConfig, comparison, figures
 from tests.support.demo_runs import DEMO_STEPS, DemoRun
 
 STEPS = DEMO_STEPS
@@ -31,6 +38,15 @@ def test_demo_diagnoses_input_bound_then_shows_the_fix(demo_run: DemoRun):
     assert f"Your program is {before.input_bound} input-bound" in first_report
     # Run 2 reads in parallel workers: a smaller share of the step is input.
     assert after.input_percent < before.input_percent
+    # Its loader's settings are in its profile (the first wait of the pass), so where it is
+    # still input-bound it is told the step after workers, never "load in parallel" again.
+    config = DemoConfig()
+    loader = loader_settings(stepscope.load(after_host.path))
+    assert loader == LoaderSettings(config.workers_after, True, config.prefetch_after, False, False, RECORDED, passes=1)
+    second_report = result.stdout.split("== run 2")[1].split("== before / after")[0]
+    assert "Load data in parallel" in first_report and "Load data in parallel" not in second_report
+    if after.input_bound != "not":
+        assert f"already loads in parallel (num_workers={config.workers_after}, prefetch_factor={config.prefetch_after}" in second_report
     assert "\n== before / after: " + comparison(before, after) + "\n" in result.stdout
 
     # It ends with `stepscope diff` of the two runs: the step-time change is the one each
@@ -50,3 +66,22 @@ def test_demo_diagnoses_input_bound_then_shows_the_fix(demo_run: DemoRun):
         assert reads == samples, host.path
         overview = run_tool("overview_page", profile).to_json()
         assert [step["step"] for step in overview["steps"]] == list(range(STEPS))
+
+
+def test_demo_without_a_logdir_writes_to_the_temporary_folder_not_the_working_folder(tmp_path: Path):
+    """``stepscope demo`` started in a folder (a clone's working tree) leaves it as it was:
+    its runs go to a new stepscope-demo-* folder of $TMPDIR, which it names. The $TMPDIR
+    here is short: torch's DataLoader workers hand batches over through a Unix socket in
+    it, whose path may not pass 107 bytes (under pytest's tmp_path the workers fail and
+    the loader waits for ever)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    with tempfile.TemporaryDirectory(prefix="sd", dir="/tmp") as folder:
+        temporary = Path(folder)
+        command = [sys.executable, "-m", "stepscope.cli", "demo", "--no-serve", "--steps", "3"]
+        done = subprocess.run(command, cwd=work, env={**os.environ, "TMPDIR": folder}, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        assert list(work.iterdir()) == []
+        (logdir,) = temporary.glob(f"{DEFAULT_LOGDIR_PREFIX}*")
+        assert f"== the runs are written to {logdir} (--logdir chooses another folder)\n" in done.stdout
+        assert sorted(run.name.split("/")[0] for run in stepscope.discover(logdir)) == [RUN_BEFORE, RUN_AFTER]

@@ -31,7 +31,11 @@ Two pieces, both free when no capture records (one check per item or per block):
   has ``len()`` when the iterable has one, may be iterated again (one pass per epoch) when the
   iterable may, and forwards other attributes (``loader.dataset``, ``loader.sampler``) to it.
   The fetch that finds the end (``StopIteration``) and a fetch that raises are not recorded;
-  both propagate unchanged.
+  both propagate unchanged. The first recorded wait of each pass in each capture also
+  carries the iterable's loader settings, where it has them as attributes (a PyTorch
+  ``DataLoader``): ``num_workers``, ``prefetch_factor``, ``pin_memory`` and
+  ``persistent_workers`` (``names.LOADER_SETTINGS``; booleans as 0/1, ``None`` left out),
+  so the overview's input advice can take the next step from what the loader already does.
 - ``stage(name, **args)`` (a context manager) and ``@stage.function(name)`` (a decorator)
   mark work in dataset code as ``stepscope.data.<name>``. The standard stages and the input
   pipeline analyzer's category for each: ``read`` (demanded file read), ``prefetch``
@@ -74,15 +78,29 @@ _RESERVED = WAIT.removeprefix(names.STEPSCOPE_INPUT_STAGE_PREFIX)  # "wait": the
 _now = time.perf_counter_ns  # the annotations' clock
 
 
+def _loader_settings(iterable: object) -> dict[str, int]:
+    """The ``names.LOADER_SETTINGS`` attributes ``iterable`` has (a DataLoader's), as ints.
+    Read once per pass: four ``getattr`` calls."""
+    settings = {}
+    for key in names.LOADER_SETTINGS:
+        value = getattr(iterable, key, None)
+        if isinstance(value, (bool, int)):
+            settings[key] = int(value)
+    return settings
+
+
 class _InstrumentedIterator(Iterator[T]):
-    """One pass over the wrapped iterable; every delivered item's fetch is a wait event."""
+    """One pass over the wrapped iterable; every delivered item's fetch is a wait event, the
+    first one recorded in each capture with the loader's settings."""
 
-    __slots__ = ("_index", "_iterator", "_source")
+    __slots__ = ("_described", "_index", "_iterator", "_settings", "_source")
 
-    def __init__(self, iterator: Iterator[T], source: str) -> None:
+    def __init__(self, iterator: Iterator[T], source: str, settings: dict[str, int] | None = None) -> None:
         self._iterator = iterator
         self._source = source
         self._index = 0
+        self._settings = settings or {}
+        self._described: object = None  # the recording the settings went to
 
     def __iter__(self) -> _InstrumentedIterator[T]:
         return self
@@ -95,7 +113,11 @@ class _InstrumentedIterator(Iterator[T]):
             return item
         start = _now()
         item = next(self._iterator)  # StopIteration and errors leave here, unrecorded
-        recording.add(WAIT, start, _now(), {"source": self._source, "index": self._index})
+        stats: dict[str, Any] = {"source": self._source, "index": self._index}
+        if self._described is not recording:
+            self._described = recording
+            stats.update(self._settings)
+        recording.add(WAIT, start, _now(), stats)
         self._index += 1
         return item
 
@@ -116,7 +138,7 @@ class Instrumented(Generic[T]):
         self._source = source
 
     def __iter__(self) -> _InstrumentedIterator[T]:
-        return _InstrumentedIterator(iter(self._iterable), self._source)
+        return _InstrumentedIterator(iter(self._iterable), self._source, _loader_settings(self._iterable))
 
     def __getattr__(self, attribute: str) -> Any:
         if attribute in Instrumented.__slots__:  # not set yet (a copy being made)
@@ -150,7 +172,7 @@ def instrument(iterable: Iterable[T], name: str = "batch") -> Iterable[T]:
     other iterable gives an iterable that starts a new pass at each ``iter()``."""
     sized = hasattr(type(iterable), "__len__")
     if isinstance(iterable, Iterator) and iter(iterable) is iterable:
-        return (_SizedInstrumentedIterator if sized else _InstrumentedIterator)(iterable, name)
+        return (_SizedInstrumentedIterator if sized else _InstrumentedIterator)(iterable, name, _loader_settings(iterable))
     return (_SizedInstrumented if sized else Instrumented)(iterable, name)
 
 

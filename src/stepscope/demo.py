@@ -17,13 +17,16 @@ parallel hides, as it hides a real slow disk.
 from __future__ import annotations
 
 import os
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from stepscope.errors import StepscopeError
 
-DEFAULT_LOGDIR = "stepscope-demo-logs"
+# Without --logdir the runs go to a new folder of the system's temporary folder ($TMPDIR),
+# never into the folder the demo is started from (a clone's working tree, a project).
+DEFAULT_LOGDIR_PREFIX = "stepscope-demo-"
 RUN_BEFORE, RUN_AFTER = "1-input-bound", "2-parallel-input"
 
 
@@ -50,6 +53,12 @@ class RunFigures:
     input_percent: float
     input_bound: str
     report: str
+
+
+def default_logdir() -> Path:
+    """A new, empty folder for the demo's runs in the temporary folder: each demo its own,
+    so the dashboard shows this demo's two runs and no earlier one's."""
+    return Path(tempfile.mkdtemp(prefix=DEFAULT_LOGDIR_PREFIX))
 
 
 def _import_torch():
@@ -161,6 +170,7 @@ def diff_report(before: RunFigures, after: RunFigures) -> str:
 def run_demo(logdir: Path, config: DemoConfig = DemoConfig(), out=print) -> tuple[RunFigures, RunFigures]:
     torch = _import_torch()
     torch.set_num_threads(1)  # the same compute on every machine; the input is what changes
+    out(f"== the runs are written to {logdir} (--logdir chooses another folder)")
     out(f"== run 1: DataLoader(num_workers=0), {config.steps} steps profiled into {logdir / RUN_BEFORE}")
     before = figures(RUN_BEFORE, train(logdir, RUN_BEFORE, config, workers=0, prefetch=None))
     out(before.report)

@@ -292,7 +292,7 @@ def test_cpu_only_profile_gets_a_host_bound_verdict(tmp_path: Path):
     assert recommendation["evidence"] == [
         {
             "finding": "host",
-            "text": "no device in the profile: host compute 70.0%, idle 30.0% of the step time (medians over 1 step(s))",
+            "text": "no device in the profile: host compute 70.0%, idle 30.0% of the step time (medians of the per-step shares over 1 step(s))",
             "tool": "framework_op_stats",
             # The host op with the most self time: "op" (the step marker "train" is no op).
             "table": "framework_ops",
@@ -335,7 +335,9 @@ def test_every_finding_names_its_evidence_and_a_tool(tmp_path: Path):
     assert recommendation["verdict"] == "input" and recommendation["input_bound"] == "highly"
     assert recommendation["evidence"][0] == {
         "finding": "input",
-        "text": "input wait is 40.0% of the step time (mean over 1 step(s))",
+        # The wait is torch.profiler's single-process DataLoader fetch: a loader without workers.
+        "text": "input wait is 40.0% of the step time (mean of the per-step shares over 1 step(s)); "
+        "the DataLoader has num_workers=0 (from torch.profiler's fetch names)",
         "tool": "input_pipeline_analyzer",
         "table": "steps",
         "sort_key": "input_percent",

@@ -129,9 +129,12 @@ def test_overview_device_busy_is_the_union_of_activity(profile):
     device = run_tool("overview_page", profile).to_json()["device"]
     # Device intervals [30,70) [60,80) [110,130) [135,140): union 50 + 20 + 5 = 75 us. The
     # device's active span is [30,140) = 110 us (75 / 110 busy, 35 idle inside it); the
-    # profile window is 150 us (the last event, ProfilerStep#2, ends at 150): 50%.
+    # profile window is 150 us (the last event, ProfilerStep#2, ends at 150): 50%. All of
+    # the device work lies inside the steps [0,150): none outside.
     assert device == {
         "busy_time_us": 75.0,
+        "busy_outside_steps_us": 0.0,
+        "busy_outside_steps_percent": 0.0,
         "idle_time_us": 35.0,
         "active_span_us": 110.0,
         "busy_percent": pytest.approx(100 * 75 / 110),
@@ -174,11 +177,12 @@ def test_framework_op_stats_host_and_device(profile):
     # Device work is attributed to the op that launched it (External id), else named itself.
     assert device == {"aten::mm": (2, 45.0), "Memcpy HtoD (Pageable -> Device)": (1, 20.0), "ncclKernel_AllReduce": (1, 20.0)}
     mm = next(r for r in result["rows"] if r["host_or_device"] == "Device" and r["name"] == "aten::mm")
-    # 45 of 85 us of device op time; with the 75 us the device is idle: 45 / 160.
+    # 45 of 85 us of device op time. Device idle: its active span [30,140) = 110 us less the
+    # 75 us union of its work = 35 us (the overview's device idle_time_us); 45 / (85 + 35).
     assert mm["self_time_percent"] == pytest.approx(100 * 45 / 85)
-    assert mm["self_time_percent_with_idle"] == pytest.approx(100 * 45 / 160)
+    assert mm["self_time_percent_with_idle"] == pytest.approx(100 * 45 / 120)
     device_idle = next(r for r in result["idle_rows"] if r["host_or_device"] == "Device")
-    assert device_idle["total_time_us"] == 75.0
+    assert device_idle["total_time_us"] == 35.0
 
 
 def test_overview_flop_rate_and_utilisation(tmp_path: Path):

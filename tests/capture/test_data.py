@@ -62,7 +62,10 @@ def test_in_process_loader_waits_hold_their_batch_stages_and_make_input_time(tmp
     counts = Counter(e["name"] for e in events)
     assert counts == {names.STEPSCOPE_STEP: batches, WAIT: batches, READ: items, DECODE: items, COLLATE: batches}
     waits = sorted((e for e in events if e["name"] == WAIT), key=lambda e: e["start"])
-    assert [w["stats"] for w in waits] == [{"source": "train", "index": k} for k in range(batches)]
+    # The first wait also carries the loader's settings: DataLoader(num_workers=0) leaves
+    # pin_memory and persistent_workers False (0) and prefetch_factor None (not recorded).
+    settings = {names.LOADER_NUM_WORKERS: 0, names.LOADER_PIN_MEMORY: 0, names.LOADER_PERSISTENT_WORKERS: 0}
+    assert [w["stats"] for w in waits] == [{"source": "train", "index": k} | (settings if k == 0 else {}) for k in range(batches)]
     stages = [e for e in events if e["name"] in (READ, DECODE, COLLATE)]
     for k, wait in enumerate(waits):
         inside = [e for e in stages if wait["start"] <= e["start"] <= e["end"] <= wait["end"]]
@@ -111,8 +114,12 @@ def test_worker_processes_stages_reach_the_profile(tmp_path: Path):
     # Collate runs in the workers too (one per batch); the waits stay on the loop's thread.
     collates = [e for e in events if e["name"] == COLLATE]
     assert len(collates) == batches and all(e["line"].startswith("process ") for e in collates)
-    waits = [e for e in events if e["name"] == WAIT]
+    waits = sorted((e for e in events if e["name"] == WAIT), key=lambda e: e["start"])
     assert len(waits) == batches and not any(e["line"].startswith("process ") for e in waits)
+    # The pass's first wait names the loader: WORKERS workers, PyTorch's default
+    # prefetch_factor with workers (2), no pinned memory, no persistent workers.
+    settings = {names.LOADER_NUM_WORKERS: WORKERS, names.LOADER_PREFETCH_FACTOR: 2, names.LOADER_PIN_MEMORY: 0, names.LOADER_PERSISTENT_WORKERS: 0}
+    assert [{k: v for k, v in w["stats"].items() if k in names.LOADER_SETTINGS} for w in waits] == [settings] + [{}] * (batches - 1)
     pipeline = run_tool("input_pipeline_analyzer", profile).to_json()
     assert {op["name"]: op["count"] for op in pipeline["input_ops"]} == {WAIT: batches, READ: items, DECODE: items, COLLATE: batches}
 

@@ -6,6 +6,7 @@ test_api compares with `stepscope report`). Screenshots of every page go to scre
 
 from __future__ import annotations
 
+import re
 import shutil
 from urllib.parse import parse_qs, urlparse
 
@@ -83,6 +84,32 @@ def test_overview_page_shows_the_tools_numbers(page, server):
     top = page.locator('table[data-table="top_ops"] tbody tr')
     assert top.count() == len(expected["top_ops"])
     shot(page, "overview_page_gpu")
+
+
+def test_the_overviews_headline_figures_follow_from_the_numbers_below(page, server):
+    """One number per figure (issue 38): the device-bound sentence quotes the breakdown's
+    device compute share as the breakdown card shows it; the summary card says which
+    statistic each of its shares is; the two idles are named apart; the device work in no
+    step is a warning whose share follows from the devices table below it."""
+    expected = data(server, "overview_page", **GPU)
+    open_tool(page, server, "overview_page", **GPU)
+    summary = page.locator('[data-metric="recommendation_summary"]').inner_text()
+    quoted = re.search(r"computes for ([\d.]+)%", summary)
+    shown = page.locator('#breakdown [data-metric="breakdown_device_compute_percent"]')
+    assert quoted and float(quoted.group(1)) == number_shown(shown.inner_text()) == round(float(shown.get_attribute("data-value")), 1)
+    assert float(shown.get_attribute("data-value")) == pytest.approx(expected["breakdown_percent"]["device_compute"])
+    labels = page.locator("#summary .metric-label").all_inner_texts()
+    assert "Input (mean per step)" in labels and "Kernel launch (median per step)" in labels
+    assert "Idle (no host or device activity)" in page.locator("#breakdown dt").all_inner_texts()
+    assert "summed time" in page.locator("#breakdown-basis").inner_text()
+    # The outside-steps warning: its share is the devices table's busy outside the steps
+    # over its busy time (one GPU), to the tenth shown.
+    warning = page.locator("#outside-steps").inner_text()
+    assert expected["recommendation"]["outside_steps"] in warning
+    row = page.locator('table[data-table="devices"] tbody tr').first
+    busy, outside = (float(row.locator(f'td[data-key="{key}"]').get_attribute("data-value")) for key in ("busy_time_us", "busy_outside_steps_us"))
+    share = re.match(r"([\d.]+)% of the device busy time", warning)
+    assert share and float(share.group(1)) == round(100 * outside / busy, 1)
 
 
 GPU_FIGURES = {

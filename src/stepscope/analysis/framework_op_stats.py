@@ -8,8 +8,9 @@ the first rows of one side.
 
 Times are the ops' own durations (total) and those minus their child ops (self). The
 self-time share is of all op self time on that side; "with idle" adds an IDLE row per side
-holding the time no op ran (the profiled window minus the union of the side's op
-intervals, per device), as XProf's "include idle" toggle does.
+holding the time no op ran within each plane's active span (its first op's start to its
+last op's end, less the union of its op intervals: ``op_table.idle_in_span_ps``), as
+XProf's "include idle" toggle does; on a device, the overview's device idle.
 
 FLOP rate, memory bandwidth, operational intensity and the roofline bound: see
 ``op_table``.

@@ -30,9 +30,10 @@ Numbers (every node)
                    minus its child ops on the same line. Integers: a node's children, the
                    folded one included, add up to it exactly, and nothing is counted twice.
     time_percent   time_ps / the root's time_ps ("exclude idle": the root is 100).
-    time_percent_with_idle  time_ps / (the root's time_ps + idle), idle being the profiled
-                   window (time 0 to the profile's last event end) minus the union of the
-                   shown ops' intervals, per device plane, summed. Both percentages are on
+    time_percent_with_idle  time_ps / (the root's time_ps + idle), idle being, per device
+                   plane, its active span (first shown op's start to last one's end) minus
+                   the union of the shown ops' intervals, summed (``op_table.idle_in_span_ps``:
+                   the overview's device idle and framework_op_stats' IDLE row). Both percentages are on
                    every node, so the UI's "exclude idle" toggle needs no second request.
     occurrences    op executions under the node.
     flops, bytes_accessed  summed over the ops under the node whose source records them
@@ -68,7 +69,7 @@ from typing import Any
 import numpy as np
 
 from stepscope.analysis.grouping import KeyTable
-from stepscope.analysis.intervals import Union
+from stepscope.analysis.op_table import idle_in_span_ps
 from stepscope.analysis.ops import DEVICE, HOST, Ops, launchers, stat_column
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import Option, ToolResult, tool
@@ -227,7 +228,7 @@ def op_profile(stats: OpStats, device: str = "", top_n: int = DEFAULT_TOP_N) -> 
         return result
     plane_indices = sorted(set(ops.plane[mask].tolist()))
     result.peak_teraflops_per_second = _peak(profile, plane_indices) if side == DEVICE else None
-    result.idle_time_ps = _idle_ps(profile, ops, mask)
+    result.idle_time_ps = idle_in_span_ps(profile, ops, mask)
     result.idle_time_us = ps_to_us(result.idle_time_ps)
 
     selected = np.flatnonzero(mask)
@@ -313,18 +314,6 @@ def _peak(profile: Profile, plane_indices: list[int]) -> float | None:
             return None
         peaks.add(float(value))
     return peaks.pop() if len(peaks) == 1 else None
-
-
-def _idle_ps(profile: Profile, ops: Ops, mask: np.ndarray) -> int:
-    """Per device plane: the window minus the union of the shown ops' intervals; summed."""
-    window = profile.span_ps
-    idle = 0
-    for plane_index in sorted(set(ops.plane[mask].tolist())):
-        here = mask & (ops.plane == plane_index)
-        starts = profile.planes[plane_index].events.start_ps[ops.row[here]]
-        busy = Union.of(starts, starts + ops.duration_ps[here]).total
-        idle += max(window - busy, 0)
-    return idle
 
 
 # --- levels -----------------------------------------------------------------------------------

@@ -29,17 +29,25 @@ from stepscope.trace.model import Profile, distinct_indices
 SIDES = (HOST, DEVICE)
 
 
-def side_idle_ps(profile: Profile, ops: Ops, side: int) -> int:
-    """Per plane on this side, the window minus the union of its op intervals, summed."""
+def idle_in_span_ps(profile: Profile, ops: Ops, mask: np.ndarray) -> int:
+    """Per plane of the ops in ``mask``: its active span (its first op's start to its last
+    op's end) minus the union of its op intervals; summed over the planes. The IDLE of
+    framework_op_stats and op_profile, and the overview's device idle: XProf's IDLE row is
+    the same span less the op time (``total_time_ps`` from the first op to the last), so
+    the time before a device's first op and after its last is no idle here either."""
     idle = 0
-    window = profile.span_ps
-    for plane_index in distinct_indices(ops.plane[ops.side == side]):
-        mask = (ops.side == side) & (ops.plane == plane_index)
-        events = profile.planes[plane_index].events
-        starts = events.start_ps[ops.row[mask]]
-        busy = Union.of(starts, starts + ops.duration_ps[mask]).total
-        idle += max(window - busy, 0)
+    for plane_index in distinct_indices(ops.plane[mask]):
+        here = mask & (ops.plane == plane_index)
+        starts = profile.planes[plane_index].events.start_ps[ops.row[here]]
+        busy = Union.of(starts, starts + ops.duration_ps[here])
+        if len(busy.start):  # else its ops all take no time: no span, no idle
+            idle += int(busy.end[-1] - busy.start[0]) - busy.total
     return idle
+
+
+def side_idle_ps(profile: Profile, ops: Ops, side: int) -> int:
+    """A side's IDLE: ``idle_in_span_ps`` over its ops."""
+    return idle_in_span_ps(profile, ops, ops.side == side)
 
 
 def ridge_point(profile: Profile) -> float | None:

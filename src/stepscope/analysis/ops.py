@@ -14,6 +14,12 @@ What counts as a framework op, per source:
   its numeric suffix (``fusion.3`` -> ``fusion``); tf.data's iterator stages
   (``Iterator::...``) are ops of type ``Dataset``, as XProf lists them.
 
+Where none of these finds an op anywhere in the profile (a plain Python program captured
+with ``stepscope.trace`` / ``stepscope.data`` annotations, a Chrome trace of named spans),
+the host's events are its ops, typed ``ANNOTATION_TYPE``: what the user marked is what
+framework_op_stats, the overview's top operations and the verdict's evidence can show,
+not an empty table.
+
 Never ops, whatever their category or stats: step markers (``ProfilerStep#N``, which the
 2021 Kineto schema files as an ``Operator``, and host events carrying ``step_num``) are
 spans around a step's ops; TensorFlow's allocator events (``MemoryAllocation``, carrying the
@@ -41,6 +47,7 @@ from stepscope.trace.stat_types import StatValue
 from stepscope.trace.stats import TypedStats
 
 HOST, DEVICE = "Host", "Device"
+ANNOTATION_TYPE = "annotation"  # a user's span, the op where a profile has no framework op
 ALLOCATOR_EVENTS = frozenset({names.MEMORY_ALLOCATION, names.MEMORY_DEALLOCATION})
 
 
@@ -79,6 +86,8 @@ def find_ops(profile: Profile) -> Ops:
         if plane.is_device:
             parts.append(_device_ops(index, plane, kineto_codes, host_names))
     parts = [part for part in parts if len(part.columns["row"])]
+    if not parts and host is not None:
+        parts = [part for part in [_annotation_ops(profile, host)] if len(part.columns["row"])]
     if not parts:
         empty_i = np.zeros(0, dtype=np.int64)
         nothing = Coded(empty_i, [])
@@ -213,6 +222,17 @@ def _host_ops(profile: Profile, host: Plane) -> tuple[Part, KeyTable]:
     external = KeyTable(launched.keys, event_name_codes[launched.values])
     index = profile.planes.index(host)
     return _part(0, index, host, rows, op_names, types, _self_times(host, is_op)), external
+
+
+def _annotation_ops(profile: Profile, host: Plane) -> Part:
+    """The host's events as ops of type ``ANNOTATION_TYPE`` (step markers and allocator
+    events never), for a profile in which nothing else is an op."""
+    events, meta = host.events, host.metadata
+    kinds = events.metadata_id
+    never_type = np.asarray([bool(STEP_MARKER.match(name)) or name in ALLOCATOR_EVENTS or name == names.STEPSCOPE_STEP for name in meta.names], dtype=bool)
+    is_op = ~never_type[kinds] & (events.step_num == NO_ID) if len(meta) else np.zeros(0, bool)
+    types = Labels.per_kind([ANNOTATION_TYPE] * len(meta.names), kinds)
+    return _part(0, profile.planes.index(host), host, np.flatnonzero(is_op), Labels.per_kind(meta.names, kinds), types, _self_times(host, is_op))
 
 
 def launchers(events: EventTable, rows: np.ndarray) -> KeyTable:

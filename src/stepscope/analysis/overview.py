@@ -28,6 +28,7 @@ from stepscope.analysis.classify import DEVICE_ACTIVITIES, event_activities
 from stepscope.analysis.frameworks import frameworks
 from stepscope.analysis.gpu_metrics import GpuMetrics, gpu_metrics
 from stepscope.analysis.intervals import Union
+from stepscope.analysis.loader_settings import loader_settings
 from stepscope.analysis.op_table import SIDES
 from stepscope.analysis.ops import DEVICE, HOST
 from stepscope.analysis.opstats import OpStats
@@ -39,9 +40,13 @@ from stepscope.analysis.tables import Column, Table, percent, ps_to_us
 from stepscope.analysis.verdict import Leads, Recommendation, Shares, recommendation
 from stepscope.trace import names
 from stepscope.trace.model import Profile
+from stepscope.trace.steps import Steps
 from stepscope.trace.summary import device_names
 
 TOOL = "overview_page"
+# Device work outside every step window from this share of the busy time up is named in
+# the headline (below it, rounding and the odd trailing copy).
+OUTSIDE_STEPS_NOTE_PERCENT = 1.0
 
 STEP_COLUMNS = (
     Column("step", "Step"),
@@ -59,11 +64,12 @@ TOP_OP_COLUMNS = (
 DEVICE_COLUMNS = (
     Column("device", "Device", "string"),
     Column("busy_time_us", "Busy (us)"),
-    Column("idle_time_us", "Idle in active span (us)"),
+    Column("idle_time_us", "Device idle in active span (us)"),
     Column("active_span_us", "Active span (us)"),
     Column("busy_percent", "Busy % of active span"),
     Column("window_us", "Profile window (us)"),
     Column("busy_percent_of_window", "Busy % of window"),
+    Column("busy_outside_steps_us", "Busy outside the steps (us)"),
 )
 
 
@@ -90,7 +96,9 @@ class StepStats(TypedDict):
 
 class DeviceTotals(TypedDict):
     busy_time_us: float
-    idle_time_us: float  # in the active span
+    busy_outside_steps_us: float  # busy time in no step's window (in no step's breakdown)
+    busy_outside_steps_percent: float  # of the busy time
+    idle_time_us: float  # device idle: the active span less the busy time (framework_op_stats' device IDLE row)
     active_span_us: float  # first device work to last
     busy_percent: float  # of the active span (the headline)
     window_us: float  # the profile window
@@ -100,6 +108,7 @@ class DeviceTotals(TypedDict):
 class DeviceBusy(DeviceTotals):
     device: str
     busy_time_ps: int
+    busy_outside_steps_ps: int
     active_span_ps: int
 
 
@@ -166,7 +175,8 @@ class OverviewResult(ToolResult):
             + (f"; {len(self.set_aside)} set aside, statistics over the other {kept}" if self.set_aside else ""),
             f"step time: mean {times['mean']:,.1f} us, median {times['median']:,.1f}, stddev {times['stddev']:,.1f}, "
             f"min {times['min']:,.1f}, max {times['max']:,.1f}",
-            "breakdown: " + ", ".join(f"{k} {v:.1f}%" for k, v in self.breakdown_percent.items() if v >= 0.05),
+            "breakdown (of the kept steps' summed time; idle: no host or device activity): "
+            + ", ".join(f"{k} {v:.1f}%" for k, v in self.breakdown_percent.items() if v >= 0.05),
         ]
         lines.extend(
             f"{device['device']}: busy {device['busy_percent']:.1f}% of its active span ({device['busy_percent_of_window']:.1f}% of the profile window)"
@@ -297,7 +307,9 @@ def _per_step_percent(part: np.ndarray, durations: np.ndarray) -> np.ndarray:
 
 
 def _shares(parts: dict[str, np.ndarray], durations: np.ndarray, kept: np.ndarray, has_device: bool, steps_known: bool) -> Shares:
-    """The per-step shares the verdict reads (``verdict.Shares``), over the kept steps."""
+    """The shares the verdict reads (``verdict.Shares``), over the kept steps: per-step
+    means and medians for its rules; device compute as the breakdown gives it (of the kept
+    steps' summed time), the one figure the device-bound sentence quotes."""
     rows = np.flatnonzero(kept)
     step_ps = durations[rows]
 
@@ -313,47 +325,65 @@ def _shares(parts: dict[str, np.ndarray], durations: np.ndarray, kept: np.ndarra
         host=median("host_compute", IDLE),
         host_compute=median("host_compute"),
         idle=median(IDLE),
-        device_compute=median("device_compute"),
+        device_compute=_breakdown_percent(parts, durations, rows)["device_compute"],
         steps=len(rows),
         has_device=has_device,
         steps_known=steps_known,
     )
 
 
-def _device_busy(profile: Profile) -> list[DeviceBusy]:
+def _device_busy(profile: Profile, steps: Steps) -> list[DeviceBusy]:
     """Per device: busy time (the union of its device work) over its active span (first
     device work to last; the headline, as HTA and TraceLens report it) and over the whole
     profile window (which includes the profiler's own time before the first and after the
-    last device event)."""
+    last device event); and the busy time outside every step window, which no step's
+    breakdown holds (work launched before the first step marker, or queued past the last)."""
     window = profile.span_ps
+    step_windows = Union.of(steps.start_ps, steps.start_ps + steps.duration_ps)
     devices: list[DeviceBusy] = []
     for plane in profile.device_planes:
         rows = np.isin(event_activities(plane), [int(a) for a in DEVICE_ACTIVITIES])
         busy_union = Union.of(plane.events.start_ps[rows], plane.events.ends(rows))
         busy = busy_union.total
+        outside = busy - int(busy_union.covered(step_windows.start, step_windows.end).sum())
         active = int(busy_union.end[-1] - busy_union.start[0]) if len(busy_union.start) else 0
         devices.append(
             {
                 "device": plane.name,
                 "busy_time_us": ps_to_us(busy),
+                "busy_outside_steps_us": ps_to_us(outside),
+                "busy_outside_steps_percent": percent(outside, busy),
                 "idle_time_us": ps_to_us(active - busy),
                 "active_span_us": ps_to_us(active),
                 "busy_percent": percent(busy, active),
                 "window_us": ps_to_us(window),
                 "busy_percent_of_window": percent(busy, window),
                 "busy_time_ps": busy,
+                "busy_outside_steps_ps": outside,
                 "active_span_ps": active,
             }
         )
     return devices
 
 
+def outside_steps_note(device: DeviceTotals) -> str:
+    """The headline's word on device work no step holds, from ``OUTSIDE_STEPS_NOTE_PERCENT``
+    of the devices' busy time up: the breakdown and the verdict cannot see it."""
+    share = device["busy_outside_steps_percent"]
+    if share < OUTSIDE_STEPS_NOTE_PERCENT:
+        return ""
+    return f"{share:.1f}% of the device busy time ({device['busy_outside_steps_us']:,.1f} us) ran outside the profiled steps and is in no step's breakdown."
+
+
 def _devices_total(devices: list[DeviceBusy], window: int) -> DeviceTotals:
     busy = sum(d["busy_time_ps"] for d in devices)
+    outside = sum(d["busy_outside_steps_ps"] for d in devices)
     active = sum(d["active_span_ps"] for d in devices)
     windows = window * len(devices)
     return {
         "busy_time_us": ps_to_us(busy),
+        "busy_outside_steps_us": ps_to_us(outside),
+        "busy_outside_steps_percent": percent(outside, busy),
         "idle_time_us": ps_to_us(active - busy),
         "active_span_us": ps_to_us(active),
         "busy_percent": percent(busy, active),
@@ -389,7 +419,8 @@ def overview_page(stats: OpStats) -> OverviewResult:
         for index in range(len(steps))
     ]
     set_aside = set_aside_rows(steps, aside, parts)
-    devices = _device_busy(profile)
+    devices = _device_busy(profile, steps)
+    device = _devices_total(devices, profile.span_ps)
     shares = _shares(parts, steps.duration_ps, kept, has_device=bool(devices), steps_known=not steps.inferred)
     return OverviewResult(
         step_source=steps.source,
@@ -400,11 +431,11 @@ def overview_page(stats: OpStats) -> OverviewResult:
         breakdown_percent=_breakdown_percent(parts, steps.duration_ps, np.flatnonzero(kept)),
         breakdown_percent_all=_breakdown_percent(parts, steps.duration_ps, np.arange(len(steps))),
         set_aside=set_aside,
-        device=_devices_total(devices, profile.span_ps),
+        device=device,
         devices=devices,
         top_ops=top_operations(stats),
         environment=_environment(profile),
-        recommendation=recommendation(shares, set_aside_note(set_aside), _leads(stats)),
+        recommendation=recommendation(shares, set_aside_note(set_aside), _leads(stats), outside_steps_note(device), loader_settings(profile)),
         flops=_flop_rate(stats, devices),
         gpus=gpu_metrics(stats.kernels, {device["device"]: device["active_span_ps"] for device in devices}),
         throughput=throughput(stats),

@@ -8,6 +8,12 @@ shares, as XProf's input-bound verdict does (and the input pipeline analyzer, so
 pages agree); the other shares use the median of the per-step shares, robust to the odd
 step the rule above did not catch.
 
+Each sentence says which figure it quotes, because the overview's breakdown below it is of
+the kept steps' summed time (a long step weighs more) and differs from a per-step mean or
+median: "on average ... of a step" (mean), "in the median step" (median). The device-bound
+sentence decides nothing by threshold and quotes the breakdown's own device compute share,
+so it is the number shown beside it.
+
 Rules; every one that holds gives its evidence and advice (a step can be input-bound *and*
 wait for collectives), and the first one is the summary:
 - input >= ``INPUT_MODERATE_PERCENT`` (moderately) / ``INPUT_HIGH_PERCENT`` (highly) comes
@@ -41,6 +47,7 @@ from dataclasses import dataclass
 from typing import TypedDict
 
 from stepscope.analysis.classify import COLLECTIVE
+from stepscope.analysis.loader_settings import LoaderSettings
 
 # XProf's input-bound thresholds: share of step time spent waiting for input.
 INPUT_MODERATE_PERCENT = 5.0
@@ -70,7 +77,7 @@ class Shares:
     host: float  # median of host compute + idle
     host_compute: float  # median
     idle: float  # median
-    device_compute: float  # median
+    device_compute: float  # of the kept steps' summed time: the breakdown's figure
     steps: int  # how many steps the shares are over
     has_device: bool
     steps_known: bool = True  # False: no step marker, the whole profile is one window
@@ -127,6 +134,7 @@ class Recommendation(TypedDict):
     next_steps: list[str]
     evidence: list[Evidence]
     set_aside: str
+    outside_steps: str  # the device work in no step, in words ("" when under the overview's threshold)
 
 
 @dataclass(frozen=True)
@@ -154,7 +162,39 @@ def input_bound_verdict(input_percent: float) -> str:
     return NOT
 
 
-def _findings(shares: Shares, leads: Leads) -> list[Finding]:
+LOOK_AT_INPUT = "Look at the input pipeline analyzer for where the input time goes."
+LOAD_IN_PARALLEL = (
+    "Load data in parallel (PyTorch: DataLoader(num_workers=..., pin_memory=True); tf.data: map(num_parallel_calls=AUTOTUNE)).",
+    "Prefetch the next batches while the current step runs (DataLoader prefetch_factor; dataset.prefetch(AUTOTUNE)).",
+)
+# A DataLoader prefetches this many batches per worker unless told otherwise (PyTorch's default).
+DEFAULT_PREFETCH_FACTOR = 2
+
+
+def _input_advice(loader: LoaderSettings | None, has_device: bool) -> tuple[str, ...]:
+    """The next step from what the loader already does: loading in parallel is advised only
+    to a loader that does not (or an unknown one); a loader with workers is told what comes
+    after them, each setting it lacks by name."""
+    if loader is None or not loader.parallel:
+        return (LOOK_AT_INPUT, *LOAD_IN_PARALLEL)
+    more = f"num_workers={2 * loader.num_workers}" if loader.num_workers else "more workers"
+    advice = [
+        f"The DataLoader already loads in parallel ({loader.described()}): look at the input pipeline analyzer's stages for what the workers spend their time on.",
+        f"Where it is reading (storage latency) and the CPU has cores to spare: {more}.",
+        "Where it is decoding and transforms: make them cheaper (cache decoded samples, lighter augmentation, transforms on the device); more workers help only while cores are free.",
+    ]
+    if loader.prefetch_factor is not None and loader.prefetch_factor <= DEFAULT_PREFETCH_FACTOR:
+        advice.append(
+            f"Prefetch deeper: prefetch_factor={loader.prefetch_factor} keeps {loader.prefetch_factor} batches per worker ready; raise it where the wait comes in bursts."
+        )
+    if has_device and loader.pin_memory is False:
+        advice.append("pin_memory=True: batches in pinned memory copy to the GPU faster and asynchronously.")
+    if loader.persistent_workers is False and loader.passes > 1:
+        advice.append("persistent_workers=True keeps the workers from one epoch to the next instead of starting them again.")
+    return tuple(advice)
+
+
+def _findings(shares: Shares, leads: Leads, loader: LoaderSettings | None = None) -> list[Finding]:
     over = f"over {shares.steps} step(s)"
     if not shares.steps_known:
         return [
@@ -177,14 +217,11 @@ def _findings(shares: Shares, leads: Leads) -> list[Finding]:
             Finding(
                 INPUT,
                 shares.input,
-                f"Your program is {input_bound} input-bound: {shares.input:.1f}% of the step time is spent waiting for input.",
-                f"input wait is {shares.input:.1f}% of the step time (mean {over})",
+                f"Your program is {input_bound} input-bound: on average {shares.input:.1f}% of a step's time is spent waiting for input.",
+                f"input wait is {shares.input:.1f}% of the step time (mean of the per-step shares {over})"
+                + (f"; the DataLoader has {loader.described()} (from {loader.source})" if loader else ""),
                 INPUT_TOOL,
-                (
-                    "Look at the input pipeline analyzer for where the input time goes.",
-                    "Load data in parallel (PyTorch: DataLoader(num_workers=..., pin_memory=True); tf.data: map(num_parallel_calls=AUTOTUNE)).",
-                    "Prefetch the next batches while the current step runs (DataLoader prefetch_factor; dataset.prefetch(AUTOTUNE)).",
-                ),
+                _input_advice(loader, shares.has_device),
                 INPUT_STEPS_TABLE,
                 INPUT_SORT,
             )
@@ -195,8 +232,8 @@ def _findings(shares: Shares, leads: Leads) -> list[Finding]:
             Finding(
                 KERNEL_LAUNCH,
                 shares.kernel_launch,
-                f"Your program is kernel-launch bound: {shares.kernel_launch:.1f}% of the step time is spent launching kernels.",
-                f"kernel launch calls take {shares.kernel_launch:.1f}% of the step time (median {over})",
+                f"Your program is kernel-launch bound: in the median step {shares.kernel_launch:.1f}% of the time is spent launching kernels.",
+                f"kernel launch calls take {shares.kernel_launch:.1f}% of the step time (median of the per-step shares {over})",
                 KERNELS_TOOL,
                 (
                     "Fuse small ops (torch.compile, XLA jit) or use CUDA graphs to launch fewer kernels.",
@@ -212,8 +249,8 @@ def _findings(shares: Shares, leads: Leads) -> list[Finding]:
             Finding(
                 COLLECTIVES,
                 shares.collectives,
-                f"Your program waits on communication: {shares.collectives:.1f}% of the step time is collectives that no computation hides.",
-                f"collectives not overlapped with compute take {shares.collectives:.1f}% of the step time (median {over})",
+                f"Your program waits on communication: in the median step {shares.collectives:.1f}% of the time is collectives that no computation hides.",
+                f"collectives not overlapped with compute take {shares.collectives:.1f}% of the step time (median of the per-step shares {over})",
                 TRACE_TOOL if collective is None else OPS_TOOL,
                 (
                     "Overlap communication with compute: DDP gradient buckets (bucket_cap_mb), FSDP prefetching, XLA async collectives.",
@@ -230,8 +267,8 @@ def _findings(shares: Shares, leads: Leads) -> list[Finding]:
             Finding(
                 HOST,
                 shares.host,
-                f"Your program is host-bound: the device waits on the host for {shares.host:.1f}% of the step time.",
-                f"host compute and idle time take {shares.host:.1f}% of the step time with no device work (median {over})",
+                f"Your program is host-bound: in the median step the device waits on the host for {shares.host:.1f}% of the time.",
+                f"host compute and idle time take {shares.host:.1f}% of the step time with no device work (median of the per-step shares {over})",
                 OPS_TOOL,
                 (
                     "Look at the framework op stats (host side) for the ops that keep the host busy.",
@@ -247,8 +284,8 @@ def _findings(shares: Shares, leads: Leads) -> list[Finding]:
             Finding(
                 HOST,
                 shares.host,
-                f"Your program is host-bound (no accelerator in this profile): host compute takes {shares.host_compute:.1f}% of the step time.",
-                f"no device in the profile: host compute {shares.host_compute:.1f}%, idle {shares.idle:.1f}% of the step time (medians {over})",
+                f"Your program is host-bound (no accelerator in this profile): in the median step host compute takes {shares.host_compute:.1f}% of the time.",
+                f"no device in the profile: host compute {shares.host_compute:.1f}%, idle {shares.idle:.1f}% of the step time (medians of the per-step shares {over})",
                 OPS_TOOL,
                 (
                     "Look at the framework op stats for the ops that take the host's time.",
@@ -266,7 +303,7 @@ def _findings(shares: Shares, leads: Leads) -> list[Finding]:
                 DEVICE,
                 shares.device_compute,
                 f"Your program is device-bound: the device computes for {shares.device_compute:.1f}% of the step time.",
-                f"device compute takes {shares.device_compute:.1f}% of the step time (median {over})",
+                f"device compute takes {shares.device_compute:.1f}% of the kept steps' summed time (the breakdown's share, {over})",
                 OPS_TOOL,
                 ("Look at the framework op stats (device side), the kernel stats and the op profile for the most time-consuming device ops.",),
                 OPS_TABLE,
@@ -277,9 +314,11 @@ def _findings(shares: Shares, leads: Leads) -> list[Finding]:
     return found
 
 
-def recommendation(shares: Shares, set_aside_note: str, leads: Leads | None = None) -> Recommendation:
-    found = _findings(shares, leads or Leads())
-    summary = found[0].summary + (f" {set_aside_note}" if set_aside_note else "")
+def recommendation(
+    shares: Shares, set_aside_note: str, leads: Leads | None = None, outside_steps_note: str = "", loader: LoaderSettings | None = None
+) -> Recommendation:
+    found = _findings(shares, leads or Leads(), loader)
+    summary = " ".join(part for part in (found[0].summary, set_aside_note, outside_steps_note) if part)
     return Recommendation(
         verdict=found[0].kind,
         input_bound=input_bound_verdict(shares.input),
@@ -291,4 +330,5 @@ def recommendation(shares: Shares, set_aside_note: str, leads: Leads | None = No
         next_steps=[advice for finding in found for advice in finding.advice],
         evidence=[finding.to_json() for finding in found],
         set_aside=set_aside_note,
+        outside_steps=outside_steps_note,
     )

@@ -63,7 +63,7 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--logdir", default="stepscope-demo-logs", help="where the two runs are written (default: ./stepscope-demo-logs)")
+    parser.add_argument("--logdir", help="where the two runs are written (default: a new stepscope-demo-* folder in the temporary folder, $TMPDIR)")
     parser.add_argument("--steps", type=int_in(1, MAX_DEMO_STEPS), default=12, help="training steps per run (default 12)")
     parser.add_argument("--no-serve", action="store_true", help="stop after the reports (for scripts and tests)")
     parser.add_argument("--host", default=LOOPBACK)
@@ -74,7 +74,7 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
 def run_demo(args: argparse.Namespace) -> int:
     from stepscope import demo
 
-    logdir = Path(args.logdir)
+    logdir = Path(args.logdir) if args.logdir else demo.default_logdir()
     check_writable_folder(logdir, "the demo's log folder")  # the profiles are written there
     if not args.no_serve:
         check_cache_dir(args.cache_dir)  # before minutes of training, not after

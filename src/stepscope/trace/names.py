@@ -177,6 +177,13 @@ KINETO_ARG_TO_STAT: Final = {
 STEPSCOPE_STEP: Final = "stepscope.step"
 STEPSCOPE_INPUT_WAIT: Final = "stepscope.data.wait"
 STEPSCOPE_INPUT_STAGE_PREFIX: Final = "stepscope.data."
+# The loader settings ``stepscope.data.instrument`` records on a pass's first recorded wait
+# (a PyTorch DataLoader's attributes of the same names; absent where the iterable has none).
+LOADER_NUM_WORKERS: Final = "num_workers"
+LOADER_PREFETCH_FACTOR: Final = "prefetch_factor"
+LOADER_PIN_MEMORY: Final = "pin_memory"
+LOADER_PERSISTENT_WORKERS: Final = "persistent_workers"
+LOADER_SETTINGS: Final = (LOADER_NUM_WORKERS, LOADER_PREFETCH_FACTOR, LOADER_PIN_MEMORY, LOADER_PERSISTENT_WORKERS)
 
 # --- op details stats (XSpace) ----------------------------------------------------------------
 PEAK_TERAFLOPS: Final = "peak_teraflops_per_second"

@@ -57,6 +57,8 @@ export interface SetAsideStep {
 }
 export interface DeviceTotals {
   active_span_us: number;
+  busy_outside_steps_percent: number;
+  busy_outside_steps_us: number;
   busy_percent: number;
   busy_percent_of_window: number;
   busy_time_us: number;
@@ -66,6 +68,9 @@ export interface DeviceTotals {
 export interface DeviceBusy {
   active_span_ps: number;
   active_span_us: number;
+  busy_outside_steps_percent: number;
+  busy_outside_steps_ps: number;
+  busy_outside_steps_us: number;
   busy_percent: number;
   busy_percent_of_window: number;
   busy_time_ps: number;
@@ -105,6 +110,7 @@ export interface Recommendation {
   input_percent: number;
   kernel_launch_percent: number;
   next_steps: string[];
+  outside_steps: string;
   set_aside: string;
   summary: string;
   verdict: string;

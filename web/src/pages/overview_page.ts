@@ -36,10 +36,10 @@ function summaryCard(data: OverviewPage): HTMLElement {
     metric("step_time_stddev_us", at(data.step_time_us, "stddev"), "Step time std. dev."),
     metric("step_time_min_us", at(data.step_time_us, "min"), "Fastest step"),
     metric("step_time_max_us", at(data.step_time_us, "max"), "Slowest step"),
-    metric("input_percent", input, "Input (of step time)"),
+    metric("input_percent", input, "Input (mean per step)", "Mean of the kept steps' input shares, as XProf's input-bound verdict reads it; the breakdown's Input is of their summed time"),
     hasDevice && metric("device_busy_percent", at(data.device, "busy_percent"), "Device busy", "Share of the devices' active span (first device work to last) they were running work"),
     hasDevice && metric("device_busy_percent_of_window", at(data.device, "busy_percent_of_window"), "Device busy (window)", "Share of the whole profile window the devices were running work"),
-    hasDevice && metric("kernel_launch_percent", at(rec, "kernel_launch_percent"), "Kernel launch"),
+    hasDevice && metric("kernel_launch_percent", at(rec, "kernel_launch_percent"), "Kernel launch (median per step)", "Median of the kept steps' kernel-launch shares, the figure the verdict's rule reads; the breakdown's is of their summed time"),
     metric("step_count", data.steps.length, "Steps"),
     metric("step_set_aside_count", (data.set_aside ?? []).length, "Steps set aside", "Warm-up (compile) and one-off steps left out of these statistics"),
     metric("step_source", data.step_source, "Steps from"),
@@ -73,11 +73,15 @@ function summaryCard(data: OverviewPage): HTMLElement {
           )
         : null,
       data.recommendation?.set_aside ? note(data.recommendation.set_aside, "note", { id: "steps-set-aside" }) : null,
+      data.recommendation?.outside_steps ? note(data.recommendation.outside_steps, "warning", { id: "outside-steps" }) : null,
     ],
     { id: "summary" },
     true,
   );
 }
+
+/** The breakdown's labels where the category's name alone would say two things. */
+const BREAKDOWN_LABELS: Record<string, string> = { idle: "Idle (no host or device activity)" };
 
 function breakdownCard(data: OverviewPage, zero: string[]): HTMLElement {
   const percents = data.breakdown_percent ?? {};
@@ -86,11 +90,12 @@ function breakdownCard(data: OverviewPage, zero: string[]): HTMLElement {
   return card(
     "Step time breakdown",
     [
+      note("Shares of the kept steps' summed time (a longer step weighs more).", "note", { id: "breakdown-basis" }),
       el(
         "dl",
         { class: "breakdown" },
         entries.flatMap((category) => [
-          el("dt", {}, humanize(category)),
+          el("dt", {}, BREAKDOWN_LABELS[category] ?? humanize(category)),
           el("dd", {}, metricValue(`breakdown_${category}_percent`, at(percents, category), "span")),
         ]),
       ),
