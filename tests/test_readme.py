@@ -186,15 +186,22 @@ def test_readme_has_code_blocks_of_known_languages():
     assert {language for language, _ in BLOCKS} <= {"python", "sh", "yaml"}
 
 
-@pytest.mark.parametrize("index", range(len(BLOCKS)), ids=[f"block{i}-{language}" for i, (language, _) in enumerate(BLOCKS)])
-def test_readme_block_runs(index, scratch):
-    language, code = BLOCKS[index]
-    if language == "python":
-        run_python(code, scratch["cwd"], scratch["background"])
-    elif language == "yaml":
-        run_workflow(code, scratch["cwd"])
-    else:
-        run_sh(code, scratch["cwd"])
+RUNNERS = {
+    "python": lambda code, state: run_python(code, state["cwd"], state["background"]),
+    "yaml": lambda code, state: run_workflow(code, state["cwd"]),
+    "sh": lambda code, state: run_sh(code, state["cwd"]),
+}
+
+
+def test_readme_blocks_run_in_order(scratch):
+    """Every block, top to bottom, in one folder: they build on one another (the torch
+    block writes the logs the later ones read), so one test runs them all (parametrized,
+    pytest-xdist would spread them over workers with a folder each)."""
+    for index, (language, code) in enumerate(BLOCKS):
+        try:
+            RUNNERS[language](code, scratch)
+        except AssertionError as error:
+            raise AssertionError(f"README block {index} ({language}, from line {code.splitlines()[0][:60]!r}): {error}") from error
 
 
 def test_readme_links_exist():

@@ -18,8 +18,8 @@ import pytest
 import stepscope
 from stepscope.analysis import run_tool
 from stepscope.trace.logdir import make_path
-from tests.analysis.test_overview_fidelity import kernel, overview, x
 from tests.support.frameworks import exact_ns, read_json_exact
+from tests.support.overview_traces import kernel, overview, x
 from tests.support.traces import shared
 from tests.support.xprof import xprof_tool
 

@@ -16,7 +16,7 @@ import pytest
 import stepscope
 from stepscope.analysis.loader_settings import RECORDED, TORCH_FETCH_NAMES, LoaderSettings, loader_settings
 from stepscope.trace import names
-from tests.analysis.test_overview_fidelity import kernel, overview, x
+from tests.support.overview_traces import kernel, overview, x
 from tests.support.traces import shared
 
 LOAD_IN_PARALLEL = "Load data in parallel"
