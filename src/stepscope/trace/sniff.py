@@ -195,12 +195,6 @@ def _content(stream: BinaryIO) -> Iterator[bytes]:
             yield out
 
 
-def is_trace_json(path: Path) -> bool:
-    """Whether the regular file ``path`` is a trace by content; False for anything that is
-    not a regular file or cannot be read."""
-    return sniff_file(path).is_trace
-
-
 def sniff_file(path: Path) -> Sniffed:
     """What the file ``path`` is. Cached per file version (discovery runs again every
     second while the dashboard is open)."""
