@@ -5,6 +5,7 @@ it is defined, so adding a tool is a module and its line here.
 """
 
 from stepscope.analysis import (  # noqa: F401  (each registers its tool)
+    critical_path,
     flame_graph,
     framework_op_stats,
     graph_viewer,

@@ -1,0 +1,474 @@
+"""The dependency graph of a profile's work: what had to finish before each piece of work
+could start, built from what the profile records (the critical path and its what-ifs,
+``critical_path``, walk and re-schedule it).
+
+Nodes are intervals, held column-wise (numpy arrays, never an object per event):
+- host threads (lines of ``/host:CPU``) are cut into consecutive pieces that tile the
+  thread from its first event to its last: each launch call, synchronisation and input
+  wait (the outermost one where they nest) is a piece of its own; the time between them
+  is cut at every recorded op's edges and at step boundaries (a piece is named after the
+  innermost op holding it), and is host compute
+  where a top-level event covers it (on the thread that runs the steps, always: between
+  ops it runs untraced Python) and idle elsewhere;
+- device work (GPU kernels, copies, memsets, collectives; XLA ops on a TPU/GPU ``XLA Ops``
+  line) is a node per top-level event;
+- each step's start and end is a zero-length node on the line whose markers define the
+  steps (the *anchor*: the thread holding ``ProfilerStep#N`` or ``step_num`` markers, the
+  ``XLA Ops`` line beside a device's ``Steps`` line, else the busiest thread).
+
+Edges say "may not start before that ends": consecutive nodes of a host thread or a
+device line (program order, stream order); a launch call -> the device work with its
+correlation id (CUDA/HIP launches, async copies, blocking copies); the device work a
+synchronisation waited for -> the host piece after the synchronisation (the latest-ending
+device node launched before the call began that ended inside it: cudaDeviceSynchronize,
+cudaStreamSynchronize, cudaEventSynchronize, a blocking cudaMemcpy, ``.item()``'s copy).
+
+Each edge has an effective weight, clipped so that no edge asks a node to start later
+than it did (``weight <= start[dst] - end[src]``), and each node a residual, the time it
+started after the latest of its edges allowed (a kernel's queueing after its launch, a
+stream's gap that no recorded dependency explains). Re-scheduling with the recorded
+durations therefore reproduces the recorded times exactly; with changed durations it
+moves everything that depends on them and keeps the rest.
+
+Nodes are numbered in processing order (observed start; host before device at a tie;
+then line order), and only edges from a lower to a higher number are kept: an edge the
+other way contradicts the recorded clock (skew) and is dropped, so the graph is a DAG and
+one pass in number order schedules it.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from stepscope.analysis.classify import Activity, event_activities
+from stepscope.analysis.steps import Steps
+from stepscope.trace import names
+from stepscope.trace.model import NO_ID, Plane, Profile
+from stepscope.trace.steps import PROFILER_STEP, STEPS_LINE_SOURCE
+
+
+class Kind(enum.IntEnum):
+    """What a piece of the critical path is (the ``by_kind_ps`` keys, ``KIND_NAMES``)."""
+
+    HOST_COMPUTE = 0
+    LAUNCH = 1
+    KERNEL = 2
+    COPY = 3
+    COLLECTIVE = 4
+    INPUT = 5
+    SYNC = 6
+    IDLE = 7
+
+
+KIND_NAMES: dict[Kind, str] = {kind: kind.name.lower() for kind in Kind}
+# Host calls that block until device work is done (CUDA runtime and driver, HIP).
+SYNC_CALL = re.compile(
+    r"^(?:cuda|hip)(?:StreamSynchronize|DeviceSynchronize|EventSynchronize|Memcpy|Memcpy2D|MemcpyWithStream|MemcpyDtoH|MemcpyHtoD)$"
+    r"|^cu(?:StreamSynchronize|CtxSynchronize|EventSynchronize|MemcpyDtoH|MemcpyHtoD)(?:_v2)?$"
+)
+_DEVICE_KIND = {
+    Activity.DEVICE_COMPUTE: Kind.KERNEL,
+    Activity.DEVICE_COLLECTIVES: Kind.COLLECTIVE,
+    Activity.DEVICE_TO_DEVICE: Kind.COPY,
+    Activity.HOST_TO_DEVICE: Kind.COPY,
+    Activity.DEVICE_TO_HOST: Kind.COPY,
+}
+_NOT_WORK = (Activity.NONE, Activity.PYTHON_STACK)
+HOST_CLASS, DEVICE_CLASS = 0, 1
+
+
+@dataclass(frozen=True, eq=False)
+class Graph:
+    """Nodes in processing order and their in-edges grouped by destination (CSR): node
+    ``i``'s in-edges are ``edge_*[edge_offsets[i]:edge_offsets[i + 1]]``.
+
+    ``duration_ps`` is what the profile recorded; ``fixed_ps`` what a schedule gives the
+    node (the same, but 0 for a synchronisation whose awaited device work is known: its
+    wait is that work, and the edge from it). ``row`` is the event the node is (or the
+    innermost op holding a host piece; -1 for none, ``BOUNDARY_ROW`` for a step boundary) on plane ``plane``, line ``line``.
+    ``step_start_node`` / ``step_end_node``: each step's boundary nodes on the anchor.
+    """
+
+    start_ps: npt.NDArray[np.int64]
+    duration_ps: npt.NDArray[np.int64]
+    fixed_ps: npt.NDArray[np.int64]
+    kind: npt.NDArray[np.int8]
+    plane: npt.NDArray[np.int32]
+    line: npt.NDArray[np.int32]
+    row: npt.NDArray[np.int64]
+    edge_offsets: npt.NDArray[np.int64]
+    edge_src: npt.NDArray[np.int64]
+    edge_weight_ps: npt.NDArray[np.int64]
+    edge_gap_kind: npt.NDArray[np.int8]
+    anchor: tuple[int, int]  # (plane index, line index) of the line the steps are measured on
+    step_start_node: npt.NDArray[np.int64]
+    step_end_node: npt.NDArray[np.int64]
+
+    def __len__(self) -> int:
+        return len(self.start_ps)
+
+    @property
+    def edge_dst(self) -> npt.NDArray[np.int64]:
+        return np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.edge_offsets))
+
+    def names(self, profile: Profile) -> npt.NDArray[np.object_]:
+        """Each node's name: its event's (or holding op's), or ``BETWEEN_OPS``."""
+        out = np.full(len(self), BETWEEN_OPS, dtype=object)
+        for index, plane in enumerate(profile.planes):
+            mine = np.flatnonzero((self.plane == index) & (self.row >= 0))
+            if len(mine):
+                out[mine] = plane.metadata.name_array[plane.events.metadata_id[self.row[mine]]]
+        return out
+
+
+BETWEEN_OPS = "(between ops)"
+BOUNDARY_ROW = -2  # ``Graph.row`` of a step's boundary node
+
+
+@dataclass
+class _Part:
+    """Nodes and edges of one line while the graph is built (edges in line-local numbers)."""
+
+    start: list[npt.NDArray[np.int64]]
+    end: list[npt.NDArray[np.int64]]
+    fixed_zero: list[npt.NDArray[np.bool_]]
+    kind: list[npt.NDArray[np.int8]]
+    plane: list[npt.NDArray[np.int32]]
+    line: list[npt.NDArray[np.int32]]
+    row: list[npt.NDArray[np.int64]]
+    cls: list[npt.NDArray[np.int8]]
+
+    @classmethod
+    def empty(cls) -> _Part:
+        return cls([], [], [], [], [], [], [], [])
+
+    def add(self, start: np.ndarray, end: np.ndarray, kind: np.ndarray, plane: int, line: int, row: np.ndarray, node_class: int) -> None:
+        count = len(start)
+        self.start.append(start.astype(np.int64))
+        self.end.append(end.astype(np.int64))
+        self.fixed_zero.append(np.zeros(count, dtype=bool))
+        self.kind.append(kind.astype(np.int8))
+        self.plane.append(np.full(count, plane, dtype=np.int32))
+        self.line.append(np.full(count, line, dtype=np.int32))
+        self.row.append(row.astype(np.int64))
+        self.cls.append(np.full(count, node_class, dtype=np.int8))
+
+
+def find_anchor(profile: Profile, steps: Steps, activities: dict[int, np.ndarray]) -> tuple[int, int] | None:
+    """The line whose step markers define the steps, else the busiest host thread (or
+    device line): where each step's boundary nodes go."""
+    host_index = next((i for i, plane in enumerate(profile.planes) if plane.name == names.HOST_PLANE), None)
+    if steps.source == STEPS_LINE_SOURCE:
+        for index, plane in enumerate(profile.planes):
+            if plane.is_device and plane.line_index(names.STEPS_LINE) is not None:
+                ops_line = plane.line_index(names.XLA_OPS_LINE)
+                return (index, ops_line) if ops_line is not None else _busiest(plane, index, activities[index])
+    if host_index is not None and len(profile.planes[host_index].events):
+        host = profile.planes[host_index]
+        marker_type = np.asarray([bool(PROFILER_STEP.match(name)) for name in host.metadata.names], dtype=bool)
+        markers = np.flatnonzero(marker_type[host.events.metadata_id] | (host.events.step_num != NO_ID))
+        if len(markers) and not steps.inferred:
+            return host_index, int(np.bincount(host.events.line[markers]).argmax())
+        return _busiest(host, host_index, activities[host_index])
+    for index, plane in enumerate(profile.planes):
+        if plane.is_device and len(plane.events):
+            return _busiest(plane, index, activities[index])
+    return None
+
+
+def _busiest(plane: Plane, index: int, activity: np.ndarray) -> tuple[int, int]:
+    events = plane.events
+    work = (events.depth == 0) & ~np.isin(activity, _NOT_WORK)
+    busy = np.bincount(events.line[work], weights=events.duration_ps[work], minlength=len(plane.lines))
+    return index, int(busy.argmax())
+
+
+def build_graph(profile: Profile, steps: Steps) -> Graph:
+    """The graph of ``profile`` with boundary nodes for ``steps`` (module docstring)."""
+    activities = {index: event_activities(plane) for index, plane in enumerate(profile.planes)}
+    anchor = find_anchor(profile, steps, activities)
+    part = _Part.empty()
+    device_corr: list[np.ndarray] = []
+    for index, plane in enumerate(profile.planes):
+        if plane.is_device:
+            device_corr.append(_device_nodes(part, plane, index, activities[index]))
+    device_corr_ids = np.unique(np.concatenate(device_corr)) if device_corr else np.zeros(0, dtype=np.int64)
+    for index, plane in enumerate(profile.planes):
+        if plane.name == names.HOST_PLANE:
+            _host_nodes(part, plane, index, activities[index], device_corr_ids, steps, anchor)
+    if anchor is not None and profile.planes[anchor[0]].is_device:
+        _boundary_nodes(part, anchor, steps)
+    return _assemble(profile, part, anchor, steps)
+
+
+def _device_nodes(part: _Part, plane: Plane, index: int, activity: np.ndarray) -> np.ndarray:
+    events = plane.events
+    keep = np.flatnonzero((events.depth == 0) & np.isin(activity, list(_DEVICE_KIND)))
+    kind_of = np.full(len(Activity.__members__) + 100, Kind.KERNEL, dtype=np.int8)
+    for activity_value, kind in _DEVICE_KIND.items():
+        kind_of[activity_value] = kind
+    kinds = kind_of[activity[keep]]
+    lines = events.line[keep]
+    for line in np.unique(lines).tolist():
+        rows = keep[lines == line]
+        part.add(events.start_ps[rows], events.ends(rows), kinds[lines == line], index, line, rows, DEVICE_CLASS)
+    corr = events.correlation_id[keep]
+    return corr[corr != NO_ID]
+
+
+def _outermost(plane: Plane, special: np.ndarray) -> np.ndarray:
+    """``special`` without the events nested inside another special event."""
+    events = plane.events
+    covered = np.zeros(len(events), dtype=bool)  # some ancestor is special
+    order = np.argsort(events.depth, kind="stable")
+    depths = events.depth[order]
+    bounds = np.searchsorted(depths, np.arange(int(depths.max()) + 2) if len(depths) else [0])
+    for level in range(1, len(bounds) - 1):
+        rows = order[bounds[level] : bounds[level + 1]]
+        parents = events.parent[rows]
+        covered[rows] = covered[parents] | special[parents]
+    return special & ~covered
+
+
+def _host_nodes(part: _Part, plane: Plane, index: int, activity: np.ndarray, device_corr: np.ndarray, steps: Steps, anchor: tuple[int, int] | None) -> None:
+    events = plane.events
+    if not len(events):
+        return
+    is_sync_type = np.asarray([bool(SYNC_CALL.match(name)) for name in plane.metadata.names], dtype=bool)
+    is_sync = is_sync_type[events.metadata_id]
+    linked = (events.correlation_id != NO_ID) & np.isin(events.correlation_id, device_corr)
+    special_kind = np.full(len(events), -1, dtype=np.int8)
+    special_kind[(activity == Activity.KERNEL_LAUNCH) | linked] = Kind.LAUNCH
+    special_kind[is_sync] = Kind.SYNC
+    special_kind[activity == Activity.INPUT] = Kind.INPUT
+    outer = _outermost(plane, special_kind >= 0)
+    work = ~np.isin(activity, _NOT_WORK)
+    boundaries = np.concatenate((steps.start_ps, steps.end_ps))
+    for line in range(len(plane.lines)):
+        lo, hi = plane.line_offsets[line], plane.line_offsets[line + 1]
+        if lo == hi:
+            continue
+        is_anchor = anchor == (index, line)
+        _host_line(part, plane, index, line, int(lo), int(hi), special_kind, outer, work, activity, boundaries, is_anchor)
+
+
+def _host_line(
+    part: _Part,
+    plane: Plane,
+    index: int,
+    line: int,
+    lo: int,
+    hi: int,
+    special_kind: np.ndarray,
+    outer: np.ndarray,
+    work: np.ndarray,
+    activity: np.ndarray,
+    step_bounds: np.ndarray,
+    is_anchor: bool,
+) -> None:
+    events = plane.events
+    rows = np.arange(lo, hi)
+    starts, ends = events.start_ps[lo:hi], events.ends(rows)
+    first, last = int(starts.min()), int(ends.max())
+    specials = rows[outer[lo:hi]]
+    tops = rows[events.depth[lo:hi] == 0]
+    # The union of the top-level events (what the thread is recorded as doing).
+    top_start, top_end = events.start_ps[tops], np.maximum.accumulate(events.ends(tops))
+    new = np.concatenate(([True], top_start[1:] > top_end[:-1]))
+    union_start = top_start[new]
+    union_end = np.append(top_end[np.flatnonzero(new)[1:] - 1], top_end[-1])
+    ops = rows[work[lo:hi]]
+    cuts = np.concatenate(
+        (
+            [first, last],
+            union_start,
+            union_end,
+            events.start_ps[specials],
+            events.ends(specials),
+            events.start_ps[ops],
+            events.ends(ops),
+            step_bounds[(step_bounds > first) & (step_bounds < last)],
+        )
+    )
+    cuts = np.unique(cuts)
+    a, b = cuts[:-1], cuts[1:]
+    special_start, special_end = events.start_ps[specials], events.ends(specials)
+    inside = _within(special_start, special_end, a, b)
+    a, b = a[~inside], b[~inside]
+    covered = _within(union_start, union_end, a, b)
+    kinds = np.where(covered | is_anchor, Kind.HOST_COMPUTE, Kind.IDLE).astype(np.int8)
+    holder = _holders(plane, activity, lo, starts, a, b)
+    piece_start = np.concatenate((a, special_start))
+    piece_end = np.concatenate((b, special_end))
+    piece_kind = np.concatenate((kinds, special_kind[specials]))
+    piece_row = np.concatenate((holder, specials))
+    if is_anchor:  # each step's start and end: a zero-length node at the boundary
+        bounds = np.unique(step_bounds)
+        piece_start, piece_end = np.concatenate((piece_start, bounds)), np.concatenate((piece_end, bounds))
+        piece_kind = np.concatenate((piece_kind, np.full(len(bounds), Kind.IDLE, dtype=np.int8)))
+        piece_row = np.concatenate((piece_row, np.full(len(bounds), BOUNDARY_ROW, dtype=np.int64)))
+    order = np.lexsort((piece_end, piece_start))
+    part.add(piece_start[order], piece_end[order], piece_kind[order], index, line, piece_row[order], HOST_CLASS)
+
+
+def _within(starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Whether each piece ``[a, b)`` lies inside one of the sorted, disjoint intervals."""
+    if not len(starts):
+        return np.zeros(len(a), dtype=bool)
+    at = np.searchsorted(starts, a, "right") - 1
+    return (at >= 0) & (ends[np.maximum(at, 0)] >= b)
+
+
+def _holders(plane: Plane, activity: np.ndarray, lo: int, starts: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The innermost work event of the line holding each piece ``[a, b)``; -1 where only a
+    marker (or nothing) holds it."""
+    events = plane.events
+    holder = np.searchsorted(starts, a, "right") - 1 + lo
+    holder[holder < lo] = -1
+    while True:
+        valid = holder >= 0
+        short = np.zeros(len(holder), dtype=bool)
+        short[valid] = events.ends(holder[valid]) < b[valid]
+        if not short.any():
+            break
+        holder[short] = events.parent[holder[short]]
+    valid = holder >= 0
+    marker = np.zeros(len(holder), dtype=bool)
+    marker[valid] = activity[holder[valid]] == Activity.NONE
+    holder[marker] = -1
+    return holder
+
+
+def _boundary_nodes(part: _Part, anchor: tuple[int, int], steps: Steps) -> None:
+    bounds = np.unique(np.concatenate((steps.start_ps, steps.end_ps)))
+    count = len(bounds)
+    part.add(bounds, bounds, np.full(count, Kind.IDLE, dtype=np.int8), anchor[0], anchor[1], np.full(count, BOUNDARY_ROW, dtype=np.int64), DEVICE_CLASS)
+
+
+# How far back among device nodes ending inside a synchronisation its search for the awaited
+# one looks (nodes launched after the call began are skipped; past this many it gives up).
+SYNC_SEARCH = 4096
+
+
+def _assemble(profile: Profile, part: _Part, anchor: tuple[int, int] | None, steps: Steps) -> Graph:
+    def joined(columns: list[np.ndarray], dtype: type) -> np.ndarray:
+        return np.concatenate(columns).astype(dtype) if columns else np.zeros(0, dtype=dtype)
+
+    start, end = joined(part.start, np.int64), joined(part.end, np.int64)
+    kind, plane, line, row = joined(part.kind, np.int8), joined(part.plane, np.int32), joined(part.line, np.int32), joined(part.row, np.int64)
+    node_class = joined(part.cls, np.int8)
+    group = plane.astype(np.int64) * (1 << 32) + line
+    # Line order, then processing order (module docstring).
+    by_line = np.lexsort((end, start, group))
+    seq = np.empty(len(start), dtype=np.int64)
+    seq[by_line] = np.arange(len(start))
+    order = np.lexsort((seq, group, node_class, start))
+    position = np.empty(len(start), dtype=np.int64)
+    position[order] = np.arange(len(start))
+    start, end, kind, plane, line, row, node_class = (column[order] for column in (start, end, kind, plane, line, row, node_class))
+    chain = position[by_line]  # node numbers, line by line in line order
+    same = group[order][chain[1:]] == group[order][chain[:-1]]
+    chain_src, chain_dst = chain[:-1][same], chain[1:][same]
+    chain_gap = np.where(kind[chain_src] == Kind.SYNC, Kind.SYNC, Kind.IDLE).astype(np.int8)
+    launch_src, launch_dst = _launch_edges(profile, kind, plane, row, node_class)
+    fixed = end - start
+    next_node = np.full(len(start), -1, dtype=np.int64)
+    next_node[chain_src] = chain_dst
+    sync_src, sync_dst, sync_weight, synced = _sync_edges(start, end, kind, node_class, launch_src, launch_dst, next_node)
+    fixed[synced] = 0
+    src = np.concatenate((chain_src, launch_src, sync_src))
+    dst = np.concatenate((chain_dst, launch_dst, sync_dst))
+    nominal = np.concatenate((np.zeros(len(chain_src) + len(launch_src), dtype=np.int64), sync_weight))
+    gap = np.concatenate((chain_gap, np.full(len(launch_src), Kind.LAUNCH, dtype=np.int8), np.full(len(sync_src), Kind.SYNC, dtype=np.int8)))
+    forward = src < dst
+    src, dst, nominal, gap = src[forward], dst[forward], nominal[forward], gap[forward]
+    weight = np.minimum(nominal, start[dst] - (start[src] + fixed[src]))
+    by_dst = np.argsort(dst, kind="stable")
+    offsets = np.searchsorted(dst[by_dst], np.arange(len(start) + 1)).astype(np.int64)
+    step_start_node, step_end_node = _step_nodes(start, plane, line, row, anchor, steps)
+    return Graph(
+        start_ps=start,
+        duration_ps=end - start,
+        fixed_ps=fixed,
+        kind=kind,
+        plane=plane,
+        line=line,
+        row=row,
+        edge_offsets=offsets,
+        edge_src=src[by_dst],
+        edge_weight_ps=weight[by_dst],
+        edge_gap_kind=gap[by_dst],
+        anchor=anchor if anchor is not None else (-1, -1),
+        step_start_node=step_start_node,
+        step_end_node=step_end_node,
+    )
+
+
+def _correlations(profile: Profile, plane: np.ndarray, row: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+    corr = np.full(len(nodes), NO_ID, dtype=np.int64)
+    for index, source in enumerate(profile.planes):
+        mine = plane[nodes] == index
+        corr[mine] = source.events.correlation_id[row[nodes[mine]]]
+    return corr
+
+
+def _launch_edges(profile: Profile, kind: np.ndarray, plane: np.ndarray, row: np.ndarray, node_class: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Launch call (or blocking copy) -> the device work with its correlation id."""
+    callers = np.flatnonzero((node_class == HOST_CLASS) & (row >= 0) & np.isin(kind, (Kind.LAUNCH, Kind.SYNC)))
+    work = np.flatnonzero((node_class == DEVICE_CLASS) & (row >= 0))
+    caller_corr, work_corr = _correlations(profile, plane, row, callers), _correlations(profile, plane, row, work)
+    callers, caller_corr = callers[caller_corr != NO_ID], caller_corr[caller_corr != NO_ID]
+    work, work_corr = work[work_corr != NO_ID], work_corr[work_corr != NO_ID]
+    if not len(callers) or not len(work):
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    by_corr = np.argsort(caller_corr, kind="stable")
+    caller_corr, callers = caller_corr[by_corr], callers[by_corr]
+    at = np.clip(np.searchsorted(caller_corr, work_corr), 0, len(caller_corr) - 1)
+    hit = caller_corr[at] == work_corr
+    return callers[at[hit]], work[hit]
+
+
+def _sync_edges(
+    start: np.ndarray, end: np.ndarray, kind: np.ndarray, node_class: np.ndarray, launch_src: np.ndarray, launch_dst: np.ndarray, next_node: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """For each synchronisation that waited for device work: that work -> the host piece
+    after the call, weighted by the call's return after the work ended. The awaited work
+    is the latest-ending device node that ended inside the call and was launched before it
+    began (its launch call's start, else its own start)."""
+    device = np.flatnonzero((node_class == DEVICE_CLASS) & (kind != Kind.IDLE))
+    launched = start.copy()
+    launched[launch_dst] = start[launch_src]
+    by_end = device[np.argsort(end[device], kind="stable")]
+    ends, launched_at = end[by_end], launched[by_end]
+    src, dst, weight, synced = [], [], [], []
+    for node in np.flatnonzero((kind == Kind.SYNC) & (node_class == HOST_CLASS) & (next_node >= 0)).tolist():
+        lo = int(np.searchsorted(ends, start[node], "right"))
+        hi = int(np.searchsorted(ends, end[node], "right"))
+        window = np.flatnonzero(launched_at[max(lo, hi - SYNC_SEARCH) : hi] <= start[node])
+        if not len(window):
+            continue
+        awaited = int(by_end[max(lo, hi - SYNC_SEARCH) + int(window[-1])])
+        following = int(next_node[node])
+        src.append(awaited)
+        dst.append(following)
+        weight.append(int(start[following]) - int(end[awaited]))
+        synced.append(node)
+    as_array = (np.asarray(values, dtype=np.int64) for values in (src, dst, weight, synced))
+    return tuple(as_array)  # type: ignore[return-value]
+
+
+def _step_nodes(
+    start: np.ndarray, plane: np.ndarray, line: np.ndarray, row: np.ndarray, anchor: tuple[int, int] | None, steps: Steps
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each step's start and end boundary node (-1 without an anchor)."""
+    if anchor is None:
+        none = np.full(len(steps), -1, dtype=np.int64)
+        return none, none.copy()
+    bounds = np.flatnonzero((row == BOUNDARY_ROW) & (plane == anchor[0]) & (line == anchor[1]))
+    times = start[bounds]
+    return bounds[np.searchsorted(times, steps.start_ps)], bounds[np.searchsorted(times, steps.end_ps)]
