@@ -127,7 +127,8 @@ def changes(faster: str, factor: int) -> list[Change]:
         kind = Kind(KINDS.index(faster))
 
         def chosen(graph: Graph, node_names: np.ndarray) -> np.ndarray:
-            return graph.kind == kind
+            same: np.ndarray = graph.kind == kind
+            return same
 
         what = f"{faster} time"
     else:
@@ -198,14 +199,12 @@ def critical_path_tool(stats: OpStats, faster: str = "kernel", factor: int = 2) 
         _step_path(graph, node_names, critical_path(graph, bind, index), int(steps.number[index]), int(steps.start_ps[index]), int(durations[index]))
         for index in range(len(steps))
     ]
-    mean = int(round(float(durations.mean())))
+    mean = round(float(durations.mean()))
     what_if = []
     for change in changes(faster, factor):
         predicted = predicted_steps(graph, bind, change.durations(graph, node_names))
         what_if.append(
-            WhatIf(
-                change=change.name, description=change.description, predicted_step_ps=int(round(float(predicted.mean()))), predicted_steps_ps=predicted.tolist()
-            )
+            WhatIf(change=change.name, description=change.description, predicted_step_ps=round(float(predicted.mean())), predicted_steps_ps=predicted.tolist())
         )
     plane = profile.planes[graph.anchor[0]]
     return CriticalPathResult(steps=paths, what_if=what_if, mean_step_ps=mean, anchor=f"{plane.name} / {plane.lines[graph.anchor[1]].label}")

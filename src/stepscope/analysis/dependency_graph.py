@@ -217,7 +217,7 @@ def _device_nodes(part: _Part, plane: Plane, index: int, activity: np.ndarray) -
     for line in np.unique(lines).tolist():
         rows = keep[lines == line]
         part.add(events.start_ps[rows], events.ends(rows), kinds[lines == line], index, line, rows, DEVICE_CLASS)
-    corr = events.correlation_id[keep]
+    corr: np.ndarray = events.correlation_id[keep]
     return corr[corr != NO_ID]
 
 

@@ -1,0 +1,144 @@
+"""The critical_path tool on hand-made Kineto traces whose paths are derived by hand.
+
+Times in the traces are whole microseconds (Kineto's unit); a microsecond is 10**6 ps.
+Each trace is one step (``ProfilerStep#1``, [0, 100) us) on host thread 1; GPU 0 is pid 0,
+its streams are tids. In each comment, a path is read from the step's end backwards.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+import stepscope
+from stepscope.analysis import run_tool
+from stepscope.analysis.registry import OptionError
+
+US = 1_000_000
+
+
+def host(name: str, ts: int, dur: int, cat: str = "cpu_op", **args) -> dict:
+    return {"ph": "X", "name": name, "cat": cat, "pid": 100, "tid": 1, "ts": ts, "dur": dur, "args": args}
+
+
+def runtime(name: str, ts: int, dur: int, correlation: int | None = None) -> dict:
+    return host(name, ts, dur, "cuda_runtime", **({"correlation": correlation} if correlation is not None else {}))
+
+
+def device(name: str, ts: int, dur: int, correlation: int, stream: int = 7, cat: str = "kernel") -> dict:
+    args = {"device": 0, "stream": stream, "correlation": correlation}
+    return {"ph": "X", "name": name, "cat": cat, "pid": 0, "tid": stream, "ts": ts, "dur": dur, "args": args}
+
+
+STEP = host("ProfilerStep#1", 0, 100, "user_annotation")
+
+
+def critical(tmp_path: Path, events: list[dict], **options) -> dict:
+    labels = {"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}}
+    path = tmp_path / "job.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": [labels, *events]}))
+    profile = stepscope.load(path)
+    profile.validate()
+    return run_tool("critical_path", profile, **options).to_json()
+
+
+def kinds(step: dict) -> dict[str, int]:
+    return {kind: ps for kind, ps in step["by_kind_ps"].items() if ps}
+
+
+def predicted(result: dict) -> dict[str, int]:
+    return {change["change"]: change["predicted_step_ps"] for change in result["what_if"]}
+
+
+def test_host_bound_step(tmp_path):
+    # [60, 100) aten::add: host compute 40; [55, 60) aten::mm after its launch: host 5;
+    # [50, 55) the launch: 5; [10, 50) aten::mm: host 40; [0, 10) the step marker only:
+    # host compute 10 (the step's own thread runs untraced code between ops). The kernel
+    # [56, 60) waits for nobody and nobody waits for it.
+    events = [
+        STEP,
+        host("aten::mm", 10, 50),
+        runtime("cudaLaunchKernel", 50, 5, correlation=1),
+        device("gemm", 56, 4, 1),
+        host("aten::add", 60, 40),
+    ]
+    result = critical(tmp_path, events)
+    (step,) = result["steps"]
+    assert step["duration_ps"] == 100 * US
+    assert kinds(step) == {"host_compute": 95 * US, "launch": 5 * US}
+    assert step["top"][0] == {"name": "aten::mm", "kind": "host_compute", "ps": 45 * US}
+    # Launch halved: the host chain is 2.5 us shorter; kernels 2x faster: no one waits for them.
+    assert predicted(result) == {"input_free": 100 * US, "launch_halved": 97_500_000, "faster": 100 * US, "collectives_overlapped": 100 * US}
+
+
+def test_kernel_bound_step_with_a_device_synchronize(tmp_path):
+    # Launch A [0, 5) -> kernel A [6, 50); launch B [5, 10) -> kernel B [50, 90) (stream
+    # order: after A); cudaDeviceSynchronize [10, 95) waits for B; then [95, 100) host.
+    # Path: host 5 <- sync's return after B [90, 95): 5 <- kernel B 40 <- kernel A 44 <-
+    # A's queueing after its launch [5, 6): launch 1 <- launch A 5.
+    events = [
+        STEP,
+        runtime("cudaLaunchKernel", 0, 5, correlation=1),
+        runtime("cudaLaunchKernel", 5, 5, correlation=2),
+        runtime("cudaDeviceSynchronize", 10, 85),
+        device("kernel_a", 6, 44, 1),
+        device("kernel_b", 50, 40, 2),
+    ]
+    result = critical(tmp_path, events)
+    (step,) = result["steps"]
+    assert kinds(step) == {"host_compute": 5 * US, "sync": 5 * US, "kernel": 84 * US, "launch": 6 * US}
+    assert [(op["name"], op["ps"]) for op in step["top"][:2]] == [("kernel_a", 44 * US), ("kernel_b", 40 * US)]
+    # Kernels 2x faster: A [6, 28), B [28, 48), the return 5 and the host 5: 58 us.
+    # Launches halved: A's launch [0, 2.5), A [3.5, 47.5), B [47.5, 87.5), +5 +5: 97.5 us.
+    assert predicted(result) == {"input_free": 100 * US, "launch_halved": 97_500_000, "faster": 58 * US, "collectives_overlapped": 100 * US}
+
+
+def test_input_wait(tmp_path):
+    # [0, 60) waiting for the DataLoader, [60, 100) the model: input 60, host 40; input
+    # free leaves the model's 40.
+    events = [STEP, host("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 0, 60, "user_annotation"), host("aten::mm", 60, 40)]
+    result = critical(tmp_path, events)
+    (step,) = result["steps"]
+    assert kinds(step) == {"input": 60 * US, "host_compute": 40 * US}
+    assert predicted(result)["input_free"] == 40 * US
+
+
+def test_async_copy_overlapping_compute(tmp_path):
+    # cudaMemcpyAsync [0, 5) -> a copy [6, 80) on stream 8; launch [5, 10) -> kernel [11, 40)
+    # on stream 7; cudaStreamSynchronize [10, 45) waits for the kernel (the copy ends after
+    # the call returns: not awaited); aten::add [45, 100).
+    # Path: host 55 <- sync [40, 45) 5 <- kernel 29 <- queueing [10, 11) launch 1 <- launch
+    # 5 <- the copy's call 5 (launch): host 55, sync 5, kernel 29, launch 11. The copy
+    # overlaps: a faster copy buys nothing; 2x faster kernels: 100 - 14.5 = 85.5 us.
+    events = [
+        STEP,
+        runtime("cudaMemcpyAsync", 0, 5, correlation=1),
+        runtime("cudaLaunchKernel", 5, 5, correlation=2),
+        runtime("cudaStreamSynchronize", 10, 35),
+        host("aten::add", 45, 55),
+        device("Memcpy HtoD (Pinned -> Device)", 6, 74, 1, stream=8, cat="gpu_memcpy"),
+        device("relu", 11, 29, 2),
+    ]
+    result = critical(tmp_path, events)
+    (step,) = result["steps"]
+    assert kinds(step) == {"host_compute": 55 * US, "sync": 5 * US, "kernel": 29 * US, "launch": 11 * US}
+    assert predicted(result)["faster"] == 85_500_000
+    assert predicted(critical(tmp_path, events, faster="copy", factor=4))["faster"] == 100 * US
+    # By name: "relu" 2x faster is the same change as every kernel 2x faster here.
+    assert predicted(critical(tmp_path, events, faster="^rel"))["faster"] == 85_500_000
+
+
+def test_segments_tile_the_step(tmp_path):
+    events = [STEP, runtime("cudaLaunchKernel", 0, 5, correlation=1), runtime("cudaDeviceSynchronize", 5, 90), device("k", 7, 80, 1), host("aten::add", 95, 5)]
+    (step,) = critical(tmp_path, events)["steps"]
+    segments = sorted((segment["start_ps"], segment["end_ps"]) for segment in step["segments"])
+    assert segments[0][0] == 0 and segments[-1][1] == 100 * US
+    assert all(previous[1] == current[0] for previous, current in itertools.pairwise(segments))
+
+
+def test_a_bad_pattern_is_an_option_error(tmp_path):
+    with pytest.raises(OptionError, match="option faster"):
+        critical(tmp_path, [STEP], faster="(")
