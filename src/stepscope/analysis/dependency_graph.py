@@ -218,7 +218,8 @@ def _device_nodes(part: _Part, plane: Plane, index: int, activity: np.ndarray) -
         rows = keep[lines == line]
         part.add(events.start_ps[rows], events.ends(rows), kinds[lines == line], index, line, rows, DEVICE_CLASS)
     corr: np.ndarray = events.correlation_id[keep]
-    return corr[corr != NO_ID]
+    linked: np.ndarray = corr[corr != NO_ID]
+    return linked
 
 
 def _outermost(plane: Plane, special: np.ndarray) -> np.ndarray:

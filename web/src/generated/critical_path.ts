@@ -1,0 +1,48 @@
+/* Generated from schemas/critical_path.schema.json by web/scripts/generate-types.mjs: do not edit. */
+/* A JSON form of stepscope.analysis (its registry and its tools); regenerate with `make schemas`. */
+
+/**
+ * What chain of work and waits sets each step's length, and what would a change buy?
+ */
+export interface CriticalPath {
+  steps: StepPath[];
+  what_if: WhatIf[];
+  mean_step_ps: number;
+  anchor: string;
+  kinds: string[];
+}
+export interface StepPath {
+  by_kind_ps: {
+    [k: string]: number;
+  };
+  duration_ps: number;
+  segments: Segment[];
+  start_ps: number;
+  step: number;
+  top: PathOp[];
+}
+/**
+ * A piece of the path: ``[start_ps, end_ps)`` on line ``line`` of plane ``plane``.
+ */
+export interface Segment {
+  end_ps: number;
+  kind: string;
+  line: number;
+  name: string;
+  plane: number;
+  start_ps: number;
+}
+/**
+ * An op or kernel on a step's path, and its time there.
+ */
+export interface PathOp {
+  kind: string;
+  name: string;
+  ps: number;
+}
+export interface WhatIf {
+  change: string;
+  description: string;
+  predicted_step_ps: number;
+  predicted_steps_ps: number[];
+}
