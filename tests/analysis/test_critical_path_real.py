@@ -17,8 +17,8 @@ from tests.support.traces import ALL_SHARED_TRACES
 
 torch = pytest.importorskip("torch")
 
-LOADER_SLEEP_S = 0.04  # per batch: tens of ms, far above a CPU's scheduling noise
-MODEL_S = 0.03  # per step, the "model" after the fetch
+LOADER_SLEEP_S = 0.05  # per batch: tens of ms, far above a CPU's scheduling noise
+MODEL_S = 0.08  # per step, the "model" after the fetch
 STEPS = 6
 
 

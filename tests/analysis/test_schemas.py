@@ -115,7 +115,7 @@ def test_json_form_is_the_result_fields():
 def test_registry_order_and_output_kinds():
     # XProf's tools menu order (the XLA tools after memory_profile), then the trace viewer (an index, dashboard only)
     assert [entry.name for entry in specs()] == [
-        "overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "op_profile", "memory_profile", "hlo_stats", "roofline_model", "graph_viewer", "memory_viewer", "flame_graph", "trace_viewer",
+        "overview_page", "input_pipeline_analyzer", "framework_op_stats", "kernel_stats", "op_profile", "memory_profile", "hlo_stats", "roofline_model", "graph_viewer", "memory_viewer", "flame_graph", "critical_path", "trace_viewer",
     ]  # fmt: skip
     assert tool_names() == [entry.name for entry in specs()][:-1]
     assert spec("trace_viewer").output is Output.INDEX

@@ -180,7 +180,7 @@ def _step_path(graph: Graph, node_names: np.ndarray, segments: Segments, number:
 @tool(
     TOOL,
     title="Critical path",
-    order=25,
+    order=69,  # after flame_graph (68): XProf has no critical path
     description="What chain of work and waits sets each step's length, and what would a change buy?",
     options=(
         Option("faster", str, "kernel", "the what-if's faster work: a kind (kernel, copy, host_compute...) or a regular expression over op and kernel names"),
