@@ -136,7 +136,6 @@ class _Part:
 
     start: list[npt.NDArray[np.int64]]
     end: list[npt.NDArray[np.int64]]
-    fixed_zero: list[npt.NDArray[np.bool_]]
     kind: list[npt.NDArray[np.int8]]
     plane: list[npt.NDArray[np.int32]]
     line: list[npt.NDArray[np.int32]]
@@ -145,13 +144,12 @@ class _Part:
 
     @classmethod
     def empty(cls) -> _Part:
-        return cls([], [], [], [], [], [], [], [])
+        return cls([], [], [], [], [], [], [])
 
     def add(self, start: np.ndarray, end: np.ndarray, kind: np.ndarray, plane: int, line: int, row: np.ndarray, node_class: int) -> None:
         count = len(start)
         self.start.append(start.astype(np.int64))
         self.end.append(end.astype(np.int64))
-        self.fixed_zero.append(np.zeros(count, dtype=bool))
         self.kind.append(kind.astype(np.int8))
         self.plane.append(np.full(count, plane, dtype=np.int32))
         self.line.append(np.full(count, line, dtype=np.int32))
