@@ -9,7 +9,7 @@ with the recommendation applied (worker processes and prefetching) and prints th
 then the before/after (step time, input share) and ``stepscope diff``'s verdict on the two
 runs. Last, the dashboard serves both runs.
 
-The console holds what a person reads before opening the page (about 15 lines): the full
+The console holds what a person reads before opening the page (about ten lines): the full
 text reports (each run's overview with its steps table and top ops, and the whole diff)
 go to ``<logdir>/reports/`` (``REPORTS``), or to the console as well with ``verbose``.
 
