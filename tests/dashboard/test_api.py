@@ -390,13 +390,20 @@ def test_the_diff_of_two_hosts_is_the_cli_diff(server, logdir):
 
 def test_diff_errors_are_one_line_and_the_server_keeps_serving(server):
     good = dict(base_run="gpu", base_host="alexnet_small", new_run="gpu", new_host="alexnet_small")
-    for params, status, fragment in (
-        ({**good, "base_run": "nope"}, 404, "no run named 'nope'"),
-        ({**good, "new_host": "nope"}, 404, "run 'gpu' has no host 'nope'"),
-        ({k: v for k, v in good.items() if k != "new_run"}, 400, "give new_run"),
-        ({**good, "base_run": "broken", "base_host": "worker0"}, 422, "broken"),
+    # The page's data, tables and CSV of tool=diff: run/host is the new profile.
+    page = dict(run="gpu", host="alexnet_small", tool="diff")
+    for path, params, status, fragment in (
+        ("/api/diff", {**good, "base_run": "nope"}, 404, "the base profile (base_run='nope'): no run named 'nope'"),
+        ("/api/diff", {**good, "new_host": "nope"}, 404, "the new profile (new_run='gpu'): run 'gpu' has no host 'nope'"),
+        ("/api/diff", {k: v for k, v in good.items() if k != "new_run"}, 400, "diff: give new_run"),
+        ("/api/diff", {k: v for k, v in good.items() if not k.startswith("base")}, 400, "diff: give base_run, base_host (base_run/base_host: the run and host"),
+        ("/api/diff", {**good, "base_run": "broken", "base_host": "worker0"}, 422, "broken"),
+        # No base, or one not in the logdir: never a diff against a run picked instead.
+        ("/api/data", page, 400, "diff: give base_run, base_host"),
+        ("/api/tables", {**page, "base_run": "nope", "base_host": "x"}, 404, "the base profile (base_run='nope')"),
+        ("/api/csv", {**page, "base_run": "gpu", "table": "kernels"}, 400, "diff: give base_host"),
     ):
-        answer = server.ready("/api/diff", **params)
+        answer = server.ready(path, **params)
         assert answer.status == status, (params, answer.body[:300])
         assert list(answer.json()) == ["error"] and "\n" not in answer.json()["error"] and fragment in answer.json()["error"], answer.json()
     # A host against itself: nothing changed, and the server still answers.

@@ -18,7 +18,8 @@ import { renderProgress } from "./components/progress";
 import { renderSkipped } from "./components/skipped";
 import { el, replaceChildren } from "./dom";
 import { pageFor } from "./pages";
-import { allHosts, baseLabel, baseOf, baseOptions, baseValue, COMPARE_TOOL, PAIR_VIEW_OPTIONS, parseBaseValue, pickBase, sameBase, withCompare } from "./state/compare";
+import { allHosts, baseCandidates, baseLabel, baseOf, baseOptions, baseValue, COMPARE_TOOL, findBase, PAIR_VIEW_OPTIONS, parseBaseValue, sameBase, withCompare, type Base } from "./state/compare";
+import { basePrompt } from "./pages/diff_pick";
 import { withDistributed } from "./state/distributed";
 import { optionsFromParams, sameOptions } from "./state/options";
 import { hostLabels, runLabels } from "./state/names";
@@ -218,11 +219,21 @@ async function applyWanted(wanted: WantedHere, mode: "push" | "replace", force =
   const info = tools.find((candidate) => candidate.name === tool);
   let options = wanted.options ?? (wanted.params && tool === wanted.tool ? optionsFromParams(info, wanted.params) : {});
   if (tool === COMPARE_TOOL) {
-    // Compare needs a base: the one named if it exists, else another host of this run, else another run.
-    const kept = current?.tool === COMPARE_TOOL ? baseOf(current.options) : null;
-    const base = pickBase(runs, runHost, baseOf(options) ?? kept);
+    // Compare needs a base: the one named, else the one the compare view had (another run
+    // chosen with the runs selector keeps it); none picked for the user otherwise.
+    const named = baseOf(options);
+    const base = findBase(runs, named ?? (current?.tool === COMPARE_TOOL ? baseOf(current.options) : null));
     if (!base) {
-      showError("Compare needs two profiles: this log directory has only one.");
+      const candidates = baseCandidates(runs, runHost);
+      if (candidates.length === 0) {
+        showError("Compare needs two profiles: this log directory has only one.");
+        return;
+      }
+      const selection: Selection = { ...runHost, tool };
+      showSelection(selection, tools);
+      setNotice("");
+      writeHistory(selection, mode);
+      showBasePrompt(selection, named, candidates);
       return;
     }
     // The paired trace view's options go with the base they were picked for.
@@ -240,6 +251,22 @@ async function applyWanted(wanted: WantedHere, mode: "push" | "replace", force =
     // The wanted tool did not exist and fell back to the one shown: nothing to reload.
     setState(stateBefore as "loading" | "ready" | "error");
   }
+}
+
+/** The compare view without a base: which run to compare with (pages/diff_pick.ts). */
+function showBasePrompt(selection: Selection, named: Base | null, candidates: Base[]): void {
+  loading?.abort();
+  loading = null;
+  mounted?.abort();
+  mounted = null;
+  current = selection;
+  destroyCharts();
+  toolArea.setAttribute("data-tool", selection.tool);
+  document.title = `${selection.tool} · ${selection.run} — stepscope`;
+  statusSlot.replaceChildren();
+  const choose = (base: Base): void => void applyWanted({ ...selection, options: baseOptions(base) }, "push");
+  content.replaceChildren(el("div", { id: "tool-page" }, basePrompt(runs, selection, named, candidates, choose)));
+  setState("ready");
 }
 
 async function load(selection: Selection): Promise<void> {

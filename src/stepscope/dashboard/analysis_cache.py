@@ -58,8 +58,9 @@ from stepscope.trace.files import atomic_write, read_cache_file
 
 # What a cached analysis holds, beyond the release: bumped whenever a cached file's content
 # changes without a new version number (a tool's new fields, the distributed view's device
-# units, 4: the checksums file), so an older cache folder is never read as the current one.
-ANALYSIS_FORMAT = 4
+# units, 4: the checksums file, 5: the overview's device_kind), so an older cache folder is
+# never read as the current one.
+ANALYSIS_FORMAT = 5
 
 
 def default_cache_dir() -> Path:
