@@ -25,7 +25,7 @@ CHROMIUM_ARGS = [
 SCREENSHOTS = ROOT / "screenshots"
 # What a tool's page shows when it has something to show (figures, tables, charts, the
 # timeline) and the one-line notices it shows instead when it has not.
-CONTENT = "[data-metric], table[data-table] tbody tr, canvas, .note"
+CONTENT = "[data-metric], table[data-table] tbody tr, canvas, .note, #tool-unavailable"
 
 
 @contextmanager
