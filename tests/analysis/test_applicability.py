@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 import stepscope
 from stepscope.analysis import applicability, specs
 from stepscope.analysis.applicability import NO_GPU_KERNELS, NO_MEMORY_EVENTS, NO_ROOFLINE_OPS, NO_XLA_MODULES, NO_XLA_OPS, ONE_RANK
@@ -82,26 +80,14 @@ def test_a_tpu_xspace():
     )
 
 
-@pytest.fixture(scope="module")
-def cpu_capture(tmp_path_factory) -> Path:
-    """A real stepscope capture of a plain Python loop: host events only."""
-    logdir = tmp_path_factory.mktemp("capture")
-    with stepscope.profile(logdir):
-        for number in range(3):
-            with stepscope.step(number), stepscope.trace("work"):
-                sum(range(10_000))
-    (path,) = logdir.rglob("*.xplane.pb")
-    return path
-
-
-def test_a_cpu_capture(cpu_capture: Path):
+def test_a_cpu_capture(cpu_capture_path: Path):
     space = xplane_pb2.XSpace()
-    space.ParseFromString(cpu_capture.read_bytes())
+    space.ParseFromString(cpu_capture_path.read_bytes())
     names = {plane.name for plane in space.planes}
     # No device plane, no metadata plane; no allocation events on any plane.
     assert not any(name.startswith("/device:") for name in names) and "/host:metadata" not in names
     assert not any(meta.name in ("MemoryAllocation", "MemoryDeallocation", "[memory]") for plane in space.planes for meta in plane.event_metadata.values())
-    assert reasons(stepscope.load(cpu_capture)) == always(
+    assert reasons(stepscope.load(cpu_capture_path)) == always(
         {
             "kernel_stats": NO_GPU_KERNELS,
             "memory_profile": NO_MEMORY_EVENTS,

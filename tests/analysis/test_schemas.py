@@ -50,15 +50,8 @@ def test_committed_schemas_are_current():
 
 
 @pytest.fixture(scope="module")
-def cpu_capture(tmp_path_factory) -> stepscope.Profile:
-    """A real stepscope capture of a plain Python loop: host events only, no device."""
-    logdir = tmp_path_factory.mktemp("capture")
-    with stepscope.profile(logdir):
-        for number in range(3):
-            with stepscope.step(number), stepscope.trace("work"):
-                sum(range(10_000))
-    (path,) = logdir.rglob("*.xplane.pb")
-    return stepscope.load(path)
+def cpu_capture(cpu_capture_path: Path) -> stepscope.Profile:
+    return stepscope.load(cpu_capture_path)
 
 
 @pytest.mark.parametrize("path", ALL_SHARED_TRACES, ids=lambda path: path.name)
