@@ -46,10 +46,10 @@ TOOL_SUFFIX = ".json"
 TABLES_SUFFIX = ".tables.json"
 ERROR_FILE = "error.json"  # beside the folder: <key>.error.json
 PROGRESS_FILE = "progress.json"  # beside the folder: <key>.progress.json
-RANK_FILE = "distributed.rank.json"
+RANK_FILE = "distributed.rank.json"  # the distributed view's map step: RankTables, or {"error": ...}
 # {tool: why it has nothing to show, or ""}: every registry tool's ``why_not`` and the
 # distributed view's for a run of this profile alone (``applicability.several_devices``).
-APPLIES_FILE = "applies.json"  # the distributed view's map step: RankTables, or {"error": ...}
+APPLIES_FILE = "applies.json"
 # The HTTP status a tool's document {"error": ..., "status": N} is served with: a tool that
 # rejected the profile (StepscopeError) is the input's fault; any other failure is a 500.
 INPUT_ERROR_STATUS = 422
