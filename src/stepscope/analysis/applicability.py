@@ -10,12 +10,8 @@ rule gives a reason. A rule returns "" when the tool applies, else its reason in
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from stepscope.trace import names
 from stepscope.trace.model import Plane, Profile
-
-Rule = Callable[[Profile], str]
 
 NO_GPU_KERNELS = "no GPU kernels in this profile (kernel stats lists the kernels of /device:GPU planes)"
 NO_XLA_MODULES = "no XLA modules in this profile (it holds no compiled XLA program: JAX, TensorFlow and PyTorch/XLA record them)"
@@ -37,12 +33,14 @@ def _has_xla_modules(profile: Profile) -> bool:
     return plane is not None and any(stat.name == names.HLO_PROTO for stats in plane.metadata.stats for stat in stats)
 
 
-def _has_xla_ops_line(profile: Profile) -> bool:
+def _has_xla_ops(profile: Profile) -> bool:
+    """A device's XLA Ops line with events, or a compiled program (JAX on the CPU runs its
+    XLA ops on host threads, with the program in the metadata)."""
     for plane in profile.device_planes:
         line = plane.line_index(names.XLA_OPS_LINE)
         if line is not None and plane.line_event_counts()[line] > 0:
             return True
-    return False
+    return _has_xla_modules(profile)
 
 
 def gpu_kernels(profile: Profile) -> str:
@@ -56,14 +54,13 @@ def xla_modules(profile: Profile) -> str:
 
 
 def xla_ops(profile: Profile) -> str:
-    """hlo_stats: a device's XLA Ops line with events, or a compiled program (JAX on the
-    CPU runs its XLA ops on host threads, with the program in the metadata)."""
-    return "" if _has_xla_ops_line(profile) or _has_xla_modules(profile) else NO_XLA_OPS
+    """hlo_stats: XLA ops (``_has_xla_ops``)."""
+    return "" if _has_xla_ops(profile) else NO_XLA_OPS
 
 
 def roofline_ops(profile: Profile) -> str:
     """roofline_model: XLA ops, or GPU kernels (PyTorch ops' shapes give their FLOPs)."""
-    return "" if not xla_ops(profile) or _gpu_planes(profile) else NO_ROOFLINE_OPS
+    return "" if _has_xla_ops(profile) or _gpu_planes(profile) else NO_ROOFLINE_OPS
 
 
 def memory_events(profile: Profile) -> str:
