@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.analysis import run_tool, tool_names
+from stepscope.analysis import applicability, run_tool, tool_names
 from stepscope.dashboard.security import SECURITY_HEADERS
-from stepscope.dashboard.worker import CHECKSUMS_FILE, RANK_FILE
+from stepscope.dashboard.worker import APPLIES_FILE, CHECKSUMS_FILE, RANK_FILE
 from stepscope.render import render
 from stepscope.trace.readers import load
 from tests.support.dashboard.logdir import CPU_ONLY_HOST, GPU_HOSTS, TPU_SESSION
@@ -88,6 +88,26 @@ def test_tools_of_a_host(server):
     assert by_name["trace_viewer"]["output"] == "index" and by_name["kernel_stats"]["output"] == "tables"
 
 
+def test_tools_say_which_have_nothing_to_show(server, logdir):
+    """What each tool has for the host's profile, once it is analysed (the rules per tool:
+    tests/analysis/test_applicability.py). The GPU run's two hosts are two ranks, so its
+    distributed view applies even though each host has one GPU; the CPU capture's run has
+    one host of no device: one rank."""
+    server.ready("/api/data", run="gpu", host="alexnet_small", tool="overview_page")
+    gpu = server.get("/api/tools", run="gpu", host="alexnet_small").json()
+    assert gpu["checked"] is True
+    assert gpu["unavailable"] == {
+        "memory_profile": applicability.NO_MEMORY_EVENTS,
+        "hlo_stats": applicability.NO_XLA_OPS,
+        "graph_viewer": applicability.NO_XLA_MODULES,
+        "memory_viewer": applicability.NO_XLA_MODULES,
+    }
+    server.ready("/api/data", run=logdir.cpu_run, host=logdir.cpu_host, tool="overview_page")
+    cpu = server.get("/api/tools", run=logdir.cpu_run, host=logdir.cpu_host).json()
+    assert cpu["checked"] is True and cpu["unavailable"]["distributed"] == applicability.ONE_RANK
+    assert cpu["unavailable"]["kernel_stats"] == applicability.NO_GPU_KERNELS
+
+
 def test_tool_options_are_computed_on_demand_as_the_report_does(server):
     """op_profile with options (not cached by the analysis): the same JSON as `stepscope
     report --option ...` in another process; tables and CSV follow the options too."""
@@ -145,7 +165,9 @@ def test_tool_data_is_computed_once_and_kept_across_restarts(server, logdir, tmp
     cache = Path(server.cache_dir) / "analysis"
     folders = [folder for folder in cache.iterdir() if folder.is_dir() and "." not in folder.name]  # not <key>.exports
     files = sorted(
-        [f"{t}.json" for t in (*TOOLS, "trace_viewer")] + [f"{t}.tables.json" for t in (*TOOLS, "trace_viewer")] + ["trace_index", RANK_FILE, CHECKSUMS_FILE]
+        [f"{t}.json" for t in (*TOOLS, "trace_viewer")]
+        + [f"{t}.tables.json" for t in (*TOOLS, "trace_viewer")]
+        + ["trace_index", RANK_FILE, APPLIES_FILE, CHECKSUMS_FILE]
     )
     assert all(sorted(f.name for f in folder.iterdir()) == files for folder in folders)
     assert not [path for path in logdir.root.rglob("*") if path.name.startswith(TOOLS)]  # nothing written to the logdir

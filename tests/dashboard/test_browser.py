@@ -13,6 +13,7 @@ from urllib.parse import parse_qs, urlparse
 import playwright.sync_api as playwright_api
 import pytest
 
+from stepscope.analysis import applicability
 from tests.support.dashboard.browser import (
     READY_TIMEOUT_MS,
     SCREENSHOTS,
@@ -287,7 +288,7 @@ def test_a_cpu_only_profile_shows_only_what_applies(page, server, logdir):
     assert page.locator('canvas[data-chart^="top_kernels"]').count() == 0
     shot(page, "overview_page_cpu")
     open_tool(page, server, "kernel_stats", **where)
-    assert "No GPU in this profile" in page.locator("#no-gpu").inner_text()
+    assert page.locator("#tool-unavailable").inner_text() == f"Kernel stats: {applicability.NO_GPU_KERNELS}."
     assert page.locator('table[data-table="kernels"]').count() == 0
 
 
@@ -636,18 +637,17 @@ def test_memory_profile_of_a_cpu_capture(page, server, logdir):
 
 
 def test_memory_profile_of_a_profile_without_memory_events_says_why_in_one_line(page, server):
-    """HTA's CPU-only Kineto trace has no [memory] event (read from the file here): the page
-    shows the tool's one line (a Kineto trace is PyTorch's: it names profile_memory) and no
-    chart, summary or table."""
+    """HTA's CPU-only Kineto trace has no [memory] event (read from the file here): the menu
+    greys memory_profile out, and opened anyway its page is the reason in one line (it names
+    profile_memory), with no chart, summary or table."""
     raw = read_json(shared(f"kineto/{CPU_ONLY_HOST}.pt.trace.json.gz"))
     assert not any(event.get("name") == "[memory]" for event in raw["traceEvents"])
     expected = data(server, "memory_profile", **CPU_ONLY)
     assert expected["devices"] == []
     open_tool(page, server, "memory_profile", **CPU_ONLY)
-    notice = page.locator("#memory-note")
-    assert notice.inner_text() == expected["note"]
-    assert "\n" not in expected["note"] and expected["note"].startswith("No memory events in this profile: ")
-    assert "profile_memory=True" in expected["note"]
+    assert page.locator("#tool-unavailable").inner_text() == f"Memory profile: {applicability.NO_MEMORY_EVENTS}."
+    assert "profile_memory=True" in applicability.NO_MEMORY_EVENTS
+    assert page.locator('#tool-select option[value="memory_profile"]').is_disabled()
     assert page.locator("#tool canvas").count() == 0
     assert page.locator("#tool table").count() == 0
     assert page.locator("#memory-summary").count() == 0

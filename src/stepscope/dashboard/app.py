@@ -28,7 +28,7 @@ from stepscope.analysis import spec, specs
 from stepscope.analysis.diff import TOOL as DIFF
 from stepscope.analysis.distributed import TOOL as DISTRIBUTED
 from stepscope.analysis.distributed.reduce import BY_AUTO, UNITS
-from stepscope.analysis.registry import OptionError
+from stepscope.analysis.registry import OptionError, ToolsAnswer
 from stepscope.dashboard import trace_api
 from stepscope.dashboard.analysis_cache import AnalysisCache, CacheDamaged, Ready
 from stepscope.dashboard.api_errors import ApiError, BadParameter, NotFound, TooLarge
@@ -156,8 +156,21 @@ def api_runs(request: Request) -> Response:
 
 
 def api_tools(request: Request) -> Response:
-    request.app.state.dashboard.host(request)
-    return JsonResponse({"tools": [entry.to_json() for entry in specs()]})
+    """Every tool, and which have nothing to show for the host's profile (``ToolsAnswer``):
+    known once its analysis is done (``checked``), which this request starts if nobody has.
+    The distributed view is the run's: a run of several hosts has ranks to compare."""
+    dashboard: Dashboard = request.app.state.dashboard
+    run, status = dashboard.run(request), dashboard.cache.status(dashboard.host(request).path)
+    unavailable, checked = {}, isinstance(status, Ready)
+    if isinstance(status, Ready):
+        try:
+            unavailable = status.unavailable()
+        except CacheDamaged as damaged:  # analysed again; the page asks again after its data
+            dashboard.cache.discard(damaged.folder)
+            checked = False
+    if len(run.hosts) > 1:
+        unavailable.pop(DISTRIBUTED, None)
+    return JsonResponse(ToolsAnswer(tools=[entry.to_json() for entry in specs()], unavailable=unavailable, checked=checked))
 
 
 def api_data(request: Request) -> Response:

@@ -14,6 +14,7 @@
 
 import type { Diff, StepPair } from "../generated/diff";
 import type { RunInfo, ToolInfo } from "../api";
+import { hostLabel } from "./names";
 import { buildQuery, traceViewerAddress } from "./url";
 
 export const COMPARE_TOOL = "diff";
@@ -104,7 +105,7 @@ export function baseCandidates(runs: RunInfo[], current: Base): Base[] {
 /** "run · host", or the run alone when it has one host. */
 export function baseLabel(runs: RunInfo[], base: Base): string {
   const run = runs.find((candidate) => candidate.name === base.run);
-  return run && run.hosts.length === 1 ? base.run : `${base.run} · ${base.host}`;
+  return run && run.hosts.length === 1 ? base.run : `${base.run} · ${hostLabel(base.host)}`;
 }
 
 /** The chart's x labels: the aligned steps, "3" or "3 / 7" when the numbers differ. */
