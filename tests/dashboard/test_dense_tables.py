@@ -14,6 +14,7 @@ import json
 import pytest
 
 from tests.support.dashboard.browser import open_tool
+from tests.support.dashboard.logdir import TPU_SESSION
 from tests.support.traces import shared
 
 GPU = dict(run="gpu", host="v100_resnet_ns_resolution")
@@ -88,5 +89,32 @@ def test_kernel_stats_rows_are_one_line_and_fill_the_window(browser, server, vie
         assert row.get_attribute("aria-expanded") == "false"
         assert table.locator("tr.row-details").count() == 0
         assert errors == []
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("viewport", VIEWPORTS, ids=lambda size: f"{size[0]}x{size[1]}")
+def test_trace_details_keep_labels_whole_and_decode_the_memory_breakdown(browser, server, viewport):
+    """Beside the longest kernel name (608 characters, wrapped anywhere) the "Name" label
+    stays on one line (it used to shrink to one letter a line: "N / a / m / e"); a TPU
+    broadcast's memory_access_breakdown reads as words with the exact byte count
+    (f32[5,1024,1024,256]: 5*1024*1024*256*4 bytes, written to HBM), not "<12 bytes>"."""
+    width, height = viewport
+    context = browser.new_context(viewport={"width": width, "height": height})
+    page = context.new_page()
+    try:
+        open_tool(page, server, "trace_viewer", **GPU, find=longest_kernel_name())
+        pane = page.locator("#tv-details")
+        pane.locator(".tv-args").wait_for(timeout=60_000)
+        label = pane.locator('[data-field="name"] .tv-label')
+        assert label.inner_text() == "Name"
+        assert pane.locator('[data-field="name"] .tv-name').inner_text() == longest_kernel_name()
+        assert label.evaluate("e => e.getBoundingClientRect().height < 1.5 * parseFloat(getComputedStyle(e).lineHeight)")
+
+        open_tool(page, server, "trace_viewer", run=f"tpu/{TPU_SESSION}", host="tpu_host", find="%broadcast.2 =")
+        row = pane.locator('.tv-args tr:has(td[data-key="name"]:text-is("memory_access_breakdown"))')
+        row.wait_for(timeout=60_000)
+        assert "broadcast.2" in pane.locator('[data-field="name"] .tv-name').inner_text()
+        assert row.locator('td[data-key="value"]').inner_text() == f"write, HBM (memory space 1): {5 * 1024 * 1024 * 256 * 4:,} bytes"
     finally:
         context.close()
