@@ -85,6 +85,9 @@ def test_kernel_stats_rows_are_one_line_and_fill_the_window(browser, server, vie
         whole = details.locator("dd[data-key=kernel_name]")
         assert whole.inner_text() == name
         assert whole.bounding_box()["height"] > 2 * measured["lineHeight"]  # wrapped, not cut
+        # Every column, hidden ones too, but a time once: not its exact picosecond twin.
+        assert details.locator("dd[data-key=total_duration_us]").count() == 1
+        assert details.locator("dd[data-key=total_duration_ps]").count() == 0
         row.locator("td[data-key=occurrences]").click()
         assert row.get_attribute("aria-expanded") == "false"
         assert table.locator("tr.row-details").count() == 0

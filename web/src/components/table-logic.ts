@@ -130,10 +130,14 @@ export const DETAIL_COLUMNS: readonly string[] = ["expression", "program_id"];
  * and the detail columns above.
  */
 export function defaultHidden(columns: ApiColumn[]): string[] {
+  const twins = exactTwins(columns);
+  return columns.flatMap((column) => (twins.includes(column.key) || DETAIL_COLUMNS.includes(column.key) ? [column.key] : []));
+}
+
+/** The exact `X_ps` columns whose `X_us` twin the table has (the same time, shown once). */
+export function exactTwins(columns: ApiColumn[]): string[] {
   const keys = new Set(columns.map((column) => column.key));
-  return columns.flatMap((column) =>
-    (column.key.endsWith("_ps") && keys.has(`${column.key.slice(0, -3)}_us`)) || DETAIL_COLUMNS.includes(column.key) ? [column.key] : [],
-  );
+  return columns.flatMap((column) => (column.key.endsWith("_ps") && keys.has(`${column.key.slice(0, -3)}_us`) ? [column.key] : []));
 }
 
 /**

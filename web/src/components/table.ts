@@ -20,6 +20,7 @@ import { sameTableAddress, tableAddress, withTableAddress } from "../state/table
 import "./table.css";
 import {
   columnShares,
+  exactTwins,
   hiddenColumns,
   longTextColumns,
   shownNote,
@@ -162,14 +163,15 @@ function cell(column: ApiColumn, row: CellValue[], index: number, share: number 
 }
 
 /**
- * The row opened under a clicked row: every column of the table (shown or hidden), its
- * label and its whole value, wrapped over as many lines as it needs.
+ * The row opened under a clicked row: every column of the table (shown or hidden, but a
+ * time once: not its exact `_ps` twin), its label and its whole value, wrapped over as
+ * many lines as it needs.
  */
 function detailsRow(row: CellValue[], columns: ApiColumn[], span: number): HTMLTableRowElement {
-  const items = columns.flatMap((column, index) => [
-    el("dt", {}, displayLabel(column.label)),
-    el("dd", { "data-key": column.key }, formatValue(column.key, row[index] ?? null, column.kind)),
-  ]);
+  const twins = exactTwins(columns);
+  const items = columns.flatMap((column, index) =>
+    twins.includes(column.key) ? [] : [el("dt", {}, displayLabel(column.label)), el("dd", { "data-key": column.key }, formatValue(column.key, row[index] ?? null, column.kind))],
+  );
   return el("tr", { class: "row-details", "data-row-details": "" }, el("td", { colspan: span }, el("dl", {}, items)));
 }
 
