@@ -143,7 +143,7 @@ function followHistory(entry: { root: HTMLElement; apply: () => void }): void {
   });
 }
 
-function cell(column: ApiColumn, row: CellValue[], index: number, share: number | undefined, href: string | null): HTMLTableCellElement {
+function cell(column: ApiColumn, row: CellValue[], index: number, long: boolean, href: string | null): HTMLTableCellElement {
   const value = row[index] ?? null;
   const formatted = formatValue(column.key, value, column.kind);
   const text = href === null ? formatted : el("a", { href, class: "cell-link" }, formatted);
@@ -152,11 +152,10 @@ function cell(column: ApiColumn, row: CellValue[], index: number, share: number 
     {
       "data-key": column.key,
       "data-value": rawAttr(value, row, index),
-      class: column.kind === "number" ? "num" : column.kind === "bool" ? "bool" : share !== undefined ? "text long" : "text",
+      class: column.kind === "number" ? "num" : column.kind === "bool" ? "bool" : long ? "text long" : "text",
       // One line per row: a long name ends in an ellipsis; the whole of it on hover (and
       // in the row's details, on a click).
       title: column.kind === "string" ? formatted : null,
-      style: share === undefined ? null : `width: ${share}%`,
     },
     text,
   );
@@ -242,6 +241,7 @@ export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLEl
     const view = tableView(rows, columns, state.filter, state.sort, limit);
     const shares = columnShares(shown.map((index) => columns[index]!.key).filter((key) => long.has(key)));
     for (const index of shown) {
+      // A header's width is its column's: the long columns' shares of the width left.
       const share = shares.get(columns[index]!.key);
       headers[index]!.style.width = share === undefined ? "" : `${share}%`;
     }
@@ -256,7 +256,7 @@ export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLEl
             toggleDetails(event.currentTarget as HTMLTableRowElement, row);
           },
         },
-        shown.map((index) => cell(columns[index]!, row, index, shares.get(columns[index]!.key), options.cellHref?.(columns[index]!, row, columns) ?? null)),
+        shown.map((index) => cell(columns[index]!, row, index, long.has(columns[index]!.key), options.cellHref?.(columns[index]!, row, columns) ?? null)),
       ),
     );
     if (body.length === 0) {
