@@ -38,6 +38,7 @@ TOOLS = (
     "graph_viewer",
     "memory_viewer",
     "flame_graph",
+    "critical_path",
 )
 
 
