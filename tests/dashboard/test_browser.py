@@ -970,7 +970,7 @@ def test_dragging_the_splitter_resizes_the_details_pane_and_the_height_is_kept(p
     """The bar above the details pane: dragged up, the pane grows by the distance and the
     timeline canvas shrinks by it; the height survives a reload; the arrow keys move it
     (16 px a press) and Home gives the timeline its least (200 px). The pane is closed until
-    it has something to show: the toolbar's "?" opens it on the keys."""
+    it has something to show: the "?" in the timeline's corner opens it on the keys."""
     open_tool(page, server, "trace_viewer", **GPU)
     page.wait_for_function("() => window.__stepscope.trace.drawn().lanes > 0")
     page.click("#tv-keys")
