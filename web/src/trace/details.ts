@@ -56,7 +56,7 @@ export function showEmpty(pane: HTMLElement): void {
   replaceChildren(body(pane), []);
 }
 
-/** The keys and mouse gestures (the toolbar's "?"). */
+/** The keys and mouse gestures (the "?" in the timeline's corner). */
 export function showKeys(pane: HTMLElement): void {
   setKind(pane, "keys");
   pane.removeAttribute("data-id");

@@ -2,7 +2,7 @@
  * Whether the trace viewer's details pane is open. Closed, the timeline has the pane's
  * room too (at 1280x800 a pane always reserved left ~430 px of timeline); it opens when it
  * has something to show (an event, a merged run, a range's aggregates, the keys from the
- * toolbar's "?") and closes when that is cleared (Esc, its close button). The pane's
+ * "?" in the timeline's corner) and closes when that is cleared (Esc, its close button). The pane's
  * `data-kind` (details.ts) is the one truth: every writer of the pane goes through it, so
  * this follows it rather than each caller opening and closing. `.tv-root[data-details]`
  * says "open" or "closed"; closed, the splitter and the pane are not displayed, so Tab

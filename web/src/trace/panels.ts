@@ -46,7 +46,7 @@ export interface Panels {
   wrap: HTMLElement;
   tooltip: HTMLElement;
   details: HTMLElement;
-  /** The toolbar's "?": `aria-expanded` while the pane shows the keys. */
+  /** The "?" in the timeline's corner: `aria-expanded` while the pane shows the keys. */
   keysButton: HTMLButtonElement;
   /** The bar between the timeline and the details pane that resizes them (splitter.ts). */
   splitter: HTMLElement;
