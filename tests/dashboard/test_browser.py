@@ -971,9 +971,11 @@ def test_the_toolbar_does_not_move_when_a_measurement_appears(page, server):
 def test_dragging_the_splitter_resizes_the_details_pane_and_the_height_is_kept(page, server):
     """The bar above the details pane: dragged up, the pane grows by the distance and the
     timeline canvas shrinks by it; the height survives a reload; the arrow keys move it
-    (16 px a press) and Home gives the timeline its least (200 px)."""
+    (16 px a press) and Home gives the timeline its least (200 px). The pane is closed until
+    it has something to show: the "?" in the timeline's corner opens it on the keys."""
     open_tool(page, server, "trace_viewer", **GPU)
     page.wait_for_function("() => window.__stepscope.trace.drawn().lanes > 0")
+    page.click("#tv-keys")
     splitter = page.locator("#tv-splitter")
     assert splitter.get_attribute("role") == "separator"
     pane, canvas = box(page, "#tv-details")["height"], box(page, "#trace-canvas")["height"]
@@ -994,6 +996,7 @@ def test_dragging_the_splitter_resizes_the_details_pane_and_the_height_is_kept(p
     page.reload()
     wait_ready(page, "trace_viewer")
     page.wait_for_function("() => window.__stepscope.trace.drawn().lanes > 0")
+    page.click("#tv-keys")
     assert box(page, "#tv-details")["height"] == 340
     assert page.locator("#tv-splitter").get_attribute("aria-valuenow") == "340"
     assert box(page, "#trace-canvas")["height"] == canvas - 150

@@ -41,3 +41,18 @@ export function setSource(holder: object, key: string | number, text: string): v
   }
   map.set(String(key), text);
 }
+
+/**
+ * `holder[key]` as JSON text, every number in it as the JSON wrote it: a uint64 id such as
+ * XLA's program_id 12190760917235803885 is past 2^53, where a JavaScript number keeps only
+ * 12190760917235804000. Strings come back quoted, as JSON.stringify writes them.
+ */
+export function exactText(holder: object, key: string | number): string {
+  const value: unknown = (holder as Record<string | number, unknown>)[key];
+  if (typeof value === "number") return sourceOf(holder, key) ?? JSON.stringify(value);
+  if (Array.isArray(value)) return `[${value.map((_, index) => exactText(value, index)).join(",")}]`;
+  if (value !== null && typeof value === "object") {
+    return `{${Object.keys(value).map((name) => `${JSON.stringify(name)}:${exactText(value, name)}`).join(",")}}`;
+  }
+  return JSON.stringify(value) ?? "null";
+}

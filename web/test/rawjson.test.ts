@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { withoutColumns } from "../src/components/table";
 import { rawAttr } from "../src/format";
-import { reviver, setSource, sourceOf } from "../src/rawjson";
+import { exactText, reviver, setSource, sourceOf } from "../src/rawjson";
 
 /** JSON.parse as a browser with source text access calls the reviver (Node 20 has none). */
 function parseWithSources(text: string, sources: Record<string, string>): unknown {
@@ -39,5 +39,18 @@ describe("numbers' JSON text", () => {
       ["rank"],
     );
     expect(rawAttr(view.rows[0]![1], view.rows[0], 1)).toBe("35000.0");
+  });
+  it("writes uint64 ids past 2^53 with every digit, nested too", () => {
+    // XLA's program_id on the shared TPU trace; a JavaScript number keeps 12190760917235804000.
+    const text = '{"stat": {"value": 12190760917235803885}, "list": {"value": [1, 9007199254740993]}, "plain": {"value": {"a": 2.5, "b": "x"}}}';
+    const data = parseWithSources(text, { value: "12190760917235803885" }) as Record<string, { value: unknown }>;
+    expect(String(data.stat!.value)).toBe("12190760917235804000");
+    expect(exactText(data.stat!, "value")).toBe("12190760917235803885");
+    // Array items are revived under their index ("1"), which carries the source here.
+    const list = JSON.parse('[1, 9007199254740993]', function (this: unknown, key: string, value: unknown) {
+      return reviver.call(this, key, value, key === "1" ? { source: "9007199254740993" } : undefined);
+    }) as number[];
+    expect(exactText({ value: list }, "value")).toBe("[1,9007199254740993]");
+    expect(exactText(data.plain!, "value")).toBe('{"a":2.5,"b":"x"}');
   });
 });

@@ -17,7 +17,7 @@ import numpy as np
 
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Plane
-from stepscope.trace.op_names import op_type_of
+from stepscope.trace.op_names import HLO_INSTRUCTION, op_type_of
 from stepscope.trace.steps import INPUT_WAIT
 
 
@@ -88,8 +88,6 @@ DEVICE_IGNORED_CATEGORIES = frozenset({"gpu_user_annotation", "cuda_sync"})
 XLA_HOST_TRANSFERS = {"infeed": Activity.HOST_TO_DEVICE, "outfeed": Activity.DEVICE_TO_HOST}
 XLA_PEER_TRANSFERS = frozenset({"send", "send-done", "recv", "recv-done"})
 XLA_ASYNC_COPIES = frozenset({"copy-start", "copy-done"})
-# An instruction's HLO text: ``%copy-done.2 = f32[8]{0} copy-done((f32[8]{0}, f32[8]{0:S(5)}, u32[]) %copy-start.2)``.
-HLO_OPCODE = re.compile(r"^%?[^\s=]+ = (?:\(.*?\)|\S+) ([a-z][a-z0-9-]*)\(")
 _HLO_SHAPE = r"\w+\[[^\]]*\](?:\{[^}]*\})?"
 # copy-start's result and copy-done's operand: the tuple (destination, source, context).
 HLO_COPY_TUPLE = re.compile(rf"\(\s*({_HLO_SHAPE})\s*,\s*({_HLO_SHAPE})")
@@ -112,8 +110,8 @@ def xla_transfer_activity(name: str, hlo_category: str) -> Activity | None:
     a host transfer; otherwise (another device memory space, or no layout recorded) it is a
     copy within the device. send/recv move data between devices, or to/from the host where
     ``is_host_transfer=true``."""
-    found = HLO_OPCODE.match(name)
-    opcode = hlo_category or (found.group(1) if found else op_type_of(name.lstrip("%")))
+    found = HLO_INSTRUCTION.match(name)
+    opcode = hlo_category or (found.group(2) if found else op_type_of(name.lstrip("%")))
     if opcode in XLA_HOST_TRANSFERS:
         return XLA_HOST_TRANSFERS[opcode]
     if opcode in XLA_PEER_TRANSFERS:

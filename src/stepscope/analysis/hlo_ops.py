@@ -9,9 +9,9 @@ Which ops
     everything else are not HLO ops and are left out.
 
 Per op
-    name        the HLO op's name: the event's display name (XLA writes the HLO text as the
-                name and ``fusion.3`` as its display name), else its ``hlo_op`` stat, else
-                its name.
+    name        the HLO op's name: the event's label (``EventMetadata.labels``: XLA writes
+                the HLO text as the name and ``fusion.3`` as its display name), else its
+                ``hlo_op`` stat, else its name.
     expression  the HLO text where the source gives one (the event name beside a display
                 name, or a ``long_name`` stat); "" otherwise.
     category    ``find_ops``'s type: the ``hlo_category`` stat, else the name without its
@@ -136,12 +136,13 @@ def _plane_part(plane: Plane, plane_index: int, ops: Ops, here: np.ndarray) -> d
         return None
     here, rows = here[keep], rows[keep]
     metadata_id = events.metadata_id[rows]
-    display = np.asarray(meta.display_names, dtype=object)[metadata_id]
     full = meta.name_array[metadata_id]
+    label = np.asarray(meta.labels, dtype=object)[metadata_id]
+    shortened = label != full  # a display name, or the instruction's name read from its HLO text
     own = hlo_op[rows]
-    name = np.where(display != "", display, np.where(own != None, own, full))  # noqa: E711
+    name = np.where(shortened, label, np.where(own != None, own, full))  # noqa: E711
     long_names = _stat_strings(plane, names.LONG_NAME)[rows]
-    expression = np.where(display != "", full, np.where(long_names != None, long_names, ""))  # noqa: E711
+    expression = np.where(shortened, full, np.where(long_names != None, long_names, ""))  # noqa: E711
 
     time = events.duration_ps.copy()
     device_clock = np.zeros(len(events), dtype=bool)

@@ -320,9 +320,8 @@ def _peak(profile: Profile, plane_indices: list[int]) -> float | None:
 
 
 def _labels(plane: Plane) -> np.ndarray:
-    """Per event type, its display name, or its name where it has none."""
-    meta = plane.metadata
-    return np.asarray([display or name for name, display in zip(meta.names, meta.display_names)], dtype=object)
+    """Per event type, the name people read (``EventMetadata.labels``)."""
+    return np.asarray(plane.metadata.labels, dtype=object)
 
 
 def _source_program(profile: Profile) -> str:

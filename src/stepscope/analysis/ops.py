@@ -272,9 +272,10 @@ def _device_ops(index: int, plane: Plane, kineto_codes: KeyTable, host_names: li
         keep_own = np.isin(own_category, [types.table[c] for c in DEVICE_OWN_CATEGORIES if c in types.table]) | (op_category == types.table.get(OTHER, -1))
         types.codes[rows] = np.where(keep_own, own_category, op_category)
     else:
-        op_names.assign_kinds(rows, meta.names, kinds)
+        # XLA ops by their instruction's name (``copy-done.2``), not the HLO text.
+        op_names.assign_kinds(rows, meta.labels, kinds)
         # XLA ops are typed by their hlo_category (on the op's metadata or the event).
-        meta_types = [next((str(s.value) for s in stats if s.name == names.HLO_CATEGORY), op_type_of(name)) for name, stats in zip(meta.names, meta.stats)]
+        meta_types = [next((str(s.value) for s in stats if s.name == names.HLO_CATEGORY), op_type_of(label)) for label, stats in zip(meta.labels, meta.stats)]
         types.assign_kinds(rows, meta_types, kinds)
         category_rows, categories = stat_column(plane, names.HLO_CATEGORY)
         if len(category_rows):

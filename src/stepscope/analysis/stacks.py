@@ -163,7 +163,7 @@ class Frames:
     def __init__(self, plane: Plane) -> None:
         meta = plane.metadata
         self.plane = plane
-        self.names = [display or name for name, display in zip(meta.names, meta.display_names)]
+        self.names = meta.labels
         fallback = DEVICE_CATEGORY if plane.is_device else PYTHON_CATEGORY if plane.name == names.PYTHON_TRACER_PLANE else HOST_CATEGORY
         self.categories = [category or fallback for category in meta.categories]
         self._stacks: dict[int, tuple[int, ...]] = {}

@@ -26,6 +26,7 @@ import numpy.typing as npt
 
 from stepscope.errors import ProfileInvariantError
 from stepscope.trace import frames, names
+from stepscope.trace.op_names import op_label
 from stepscope.trace.stat_types import Stat
 from stepscope.trace.stats import StatStore
 
@@ -115,6 +116,12 @@ class EventMetadata:
 
     def __len__(self) -> int:
         return len(self.names)
+
+    @cached_property
+    def labels(self) -> list[str]:
+        """The names tables and the timeline show (``op_names.op_label``): XLA's short
+        ``copy-done.2`` for an instruction named by its HLO text."""
+        return [op_label(name, display) for name, display in zip(self.names, self.display_names)]
 
     @cached_property
     def name_array(self) -> npt.NDArray[np.object_]:

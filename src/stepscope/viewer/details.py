@@ -57,7 +57,7 @@ def _endpoint(profile: Profile, plane: int, row: int, index: TraceIndex | None) 
     events = source.events
     record = {
         "ref": [plane, row],
-        "name": source.event_name(row),
+        "name": source.metadata.labels[int(events.metadata_id[row])],
         "plane": source.name,
         "line": source.lines[int(events.line[row])].label,
         "start_ps": int(events.start_ps[row]),
@@ -104,6 +104,7 @@ def details(profile: Profile, ref: Any, index: TraceIndex | None = None) -> dict
     start = record["start_ps"]
     parent = int(events.parent[row])
     record.update(
+        full_name=source.metadata.names[metadata_id],
         display_name=source.metadata.display_names[metadata_id],
         category=source.metadata.categories[metadata_id],
         end_ps=start + record["duration_ps"],

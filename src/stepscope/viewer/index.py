@@ -361,7 +361,7 @@ def _plane_block(profile: Profile, plane_index: int, table: _Names) -> _Block | 
         counts = np.diff(np.searchsorted(lane_keys, first + np.arange(max_depth + 2)))
         tracks.append(Track(0, plane.name, plane.lines[line].label, plane_index, line, hi - lo, max_depth, 0))
         lane_counts.append(counts)
-    return _Block(plane_index, order, events.start_ps, events.duration_ps, events.metadata_id, table.table(plane.metadata.names), tracks, lane_counts)
+    return _Block(plane_index, order, events.start_ps, events.duration_ps, events.metadata_id, table.table(plane.metadata.labels), tracks, lane_counts)
 
 
 def build_index(profile: Profile, progress: Progress | None = None) -> TraceIndex:

@@ -5,6 +5,7 @@
  */
 
 import { ApiError, Cancelled, POLL_MS, apiUrl, errorOf, sleep, type Pending, type Selection } from "../api";
+import { parseJson } from "../rawjson";
 import { decodeAnswer, type TraceAnswer, type TrackInfo } from "./decode";
 import type { QueryParams } from "./timeline";
 
@@ -43,6 +44,8 @@ export interface EventDetails {
   track?: number;
   depth?: number;
   name: string;
+  /** The name as the source wrote it, where the timeline shows a shorter one (XLA's HLO text). */
+  full_name?: string;
   display_name?: string;
   category?: string;
   plane: string;
@@ -129,6 +132,8 @@ async function polled<T>(url: string, signal: AbortSignal, read: (response: Resp
 }
 
 const json = <T>(response: Response): Promise<T> => response.json() as Promise<T>;
+/** JSON whose numbers keep their text (rawjson.ts): an event's uint64 ids past 2^53. */
+const exactJson = async <T>(response: Response): Promise<T> => parseJson(await response.text()) as T;
 
 export function getTracks(selection: Selection, signal: AbortSignal, onPending: (pending: Pending) => void): Promise<TracksInfo> {
   return polled(apiUrl("trace/tracks", base(selection)), signal, json<TracksInfo>, onPending);
@@ -168,7 +173,7 @@ export async function findNext(selection: Selection, text: string, cursor: FindC
 }
 
 export function getEvent(selection: Selection, id: number, signal: AbortSignal): Promise<EventAnswer> {
-  return polled(apiUrl("trace/event", { ...base(selection), id: String(id) }), signal, json<EventAnswer>);
+  return polled(apiUrl("trace/event", { ...base(selection), id: String(id) }), signal, exactJson<EventAnswer>);
 }
 
 export function getSummary(selection: Selection, start_ps: number, end_ps: number, tracks: number[] | null, signal: AbortSignal): Promise<SummaryAnswer> {

@@ -1,12 +1,15 @@
 /**
  * The trace viewer's details pane (`#tv-details`): one selected event (name, start, duration,
- * args and flows), a merged run, or the aggregates of a drag-selected range. `data-kind`
- * says which; fields carry `data-field`, table cells `data-key` and `data-value`.
+ * args and flows), a merged run, the aggregates of a drag-selected range, or the keys.
+ * `data-kind` says which ("empty": nothing, and the pane is closed, see details_pane.ts);
+ * fields carry `data-field`, table cells `data-key` and `data-value`. What is shown goes
+ * into the pane's `.tv-details-body`, beside its close button.
  */
 
 import { el, replaceChildren, type Child } from "../dom";
 import { groupThousands } from "../format";
-import type { EventAnswer, FlowEnd, JsonValue, SummaryAnswer } from "./api";
+import { exactText } from "../rawjson";
+import type { EventAnswer, FlowEnd, Stat, SummaryAnswer } from "./api";
 import type { RunHit } from "./model";
 import { formatDuration, formatStartMs } from "./timeline";
 
@@ -20,7 +23,7 @@ export interface EventBasics {
   depth: number;
 }
 
-export type Kind = "empty" | "event" | "run" | "summary";
+export type Kind = "empty" | "keys" | "event" | "run" | "summary";
 
 function field(name: string, label: string, value: Child, raw?: string | number): HTMLElement {
   return el("div", { class: "tv-field", "data-field": name, "data-value": raw === undefined ? null : String(raw) }, [
@@ -33,17 +36,32 @@ function setKind(pane: HTMLElement, kind: Kind): void {
   pane.setAttribute("data-kind", kind);
 }
 
-function statValue(value: JsonValue | undefined): string {
-  if (value === null || value === undefined) return "";
-  if (typeof value === "object") return JSON.stringify(value);
-  return String(value);
+/** Where the pane's content goes (the pane itself where it has no body, as in unit tests). */
+function body(pane: HTMLElement): HTMLElement {
+  return pane.querySelector<HTMLElement>(":scope > .tv-details-body") ?? pane;
 }
 
+/** A stat's value as the JSON wrote it: a uint64 id past 2^53 keeps all its digits. */
+function statValue(stat: Stat): string {
+  const value = stat.value;
+  if (value === null || value === undefined) return "";
+  if (typeof value === "string") return value;
+  return exactText(stat, "value");
+}
+
+/** Nothing to show: the pane closes. */
 export function showEmpty(pane: HTMLElement): void {
   setKind(pane, "empty");
   pane.removeAttribute("data-id");
+  replaceChildren(body(pane), []);
+}
+
+/** The keys and mouse gestures (the "?" in the timeline's corner). */
+export function showKeys(pane: HTMLElement): void {
+  setKind(pane, "keys");
+  pane.removeAttribute("data-id");
   replaceChildren(
-    pane,
+    body(pane),
     el("p", { class: "tv-hint" }, [
       "Click an event for its details, drag to select a range. ",
       el("kbd", {}, "W"),
@@ -96,16 +114,19 @@ export function showEvent(
   ];
   if (details?.category) fields.push(field("category", "Category", details.category, details.category));
   if (details?.display_name && details.display_name !== basics.name) fields.push(field("display_name", "Display name", details.display_name));
+  // XLA's HLO text, where the timeline names the op by its instruction (`copy-done.2`).
+  if (details?.full_name && details.full_name !== basics.name) fields.push(field("full_name", "Full name", el("code", { class: "tv-full-name" }, details.full_name), details.full_name));
   const stats = details?.stats ?? [];
   const ids = details?.ids ?? {};
   const sections: Child[] = [el("div", { class: "tv-fields" }, fields)];
   if (answer) {
     const rows = stats.map((stat) =>
-      el("tr", {}, [el("td", { "data-key": "name" }, stat.name), el("td", { "data-key": "value", "data-value": statValue(stat.value) }, statValue(stat.value))]),
+      el("tr", {}, [el("td", { "data-key": "name" }, stat.name), el("td", { "data-key": "value", "data-value": statValue(stat) }, statValue(stat))]),
     );
-    for (const [name, value] of Object.entries(ids)) {
+    for (const name of Object.keys(ids)) {
       if (!stats.some((stat) => stat.name === name)) {
-        rows.push(el("tr", {}, [el("td", { "data-key": "name" }, name), el("td", { "data-key": "value", "data-value": String(value) }, String(value))]));
+        const text = exactText(ids, name);
+        rows.push(el("tr", {}, [el("td", { "data-key": "name" }, name), el("td", { "data-key": "value", "data-value": text }, text)]));
       }
     }
     sections.push(
@@ -143,14 +164,14 @@ export function showEvent(
   } else {
     sections.push(el("p", { class: "tv-hint" }, "Loading args…"));
   }
-  replaceChildren(pane, sections);
+  replaceChildren(body(pane), sections);
 }
 
 /** A run of merged sub-pixel events. */
 export function showRun(pane: HTMLElement, run: RunHit, trackNames: (track: number) => string, onZoom: () => void): void {
   setKind(pane, "run");
   pane.removeAttribute("data-id");
-  replaceChildren(pane, [
+  replaceChildren(body(pane), [
     el("div", { class: "tv-fields" }, [
       field("count", "Merged events", groupThousands(String(run.count)), run.count),
       field("start", "Start", formatStartMs(run.start_ps), run.start_ps),
@@ -172,7 +193,7 @@ export function showSummary(pane: HTMLElement, range: { start_ps: number; end_ps
     summary ? field("events", "Events", groupThousands(String(summary.events)), summary.events) : null,
   ].filter((node): node is HTMLElement => node !== null));
   if (!summary) {
-    replaceChildren(pane, [head, el("p", { class: error ? "tv-error" : "tv-hint" }, error ?? "Summing the selection…")]);
+    replaceChildren(body(pane), [head, el("p", { class: error ? "tv-error" : "tv-hint" }, error ?? "Summing the selection…")]);
     return;
   }
   const columns: [string, string][] = [
@@ -198,5 +219,5 @@ export function showSummary(pane: HTMLElement, range: { start_ps: number; end_ps
       ),
     ),
   ]);
-  replaceChildren(pane, [head, summary.names.length > 0 ? table : el("p", { class: "tv-hint" }, "No events in the selection.")]);
+  replaceChildren(body(pane), [head, summary.names.length > 0 ? table : el("p", { class: "tv-hint" }, "No events in the selection.")]);
 }

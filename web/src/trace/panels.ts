@@ -1,8 +1,14 @@
 /**
  * The trace viewer's DOM: the toolbar (tools, reset, timing readout, search with "Only
- * matches", status, export link), the canvas with its tooltip, and the details pane
- * (filled by details.ts), plus the small writers that keep them showing the state. Ids and
- * data attributes are what the browser tests read.
+ * matches", status, export link), the canvas with its tooltip and the keys "?" (in the
+ * corner above the track names, where it takes no room from the toolbar), and the details
+ * pane (filled by details.ts, closed while it has nothing to show: details_pane.ts), plus the
+ * small writers that keep them showing the state. Ids and data attributes are what the
+ * browser tests read.
+ *
+ * The toolbar comes after the timeline in the DOM and is drawn above it (CSS `order`): the
+ * canvas has the focus when the page opens, so the first Tab goes to the toolbar's first
+ * control, not past the timeline to the splitter below it.
  */
 
 import { el } from "../dom";
@@ -10,8 +16,12 @@ import { groupThousands } from "../format";
 import type { Match } from "./api";
 import type { TraceAnswer } from "./decode";
 import type { EventHit, RunHit } from "./model";
+import { GUTTER_WIDTH } from "./render";
 import { formatDuration, type TimeRange } from "./timeline";
 import type { Tool } from "./view_state";
+
+/** The "?" button's width and height (details_pane.css). */
+const KEYS_BUTTON_PX = 20;
 
 /** What the toolbar's controls ask for. */
 export interface ToolbarActions {
@@ -24,6 +34,10 @@ export interface ToolbarActions {
   filterToggled(): void;
   /** The export link is about to be followed: its address should be the view's. */
   exporting(): void;
+  /** The "?" button: show the keys in the details pane, or close it. */
+  keys(): void;
+  /** The details pane's close button. */
+  closeDetails(): void;
 }
 
 export interface Panels {
@@ -32,6 +46,8 @@ export interface Panels {
   wrap: HTMLElement;
   tooltip: HTMLElement;
   details: HTMLElement;
+  /** The "?" in the timeline's corner: `aria-expanded` while the pane shows the keys. */
+  keysButton: HTMLButtonElement;
   /** The bar between the timeline and the details pane that resizes them (splitter.ts). */
   splitter: HTMLElement;
   status: HTMLElement;
@@ -51,8 +67,12 @@ export function buildPanels(eventCount: number, actions: ToolbarActions, idPrefi
   const id = (name: string): string => `${idPrefix}${name}`;
   const canvas = el("canvas", { id: id("trace-canvas"), class: "tv-canvas", tabindex: 0, "aria-label": "Trace timeline", "data-drawn-events": 0 });
   const tooltip = el("div", { id: id("tv-tooltip"), class: "tv-tooltip", hidden: true });
-  const wrap = el("div", { class: "tv-canvas-wrap" }, [canvas, tooltip]);
-  const details = el("section", { id: id("tv-details"), class: "tv-details", "aria-label": "Details", "data-kind": "empty" });
+  const keysButton = el("button", { type: "button", id: id("tv-keys"), class: "tv-keys", title: "Keys and mouse", "aria-label": "Keys and mouse", "aria-expanded": "false", "aria-controls": id("tv-details"), onclick: () => actions.keys() }, "?");
+  keysButton.style.left = `${GUTTER_WIDTH - KEYS_BUTTON_PX - 6}px`;
+  // Before the canvas: the canvas, focused when the page opens, Tabs on to the toolbar.
+  const wrap = el("div", { class: "tv-canvas-wrap" }, [keysButton, canvas, tooltip]);
+  const closeButton = el("button", { type: "button", id: id("tv-details-close"), class: "tv-details-close", title: "Close the details (Esc)", "aria-label": "Close the details", onclick: () => actions.closeDetails() }, "×");
+  const details = el("section", { id: id("tv-details"), class: "tv-details", "aria-label": "Details", "data-kind": "empty" }, [closeButton, el("div", { class: "tv-details-body" })]);
   const splitter = el("div", {
     id: id("tv-splitter"),
     class: "tv-splitter",
@@ -88,7 +108,7 @@ export function buildPanels(eventCount: number, actions: ToolbarActions, idPrefi
     status,
     exportLink,
   ]);
-  const root = el("div", { class: "tv-root", "data-events": eventCount }, [toolbar, wrap, splitter, details]);
+  const root = el("div", { class: "tv-root", "data-events": eventCount, "data-details": "closed" }, [wrap, toolbar, splitter, details]);
 
   toolButtons.select.addEventListener("click", () => actions.tool("select"));
   toolButtons.timing.addEventListener("click", () => actions.tool("timing"));
@@ -104,7 +124,7 @@ export function buildPanels(eventCount: number, actions: ToolbarActions, idPrefi
   filterBox.addEventListener("change", () => actions.filterToggled());
   exportLink.addEventListener("pointerdown", () => actions.exporting());
   exportLink.addEventListener("focus", () => actions.exporting());
-  return { root, canvas, wrap, tooltip, details, splitter, status, searchInput, searchStatus, measureOut, filterBox, exportLink, toolButtons };
+  return { root, canvas, wrap, tooltip, details, keysButton, splitter, status, searchInput, searchStatus, measureOut, filterBox, exportLink, toolButtons };
 }
 
 /** The page fills the window below the header; the canvas takes what the bars leave. */

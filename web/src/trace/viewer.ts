@@ -30,7 +30,9 @@
 import type { MountContext } from "../pages/types";
 import { Cancelled, errorText, exportUrl, getQuery, getTracks, type TracksInfo } from "./api";
 import type { TraceAnswer } from "./decode";
-import { showEmpty, type EventBasics } from "./details";
+import { showEmpty, showKeys, type EventBasics } from "./details";
+import { DetailsPane } from "./details_pane";
+import "./details_pane.css";
 import { FrameLoop, type FrameClient } from "./frame_loop";
 import type { DragStep } from "./gestures";
 import { installHooks, removeHooks } from "./hooks";
@@ -96,6 +98,7 @@ export class TraceViewer implements Intents, FrameClient {
   private readonly input: InputController;
   private readonly resizeObserver: ResizeObserver;
   private readonly splitter: DetailsSplitter;
+  private readonly pane: DetailsPane;
   private answer: Prepared | null = null;
   private isReady = false;
   /** The last data check found no track to ask for (all collapsed, an empty profile). */
@@ -124,6 +127,12 @@ export class TraceViewer implements Intents, FrameClient {
       searchEdited: () => this.search.edited(),
       filterToggled: () => this.search.applyFilter(),
       exporting: () => this.updateExport(),
+      keys: () => (this.pane.kind === "keys" ? showEmpty(this.panels.details) : showKeys(this.panels.details)),
+      closeDetails: () => {
+        this.state.area = null;
+        this.details.select(null);
+        this.panels.canvas.focus({ preventScroll: true });
+      },
     }, options.idPrefix);
     root.replaceChildren(this.panels.root);
     showEmpty(this.panels.details);
@@ -153,6 +162,7 @@ export class TraceViewer implements Intents, FrameClient {
     });
 
     this.splitter = new DetailsSplitter(this.panels.root, this.panels.wrap, this.panels.splitter, this.panels.details);
+    this.pane = new DetailsPane(this.panels.root, this.panels.details, this.panels.keysButton, () => this.splitter.fit());
     // The canvas follows its wrap, which the window and the splitter resize.
     this.resizeObserver = new ResizeObserver(() => this.measure());
     this.resizeObserver.observe(this.panels.wrap);
@@ -194,6 +204,7 @@ export class TraceViewer implements Intents, FrameClient {
     this.url?.close();
     this.resizeObserver.disconnect();
     this.splitter.close();
+    this.pane.close();
     this.input.close();
     removeHooks(this, this.options.name);
   }
@@ -347,6 +358,7 @@ export class TraceViewer implements Intents, FrameClient {
     if (what === "timing") this.setTiming(null);
     else if (what === "area") this.details.clearArea();
     else if (what === "selection") this.details.select(null);
+    else showEmpty(this.panels.details); // nothing marked: Esc closes the pane (a run, the keys)
     this.loop.request();
   }
 
@@ -362,6 +374,6 @@ export class TraceViewer implements Intents, FrameClient {
    * where there is room for it. */
   private fitPage(): void {
     (this.options.fit ?? fitHeight)(this.panels.root);
-    this.splitter.fit();
+    if (this.pane.open) this.splitter.fit(); // closed, it is fitted when it opens
   }
 }

@@ -217,6 +217,7 @@ class _Annotations:
 def _describe(plane: Plane, row: int, annotations: _Annotations) -> tuple[str, int | None]:
     values = {stat.name: stat.value for stat in plane.event_stats(row)}
     around = annotations.around(int(plane.events.correlation_id[row]))
-    name = collective_name(plane.event_name(row), values.get(COLLECTIVE_NAME_STAT), around[0] if around else None)
+    label = plane.metadata.labels[int(plane.events.metadata_id[row])]  # XLA's ``all-reduce.3``, not its HLO text
+    name = collective_name(label, values.get(COLLECTIVE_NAME_STAT), around[0] if around else None)
     size = message_bytes(values.get(ELEMENTS_STAT), values.get(DTYPE_STAT))
     return name, size if size is not None else (around[1] if around else None)
