@@ -114,10 +114,14 @@ def test_trace_details_keep_labels_whole_and_decode_the_memory_breakdown(browser
         assert pane.locator('[data-field="name"] .tv-name').inner_text() == longest_kernel_name()
         assert label.evaluate("e => e.getBoundingClientRect().height < 1.5 * parseFloat(getComputedStyle(e).lineHeight)")
 
-        open_tool(page, server, "trace_viewer", run=f"tpu/{TPU_SESSION}", host="tpu_host", find="%broadcast.2 =")
+        # "broadcast.2" names two events, in time order the host's "XLA::TPU emitting for
+        # broadcast.2" and then the device op (XLA's short name): the second match is the op.
+        open_tool(page, server, "trace_viewer", run=f"tpu/{TPU_SESSION}", host="tpu_host", find="broadcast.2")
+        page.wait_for_function("() => document.querySelector('#tv-details .tv-name')?.textContent.startsWith('XLA::TPU emitting')")
+        page.press("#tv-search", "Enter")
         row = pane.locator('.tv-args tr:has(td[data-key="name"]:text-is("memory_access_breakdown"))')
         row.wait_for(timeout=60_000)
-        assert "broadcast.2" in pane.locator('[data-field="name"] .tv-name').inner_text()
+        assert pane.locator('[data-field="name"] .tv-name').inner_text() == "broadcast.2"
         assert row.locator('td[data-key="value"]').inner_text() == f"write, HBM (memory space 1): {5 * 1024 * 1024 * 256 * 4:,} bytes"
     finally:
         context.close()
