@@ -17,10 +17,11 @@ from typing import TypedDict
 
 import numpy as np
 
-from stepscope.analysis.dependency_graph import KIND_NAMES, Graph, Kind, build_graph
+from stepscope.analysis.dependency_graph import Graph, build_graph
 from stepscope.analysis.opstats import OpStats
+from stepscope.analysis.path_kinds import KIND_NAMES, Kind
 from stepscope.analysis.registry import Option, OptionError, ToolResult, tool
-from stepscope.analysis.schedule import Binding, Segments, binding, critical_path, schedule
+from stepscope.analysis.schedule import Binding, Segments, binding, critical_paths, schedule
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
 
 TOOL = "critical_path"
@@ -163,7 +164,7 @@ def _step_path(graph: Graph, node_names: np.ndarray, segments: Segments, number:
     for name, kind, length in zip(node_names[segments.node].tolist(), segments.kind.tolist(), lengths.tolist()):
         totals[(name, kind)] = totals.get((name, kind), 0) + length
     ranked = sorted(totals.items(), key=lambda item: (-item[1], item[0][0]))[:TOP_OPS]
-    nodes = segments.node.tolist()
+    columns = (segments.start_ps, segments.end_ps, segments.kind, graph.plane[segments.node], graph.line[segments.node], node_names[segments.node])
     return StepPath(
         step=number,
         start_ps=start,
@@ -171,8 +172,8 @@ def _step_path(graph: Graph, node_names: np.ndarray, segments: Segments, number:
         by_kind_ps={KINDS[kind]: int(by_kind[kind]) for kind in range(len(KINDS))},
         top=[PathOp(name=name, kind=KINDS[kind], ps=ps) for (name, kind), ps in ranked],
         segments=[
-            Segment(start_ps=lo, end_ps=hi, kind=KINDS[kind], plane=int(graph.plane[node]), line=int(graph.line[node]), name=str(node_names[node]))
-            for lo, hi, kind, node in zip(segments.start_ps.tolist(), segments.end_ps.tolist(), segments.kind.tolist(), nodes)
+            Segment(start_ps=lo, end_ps=hi, kind=KINDS[kind], plane=plane, line=line, name=name)
+            for lo, hi, kind, plane, line, name in zip(*(column.tolist() for column in columns))
         ],
     )
 
@@ -196,8 +197,8 @@ def critical_path_tool(stats: OpStats, faster: str = "kernel", factor: int = 2) 
     node_names = graph.names(profile)
     durations = steps.duration_ps
     paths = [
-        _step_path(graph, node_names, critical_path(graph, bind, index), int(steps.number[index]), int(steps.start_ps[index]), int(durations[index]))
-        for index in range(len(steps))
+        _step_path(graph, node_names, segments, int(steps.number[index]), int(steps.start_ps[index]), int(durations[index]))
+        for index, segments in enumerate(critical_paths(graph, bind))
     ]
     mean = round(float(durations.mean()))
     what_if = []

@@ -38,7 +38,6 @@ one pass in number order schedules it.
 
 from __future__ import annotations
 
-import enum
 import re
 from dataclasses import dataclass
 
@@ -46,26 +45,13 @@ import numpy as np
 import numpy.typing as npt
 
 from stepscope.analysis.classify import Activity, event_activities
+from stepscope.analysis.cross_edges import Nodes, cross_edges
+from stepscope.analysis.path_kinds import Kind
 from stepscope.analysis.steps import Steps
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Plane, Profile
 from stepscope.trace.steps import PROFILER_STEP, STEPS_LINE_SOURCE
 
-
-class Kind(enum.IntEnum):
-    """What a piece of the critical path is (the ``by_kind_ps`` keys, ``KIND_NAMES``)."""
-
-    HOST_COMPUTE = 0
-    LAUNCH = 1
-    KERNEL = 2
-    COPY = 3
-    COLLECTIVE = 4
-    INPUT = 5
-    SYNC = 6
-    IDLE = 7
-
-
-KIND_NAMES: dict[Kind, str] = {kind: kind.name.lower() for kind in Kind}
 # Host calls that block until device work is done (CUDA runtime and driver, HIP).
 SYNC_CALL = re.compile(
     r"^(?:cuda|hip)(?:StreamSynchronize|DeviceSynchronize|EventSynchronize|Memcpy|Memcpy2D|MemcpyWithStream|MemcpyDtoH|MemcpyHtoD)$"
@@ -376,14 +362,18 @@ def _assemble(profile: Profile, part: _Part, anchor: tuple[int, int] | None, ste
     chain_gap = np.where(kind[chain_src] == Kind.SYNC, Kind.SYNC, Kind.IDLE).astype(np.int8)
     launch_src, launch_dst = _launch_edges(profile, kind, plane, row, node_class)
     fixed = end - start
-    next_node = np.full(len(start), -1, dtype=np.int64)
-    next_node[chain_src] = chain_dst
-    sync_src, sync_dst, sync_weight, synced = _sync_edges(start, end, kind, node_class, launch_src, launch_dst, next_node)
+    next_node, prev_node = np.full(len(start), -1, dtype=np.int64), np.full(len(start), -1, dtype=np.int64)
+    next_node[chain_src], prev_node[chain_dst] = chain_dst, chain_src
+    launched = start.copy()  # a device node's launch call's start, else its own
+    launched[launch_dst] = start[launch_src]
+    sync_src, sync_dst, sync_weight, synced = _sync_edges(start, end, kind, node_class, launched, next_node)
+    cross = cross_edges(profile, Nodes(start, end, kind, plane, line, row, node_class == HOST_CLASS, next_node, prev_node, launched))
     fixed[synced] = 0
-    src = np.concatenate((chain_src, launch_src, sync_src))
-    dst = np.concatenate((chain_dst, launch_dst, sync_dst))
-    nominal = np.concatenate((np.zeros(len(chain_src) + len(launch_src), dtype=np.int64), sync_weight))
-    gap = np.concatenate((chain_gap, np.full(len(launch_src), Kind.LAUNCH, dtype=np.int8), np.full(len(sync_src), Kind.SYNC, dtype=np.int8)))
+    fixed[cross.waiting] = 0
+    src = np.concatenate((chain_src, launch_src, sync_src, cross.src))
+    dst = np.concatenate((chain_dst, launch_dst, sync_dst, cross.dst))
+    nominal = np.concatenate((np.zeros(len(chain_src) + len(launch_src), dtype=np.int64), sync_weight, cross.weight))
+    gap = np.concatenate((chain_gap, np.full(len(launch_src), Kind.LAUNCH, dtype=np.int8), np.full(len(sync_src), Kind.SYNC, dtype=np.int8), cross.gap))
     forward = src < dst
     src, dst, nominal, gap = src[forward], dst[forward], nominal[forward], gap[forward]
     weight = np.minimum(nominal, start[dst] - (start[src] + fixed[src]))
@@ -433,15 +423,13 @@ def _launch_edges(profile: Profile, kind: np.ndarray, plane: np.ndarray, row: np
 
 
 def _sync_edges(
-    start: np.ndarray, end: np.ndarray, kind: np.ndarray, node_class: np.ndarray, launch_src: np.ndarray, launch_dst: np.ndarray, next_node: np.ndarray
+    start: np.ndarray, end: np.ndarray, kind: np.ndarray, node_class: np.ndarray, launched: np.ndarray, next_node: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """For each synchronisation that waited for device work: that work -> the host piece
     after the call, weighted by the call's return after the work ended. The awaited work
     is the latest-ending device node that ended inside the call and was launched before it
     began (its launch call's start, else its own start)."""
     device = np.flatnonzero((node_class == DEVICE_CLASS) & (kind != Kind.IDLE))
-    launched = start.copy()
-    launched[launch_dst] = start[launch_src]
     by_end = device[np.argsort(end[device], kind="stable")]
     ends, launched_at = end[by_end], launched[by_end]
     src, dst, weight, synced = [], [], [], []
