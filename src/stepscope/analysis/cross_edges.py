@@ -31,13 +31,17 @@ import numpy.typing as npt
 
 from stepscope.analysis.path_kinds import Kind
 from stepscope.trace import names
-from stepscope.trace.model import NO_ID, Profile
+from stepscope.trace.model import NO_ID, Profile, distinct_indices
 
 # Kineto's names for a stream's wait on another's event (``cuda_sync`` events' args).
 CUDA_SYNC_CATEGORY = "cuda_sync"
 WAIT_EVENT = "Wait Event"
 WAIT_ON_STREAM = "wait_on_stream"
 WAIT_ON_RECORD = "wait_on_cuda_event_record_corr_id"
+
+
+# (src, dst, nominal weight, gap kind) of a group of edges.
+_Edges = tuple[np.ndarray, np.ndarray, np.ndarray, int]
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ class CrossEdges:
     waiting: npt.NDArray[np.int64]
 
     @classmethod
-    def of(cls, parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]], waiting: list[np.ndarray]) -> CrossEdges:
+    def of(cls, parts: list[_Edges], waiting: list[np.ndarray]) -> CrossEdges:
         def joined(columns: list[np.ndarray], dtype: type) -> np.ndarray:
             return np.concatenate(columns).astype(dtype) if columns else np.zeros(0, dtype=dtype)
 
@@ -83,7 +87,7 @@ class CrossEdges:
 
 def cross_edges(profile: Profile, nodes: Nodes) -> CrossEdges:
     """The thread joins and stream waits of ``profile`` (module docstring)."""
-    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, int]] = []
+    parts: list[_Edges] = []
     waiting: list[np.ndarray] = []
     for plane_index, thread, worker in _fwdbwd_pairs(profile):
         _join(nodes, plane_index, thread, worker, parts, waiting)
@@ -99,7 +103,7 @@ def _fwdbwd_pairs(profile: Profile) -> list[tuple[int, int, int]]:
         return []
     mine = (flows.category == flows.categories.index(names.KINETO_FWDBWD_FLOW)) & (flows.src_plane == flows.dst_plane)
     pairs: set[tuple[int, int, int]] = set()
-    for plane_index in np.unique(flows.src_plane[mine]).tolist():
+    for plane_index in distinct_indices(flows.src_plane[mine]):
         lines = profile.planes[plane_index].events.line
         here = mine & (flows.src_plane == plane_index)
         src_line, dst_line = lines[flows.src_event[here]], lines[flows.dst_event[here]]
@@ -108,7 +112,7 @@ def _fwdbwd_pairs(profile: Profile) -> list[tuple[int, int, int]]:
     return sorted(pairs)
 
 
-def _join(nodes: Nodes, plane_index: int, thread: int, worker: int, parts: list, waiting: list) -> None:
+def _join(nodes: Nodes, plane_index: int, thread: int, worker: int, parts: list[_Edges], waiting: list[np.ndarray]) -> None:
     on_plane = nodes.host & (nodes.plane == plane_index)
     pieces = np.flatnonzero(on_plane & (nodes.line == thread) & (nodes.row >= -1))  # (not step boundaries)
     work = np.flatnonzero(on_plane & (nodes.line == worker) & (nodes.kind != Kind.IDLE) & (nodes.end > nodes.start))
@@ -138,7 +142,7 @@ def _join(nodes: Nodes, plane_index: int, thread: int, worker: int, parts: list,
     waiting.append(idle_before[(idle_before >= 0) & (nodes.kind[np.maximum(idle_before, 0)] == Kind.IDLE)])
 
 
-def _stream_waits(profile: Profile, nodes: Nodes, parts: list) -> None:
+def _stream_waits(profile: Profile, nodes: Nodes, parts: list[_Edges]) -> None:
     """cuda_sync ``Wait Event``s: the recorded stream's last work launched before the record
     call -> the waiting stream's first work launched after the wait call."""
     call_corr, call_start = _host_calls(profile)

@@ -49,7 +49,7 @@ from stepscope.analysis.cross_edges import Nodes, cross_edges
 from stepscope.analysis.path_kinds import Kind
 from stepscope.analysis.steps import Steps
 from stepscope.trace import names
-from stepscope.trace.model import NO_ID, Plane, Profile
+from stepscope.trace.model import NO_ID, Plane, Profile, distinct_indices
 from stepscope.trace.steps import PROFILER_STEP, STEPS_LINE_SOURCE
 
 # Host calls that block until device work is done (CUDA runtime and driver, HIP).
@@ -132,13 +132,13 @@ class _Part:
     def empty(cls) -> _Part:
         return cls([], [], [], [], [], [], [])
 
-    def add(self, start: np.ndarray, end: np.ndarray, kind: np.ndarray, plane: int, line: int, row: np.ndarray, node_class: int) -> None:
+    def add(self, start: np.ndarray, end: np.ndarray, kind: np.ndarray, plane: int, line: int | np.ndarray, row: np.ndarray, node_class: int) -> None:
         count = len(start)
         self.start.append(start.astype(np.int64))
         self.end.append(end.astype(np.int64))
         self.kind.append(kind.astype(np.int8))
         self.plane.append(np.full(count, plane, dtype=np.int32))
-        self.line.append(np.full(count, line, dtype=np.int32))
+        self.line.append(np.broadcast_to(np.asarray(line, dtype=np.int32), (count,)))
         self.row.append(row.astype(np.int64))
         self.cls.append(np.full(count, node_class, dtype=np.int8))
 
@@ -181,7 +181,7 @@ def build_graph(profile: Profile, steps: Steps) -> Graph:
     for index, plane in enumerate(profile.planes):
         if plane.is_device:
             device_corr.append(_device_nodes(part, plane, index, activities[index]))
-    device_corr_ids = np.unique(np.concatenate(device_corr)) if device_corr else np.zeros(0, dtype=np.int64)
+    device_corr_ids = _distinct(np.concatenate(device_corr)) if device_corr else np.zeros(0, dtype=np.int64)
     for index, plane in enumerate(profile.planes):
         if plane.name == names.HOST_PLANE:
             _host_nodes(part, plane, index, activities[index], device_corr_ids, steps, anchor)
@@ -198,7 +198,7 @@ def _device_nodes(part: _Part, plane: Plane, index: int, activity: np.ndarray) -
         kind_of[activity_value] = kind
     kinds = kind_of[activity[keep]]
     lines = events.line[keep]
-    for line in np.unique(lines).tolist():
+    for line in distinct_indices(lines):
         rows = keep[lines == line]
         part.add(events.start_ps[rows], events.ends(rows), kinds[lines == line], index, line, rows, DEVICE_CLASS)
     corr: np.ndarray = events.correlation_id[keep]
@@ -234,19 +234,27 @@ def _host_nodes(part: _Part, plane: Plane, index: int, activity: np.ndarray, dev
     outer = _outermost(plane, special_kind >= 0)
     work = ~np.isin(activity, _NOT_WORK)
     boundaries = np.concatenate((steps.start_ps, steps.end_ps))
-    for line in range(len(plane.lines)):
-        lo, hi = plane.line_offsets[line], plane.line_offsets[line + 1]
-        if lo == hi:
-            continue
-        is_anchor = anchor == (index, line)
-        _host_line(part, plane, index, line, int(lo), int(hi), special_kind, outer, work, activity, boundaries, is_anchor)
+    anchor_line = anchor[1] if anchor is not None and anchor[0] == index else -1
+    ends = events.start_ps + events.duration_ps
+    origin = min([int(events.start_ps.min()), *boundaries.tolist()])
+    stride = max([int(ends.max()), *boundaries.tolist()]) - origin + 1
+    if stride * len(plane.lines) < KEY_LIMIT:
+        _host_lines(part, plane, index, 0, len(events), special_kind, outer, work, activity, boundaries, anchor_line)
+        return
+    for line in range(len(plane.lines)):  # too long a span for one axis: a line at a time
+        lo, hi = int(plane.line_offsets[line]), int(plane.line_offsets[line + 1])
+        if lo < hi:
+            _host_lines(part, plane, index, lo, hi, special_kind, outer, work, activity, boundaries, anchor_line)
 
 
-def _host_line(
+# Keys of ``_host_lines`` stay below this (int64, with room for sums of two).
+KEY_LIMIT = 1 << 61
+
+
+def _host_lines(
     part: _Part,
     plane: Plane,
     index: int,
-    line: int,
     lo: int,
     hi: int,
     special_kind: np.ndarray,
@@ -254,51 +262,79 @@ def _host_line(
     work: np.ndarray,
     activity: np.ndarray,
     step_bounds: np.ndarray,
-    is_anchor: bool,
+    anchor_line: int,
 ) -> None:
+    """The pieces of the lines whose events are rows ``lo:hi``, all lines at once: a time
+    ``t`` of line ``L`` is keyed ``t - origin + (L - first line) * stride`` with a stride
+    past the span, so the lines lie one after another on one axis and one sorted search
+    serves them all (as a loop over lines, the ~120 threads of the shared TPU host took
+    0.5 ms each)."""
     events = plane.events
     rows = np.arange(lo, hi)
+    line_of = events.line[lo:hi].astype(np.int64)
     starts, ends = events.start_ps[lo:hi], events.ends(rows)
-    first, last = int(starts.min()), int(ends.max())
-    specials = rows[outer[lo:hi]]
-    tops = rows[events.depth[lo:hi] == 0]
-    # The union of the top-level events (what the thread is recorded as doing).
-    top_start, top_end = events.start_ps[tops], np.maximum.accumulate(events.ends(tops))
+    origin = min([int(starts.min()), *step_bounds.tolist()])
+    stride = max([int(ends.max()), *step_bounds.tolist()]) - origin + 1
+    present = np.asarray(distinct_indices(line_of), dtype=np.int64)
+    line_base = (present - present[0]) * stride - origin
+    key_start = starts + line_base[np.searchsorted(present, line_of)]
+    key_end = ends + (key_start - starts)
+    line_first = np.searchsorted(line_of, present)
+    first, last = key_start[line_first], np.maximum.reduceat(key_end, line_first)
+    specials = np.flatnonzero(outer[lo:hi])
+    tops = np.flatnonzero(events.depth[lo:hi] == 0)
+    # The union of each line's top-level events (what the thread is recorded as doing).
+    top_start, top_end = key_start[tops], np.maximum.accumulate(key_end[tops])
     new = np.concatenate(([True], top_start[1:] > top_end[:-1]))
     union_start = top_start[new]
     union_end = np.append(top_end[np.flatnonzero(new)[1:] - 1], top_end[-1])
-    ops = rows[work[lo:hi]]
-    cuts = np.concatenate(
-        (
-            [first, last],
-            union_start,
-            union_end,
-            events.start_ps[specials],
-            events.ends(specials),
-            events.start_ps[ops],
-            events.ends(ops),
-            step_bounds[(step_bounds > first) & (step_bounds < last)],
+    ops = np.flatnonzero(work[lo:hi])
+    bound_keys = step_bounds[None, :] + line_base[:, None]
+    cuts = _distinct(
+        np.concatenate(
+            (
+                first,
+                last,
+                union_start,
+                union_end,
+                key_start[specials],
+                key_end[specials],
+                key_start[ops],
+                key_end[ops],
+                bound_keys[(bound_keys > first[:, None]) & (bound_keys < last[:, None])],
+            )
         )
     )
-    cuts = np.unique(cuts)
     a, b = cuts[:-1], cuts[1:]
-    special_start, special_end = events.start_ps[specials], events.ends(specials)
-    inside = _within(special_start, special_end, a, b)
-    a, b = a[~inside], b[~inside]
+    at = np.searchsorted(first, a, "right") - 1  # the line of each piece (index into present)
+    keep = b <= last[at]  # (not the gap from one line's last event to the next line's first)
+    special_start, special_end = key_start[specials], key_end[specials]
+    keep &= ~_within(special_start, special_end, a, b)
+    a, b, at = a[keep], b[keep], at[keep]
     covered = _within(union_start, union_end, a, b)
-    kinds = np.where(covered | is_anchor, Kind.HOST_COMPUTE, Kind.IDLE).astype(np.int8)
-    holder = _holders(plane, activity, lo, starts, a, b)
+    kinds = np.where(covered | (present[at] == anchor_line), Kind.HOST_COMPUTE, Kind.IDLE).astype(np.int8)
+    holder = _holders(plane, activity, lo, line_of, present[at], key_start, key_end, a, b)
     piece_start = np.concatenate((a, special_start))
     piece_end = np.concatenate((b, special_end))
-    piece_kind = np.concatenate((kinds, special_kind[specials]))
-    piece_row = np.concatenate((holder, specials))
-    if is_anchor:  # each step's start and end: a zero-length node at the boundary
-        bounds = np.unique(step_bounds)
+    piece_kind = np.concatenate((kinds, special_kind[specials + lo]))
+    piece_row = np.concatenate((holder, specials + lo))
+    piece_line = np.concatenate((present[at], line_of[specials]))
+    if anchor_line in present:  # each step's start and end: a zero-length node at the boundary
+        bounds = _distinct(step_bounds) + line_base[np.searchsorted(present, anchor_line)]
         piece_start, piece_end = np.concatenate((piece_start, bounds)), np.concatenate((piece_end, bounds))
         piece_kind = np.concatenate((piece_kind, np.full(len(bounds), Kind.IDLE, dtype=np.int8)))
         piece_row = np.concatenate((piece_row, np.full(len(bounds), BOUNDARY_ROW, dtype=np.int64)))
+        piece_line = np.concatenate((piece_line, np.full(len(bounds), anchor_line, dtype=np.int64)))
     order = np.lexsort((piece_end, piece_start))
-    part.add(piece_start[order], piece_end[order], piece_kind[order], index, line, piece_row[order], HOST_CLASS)
+    back = line_base[np.searchsorted(present, piece_line[order])]
+    part.add(piece_start[order] - back, piece_end[order] - back, piece_kind[order], index, piece_line[order], piece_row[order], HOST_CLASS)
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """``values``' distinct entries, ascending (``np.unique`` without indices imports
+    ``numpy.ma`` on its first call: 12 ms of a fresh process)."""
+    ordered = np.sort(values)
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
 
 
 def _within(starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -309,16 +345,27 @@ def _within(starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.ndarray) 
     return (at >= 0) & (ends[np.maximum(at, 0)] >= b)
 
 
-def _holders(plane: Plane, activity: np.ndarray, lo: int, starts: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The innermost work event of the line holding each piece ``[a, b)``; -1 where only a
-    marker (or nothing) holds it."""
+def _holders(
+    plane: Plane,
+    activity: np.ndarray,
+    lo: int,
+    line_of: np.ndarray,
+    piece_line: np.ndarray,
+    key_start: np.ndarray,
+    key_end: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+) -> np.ndarray:
+    """The innermost work event (a row of the plane) holding each piece ``[a, b)`` of line
+    ``piece_line`` (keys of ``_host_lines`` for rows ``lo:``); -1 where only a marker (or
+    nothing) holds it."""
     events = plane.events
-    holder = np.searchsorted(starts, a, "right") - 1 + lo
-    holder[holder < lo] = -1
+    at = np.searchsorted(key_start, a, "right") - 1
+    holder = np.where((at >= 0) & (line_of[np.maximum(at, 0)] == piece_line), at + lo, -1)
     while True:
         valid = holder >= 0
         short = np.zeros(len(holder), dtype=bool)
-        short[valid] = events.ends(holder[valid]) < b[valid]
+        short[valid] = key_end[holder[valid] - lo] < b[valid]
         if not short.any():
             break
         holder[short] = events.parent[holder[short]]
@@ -330,7 +377,7 @@ def _holders(plane: Plane, activity: np.ndarray, lo: int, starts: np.ndarray, a:
 
 
 def _boundary_nodes(part: _Part, anchor: tuple[int, int], steps: Steps) -> None:
-    bounds = np.unique(np.concatenate((steps.start_ps, steps.end_ps)))
+    bounds = _distinct(np.concatenate((steps.start_ps, steps.end_ps)))
     count = len(bounds)
     part.add(bounds, bounds, np.full(count, Kind.IDLE, dtype=np.int8), anchor[0], anchor[1], np.full(count, BOUNDARY_ROW, dtype=np.int64), DEVICE_CLASS)
 
