@@ -102,14 +102,30 @@ class Graph:
     def edge_dst(self) -> npt.NDArray[np.int64]:
         return np.repeat(np.arange(len(self), dtype=np.int64), np.diff(self.edge_offsets))
 
-    def names(self, profile: Profile) -> npt.NDArray[np.object_]:
+    def names(self, profile: Profile) -> NodeNames:
         """Each node's name: its event's (or holding op's), or ``BETWEEN_OPS``."""
-        out = np.full(len(self), BETWEEN_OPS, dtype=object)
+        table, offsets = [BETWEEN_OPS], []
+        for plane in profile.planes:
+            offsets.append(len(table))
+            table.extend(plane.metadata.names)
+        code = np.zeros(len(self), dtype=np.int64)
         for index, plane in enumerate(profile.planes):
             mine = np.flatnonzero((self.plane == index) & (self.row >= 0))
-            if len(mine):
-                out[mine] = plane.metadata.name_array[plane.events.metadata_id[self.row[mine]]]
-        return out
+            code[mine] = offsets[index] + plane.events.metadata_id[self.row[mine]]
+        return NodeNames(code, table)
+
+
+@dataclass(frozen=True)
+class NodeNames:
+    """Each node's name as a code into ``table`` (the planes' event type names after
+    ``BETWEEN_OPS``, code 0): grouping and matching work on the few distinct names."""
+
+    code: npt.NDArray[np.int64]
+    table: list[str]
+
+    def of(self, nodes: np.ndarray) -> list[str]:
+        table = self.table
+        return [table[code] for code in self.code[nodes].tolist()]
 
 
 BETWEEN_OPS = "(between ops)"
@@ -226,7 +242,7 @@ def _host_nodes(part: _Part, plane: Plane, index: int, activity: np.ndarray, dev
         return
     is_sync_type = np.asarray([bool(SYNC_CALL.match(name)) for name in plane.metadata.names], dtype=bool)
     is_sync = is_sync_type[events.metadata_id]
-    linked = (events.correlation_id != NO_ID) & np.isin(events.correlation_id, device_corr)
+    linked = (events.correlation_id != NO_ID) & _member(events.correlation_id, device_corr)
     special_kind = np.full(len(events), -1, dtype=np.int8)
     special_kind[(activity == Activity.KERNEL_LAUNCH) | linked] = Kind.LAUNCH
     special_kind[is_sync] = Kind.SYNC
@@ -335,6 +351,16 @@ def _distinct(values: np.ndarray) -> np.ndarray:
     ``numpy.ma`` on its first call: 12 ms of a fresh process)."""
     ordered = np.sort(values)
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
+
+
+def _member(values: np.ndarray, ordered: np.ndarray) -> np.ndarray:
+    """Whether each value is in the ascending ``ordered`` (``np.isin`` of a large array
+    calls ``np.unique``: see ``_distinct``)."""
+    if not len(ordered):
+        return np.zeros(len(values), dtype=bool)
+    at = np.minimum(np.searchsorted(ordered, values), len(ordered) - 1)
+    found: np.ndarray = ordered[at] == values
+    return found
 
 
 def _within(starts: np.ndarray, ends: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
