@@ -44,11 +44,14 @@ def binding(graph: Graph) -> Binding:
     edge = np.full(count, -1, dtype=np.int64)
     bound = graph.start_ps.copy()
     if len(dst):
-        # Latest reach first within each destination; at a tie, a launch or sync edge (the
-        # dependency that explains the wait) before program or stream order.
-        preference = (graph.edge_gap_kind == Kind.IDLE).astype(np.int8)
-        order = np.lexsort((preference, -reach, dst))
-        first = order[np.concatenate(([True], dst[order][1:] != dst[order][:-1]))]
+        # The latest reach within each destination (edges are grouped by it); at a tie, a
+        # launch or sync edge (the dependency that explains the wait) before program or
+        # stream order, then the first edge: the highest score, first of its group.
+        score = reach * 2 + (graph.edge_gap_kind != Kind.IDLE)
+        counts = np.diff(graph.edge_offsets)
+        best = np.maximum.reduceat(score, graph.edge_offsets[:-1][counts > 0])
+        winners = np.flatnonzero(score == np.repeat(best, counts[counts > 0]))
+        first = winners[np.concatenate(([True], dst[winners][1:] != dst[winners][:-1]))]
         edge[dst[first]] = first
         bound[dst[first]] = reach[first]
     pred = np.where(edge >= 0, src[np.maximum(edge, 0)], -1) if len(src) else np.full(count, -1, dtype=np.int64)
