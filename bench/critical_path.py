@@ -1,5 +1,6 @@
 """Critical path benchmark: stepscope's ``critical_path`` tool beside HolisticTraceAnalysis's
-critical path analysis, on the shared Kineto traces HTA can read.
+critical path analysis, on the shared Kineto traces HTA can read (and the shared TPU
+XSpace, which HTA cannot: stepscope alone, for the load goal).
 
 Each measurement is a fresh subprocess (nothing cached, imports done before the clock):
 
@@ -46,19 +47,20 @@ from goals import ANCHOR_OVER_VALUE, VALUE_OVER_ANCHOR, goal
 from summary import write_atomically
 
 ROOT = Path(__file__).resolve().parent.parent
-TRACES = ROOT.parent / "shared" / "traces" / "kineto"
+TRACES = ROOT.parent / "shared" / "traces"
 OUT_JSON = ROOT / "bench" / "out" / "critical_path.json"
 HTA_PYTHON = ROOT / ".venv-bench" / "bin" / "python"
 RESULT_MARK = "@@critical-path-result@@ "
 STEP_ANNOTATION = "ProfilerStep"
-# Trace -> HTA's annotation for its steps.
-CASES = {
-    "alexnet_small.pt.trace.json.gz": "[param|cuda]",
-    "a100_ddp_cnn_rank0_of_2.pt.trace.json.gz": STEP_ANNOTATION,
-    "v100_resnet_ns_resolution.pt.trace.json.gz": STEP_ANNOTATION,
-    "v100_resnet50_dataloader4_legacy_schema.pt.trace.json.gz": STEP_ANNOTATION,
-    "mi250_rocm_toy_train.pt.trace.json.gz": STEP_ANNOTATION,
-    "recsys_sampled_rank0_of_128.pt.trace.json.gz": STEP_ANNOTATION,
+# Trace -> HTA's annotation for its steps (None: HTA reads no XSpace; stepscope alone).
+CASES: dict[str, str | None] = {
+    "kineto/alexnet_small.pt.trace.json.gz": "[param|cuda]",
+    "kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz": STEP_ANNOTATION,
+    "kineto/v100_resnet_ns_resolution.pt.trace.json.gz": STEP_ANNOTATION,
+    "kineto/v100_resnet50_dataloader4_legacy_schema.pt.trace.json.gz": STEP_ANNOTATION,
+    "kineto/mi250_rocm_toy_train.pt.trace.json.gz": STEP_ANNOTATION,
+    "kineto/recsys_sampled_rank0_of_128.pt.trace.json.gz": STEP_ANNOTATION,
+    "xplane/tpu_v_inference_4chips.xplane.pb": None,
 }
 TARGET_SPEED = 10.0  # HTA per step / stepscope per step, at least
 TARGET_LOAD = 1.0  # stepscope tool / stepscope load, below
@@ -137,19 +139,19 @@ def run_child(command: list[str], timeout: float) -> dict:
     return {"error": f"exit {done.returncode}: " + " | ".join(tail)}
 
 
-def measure(name: str, annotation: str, repeat: int, hta: bool, hta_steps: int) -> dict:
+def measure(name: str, annotation: str | None, repeat: int, hta: bool, hta_steps: int) -> dict:
     path = str(TRACES / name)
     me = str(Path(__file__).resolve())
     runs = [run_child([sys.executable, me, "--child", "stepscope", path], 600) for _ in range(repeat)]
     good = [run for run in runs if "error" not in run]
-    record: dict = {"trace": name, "annotation": annotation}
+    record: dict = {"trace": Path(name).name, "annotation": annotation}
     if not good:
         record["stepscope_error"] = runs[-1]["error"]
     else:
         best = min(good, key=lambda run: run["tool_s"])
         record["stepscope"] = best | {"load_s": min(run["load_s"] for run in good), "tool_s": best["tool_s"]}
         record["stepscope"]["per_step_s"] = best["tool_s"] / max(len(best["steps"]), 1)
-    if hta:
+    if hta and annotation is not None:
         steps = len(good[0]["steps"]) if good else hta_steps
         result = run_child([str(HTA_PYTHON), me, "--child", "hta", path, annotation, str(min(steps, hta_steps))], 1800)
         record["hta"] = result

@@ -11,7 +11,8 @@ Nodes are intervals, held column-wise (numpy arrays, never an object per event):
   where a top-level event covers it (on the thread that runs the steps, always: between
   ops it runs untraced Python) and idle elsewhere;
 - device work (GPU kernels, copies, memsets, collectives; XLA ops on a TPU/GPU ``XLA Ops``
-  line) is a node per top-level event;
+  line) is a node per outermost work event (a stream's own annotation, Kineto's
+  ``gpu_user_annotation``, is not work and holds kernels);
 - each step's start and end is a zero-length node on the line whose markers define the
   steps (the *anchor*: the thread holding ``ProfilerStep#N`` or ``step_num`` markers, the
   ``XLA Ops`` line beside a device's ``Steps`` line, else the busiest thread).
@@ -21,7 +22,9 @@ device line (program order, stream order); a launch call -> the device work with
 correlation id (CUDA/HIP launches, async copies, blocking copies); the device work a
 synchronisation waited for -> the host piece after the synchronisation (the latest-ending
 device node launched before the call began that ended inside it: cudaDeviceSynchronize,
-cudaStreamSynchronize, cudaEventSynchronize, a blocking cudaMemcpy, ``.item()``'s copy).
+cudaStreamSynchronize, cudaEventSynchronize, a blocking cudaMemcpy, ``.item()``'s copy,
+and a launch call blocked on a full launch queue, ``BLOCKED_LAUNCH``); a thread blocked
+while another works for it, and a stream waiting for another's event (``cross_edges``).
 
 Each edge has an effective weight, clipped so that no edge asks a node to start later
 than it did (``weight <= start[dst] - end[src]``), and each node a residual, the time it
@@ -504,7 +507,9 @@ def _launch_edges(profile: Profile, kind: np.ndarray, plane: np.ndarray, row: np
 BLOCKED_LAUNCH = 10
 
 
-def _waits(start: np.ndarray, end: np.ndarray, kind: np.ndarray, node_class: np.ndarray, row: np.ndarray, next_node: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+def _waits(
+    start: np.ndarray, end: np.ndarray, kind: np.ndarray, node_class: np.ndarray, row: np.ndarray, next_node: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, int]:
     """The host calls that may have waited for device work: synchronisations, and launch
     calls that blocked (``BLOCKED_LAUNCH``); the latest return after the awaited work each
     may have (a blocked launch returns within two median calls of it, a synchronisation

@@ -3,7 +3,7 @@
 - ``binding``: for each node, the in-edge that set its start in the recorded run (the one
   whose ``end[src] + weight`` is latest) and its residual (how much later than that it
   started). Vectorised: one sort of the edges.
-- ``critical_path``: the segments of one step's path, walked back from the step's end
+- ``critical_paths``: the segments of each step's path, walked back from the step's end
   boundary node along binding edges: each node's own time (its kind), and the gap between
   its binding predecessor's end and its start (the edge's gap kind: a launch's queueing,
   a synchronisation's return, idle). The segments tile ``[step start, step end]``, so
@@ -72,7 +72,8 @@ def _schedule_starts(offsets: np.ndarray, src: np.ndarray, weight: np.ndarray, r
     + 1]``) plus its residual; the others keep their start. Every in-edge of a DAG numbered
     in processing order comes from a lower-numbered node, so its source is final when read.
     The Python is the reference (and the fallback); the C (``kernels/schedule.c``) runs it
-    ~100x faster: the four what-ifs were ~70% of the tool's time as this loop."""
+    200-300x faster (the DDP trace's 50,000 nodes: 0.20 ms against 55 ms): the four
+    what-ifs were ~70% of the tool's time as this loop."""
     bounds, sources, weights, residuals, durations = (column.tolist() for column in (offsets, src, weight, residual, fixed))
     out = starts.tolist()
     for node in range(len(out)):
