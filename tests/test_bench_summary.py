@@ -17,7 +17,20 @@ ROOT = Path(__file__).resolve().parent.parent
 SUMMARY = ROOT / "bench" / "summary.py"
 START, END = "<!-- bench-summary:start -->", "<!-- bench-summary:end -->"
 
-ORDER = ["ingest", "tools", "overhead", "capture_stop", "job_side", "install", "remote_stop", "diff", "distributed", "critical_path", "trace_viewer", "trace_viewer_page"]
+ORDER = [
+    "ingest",
+    "tools",
+    "overhead",
+    "capture_stop",
+    "job_side",
+    "install",
+    "remote_stop",
+    "diff",
+    "distributed",
+    "critical_path",
+    "trace_viewer",
+    "trace_viewer_page",
+]
 
 
 def entry(figure, value, unit, anchor, anchor_value, ratio_of, op, target, **extra):
