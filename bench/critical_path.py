@@ -35,15 +35,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from goals import ANCHOR_OVER_VALUE, VALUE_OVER_ANCHOR, goal
+from measure import run_marked
 from summary import write_atomically
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -126,17 +125,7 @@ def child_hta(path: str, annotation: str, max_steps: str) -> dict:
 
 
 def run_child(command: list[str], timeout: float) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "bench"), os.environ.get("PYTHONPATH", "")])}
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout:.0f} s"}
-    for line in done.stdout.splitlines():
-        if line.startswith(RESULT_MARK):
-            result: dict = json.loads(line[len(RESULT_MARK) :])
-            return result
-    tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-    return {"error": f"exit {done.returncode}: " + " | ".join(tail)}
+    return run_marked(command, RESULT_MARK, ROOT, timeout)
 
 
 def measure(name: str, annotation: str | None, repeat: int, hta: bool, hta_steps: int) -> dict:
