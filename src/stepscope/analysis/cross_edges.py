@@ -33,13 +33,6 @@ from stepscope.analysis.path_kinds import Kind
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Profile, distinct_indices
 
-# Kineto's names for a stream's wait on another's event (``cuda_sync`` events' args).
-CUDA_SYNC_CATEGORY = "cuda_sync"
-WAIT_EVENT = "Wait Event"
-WAIT_ON_STREAM = "wait_on_stream"
-WAIT_ON_RECORD = "wait_on_cuda_event_record_corr_id"
-
-
 # (src, dst, nominal weight, gap kind) of a group of edges.
 _Edges = tuple[np.ndarray, np.ndarray, np.ndarray, int]
 
@@ -152,13 +145,13 @@ def _stream_waits(profile: Profile, nodes: Nodes, parts: list[_Edges]) -> None:
         if not plane.is_device:
             continue
         meta = plane.metadata
-        wait_type = np.asarray([c == CUDA_SYNC_CATEGORY and n == WAIT_EVENT for c, n in zip(meta.categories, meta.names)], dtype=bool)
+        wait_type = np.asarray([c == names.KINETO_CUDA_SYNC and n == names.KINETO_WAIT_EVENT for c, n in zip(meta.categories, meta.names)], dtype=bool)
         if not wait_type.any():
             continue
         line_of_stream = {line.id: index for index, line in enumerate(plane.lines)}
         for row in np.flatnonzero(wait_type[plane.events.metadata_id]).tolist():
-            stream = plane.stats.value(row, WAIT_ON_STREAM, WAIT_EVENT, CUDA_SYNC_CATEGORY)
-            record = plane.stats.value(row, WAIT_ON_RECORD, WAIT_EVENT, CUDA_SYNC_CATEGORY)
+            stream = plane.stats.value(row, names.KINETO_WAIT_ON_STREAM, names.KINETO_WAIT_EVENT, names.KINETO_CUDA_SYNC)
+            record = plane.stats.value(row, names.KINETO_WAIT_ON_RECORD, names.KINETO_WAIT_EVENT, names.KINETO_CUDA_SYNC)
             recorded_line = line_of_stream.get(stream) if isinstance(stream, int) else None
             record_at = _call_start(call_corr, call_start, record)
             if recorded_line is None or record_at is None:
