@@ -82,10 +82,11 @@ protos: $(STAMP)
 # The large trace comes from a real torch.profiler run, made (once, cached) with .venv's torch.
 # Tools benchmark against XProf's converter: xprof and TensorFlow are in .venv (test deps).
 # Distributed benchmark: stepscope's engines (ray is a test dep) in .venv, HTA's multi-rank
-# load in .venv-bench/bin/python.
+# load in .venv-bench/bin/python. Critical path benchmark: the same, HTA's critical path
+# analysis (which needs pandas < 3) in .venv-bench.
 bench: $(STAMP) $(WEB_BUILT) $(CHROMIUM) $(DIST_STAMP)
 	test -x .venv-bench/bin/python || python3 -m venv .venv-bench
-	.venv-bench/bin/python -m pip install --quiet -e . holistictraceanalysis
+	.venv-bench/bin/python -m pip install --quiet -e . holistictraceanalysis 'pandas<3'
 	$(PY) bench/make_large_trace.py
 	.venv-bench/bin/python bench/ingest.py
 	$(PY) bench/make_xspace.py
@@ -99,6 +100,7 @@ bench: $(STAMP) $(WEB_BUILT) $(CHROMIUM) $(DIST_STAMP)
 	$(PY) bench/trace_viewer.py
 	$(PY) bench/trace_viewer_page.py
 	$(PY) bench/distributed.py
+	$(PY) bench/critical_path.py
 	$(PY) bench/summary.py --update-readme
 
 clean:

@@ -47,7 +47,7 @@ from pathlib import Path
 
 from goals import ANCHOR_OVER_VALUE
 from goals import goal as goal_entry
-from measure import MB, peak_bytes
+from measure import MB, peak_bytes, run_marked
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the tests' run builder (tests.support.distributed_runs)
@@ -187,16 +187,7 @@ def namespaced(command: list[str]) -> list[str]:
 
 
 def measure(command: list[str], timeout: float) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT / "bench"), os.environ.get("PYTHONPATH", "")])}
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
-    except subprocess.TimeoutExpired:
-        return {"error": f"timed out after {timeout:.0f} s"}
-    for line in done.stdout.splitlines():
-        if line.startswith(RESULT_MARK):
-            return json.loads(line[len(RESULT_MARK) :])
-    tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-    return {"error": f"exit {done.returncode}: " + " | ".join(tail)}
+    return run_marked(command, RESULT_MARK, ROOT, timeout)
 
 
 def configs(have_ray: bool, have_hta: bool) -> list[tuple[str, list[str]]]:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
 import resource
+import subprocess
 import sys
 from pathlib import Path
 
@@ -39,3 +42,19 @@ def warm_page_cache(path: Path) -> None:
     with path.open("rb") as fh:
         while fh.read(16 * MB):
             pass
+
+
+def run_marked(command: list[str], mark: str, root: Path, timeout: float) -> dict:
+    """Runs a benchmark's child (``root``'s src/ and bench/ on its path, in ``root``) and
+    returns the JSON it printed after ``mark``, or ``{"error": ...}`` with its last lines."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root / "src"), str(root / "bench"), os.environ.get("PYTHONPATH", "")])}
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=root)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    for line in done.stdout.splitlines():
+        if line.startswith(mark):
+            result: dict = json.loads(line[len(mark) :])
+            return result
+    tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+    return {"error": f"exit {done.returncode}: " + " | ".join(tail)}

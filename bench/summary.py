@@ -43,6 +43,7 @@ BENCHMARKS: dict[str, str] = {
     "remote_stop": "bench/remote_stop.py",
     "diff": "bench/diff.py",
     "distributed": "bench/distributed.py",
+    "critical_path": "bench/critical_path.py",
     "trace_viewer": "bench/trace_viewer.py",
     "trace_viewer_page": "bench/trace_viewer_page.py",
 }

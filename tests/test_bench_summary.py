@@ -17,7 +17,20 @@ ROOT = Path(__file__).resolve().parent.parent
 SUMMARY = ROOT / "bench" / "summary.py"
 START, END = "<!-- bench-summary:start -->", "<!-- bench-summary:end -->"
 
-ORDER = ["ingest", "tools", "overhead", "capture_stop", "job_side", "install", "remote_stop", "diff", "distributed", "trace_viewer", "trace_viewer_page"]
+ORDER = [
+    "ingest",
+    "tools",
+    "overhead",
+    "capture_stop",
+    "job_side",
+    "install",
+    "remote_stop",
+    "diff",
+    "distributed",
+    "critical_path",
+    "trace_viewer",
+    "trace_viewer_page",
+]
 
 
 def entry(figure, value, unit, anchor, anchor_value, ratio_of, op, target, **extra):
@@ -75,7 +88,7 @@ def test_the_table_derives_ratios_and_verdicts_and_marks_missing_benchmarks(tmp_
     assert done.returncode == 0, done.stderr
 
     rows = json.loads((out / "summary.json").read_text())["rows"]
-    # ingest and job_side have two goals; the seven benchmarks without a JSON have one "not run" row each.
+    # ingest and job_side have two goals; the eight benchmarks without a JSON have one "not run" row each.
     assert [row["benchmark"] for row in rows] == ["ingest", *ORDER[:4], "job_side", *ORDER[4:]]
     by_figure = {row["figure"]: row for row in rows if row["holds"] != "not run"}
     assert by_figure["Kineto load, big"]["ratio"] == 3.0
@@ -91,7 +104,7 @@ def test_the_table_derives_ratios_and_verdicts_and_marks_missing_benchmarks(tmp_
     assert abs(by_figure["stop"]["ratio"] - 0.15) < 1e-12
     assert by_figure["stop"]["holds"] == "yes"
     not_run = [row["benchmark"] for row in rows if row["holds"] == "not run"]
-    assert not_run == ["tools", "overhead", "capture_stop", "install", "remote_stop", "distributed", "trace_viewer_page"]
+    assert not_run == ["tools", "overhead", "capture_stop", "install", "remote_stop", "distributed", "critical_path", "trace_viewer_page"]
 
     table = (out / "summary.md").read_text()
     assert "| benchmark | figure | stepscope | anchor | ratio | goal | holds |" in table
@@ -100,8 +113,8 @@ def test_the_table_derives_ratios_and_verdicts_and_marks_missing_benchmarks(tmp_
     assert "| trace_viewer | full view p95 | 40.0 ms | XProf trace_viewer@: not measured | - | stepscope < 50 ms | yes |" in table
     assert "| tools | (run bench/tools.py) | - | - | - | - | not run |" in table
     assert "| job_side | peak RSS | 340 MB | torch.profiler: 311 MB | +29.00 MB | stepscope - anchor <= +40 MB | within noise |" in table
-    assert "3 goals hold, 2 missed, 1 within noise, 7 benchmark(s) without figures" in table
-    assert done.stdout == table.split("\n\n", 1)[1] + "3 goals hold, 2 missed, 1 within noise, 7 benchmark(s) without figures\n"  # the same table
+    assert "3 goals hold, 2 missed, 1 within noise, 8 benchmark(s) without figures" in table
+    assert done.stdout == table.split("\n\n", 1)[1] + "3 goals hold, 2 missed, 1 within noise, 8 benchmark(s) without figures\n"  # the same table
 
     text = readme.read_text()
     assert text.startswith("# Benchmarks\n\nintro\n\n## Latest results\n\n" + START + "\n")
@@ -156,7 +169,7 @@ def test_a_goal_with_ranges_is_within_noise_where_they_do_not_resolve_it(tmp_pat
     assert rows["straddling anchor"]["ratio"] == -3.58  # the point ratio is still shown
     assert "| overhead | straddling anchor | -1.79 % | torch: 0.50 % | -3.58x | stepscope / anchor <= 0.5 | within noise |" in done.stdout
     # 3 hold, 1 missed, 5 within noise; the 8 other benchmarks have no JSON.
-    assert done.stdout.endswith("3 goals hold, 1 missed, 5 within noise, 10 benchmark(s) without figures\n")
+    assert done.stdout.endswith("3 goals hold, 1 missed, 5 within noise, 11 benchmark(s) without figures\n")
 
 
 def test_a_reversed_range_is_a_one_line_error_naming_the_file(tmp_path):

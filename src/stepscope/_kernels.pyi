@@ -155,3 +155,6 @@ def lod_lanes(
     /,
 ) -> tuple[int, int]:
     """lod_loop.lod_lanes"""
+
+def schedule_starts(offsets: _Int64s, src: _Int64s, weight: _Int64s, residual: _Int64s, fixed: _Int64s, starts: _Int64s, /) -> None:
+    """schedule._schedule_starts"""

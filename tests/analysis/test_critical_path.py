@@ -131,6 +131,56 @@ def test_async_copy_overlapping_compute(tmp_path):
     assert predicted(critical(tmp_path, events, faster="^rel"))["faster"] == 85_500_000
 
 
+def test_a_launch_blocked_on_a_full_queue_waits_for_the_kernel_that_freed_a_slot(tmp_path):
+    # Launches [0, 2), [2, 4), [4, 6) -> kernels [3, 50), [50, 90), [90, 95) on stream 7; the
+    # fourth launch [6, 51) takes 45 us against the median call's 2 (> 10x: blocked) and
+    # returns 1 us after the first kernel ends (within two median calls): it waited for that
+    # kernel. Then aten::add [51, 100).
+    # Path: aten::add 49 (host) <- the launch's return [50, 51): sync 1 <- kernel 1, 47 <-
+    # its queueing [2, 3): launch 1 <- its launch 2. Host 49, sync 1, kernel 47, launch 3.
+    events = [
+        STEP,
+        runtime("cudaLaunchKernel", 0, 2, correlation=1),
+        runtime("cudaLaunchKernel", 2, 2, correlation=2),
+        runtime("cudaLaunchKernel", 4, 2, correlation=3),
+        runtime("cudaLaunchKernel", 6, 45, correlation=4),
+        host("aten::add", 51, 49),
+        device("k1", 3, 47, 1),
+        device("k2", 50, 40, 2),
+        device("k3", 90, 5, 3),
+        device("k4", 95, 2, 4),
+    ]
+    result = critical(tmp_path, events)
+    (step,) = result["steps"]
+    assert kinds(step) == {"host_compute": 49 * US, "sync": 1 * US, "kernel": 47 * US, "launch": 3 * US}
+    # Kernels 2x faster: k1 [3, 26.5), the launch returns at 27.5, the add ends at 76.5.
+    # Launches halved (the blocked one keeps the median 2, halved to 1): the first launch
+    # [0, 1), k1 [2, 49) (its 1 us queueing kept), the return at 50, the add to 99.
+    assert predicted(result) == {"input_free": 100 * US, "launch_halved": 99 * US, "faster": 76_500_000, "collectives_overlapped": 100 * US}
+
+
+def test_kernels_inside_a_streams_annotation_are_nodes(tmp_path):
+    # Kineto's gpu_user_annotation "## forward ##" spans [6, 80) on stream 7 and holds its
+    # two kernels: launch [0, 5) -> k1 [6, 40), launch [5, 10) -> k2 [40, 80);
+    # cudaDeviceSynchronize [10, 85) waits for k2; aten::add [85, 100).
+    # Path: add 15 <- the sync's return [80, 85): 5 <- k2 40 <- k1 34 <- k1's queueing [5,
+    # 6): launch 1 <- its launch 5. Kernels 2x faster: k1 [6, 23), k2 [23, 43), 48, 63.
+    events = [
+        STEP,
+        runtime("cudaLaunchKernel", 0, 5, correlation=1),
+        runtime("cudaLaunchKernel", 5, 5, correlation=2),
+        runtime("cudaDeviceSynchronize", 10, 75),
+        host("aten::add", 85, 15),
+        {"ph": "X", "name": "## forward ##", "cat": "gpu_user_annotation", "pid": 0, "tid": 7, "ts": 6, "dur": 74, "args": {"device": 0, "stream": 7}},
+        device("k1", 6, 34, 1),
+        device("k2", 40, 40, 2),
+    ]
+    result = critical(tmp_path, events)
+    (step,) = result["steps"]
+    assert kinds(step) == {"host_compute": 15 * US, "sync": 5 * US, "kernel": 74 * US, "launch": 6 * US}
+    assert predicted(result)["faster"] == 63 * US
+
+
 def test_segments_tile_the_step(tmp_path):
     events = [STEP, runtime("cudaLaunchKernel", 0, 5, correlation=1), runtime("cudaDeviceSynchronize", 5, 90), device("k", 7, 80, 1), host("aten::add", 95, 5)]
     (step,) = critical(tmp_path, events)["steps"]

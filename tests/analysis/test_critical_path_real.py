@@ -3,17 +3,18 @@ checked against a re-run of the job without its input wait, and every shared tra
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
 import pytest
 
 import stepscope
-from stepscope.analysis import run_tool
+from stepscope.analysis import dependency_graph, run_tool
 from stepscope.analysis.dependency_graph import build_graph
 from stepscope.analysis.schedule import binding, schedule
 from stepscope.analysis.steps import find_steps
-from tests.support.traces import ALL_SHARED_TRACES
+from tests.support.traces import ALL_SHARED_TRACES, shared
 
 torch = pytest.importorskip("torch")
 
@@ -84,3 +85,17 @@ def test_every_shared_trace(path):
     assert np.array_equal(schedule(graph, bind.residual_ps, graph.fixed_ps), graph.start_ps)
     for change in result["what_if"]:
         assert 0 < change["predicted_step_ps"] <= result["mean_step_ps"]
+
+
+@pytest.mark.parametrize("name", ["xplane/tpu_v_inference_4chips.xplane.pb", "kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz"])
+def test_host_lines_one_at_a_time_give_the_same_graph(name, monkeypatch):
+    """Where a plane's span times its line count would overflow the keyed axis of
+    ``_host_lines``, each line is cut alone: the same nodes and edges."""
+    profile = stepscope.load(shared(name))
+    steps = find_steps(profile)
+    together = build_graph(profile, steps)
+    monkeypatch.setattr(dependency_graph, "KEY_LIMIT", 0)
+    apart = build_graph(profile, steps)
+    for field in dataclasses.fields(together):
+        mine, theirs = getattr(together, field.name), getattr(apart, field.name)
+        assert np.array_equal(mine, theirs) if isinstance(mine, np.ndarray) else mine == theirs, field.name

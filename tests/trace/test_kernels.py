@@ -12,7 +12,8 @@
 
 The C's answers are compared with the Python's in test_kernels_wire.py (the decoder),
 test_xspace_write.py (the encoder), test_presorted.py (nesting), test_xspace_arrows.py
-(flows), test_xspace_hot_ids.py and tests/viewer/test_lod_kernel.py.
+(flows), test_xspace_hot_ids.py, tests/viewer/test_lod_kernel.py and
+tests/analysis/test_schedule_kernel.py (the critical path's schedule).
 """
 
 from __future__ import annotations
@@ -252,6 +253,19 @@ def lod(**changes):
     return _kernels.lod_lanes(*args.values())
 
 
+def schedule(**changes):
+    # Nodes 0 and 1; node 1's one in-edge from node 0, weight 2: node 0 [4, 7), node 1 at 7 + 2 + 1.
+    args = {
+        "offsets": np.array([0, 0, 1]),
+        "src": np.array([0]),
+        "weight": np.array([2]),
+        "residual": np.array([0, 1]),
+        "fixed": np.array([3, 5]),
+        "starts": np.array([4, 0]),
+    } | changes
+    return _kernels.schedule_starts(*args.values())
+
+
 def test_the_arguments_given_here_are_right():
     """What the cases below change one thing of: each call works as given, and gives what it should."""
     assert scan() == (1, 0, 0)  # one field (the plane), no error
@@ -260,6 +274,8 @@ def test_the_arguments_given_here_are_right():
     assert _kernels.encode_sizes(*sizes_args().values()) == 16
     assert fill() == 16
     assert nest() is None
+    starts = np.array([4, 0])
+    assert schedule(starts=starts) is None and starts.tolist() == [4, 10]
     assert walk() == 1
     assert scatter() == 2
     out = lod_out()
@@ -318,6 +334,14 @@ ARGUMENT_CASES = {
     "lod: row past name_id": (lod, {"name_id": np.array([5, 6], dtype=np.int32)}, ValueError, "no index row or name"),
     "lod: room for 2 of the 3 events": (lod, {"out": lod_out(events=2)}, ValueError, "out is too short"),
     "lod: out of 8 columns": (lod, {"out": [empty(3)] * 8}, TypeError, "must be a sequence of 9 arrays"),
+    "schedule: starts of int32": (schedule, {"starts": np.array([4, 0], dtype=np.int32)}, TypeError, "'starts' must be a numpy array of int64"),
+    "schedule: read-only starts": (schedule, {"starts": read_only(np.array([4, 0]))}, ValueError, "argument 'starts' is read-only"),
+    "schedule: short offsets": (schedule, {"offsets": np.array([0, 0])}, ValueError, "offsets must have one entry more than starts"),
+    "schedule: short fixed": (schedule, {"fixed": np.array([3])}, ValueError, "residual, fixed and starts differ in length"),
+    "schedule: short weight": (schedule, {"weight": empty(0)}, ValueError, "src and weight differ in length"),
+    "schedule: offset past src": (schedule, {"offsets": np.array([0, 0, 2])}, ValueError, "offsets are not a rising sequence"),
+    "schedule: falling offsets": (schedule, {"offsets": np.array([0, 1, 0])}, ValueError, "offsets are not a rising sequence"),
+    "schedule: source past the nodes": (schedule, {"src": np.array([2])}, ValueError, "an edge's source is out of range"),
     "lod: one pixel edge": (lod, {"edges": np.array([0])}, ValueError, "edges must have at least 2 entries"),
 }
 

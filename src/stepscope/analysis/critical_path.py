@@ -17,10 +17,11 @@ from typing import TypedDict
 
 import numpy as np
 
-from stepscope.analysis.dependency_graph import KIND_NAMES, Graph, Kind, build_graph
+from stepscope.analysis.dependency_graph import Graph, NodeNames, build_graph
 from stepscope.analysis.opstats import OpStats
+from stepscope.analysis.path_kinds import KIND_NAMES, Kind
 from stepscope.analysis.registry import Option, OptionError, ToolResult, tool
-from stepscope.analysis.schedule import Binding, Segments, binding, critical_path, schedule
+from stepscope.analysis.schedule import Binding, Segments, binding, critical_paths, schedule
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
 
 TOOL = "critical_path"
@@ -111,7 +112,7 @@ class Change:
 
     name: str
     description: str
-    durations: Callable[[Graph, np.ndarray], np.ndarray]  # (graph, node names) -> fixed_ps
+    durations: Callable[[Graph, NodeNames], np.ndarray]  # (graph, node names) -> fixed_ps
 
 
 def _scaled(mask: np.ndarray, graph: Graph, divisor: int) -> np.ndarray:
@@ -126,7 +127,7 @@ def changes(faster: str, factor: int) -> list[Change]:
     if faster in KINDS:
         kind = Kind(KINDS.index(faster))
 
-        def chosen(graph: Graph, node_names: np.ndarray) -> np.ndarray:
+        def chosen(graph: Graph, node_names: NodeNames) -> np.ndarray:
             same: np.ndarray = graph.kind == kind
             return same
 
@@ -136,10 +137,11 @@ def changes(faster: str, factor: int) -> list[Change]:
             pattern = re.compile(faster, re.IGNORECASE)
         except re.error as error:
             raise OptionError(f"{TOOL}: option faster is neither a kind ({', '.join(KINDS)}) nor a regular expression: {error}") from None
-        matches = np.vectorize(lambda name: bool(pattern.search(name)), otypes=[bool])
 
-        def chosen(graph: Graph, node_names: np.ndarray) -> np.ndarray:
-            return (graph.row >= 0) & matches(node_names) if len(node_names) else np.zeros(0, dtype=bool)
+        def chosen(graph: Graph, node_names: NodeNames) -> np.ndarray:
+            matches = np.asarray([bool(pattern.search(name)) for name in node_names.table], dtype=bool)
+            picked: np.ndarray = (graph.row >= 0) & matches[node_names.code]
+            return picked
 
         what = f"ops and kernels matching {faster!r}"
     return [
@@ -156,14 +158,22 @@ def predicted_steps(graph: Graph, bind: Binding, fixed_ps: np.ndarray) -> np.nda
     return starts[graph.step_end_node] - starts[graph.step_start_node]
 
 
-def _step_path(graph: Graph, node_names: np.ndarray, segments: Segments, number: int, start: int, duration: int) -> StepPath:
+def _step_path(graph: Graph, node_names: NodeNames, segments: Segments, number: int, start: int, duration: int) -> StepPath:
     by_kind = segments.by_kind()
     lengths = segments.end_ps - segments.start_ps
+    # The path's time by (name code, kind), summed in numpy; then by (name, kind) over the
+    # few distinct pairs (two planes may hold types of the same name).
+    key = node_names.code[segments.node] * len(KINDS) + segments.kind
+    order = np.argsort(key, kind="stable")
+    first = np.flatnonzero(np.concatenate(([True], key[order][1:] != key[order][:-1]))) if len(key) else np.zeros(0, dtype=np.int64)
+    sums = np.add.reduceat(lengths[order], first) if len(key) else np.zeros(0, dtype=np.int64)
     totals: dict[tuple[str, int], int] = {}
-    for name, kind, length in zip(node_names[segments.node].tolist(), segments.kind.tolist(), lengths.tolist()):
-        totals[(name, kind)] = totals.get((name, kind), 0) + length
+    for pair, ps in zip(key[order][first].tolist(), sums.tolist()):
+        name_kind = (node_names.table[pair // len(KINDS)], pair % len(KINDS))
+        totals[name_kind] = totals.get(name_kind, 0) + ps
     ranked = sorted(totals.items(), key=lambda item: (-item[1], item[0][0]))[:TOP_OPS]
-    nodes = segments.node.tolist()
+    kinds = [KINDS[kind] for kind in segments.kind.tolist()]
+    columns = (segments.start_ps, segments.end_ps, graph.plane[segments.node], graph.line[segments.node])
     return StepPath(
         step=number,
         start_ps=start,
@@ -171,8 +181,8 @@ def _step_path(graph: Graph, node_names: np.ndarray, segments: Segments, number:
         by_kind_ps={KINDS[kind]: int(by_kind[kind]) for kind in range(len(KINDS))},
         top=[PathOp(name=name, kind=KINDS[kind], ps=ps) for (name, kind), ps in ranked],
         segments=[
-            Segment(start_ps=lo, end_ps=hi, kind=KINDS[kind], plane=int(graph.plane[node]), line=int(graph.line[node]), name=str(node_names[node]))
-            for lo, hi, kind, node in zip(segments.start_ps.tolist(), segments.end_ps.tolist(), segments.kind.tolist(), nodes)
+            {"start_ps": lo, "end_ps": hi, "kind": kind, "plane": plane, "line": line, "name": name}
+            for lo, hi, plane, line, kind, name in zip(*(column.tolist() for column in columns), kinds, node_names.of(segments.node))
         ],
     )
 
@@ -196,8 +206,8 @@ def critical_path_tool(stats: OpStats, faster: str = "kernel", factor: int = 2) 
     node_names = graph.names(profile)
     durations = steps.duration_ps
     paths = [
-        _step_path(graph, node_names, critical_path(graph, bind, index), int(steps.number[index]), int(steps.start_ps[index]), int(durations[index]))
-        for index in range(len(steps))
+        _step_path(graph, node_names, segments, int(steps.number[index]), int(steps.start_ps[index]), int(durations[index]))
+        for index, segments in enumerate(critical_paths(graph, bind))
     ]
     mean = round(float(durations.mean()))
     what_if = []

@@ -161,6 +161,13 @@ KINETO_CONCRETE_INPUTS: Final = "Concrete Inputs"
 # Flow categories: host launch -> device activity, forward op -> backward op.
 KINETO_LAUNCH_FLOW_CATEGORIES: Final = frozenset({"ac2g", "async"})
 KINETO_FWDBWD_FLOW: Final = "fwdbwd"
+# Kineto's CUDA synchronisation events (PyTorch >= 2.1 with CUDA sync events on): a stream's
+# wait for an event recorded on another stream, and its args naming that stream and the
+# record call's correlation id.
+KINETO_CUDA_SYNC: Final = "cuda_sync"
+KINETO_WAIT_EVENT: Final = "Wait Event"
+KINETO_WAIT_ON_STREAM: Final = "wait_on_stream"
+KINETO_WAIT_ON_RECORD: Final = "wait_on_cuda_event_record_corr_id"
 
 # Kineto arg keys mapped to XSpace's stat names; other keys keep their own name.
 KINETO_ARG_TO_STAT: Final = {

@@ -1,0 +1,97 @@
+"""Critical paths across ranks (``rank_paths``): two hand-made ranks joined at their
+all-reduce, the path of the rank that waited running through the straggler's work, and
+"one rank's straggle removed" derived by hand (times in us; test_critical_path.py's
+conventions, one Kineto file per rank)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+import stepscope
+from stepscope.analysis.path_kinds import KIND_NAMES, Kind
+from stepscope.analysis.rank_paths import join_ranks, step_times, straggle_removed
+from stepscope.analysis.schedule import Segments, binding, critical_paths, schedule
+from stepscope.analysis.steps import find_steps
+from tests.analysis.test_critical_path import STEP, US, device, host, runtime
+from tests.support.traces import shared
+
+ALL_REDUCE = "ncclKernel_AllReduce_RING_LL_Sum_float"
+
+
+def rank(tmp_path, number: int, events: list[dict]) -> stepscope.Profile:
+    labels = {"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}}
+    info = {"rank": number, "world_size": 2, "backend": "nccl"}
+    path = tmp_path / f"rank{number}.pt.trace.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "distributedInfo": info, "traceEvents": [labels, *events]}))
+    return stepscope.load(path)
+
+
+def two_ranks(tmp_path) -> list[stepscope.Profile]:
+    # Rank 0: launch [0, 5) -> compute [6, 30); launch [30, 35) -> the all-reduce [36, 90)
+    # (it waits for rank 1 inside); cudaDeviceSynchronize [35, 95) waits for it; [95, 100) host.
+    # Rank 1, the straggler: launch [0, 5) -> compute [6, 80); launch [5, 10) -> the
+    # all-reduce [80, 90) (after the compute on its stream: it arrives last, and does not
+    # wait); cudaDeviceSynchronize [10, 95); [95, 100) host.
+    zero = [
+        STEP,
+        runtime("cudaLaunchKernel", 0, 5, correlation=1),
+        runtime("cudaLaunchKernel", 30, 5, correlation=2),
+        runtime("cudaDeviceSynchronize", 35, 60),
+        host("aten::add", 95, 5),
+        device("compute", 6, 24, 1),
+        device(ALL_REDUCE, 36, 54, 2),
+    ]
+    one = [
+        STEP,
+        runtime("cudaLaunchKernel", 0, 5, correlation=1),
+        runtime("cudaLaunchKernel", 5, 5, correlation=2),
+        runtime("cudaDeviceSynchronize", 10, 85),
+        host("aten::add", 95, 5),
+        device("compute", 6, 74, 1),
+        device(ALL_REDUCE, 80, 10, 2),
+    ]
+    return [rank(tmp_path, 0, zero), rank(tmp_path, 1, one)]
+
+
+def test_the_rank_that_waited_has_the_stragglers_work_on_its_path(tmp_path):
+    joined = join_ranks(two_ranks(tmp_path))
+    bind = binding(joined.graph)
+    # Recorded durations give back the recorded steps: 100 us on both ranks.
+    assert step_times(joined, bind).tolist() == [[100 * US], [100 * US]]
+    zero, one = critical_paths(joined.graph, bind)
+    # The all-reduce's transfer is the shorter member, 10 us: [80, 90) on both ranks.
+    # Rank 0: add 5 (host) <- the sync's return [90, 95): 5 <- its all-reduce [80, 90): 10
+    # <- (no gap) rank 1's compute [6, 80): 74 <- its queueing [5, 6): launch 1 <- rank 1's
+    # launch [0, 5): 5. Rank 1: the same, its own all-reduce in the middle.
+    expected = {"host_compute": 5 * US, "sync": 5 * US, "collective": 10 * US, "kernel": 74 * US, "launch": 6 * US}
+    for path in (zero, one):
+        assert by_kind(path) == expected
+    assert set(joined.rank[zero.node].tolist()) == {0, 1}  # rank 0's path crosses to rank 1
+
+
+def test_one_ranks_straggle_removed(tmp_path):
+    joined = join_ranks(two_ranks(tmp_path))
+    removed = {entry.rank: entry.predicted_step_ps for entry in straggle_removed(joined)}
+    # Without rank 1's straggle, rank 0's all-reduce starts after its own launch [30, 35)
+    # (its 1 us queueing was a wait for rank 1, not kept): [35, 45), the sync returns at 50,
+    # the add ends at 55. Rank 0's straggle removed: rank 1 never waited for rank 0: 100.
+    assert removed == {1: 55 * US, 0: 100 * US}
+
+
+def by_kind(path: Segments) -> dict[str, int]:
+    return {KIND_NAMES[Kind(index)]: ps for index, ps in enumerate(path.by_kind().tolist()) if ps}
+
+
+def test_the_shared_recsys_ranks_joined_replay_their_recorded_steps():
+    """Two real ranks of the 128-rank recsys job: joined at their all_to_alls, re-scheduled
+    with the recorded durations, every node starts where it did and each rank's steps
+    last what its own step markers say."""
+    profiles = [stepscope.load(shared(f"kineto/recsys_sampled_rank{number}_of_128.pt.trace.json.gz")) for number in (0, 1)]
+    joined = join_ranks(profiles)
+    bind = binding(joined.graph)
+    assert joined.cross.any()
+    assert np.array_equal(schedule(joined.graph, bind.residual_ps, joined.graph.fixed_ps), joined.graph.start_ps)
+    recorded = [find_steps(profile).duration_ps.tolist() for profile in profiles]
+    assert step_times(joined, bind).tolist() == recorded
