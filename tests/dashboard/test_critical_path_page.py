@@ -155,7 +155,11 @@ def test_trace_viewer_overlay_draws_the_steps_segments(path_page, path_server, p
     assert button.get_attribute("aria-pressed") == "false"
     page.wait_for_function("() => window.__stepscope.trace.criticalPath() === null")
     # The address the critical_path page links to opens with the overlay on.
-    page.goto(page_url(path_server.url, **PLACE, tool="trace_viewer", start_ps=str(step["start_ps"]), end_ps=str(step["start_ps"] + step["duration_ps"]), critical_path="1"))
+    page.goto(
+        page_url(
+            path_server.url, **PLACE, tool="trace_viewer", start_ps=str(step["start_ps"]), end_ps=str(step["start_ps"] + step["duration_ps"]), critical_path="1"
+        )
+    )
     wait_ready(page, "trace_viewer")
     page.wait_for_function("() => window.__stepscope.trace.criticalPath()?.segments > 0")
     assert overlay(page)["segments"] == len(step["segments"])

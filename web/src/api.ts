@@ -102,7 +102,7 @@ export function toolParams(selection: Selection, extra: Record<string, string> =
 // ---------------------------------------------------------------- tool JSON forms
 
 // Generated from the registry's JSON Schema of each tool (src/generated/, `make schemas`).
-export type { OverviewPage, OverviewStep, SetAsideStep, StepStats as Stats, DeviceBusy, TopOp, Environment, Evidence, Recommendation, Flops, GpuMetrics, KernelSlice } from "./generated/overview_page";
+export type { OverviewPage, OverviewStep, SetAsideStep, StepStats as Stats, DeviceBusy, TopOp, Environment, Evidence, PredictedGain, Recommendation, Flops, GpuMetrics, KernelSlice } from "./generated/overview_page";
 export type { InputPipelineAnalyzer as InputPipeline, InputStep, InputOp } from "./generated/input_pipeline_analyzer";
 export type { FrameworkOpStats, OpRow as FrameworkOpRow, OpTableRow as IdleRow } from "./generated/framework_op_stats";
 export type { KernelStats, KernelRow } from "./generated/kernel_stats";
