@@ -12,6 +12,7 @@ import pytest
 
 from tests.support.cli import assert_one_error_line
 from tests.support.diff_traces import step_trace
+from tests.support.traces import shared
 
 MiB = 2**20
 # Steady steps 10, 12, 11, 13, 14 ms (mean 12) after a 40 ms outlier; the slower run's
@@ -98,3 +99,23 @@ def test_bad_profiles_exit_2_naming_the_file(pair, tmp_path):
     missing = tmp_path / "missing.pt.trace.json"
     assert_one_error_line(stepscope("diff", str(missing), base, "--fail-if", "step_time > +5%"), str(missing), "does not exist")
     assert_one_error_line(stepscope("diff", base, base, "--output", str(tmp_path)), str(tmp_path), "is a directory")
+
+
+def test_no_base_exits_2_with_one_line(pair):
+    """Without BASE (or NEW) nothing is compared against a run picked instead: one line, 2."""
+    base, _ = pair
+    assert_one_error_line(stepscope("diff"), "the following arguments are required: base, new")
+    assert_one_error_line(stepscope("diff", base), "the following arguments are required: new")
+
+
+def test_runs_on_different_hardware_and_frameworks_are_said_not_to_compare():
+    """An A100 PyTorch trace against the TPU JAX XSpace: the warning is the report's first
+    line after its header (the chips as the files name them: tests/analysis/test_diff_warnings)."""
+    a100, tpu = shared("kineto/alexnet_small.pt.trace.json.gz"), shared("xplane/tpu_v_inference_4chips.xplane.pb")
+    result = stepscope("diff", str(a100), str(tpu))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[:2] == [
+        "== diff ==",
+        "warning: NVIDIA A100-PG509-200 (PyTorch) vs TPU v6 Lite (JAX): step times are not comparable op by op (different hardware and frameworks)",
+    ]
+    assert json.loads(stepscope("diff", str(a100), str(a100), "--format", "json").stdout)["diff"]["warnings"] == []

@@ -1,5 +1,6 @@
 """`stepscope demo --no-serve`: the first run is diagnosed input-bound, the second (the
-recommendation applied) spends a smaller share of its step on input. Figures are compared
+recommendation applied) spends a smaller share of its step on input; the console says that
+in a few lines, the full reports are in the logdir. Figures are compared
 between the two runs as measured, never against fixed timings."""
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import pytest
 import stepscope
 from stepscope.analysis import run_tool
 from stepscope.analysis.loader_settings import RECORDED, LoaderSettings, loader_settings
-from stepscope.demo import DEFAULT_LOGDIR_PREFIX, RUN_AFTER, RUN_BEFORE, DemoConfig, comparison, figures
+from stepscope.demo import DEFAULT_LOGDIR_PREFIX, DIFF_REPORT, REPORTS, RUN_AFTER, RUN_BEFORE, DemoConfig, comparison, figures
 from tests.support.demo_runs import DEMO_STEPS, DemoRun
 
 STEPS = DEMO_STEPS
@@ -32,10 +33,24 @@ def test_demo_diagnoses_input_bound_then_shows_the_fix(demo_run: DemoRun):
     (before_host,), (after_host,) = runs[RUN_BEFORE].hosts, runs[RUN_AFTER].hosts
     before, after = figures(RUN_BEFORE, before_host.path), figures(RUN_AFTER, after_host.path)
 
+    # The console holds what a person reads: per run its verdict and figures, the
+    # before/after, the diff's verdict and where the full reports are; no table.
+    lines = result.stdout.splitlines()
+    assert len(lines) <= 12 and not any(line.endswith(" rows)") for line in lines), result.stdout
+    reports = logdir / REPORTS
+    first_block = result.stdout.split("== run 2")[0]
+    second_block = result.stdout.split("== run 2")[1].split("== before / after")[0]
+    assert f"\n   {before.verdict}\n   {before.figures_line()}\n" in first_block
+    assert f"\n   {after.verdict}\n   {after.figures_line()}\n" in second_block
+    # The full reports are each run's overview as `stepscope report` prints it, in the logdir.
+    first_report, second_report = ((reports / f"{name}.txt").read_text() for name in (RUN_BEFORE, RUN_AFTER))
+    assert (first_report, second_report) == (before.report, after.report)
+    assert f"reports: {', '.join(f'{name}.txt' for name in (RUN_BEFORE, RUN_AFTER, DIFF_REPORT))} (--verbose prints them here)" in lines[-1]
+    assert str(reports) in lines[-1]
+
     # Run 1 loads every sample in the loop: its input wait is diagnosed.
     assert before.input_bound in ("highly", "moderately")
-    first_report = result.stdout.split("== run 2")[0]
-    assert f"Your program is {before.input_bound} input-bound" in first_report
+    assert f"Your program is {before.input_bound} input-bound" in first_block
     # Run 2 reads in parallel workers: a smaller share of the step is input.
     assert after.input_percent < before.input_percent
     # Its loader's settings are in its profile (the first wait of the pass), so where it is
@@ -43,19 +58,22 @@ def test_demo_diagnoses_input_bound_then_shows_the_fix(demo_run: DemoRun):
     config = DemoConfig()
     loader = loader_settings(stepscope.load(after_host.path))
     assert loader == LoaderSettings(config.workers_after, True, config.prefetch_after, False, False, RECORDED, passes=1)
-    second_report = result.stdout.split("== run 2")[1].split("== before / after")[0]
     assert "Load data in parallel" in first_report and "Load data in parallel" not in second_report
     if after.input_bound != "not":
         assert f"already loads in parallel (num_workers={config.workers_after}, prefetch_factor={config.prefetch_after}" in second_report
     assert "\n== before / after: " + comparison(before, after) + "\n" in result.stdout
 
-    # It ends with `stepscope diff` of the two runs: the step-time change is the one each
-    # run's own overview gives (the mean over its steady steps), subtracted.
-    diff_text = result.stdout.split(f"== stepscope diff {before_host.path} {after_host.path}\n")[1]
+    # The diff's report is `stepscope diff` of the two runs: the step-time change is the one
+    # each run's own overview gives (the mean over its steady steps), subtracted; its verdict
+    # is the console's.
+    diff_text = (reports / f"{DIFF_REPORT}.txt").read_text()
     before_mean, after_mean = (run_tool("overview_page", stepscope.load(h.path)).to_json()["step_time_us"]["mean"] for h in (before_host, after_host))
     step_line = next(line for line in diff_text.splitlines() if line.startswith("step time (us): mean "))
     assert step_line.startswith(f"step time (us): mean {before_mean:,.1f} -> {after_mean:,.1f} ({100 * (after_mean - before_mean) / before_mean:+.1f}%)")
     assert "\nstep_time (3 rows)\n" in diff_text and "\nbreakdown (10 rows)\n" in diff_text
+    assert diff_text.startswith(f"== diff ==\nbase: {before_host.path}\nnew:  {after_host.path}\n")
+    verdict = diff_text.splitlines()[3]
+    assert verdict.startswith("Step ") and f"\n   stepscope diff: {verdict}\n" in result.stdout
 
     # Every sample was read once per run, in the loop (run 1) or in the forked workers
     # (run 2, merged into the profile): steps x batch size `stepscope.data.read` events.
@@ -70,7 +88,8 @@ def test_demo_diagnoses_input_bound_then_shows_the_fix(demo_run: DemoRun):
 
 def test_demo_without_a_logdir_writes_to_the_temporary_folder_not_the_working_folder(tmp_path: Path):
     """``stepscope demo`` started in a folder (a clone's working tree) leaves it as it was:
-    its runs go to a new stepscope-demo-* folder of $TMPDIR, which it names. The $TMPDIR
+    its runs (and their reports) go to a new stepscope-demo-* folder of $TMPDIR, which it
+    names; with --verbose it prints the full reports as well. The $TMPDIR
     here is short: torch's DataLoader workers hand batches over through a Unix socket in
     it, whose path may not pass 107 bytes (under pytest's tmp_path the workers fail and
     the loader waits for ever)."""
@@ -78,10 +97,14 @@ def test_demo_without_a_logdir_writes_to_the_temporary_folder_not_the_working_fo
     work.mkdir()
     with tempfile.TemporaryDirectory(prefix="sd", dir="/tmp") as folder:
         temporary = Path(folder)
-        command = [sys.executable, "-m", "stepscope.cli", "demo", "--no-serve", "--steps", "3"]
+        command = [sys.executable, "-m", "stepscope.cli", "demo", "--no-serve", "--steps", "3", "--verbose"]
         done = subprocess.run(command, cwd=work, env={**os.environ, "TMPDIR": folder}, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         assert list(work.iterdir()) == []
         (logdir,) = temporary.glob(f"{DEFAULT_LOGDIR_PREFIX}*")
         assert f"== the runs are written to {logdir} (--logdir chooses another folder)\n" in done.stdout
         assert sorted(run.name.split("/")[0] for run in stepscope.discover(logdir)) == [RUN_BEFORE, RUN_AFTER]
+        # --verbose prints the full reports too, as they are written to the logdir.
+        for name in (RUN_BEFORE, RUN_AFTER, DIFF_REPORT):
+            assert (logdir / REPORTS / f"{name}.txt").read_text() in done.stdout
+        assert "(--verbose prints them here)" not in done.stdout

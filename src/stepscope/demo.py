@@ -4,10 +4,14 @@ A small CNN trains on the CPU on synthetic images. Each sample is read (a simula
 storage latency: a sleep, as a network file system or object store would cost), decoded
 and augmented in the ``Dataset``; the first run loads batches in the training process
 (``num_workers=0``), so the loop waits for input most of the step. stepscope profiles a
-few steps, prints the overview (step time, breakdown, the input-bound recommendation),
-then runs again with the recommendation applied (worker processes and prefetching) and
-prints the before/after step time, then ``stepscope diff`` of the two runs (what changed,
-by how much beyond noise, and where). Last, the dashboard serves both runs.
+few steps and prints its verdict (input-bound) with the figures behind it, then runs again
+with the recommendation applied (worker processes and prefetching) and prints the same,
+then the before/after (step time, input share) and ``stepscope diff``'s verdict on the two
+runs. Last, the dashboard serves both runs.
+
+The console holds what a person reads before opening the page (about ten lines): the full
+text reports (each run's overview with its steps table and top ops, and the whole diff)
+go to ``<logdir>/reports/`` (``REPORTS``), or to the console as well with ``verbose``.
 
 The storage latency is simulated so that the demo shows the same diagnosis on any
 machine (a laptop with 2 cores or a 64-core server): it is the part that loading in
@@ -21,13 +25,23 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stepscope.errors import StepscopeError
+
+if TYPE_CHECKING:
+    from stepscope.analysis.diff import DiffResult
 
 # Without --logdir the runs go to a new folder of the system's temporary folder ($TMPDIR),
 # never into the folder the demo is started from (a clone's working tree, a project).
 DEFAULT_LOGDIR_PREFIX = "stepscope-demo-"
 RUN_BEFORE, RUN_AFTER = "1-input-bound", "2-parallel-input"
+# The full text reports, beside the runs (discovery lists only profiles, so the dashboard
+# ignores them): one per run, named as the run, and the diff's.
+REPORTS = "reports"
+DIFF_REPORT = "diff"
+# Breakdown categories named on a run's figures line: the largest shares, at most this many.
+SHARES_SHOWN = 3
 
 
 @dataclass(frozen=True)
@@ -49,10 +63,22 @@ class RunFigures:
 
     name: str
     path: Path
-    step_time_ms: float
+    step_time_ms: float  # mean over the steady steps
+    median_ms: float
+    steps: int
+    set_aside: int
     input_percent: float
     input_bound: str
-    report: str
+    verdict: str  # the overview's recommendation, one sentence or two
+    breakdown_percent: dict[str, float]  # the overview's, of the steady steps' time
+    report: str  # the overview as ``stepscope report`` prints it
+
+    def figures_line(self) -> str:
+        """The run's figures in one line: step time and where it went."""
+        shares = sorted(((value, key) for key, value in self.breakdown_percent.items() if value >= 0.05), reverse=True)[:SHARES_SHOWN]
+        where = ", ".join(f"{key.replace('_', ' ')} {value:.1f}%" for value, key in shares)
+        aside = f", {self.set_aside} set aside" if self.set_aside else ""
+        return f"step time {self.step_time_ms:.1f} ms mean, {self.median_ms:.1f} ms median ({self.steps} steps{aside}); {where} of the step"
 
 
 def default_logdir() -> Path:
@@ -144,8 +170,13 @@ def figures(name: str, path: Path) -> RunFigures:
         name=name,
         path=path,
         step_time_ms=overview["step_time_us"]["mean"] / 1000,
+        median_ms=overview["step_time_us"]["median"] / 1000,
+        steps=len(overview["steps"]),
+        set_aside=len(overview["set_aside"]),
         input_percent=overview["breakdown_percent"]["input"],
         input_bound=overview["recommendation"]["input_bound"],
+        verdict=overview["recommendation"]["summary"],
+        breakdown_percent=overview["breakdown_percent"],
         report=render([result], "text"),
     )
 
@@ -158,26 +189,56 @@ def comparison(before: RunFigures, after: RunFigures) -> str:
     )
 
 
-def diff_report(before: RunFigures, after: RunFigures) -> str:
-    """What ``stepscope diff BEFORE AFTER`` prints for the two runs."""
+def run_diff(before: RunFigures, after: RunFigures) -> DiffResult:
+    """``stepscope diff BEFORE AFTER`` of the two runs."""
     from stepscope.analysis.diff import diff
-    from stepscope.render import render
     from stepscope.trace.readers import load
 
-    return render([diff(load(before.path), load(after.path), str(before.path), str(after.path))], "text")
+    return diff(load(before.path), load(after.path), str(before.path), str(after.path))
 
 
-def run_demo(logdir: Path, config: DemoConfig = DemoConfig(), out=print) -> tuple[RunFigures, RunFigures]:
+def write_report(logdir: Path, name: str, text: str) -> Path:
+    """``<logdir>/reports/<name>.txt``, written whole or not at all."""
+    from stepscope.trace.files import atomic_write
+
+    path = logdir / REPORTS / f"{name}.txt"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, text.encode())
+    return path
+
+
+def _run_lines(figures: RunFigures) -> str:
+    return f"   {figures.verdict}\n   {figures.figures_line()}"
+
+
+def run_demo(logdir: Path, config: DemoConfig = DemoConfig(), out=print, verbose: bool = False) -> tuple[RunFigures, RunFigures]:
+    """Trains, profiles and diagnoses both runs, printing what a person reads (``verbose``:
+    and the full reports, which go to ``<logdir>/reports/`` either way)."""
+    from stepscope.render import render
+
     torch = _import_torch()
     torch.set_num_threads(1)  # the same compute on every machine; the input is what changes
     out(f"== the runs are written to {logdir} (--logdir chooses another folder)")
     out(f"== run 1: DataLoader(num_workers=0), {config.steps} steps profiled into {logdir / RUN_BEFORE}")
     before = figures(RUN_BEFORE, train(logdir, RUN_BEFORE, config, workers=0, prefetch=None))
-    out(before.report)
+    out(_run_lines(before))
+    if verbose:
+        out(before.report)
     out(f"== run 2: the recommendation applied: DataLoader(num_workers={config.workers_after}, prefetch_factor={config.prefetch_after})")
     after = figures(RUN_AFTER, train(logdir, RUN_AFTER, config, workers=config.workers_after, prefetch=config.prefetch_after))
-    out(after.report)
+    out(_run_lines(after))
+    if verbose:
+        out(after.report)
     out("== before / after: " + comparison(before, after))
-    out(f"== stepscope diff {before.path} {after.path}")
-    out(diff_report(before, after))
+    result = run_diff(before, after)
+    out(f"   stepscope diff: {result.verdict}")
+    diff_text = render([result], "text")
+    if verbose:
+        out(f"== stepscope diff {before.path} {after.path}")
+        out(diff_text)
+    written = [write_report(logdir, name, text) for name, text in ((RUN_BEFORE, before.report), (RUN_AFTER, after.report), (DIFF_REPORT, diff_text))]
+    out(
+        f"== the full reports (each run's overview with its steps and top ops, and the diff) are in {written[0].parent}: {', '.join(path.name for path in written)}"
+        + ("" if verbose else " (--verbose prints them here)")
+    )
     return before, after

@@ -16,3 +16,15 @@ def jax_path(jax_run: dict) -> Path:
     (run_folder,) = stepscope.discover(jax_run["logdir"])
     (host,) = run_folder.hosts
     return host.path
+
+
+@pytest.fixture(scope="session")
+def cpu_capture_path(tmp_path_factory) -> Path:
+    """A real stepscope capture of a plain Python loop: host events only, no device."""
+    logdir = tmp_path_factory.mktemp("capture")
+    with stepscope.profile(logdir):
+        for number in range(3):
+            with stepscope.step(number), stepscope.trace("work"):
+                sum(range(10_000))
+    (path,) = logdir.rglob("*.xplane.pb")
+    return path

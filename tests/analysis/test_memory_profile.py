@@ -189,6 +189,28 @@ def test_legacy_cpu_frees_match_the_latest_block_of_their_size(legacy):
     assert cpu["step_peaks"] == [{"step": 1, "peak_allocated_bytes": 128}, {"step": 2, "peak_allocated_bytes": 320}]
 
 
+def test_legacy_allocations_per_device_largest_first_ties_earliest(legacy):
+    """Each device its own list (the page shows the selected device's): from legacy_events'
+    table, frees matched by size to the latest live block of that size."""
+    # GPU:0: 1000 (conv2d's aten::empty) 13 -> 130; 800 (add) live; 500 (relu) 42 -> 70;
+    # 300 (mm) 62 -> 160; 200 (conv2d) 20 -> 55; 100 (thread 2, no op) 90 -> 150.
+    assert [(a["bytes"], a["start_us"], a["end_us"], a["op"]) for a in device(legacy, "GPU:0")["allocations"]] == [
+        (1000, 13.0, 130.0, "aten::conv2d"),
+        (800, 112.0, None, "aten::add"),
+        (500, 42.0, 70.0, "aten::relu"),
+        (300, 62.0, 160.0, "aten::mm"),
+        (200, 20.0, 55.0, "aten::conv2d"),
+        (100, 90.0, 150.0, NO_OP),
+    ]
+    # CPU: 256 (add) 115 -> 140, then the two 64-byte blocks, the earlier first: conv2d's at
+    # 25 (live: the free at 58 took relu's, the latest) and relu's at 45 -> 58.
+    assert [(a["bytes"], a["start_us"], a["end_us"], a["op"]) for a in device(legacy, "CPU")["allocations"]] == [
+        (256, 115.0, 140.0, "aten::add"),
+        (64, 25.0, None, "aten::conv2d"),
+        (64, 45.0, 58.0, "aten::relu"),
+    ]
+
+
 def test_legacy_note_says_the_running_sum_starts_at_zero(legacy):
     assert "running sum of Bytes from 0 at the profile start" in legacy.note
     assert "not counted" in legacy.note and "below 0" not in legacy.note

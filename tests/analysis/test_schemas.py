@@ -50,15 +50,8 @@ def test_committed_schemas_are_current():
 
 
 @pytest.fixture(scope="module")
-def cpu_capture(tmp_path_factory) -> stepscope.Profile:
-    """A real stepscope capture of a plain Python loop: host events only, no device."""
-    logdir = tmp_path_factory.mktemp("capture")
-    with stepscope.profile(logdir):
-        for number in range(3):
-            with stepscope.step(number), stepscope.trace("work"):
-                sum(range(10_000))
-    (path,) = logdir.rglob("*.xplane.pb")
-    return stepscope.load(path)
+def cpu_capture(cpu_capture_path: Path) -> stepscope.Profile:
+    return stepscope.load(cpu_capture_path)
 
 
 @pytest.mark.parametrize("path", ALL_SHARED_TRACES, ids=lambda path: path.name)
@@ -148,11 +141,15 @@ def test_options_are_typed_checked_and_listed():
     assert listed[0]["choices_from"] == "devices" and listed[0]["choices"] == ["all", "/host:CPU"]
 
 
-def test_the_tools_listing_matches_its_schema():
-    from stepscope.analysis.registry import ToolsAnswer  # noqa: F401  (the type the schema is made from)
+def test_the_tools_listing_matches_its_schema(cpu_capture):
+    """``/api/tools``'s answer as the server makes it, the tools with nothing to show for a
+    CPU capture among it (``stepscope tools`` lists the ``tools`` part)."""
+    from stepscope.analysis.registry import ToolsAnswer
 
     schema = json.loads((SCHEMAS / f"tools{SUFFIX}").read_text())
-    answer = {"tools": [entry.to_json() for entry in specs()]}
+    reasons = {entry.name: entry.why_not(cpu_capture) for entry in specs()}
+    answer = ToolsAnswer(tools=[entry.to_json() for entry in specs()], unavailable={tool: why for tool, why in reasons.items() if why}, checked=True)
+    assert "kernel_stats" in answer["unavailable"]  # a plain Python loop: no GPU
     jsonschema.Draft202012Validator(schema).validate(answer)
     assert [tool["name"] for tool in answer["tools"]] == [entry.name for entry in specs()]
 

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.analysis import run_tool, tool_names
+from stepscope.analysis import applicability, run_tool, tool_names
 from stepscope.dashboard.security import SECURITY_HEADERS
-from stepscope.dashboard.worker import CHECKSUMS_FILE, RANK_FILE
+from stepscope.dashboard.worker import APPLIES_FILE, CHECKSUMS_FILE, RANK_FILE
 from stepscope.render import render
 from stepscope.trace.readers import load
 from tests.support.dashboard.logdir import CPU_ONLY_HOST, GPU_HOSTS, TPU_SESSION
@@ -38,6 +38,7 @@ TOOLS = (
     "graph_viewer",
     "memory_viewer",
     "flame_graph",
+    "critical_path",
 )
 
 
@@ -86,6 +87,26 @@ def test_tools_of_a_host(server):
     by_name = {tool["name"]: tool for tool in tools}
     assert [option["name"] for option in by_name["op_profile"]["options"]] == ["device", "top_n"]
     assert by_name["trace_viewer"]["output"] == "index" and by_name["kernel_stats"]["output"] == "tables"
+
+
+def test_tools_say_which_have_nothing_to_show(server, logdir):
+    """What each tool has for the host's profile, once it is analysed (the rules per tool:
+    tests/analysis/test_applicability.py). The GPU run's two hosts are two ranks, so its
+    distributed view applies even though each host has one GPU; the CPU capture's run has
+    one host of no device: one rank."""
+    server.ready("/api/data", run="gpu", host="alexnet_small", tool="overview_page")
+    gpu = server.get("/api/tools", run="gpu", host="alexnet_small").json()
+    assert gpu["checked"] is True
+    assert gpu["unavailable"] == {
+        "memory_profile": applicability.NO_MEMORY_EVENTS,
+        "hlo_stats": applicability.NO_XLA_OPS,
+        "graph_viewer": applicability.NO_XLA_MODULES,
+        "memory_viewer": applicability.NO_XLA_MODULES,
+    }
+    server.ready("/api/data", run=logdir.cpu_run, host=logdir.cpu_host, tool="overview_page")
+    cpu = server.get("/api/tools", run=logdir.cpu_run, host=logdir.cpu_host).json()
+    assert cpu["checked"] is True and cpu["unavailable"]["distributed"] == applicability.ONE_RANK
+    assert cpu["unavailable"]["kernel_stats"] == applicability.NO_GPU_KERNELS
 
 
 def test_tool_options_are_computed_on_demand_as_the_report_does(server):
@@ -145,7 +166,9 @@ def test_tool_data_is_computed_once_and_kept_across_restarts(server, logdir, tmp
     cache = Path(server.cache_dir) / "analysis"
     folders = [folder for folder in cache.iterdir() if folder.is_dir() and "." not in folder.name]  # not <key>.exports
     files = sorted(
-        [f"{t}.json" for t in (*TOOLS, "trace_viewer")] + [f"{t}.tables.json" for t in (*TOOLS, "trace_viewer")] + ["trace_index", RANK_FILE, CHECKSUMS_FILE]
+        [f"{t}.json" for t in (*TOOLS, "trace_viewer")]
+        + [f"{t}.tables.json" for t in (*TOOLS, "trace_viewer")]
+        + ["trace_index", RANK_FILE, APPLIES_FILE, CHECKSUMS_FILE]
     )
     assert all(sorted(f.name for f in folder.iterdir()) == files for folder in folders)
     assert not [path for path in logdir.root.rglob("*") if path.name.startswith(TOOLS)]  # nothing written to the logdir
@@ -390,13 +413,20 @@ def test_the_diff_of_two_hosts_is_the_cli_diff(server, logdir):
 
 def test_diff_errors_are_one_line_and_the_server_keeps_serving(server):
     good = dict(base_run="gpu", base_host="alexnet_small", new_run="gpu", new_host="alexnet_small")
-    for params, status, fragment in (
-        ({**good, "base_run": "nope"}, 404, "no run named 'nope'"),
-        ({**good, "new_host": "nope"}, 404, "run 'gpu' has no host 'nope'"),
-        ({k: v for k, v in good.items() if k != "new_run"}, 400, "give new_run"),
-        ({**good, "base_run": "broken", "base_host": "worker0"}, 422, "broken"),
+    # The page's data, tables and CSV of tool=diff: run/host is the new profile.
+    page = dict(run="gpu", host="alexnet_small", tool="diff")
+    for path, params, status, fragment in (
+        ("/api/diff", {**good, "base_run": "nope"}, 404, "the base profile (base_run='nope'): no run named 'nope'"),
+        ("/api/diff", {**good, "new_host": "nope"}, 404, "the new profile (new_run='gpu'): run 'gpu' has no host 'nope'"),
+        ("/api/diff", {k: v for k, v in good.items() if k != "new_run"}, 400, "diff: give new_run"),
+        ("/api/diff", {k: v for k, v in good.items() if not k.startswith("base")}, 400, "diff: give base_run, base_host (base_run/base_host: the run and host"),
+        ("/api/diff", {**good, "base_run": "broken", "base_host": "worker0"}, 422, "broken"),
+        # No base, or one not in the logdir: never a diff against a run picked instead.
+        ("/api/data", page, 400, "diff: give base_run, base_host"),
+        ("/api/tables", {**page, "base_run": "nope", "base_host": "x"}, 404, "the base profile (base_run='nope')"),
+        ("/api/csv", {**page, "base_run": "gpu", "table": "kernels"}, 400, "diff: give base_host"),
     ):
-        answer = server.ready("/api/diff", **params)
+        answer = server.ready(path, **params)
         assert answer.status == status, (params, answer.body[:300])
         assert list(answer.json()) == ["error"] and "\n" not in answer.json()["error"] and fragment in answer.json()["error"], answer.json()
     # A host against itself: nothing changed, and the server still answers.

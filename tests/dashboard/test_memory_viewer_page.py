@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qs, urlparse
 
+from stepscope.analysis import applicability
 from tests.support.dashboard.browser import chart, data, open_tool, shot, wait_ready
 from tests.support.dashboard.logdir import TPU_SESSION
 
@@ -55,5 +56,6 @@ def test_memory_viewer_shows_the_largest_peak_its_chart_and_buffers(page, server
 
 def test_memory_viewer_of_a_profile_without_xla_programs_says_why(page, server):
     open_tool(page, server, "memory_viewer", **GPU)
-    assert "No XLA programs with an HLO proto" in page.locator("#memory-viewer-note").inner_text()
+    # A Kineto trace holds no HLO proto: the menu greys the tool out, and its page is the reason.
+    assert page.locator("#tool-unavailable").inner_text() == f"Memory viewer: {applicability.NO_XLA_MODULES}."
     assert page.locator('canvas[data-chart="memory_sequence"]').count() == 0

@@ -225,8 +225,12 @@ def test_every_tool_in_the_tensorboard_tab(tab, tensorboard, tb_logdir):
     assert box is not None and box["width"] >= 1270 and box["y"] + box["height"] >= 890
     gpu, capture = tb_logdir.gpu, tb_logdir.capture
     go(frame, tensorboard, "overview_page", **gpu)
-    tools = frame.locator("#tool-select option").evaluate_all("options => options.map(o => o.value)")
-    assert {"overview_page", "kernel_stats", "trace_viewer", "memory_profile", "distributed"} <= set(tools)
+    menu = frame.locator("#tool-select option").evaluate_all("options => options.map(o => [o.value, o.disabled, o.getAttribute('aria-description')])")
+    assert {"overview_page", "kernel_stats", "trace_viewer", "memory_profile", "distributed"} <= {tool for tool, _, _ in menu}
+    # The tools with nothing to show for this profile are greyed out, each with its reason.
+    assert all(why for _, disabled, why in menu if disabled)
+    tools = [tool for tool, disabled, _ in menu if not disabled]
+    assert {"overview_page", "kernel_stats", "trace_viewer"} <= set(tools)
     for tool in tools:
         choose_tool(frame, tool)
         shows_content(frame, f"{tool} of {gpu['run']}")

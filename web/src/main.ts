@@ -10,15 +10,19 @@
  */
 
 import "./style.css";
+import "./tool_status.css";
 import { ApiError, Cancelled, getRuns, getToolJson, getTools, sleep, type Pending, type RunInfo, type Selection, type TablesResponse, type ToolInfo } from "./api";
 import { setupCapture } from "./capture";
 import { destroyCharts, chartRegistry } from "./components/charts";
 import { renderOptions } from "./components/options";
 import { renderProgress } from "./components/progress";
+import { renderEmpty } from "./components/empty";
 import { renderSkipped } from "./components/skipped";
 import { el, replaceChildren } from "./dom";
 import { pageFor } from "./pages";
-import { allHosts, baseLabel, baseOf, baseOptions, baseValue, COMPARE_TOOL, PAIR_VIEW_OPTIONS, parseBaseValue, pickBase, sameBase, withCompare } from "./state/compare";
+import { allHosts, baseCandidates, baseLabel, baseOf, baseOptions, baseValue, COMPARE_TOOL, findBase, PAIR_VIEW_OPTIONS, parseBaseValue, sameBase, withCompare, type Base } from "./state/compare";
+import { basePrompt } from "./pages/diff_pick";
+import { toolMenu, whyNot, type ToolMenu } from "./state/availability";
 import { withDistributed } from "./state/distributed";
 import { optionsFromParams, sameOptions } from "./state/options";
 import { hostLabels, runLabels } from "./state/names";
@@ -50,7 +54,8 @@ let current: Selection | null = null;
 /** Bumped by every selection change; an older one finding it changed gives up. */
 let intent = 0;
 let loading: AbortController | null = null;
-const toolsCache = new Map<string, ToolInfo[]>();
+/** Each run/host's tool menu; one the server had not checked yet is asked for again (see toolsFor). */
+const toolsCache = new Map<string, ToolMenu>();
 
 chartRegistry();
 
@@ -73,15 +78,32 @@ function setNotice(text: string): void {
   notice.hidden = text === "";
 }
 
-async function toolsFor(run: string, host: string): Promise<ToolInfo[]> {
+/**
+ * The tool menu of a run/host. Which tools have nothing to show is known once the profile
+ * is analysed: until the server says it checked, the menu is asked for again (after the
+ * tool's data came, see `load`), and kept for good once it has.
+ */
+async function toolsFor(run: string, host: string): Promise<ToolMenu> {
   const key = `${run}\u0000${host}`;
   const known = toolsCache.get(key);
-  if (known) return known;
+  if (known?.checked) return known;
+  const answer = await getTools(run, host);
   // The compare and distributed views are the page's own tools (two profiles, a run's
   // every host; the registry's take one).
-  const tools = withDistributed(withCompare((await getTools(run, host)).tools));
-  toolsCache.set(key, tools);
-  return tools;
+  const menu = toolMenu(answer, withDistributed(withCompare(answer.tools)), allHosts(runs).length);
+  toolsCache.set(key, menu);
+  return menu;
+}
+
+/** Greys out the menu's tools with nothing to show, each with its reason on hover and for screen readers. */
+function markUnavailable(menu: ToolMenu): void {
+  for (const option of Array.from(toolSelect.options)) {
+    const why = whyNot(menu, option.value);
+    option.disabled = why !== "";
+    option.title = why === "" ? option.value : `${option.textContent ?? option.value}: ${why}`;
+    if (why === "") option.removeAttribute("aria-description");
+    else option.setAttribute("aria-description", why);
+  }
 }
 
 /**
@@ -121,7 +143,8 @@ function fillCompare(selection: Selection | null): void {
   compareSelect.disabled = bases.length < 2;
 }
 
-function showSelection(selection: Selection, tools: ToolInfo[]): void {
+function showSelection(selection: Selection, menu: ToolMenu): void {
+  const tools = menu.tools;
   fillCompare(selection);
   const run = runs.find((candidate) => candidate.name === selection.run);
   fillRuns(selection.run);
@@ -132,11 +155,12 @@ function showSelection(selection: Selection, tools: ToolInfo[]): void {
     selection.tool,
     tools.map((tool) => tool.title),
   );
+  markUnavailable(menu);
 }
 
 /** The registry entry of the selected tool (its options), once the tools are known. */
 function toolInfo(selection: Selection): ToolInfo | undefined {
-  return toolsCache.get(`${selection.run}\u0000${selection.host}`)?.find((tool) => tool.name === selection.tool);
+  return toolsCache.get(`${selection.run}\u0000${selection.host}`)?.tools.find((tool) => tool.name === selection.tool);
 }
 
 function writeHistory(selection: Selection, mode: "push" | "replace"): void {
@@ -150,7 +174,7 @@ function writeHistory(selection: Selection, mode: "push" | "replace"): void {
   else history.replaceState(selection, "", url);
 }
 
-function setState(state: "loading" | "ready" | "error"): void {
+function setState(state: "loading" | "ready" | "error" | "empty"): void {
   toolArea.setAttribute("data-state", state);
 }
 
@@ -165,6 +189,39 @@ function showError(message: string): void {
   content.replaceChildren();
   replaceChildren(statusSlot, el("div", { id: "error", role: "alert" }, [el("strong", {}, "Error: "), el("span", { class: "error-message" }, message)]));
   setState("error");
+}
+
+/**
+ * A tool's error inside the tool area, under its options bar (a bad option, a profile the
+ * tool rejects): the controls stay, so a wrong option can be corrected where it was set.
+ */
+function showToolError(selection: Selection, message: string, setOptions: (options: Record<string, string>) => void): void {
+  const info = toolInfo(selection);
+  const bar = info && info.name !== COMPARE_TOOL ? renderOptions(info, selection.options ?? {}, undefined, setOptions) : null;
+  if (!bar) return showError(message);
+  destroyCharts();
+  statusSlot.replaceChildren();
+  content.replaceChildren(bar, el("div", { id: "error", role: "alert" }, [el("strong", {}, "Error: "), el("span", { class: "error-message" }, message)]));
+  setState("error");
+}
+
+/** A tool with nothing to show for this profile: its reason in one line, in place of empty charts. */
+function showUnavailable(selection: Selection, why: string): void {
+  destroyCharts();
+  statusSlot.replaceChildren();
+  const title = toolInfo(selection)?.title ?? selection.tool;
+  content.replaceChildren(el("p", { id: "tool-unavailable", class: "tool-unavailable", role: "status" }, `${title}: ${why}.`));
+  setState("ready");
+}
+
+/** A log directory with no runs yet: where the page looks, and how to put a run there. */
+function showEmpty(): void {
+  mounted?.abort();
+  mounted = null;
+  destroyCharts();
+  statusSlot.replaceChildren();
+  content.replaceChildren(renderEmpty(logdirLabel.textContent ?? ""));
+  setState("empty");
 }
 
 function showPending(pending: Pending): void {
@@ -188,7 +245,7 @@ async function applyWanted(wanted: WantedHere, mode: "push" | "replace", force =
     setNotice("");
     toolArea.setAttribute("data-tool", "");
     for (const select of [runSelect, hostSelect, toolSelect, compareSelect]) fillSelect(select, [], "");
-    showError(`No profiles found in ${logdirLabel.textContent || "the log directory"} yet; runs appear here as soon as they are written.`);
+    showEmpty();
     return;
   }
   // Say "loading" at once, before the tools request: whoever changed a select and then
@@ -202,15 +259,16 @@ async function applyWanted(wanted: WantedHere, mode: "push" | "replace", force =
     (wanted.tool !== undefined && wanted.tool !== current.tool) ||
     (wanted.options !== undefined && !sameOptions(wanted.options, current.options));
   if (changing) setState("loading");
-  let tools: ToolInfo[];
+  let menu: ToolMenu;
   try {
-    tools = await toolsFor(runHost.run, runHost.host);
+    menu = await toolsFor(runHost.run, runHost.host);
   } catch (error) {
     if (mine !== intent) return;
     showError(error instanceof Error ? error.message : String(error));
     return;
   }
   if (mine !== intent) return;
+  const tools = menu.tools;
   const tool = pickTool(
     tools.map((candidate) => candidate.name),
     wanted.tool,
@@ -218,11 +276,21 @@ async function applyWanted(wanted: WantedHere, mode: "push" | "replace", force =
   const info = tools.find((candidate) => candidate.name === tool);
   let options = wanted.options ?? (wanted.params && tool === wanted.tool ? optionsFromParams(info, wanted.params) : {});
   if (tool === COMPARE_TOOL) {
-    // Compare needs a base: the one named if it exists, else another host of this run, else another run.
-    const kept = current?.tool === COMPARE_TOOL ? baseOf(current.options) : null;
-    const base = pickBase(runs, runHost, baseOf(options) ?? kept);
+    // Compare needs a base: the one named, else the one the compare view had (another run
+    // chosen with the runs selector keeps it); none picked for the user otherwise.
+    const named = baseOf(options);
+    const base = findBase(runs, named ?? (current?.tool === COMPARE_TOOL ? baseOf(current.options) : null));
     if (!base) {
-      showError("Compare needs two profiles: this log directory has only one.");
+      const candidates = baseCandidates(runs, runHost);
+      if (candidates.length === 0) {
+        showError("Compare needs two profiles: this log directory has only one.");
+        return;
+      }
+      const selection: Selection = { ...runHost, tool };
+      showSelection(selection, menu);
+      setNotice("");
+      writeHistory(selection, mode);
+      showBasePrompt(selection, named, candidates);
       return;
     }
     // The paired trace view's options go with the base they were picked for.
@@ -230,16 +298,32 @@ async function applyWanted(wanted: WantedHere, mode: "push" | "replace", force =
     options = { ...baseOptions(base), ...Object.fromEntries(pairView.map((name) => [name, options[name] as string])) };
   }
   const selection: Selection = { ...runHost, tool, ...(Object.keys(options).length > 0 ? { options } : {}) };
-  showSelection(selection, tools);
+  showSelection(selection, menu);
   // A deep link's missing parts are said until the next choice (a user's selection clears it).
   setNotice(wanted.fromAddress ? notFoundNotice(wanted, selection) : "");
   writeHistory(selection, mode);
-  if (force || !sameSelection(selection, current) || stateBefore === "error") {
+  if (force || !sameSelection(selection, current) || stateBefore === "error" || stateBefore === "empty") {
     void load(selection);
   } else if (changing) {
     // The wanted tool did not exist and fell back to the one shown: nothing to reload.
     setState(stateBefore as "loading" | "ready" | "error");
   }
+}
+
+/** The compare view without a base: which run to compare with (pages/diff_pick.ts). */
+function showBasePrompt(selection: Selection, named: Base | null, candidates: Base[]): void {
+  loading?.abort();
+  loading = null;
+  mounted?.abort();
+  mounted = null;
+  current = selection;
+  destroyCharts();
+  toolArea.setAttribute("data-tool", selection.tool);
+  document.title = `${selection.tool} · ${selection.run} — stepscope`;
+  statusSlot.replaceChildren();
+  const choose = (base: Base): void => void applyWanted({ ...selection, options: baseOptions(base) }, "push");
+  content.replaceChildren(el("div", { id: "tool-page" }, basePrompt(runs, selection, named, candidates, choose)));
+  setState("ready");
 }
 
 async function load(selection: Selection): Promise<void> {
@@ -253,8 +337,10 @@ async function load(selection: Selection): Promise<void> {
   document.title = `${selection.tool} · ${selection.run} — stepscope`;
   statusSlot.replaceChildren(el("p", { class: "loading" }, "Loading…"));
   content.replaceChildren();
-  const page = pageFor(selection.tool, selection.options);
   const setOptions = (options: Record<string, string>): void => void applyWanted({ ...selection, options }, "push");
+  const known = whyNot(toolsCache.get(`${selection.run}\u0000${selection.host}`), selection.tool);
+  if (known !== "") return showUnavailable(selection, known);
+  const page = pageFor(selection.tool, selection.options);
   const onPending = (pending: Pending): void => {
     if (loading === controller) showPending(pending);
   };
@@ -269,6 +355,7 @@ async function load(selection: Selection): Promise<void> {
         if (!mine()) return;
         statusSlot.replaceChildren();
         setState("ready");
+        void checkedMenu(selection, controller);
       },
       fail: (message) => {
         if (mine()) showError(message);
@@ -281,6 +368,10 @@ async function load(selection: Selection): Promise<void> {
     const data = await getToolJson<unknown>("data", selection, onPending, controller.signal);
     const tables = page.tables ? (await getToolJson<TablesResponse>("tables", selection, onPending, controller.signal)).tables : [];
     if (loading !== controller) return;
+    // The profile is analysed now: the menu says which tools have nothing to show.
+    const why = await checkedMenu(selection, controller);
+    if (loading !== controller) return;
+    if (why !== "") return showUnavailable(selection, why);
     statusSlot.replaceChildren();
     const info = toolInfo(selection);
     // The compare view's options (its base) are set by the "Compare with…" select.
@@ -291,11 +382,27 @@ async function load(selection: Selection): Promise<void> {
     setState("ready");
   } catch (error) {
     if (error instanceof Cancelled || loading !== controller) return;
-    if (error instanceof ApiError) showError(error.message);
+    if (error instanceof ApiError) showToolError(selection, error.message, setOptions);
     else {
       console.error(error);
       showError(`could not show ${selection.tool}: ${error instanceof Error ? error.message : String(error)}`);
     }
+  }
+}
+
+/**
+ * The menu once the selection's profile is analysed (asked again if the last answer came
+ * before), greyed out where tools have nothing to show; what it says of the selected tool.
+ */
+async function checkedMenu(selection: Selection, controller: AbortController): Promise<string> {
+  try {
+    const menu = await toolsFor(selection.run, selection.host);
+    if (loading !== controller) return "";
+    markUnavailable(menu);
+    return whyNot(menu, selection.tool);
+  } catch (error) {
+    console.warn("stepscope: could not list the tools", error);
+    return "";
   }
 }
 

@@ -16,7 +16,8 @@ import {
   pairViewAddress,
   pairWindows,
   parseBaseValue,
-  pickBase,
+  baseCandidates,
+  findBase,
   pickPair,
   sameBase,
   signedPercent,
@@ -114,11 +115,22 @@ describe("compare state", () => {
     expect(baseOf({ base_run: "a", base_host: "h1" })).toEqual({ run: "a", host: "h1" });
     expect(baseOf({ base_run: "a" })).toBeNull();
   });
-  it("picks the named base, else another host of the run, else another run", () => {
-    expect(pickBase(runs, { run: "gpu", host: "v100" }, { run: "a", host: "h1" })).toEqual({ run: "a", host: "h1" });
-    expect(pickBase(runs, { run: "gpu", host: "v100" }, { run: "nope", host: "x" })).toEqual({ run: "gpu", host: "alexnet_small" });
-    expect(pickBase(runs, { run: "a", host: "h1" }, null)).toEqual({ run: "gpu", host: "alexnet_small" });
-    expect(pickBase([{ name: "a", hosts: ["h1"] }], { run: "a", host: "h1" }, null)).toBeNull();
+  it("finds the named base, and offers the others without picking one", () => {
+    expect(findBase(runs, { run: "a", host: "h1" })).toEqual({ run: "a", host: "h1" });
+    // Not there (an unknown run, or a host of another run): no base, nothing picked instead.
+    expect(findBase(runs, { run: "nope", host: "x" })).toBeNull();
+    expect(findBase(runs, { run: "a", host: "v100" })).toBeNull();
+    expect(findBase(runs, null)).toBeNull();
+    // This run's other host first, then the other runs; never the current one.
+    expect(baseCandidates(runs, { run: "gpu", host: "v100" })).toEqual([
+      { run: "gpu", host: "alexnet_small" },
+      { run: "a", host: "h1" },
+    ]);
+    expect(baseCandidates(runs, { run: "a", host: "h1" })).toEqual([
+      { run: "gpu", host: "alexnet_small" },
+      { run: "gpu", host: "v100" },
+    ]);
+    expect(baseCandidates([{ name: "a", hosts: ["h1"] }], { run: "a", host: "h1" })).toEqual([]);
     expect(baseLabel(runs, { run: "a", host: "h1" })).toBe("a");
     expect(baseLabel(runs, { run: "gpu", host: "v100" })).toBe("gpu · v100");
   });

@@ -44,7 +44,12 @@ describe("memory range", () => {
         ["GPU:0", "c"],
       ],
     };
-    expect(holdersForRange(table, gpu, null)).toBe(table);
+    // Without a range: the shown device's holders, not the CPU's.
+    expect(holdersForRange(table, gpu, null).rows).toEqual([
+      ["GPU:0", "b"],
+      ["GPU:0", "c"],
+    ]);
+    expect(holdersForRange(table, { device: "CPU", peak_time_us: 0 }, null).rows).toEqual([["CPU", "a"]]);
     expect(holdersForRange(table, gpu, { start_ms: 100, end_ms: 120 }).rows).toEqual([
       ["GPU:0", "b"],
       ["GPU:0", "c"],
@@ -64,7 +69,13 @@ describe("allocations in a range", () => {
     ],
   };
   it("keeps the shown device's allocations alive during the range", () => {
-    expect(allocationsForRange(table, gpu, null)).toBe(table);
+    // Without a range: the shown device's, in the table's order; the CPU's
+    // 30-byte block is another device's and is not listed.
+    expect(allocationsForRange(table, gpu, null).rows).toEqual([
+      ["GPU:0", 10, 1000, 2000],
+      ["GPU:0", 20, 3000, null],
+    ]);
+    expect(allocationsForRange(table, { device: "CPU" }, null).rows).toEqual([["CPU", 30, 1000, 9000]]);
     expect(allocationsForRange(table, gpu, { start_ms: 1.5, end_ms: 2.5 }).rows).toEqual([["GPU:0", 10, 1000, 2000]]);
     // Live at the end: alive in any range after its start.
     expect(allocationsForRange(table, gpu, { start_ms: 50, end_ms: 60 }).rows).toEqual([["GPU:0", 20, 3000, null]]);

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { ApiColumn, CellValue } from "../src/api";
 import {
   compareCells,
+  columnShares,
   defaultHidden,
   filterRows,
   hiddenColumns,
@@ -132,7 +133,28 @@ describe("column choice", () => {
     expect(toggleHidden(kernelColumns, ["block_dim"], "block_dim", true)).toEqual([]);
     expect(toggleHidden(kernelColumns, [], "block_dim", false)).toEqual(["block_dim"]);
   });
-  it("wraps only string columns with long cells", () => {
+  it("hides by default an HLO op's whole text and its program id", () => {
+    const hlo: ApiColumn[] = [
+      { key: "name", label: "HLO op", kind: "string" },
+      { key: "program_id", label: "Program id", kind: "string" },
+      { key: "expression", label: "Expression", kind: "string" },
+    ];
+    expect(defaultHidden(hlo)).toEqual(["program_id", "expression"]);
+  });
+  it("splits the long columns' width 2:1:1, the first (the name) widest", () => {
+    // Weights 2, 1, 1 of 4: 50%, 25%, 25%; one long column takes it all; 2 of 3 is 66.7%.
+    expect([...columnShares(["kernel_name", "op_name", "other"])]).toEqual([
+      ["kernel_name", 50],
+      ["op_name", 25],
+      ["other", 25],
+    ]);
+    expect([...columnShares(["name"])]).toEqual([["name", 100]]);
+    expect([...columnShares(["kernel_name", "op_name"])]).toEqual([
+      ["kernel_name", 66.7],
+      ["op_name", 33.3],
+    ]);
+  });
+  it("cuts only string columns with long cells", () => {
     // 25 characters is over the 24 a short string may have; "256,1,1" is not.
     const cells: CellValue[][] = [["x".repeat(25), "256,1,1", 1, 1, 1]];
     expect(longTextColumns(kernelColumns, cells)).toEqual(["kernel_name"]);

@@ -16,7 +16,9 @@ one that each run's pages show:
   lengths compare;
 - the memory peak: the largest peak allocated of any device (the one the memory page
   opens on) in each run;
-- a verdict in one sentence (``diff_verdict``).
+- a verdict in one sentence (``diff_verdict``);
+- ``warnings`` before it all where the runs ran on different hardware or frameworks, whose
+  figures do not compare op by op (``diff_warnings``).
 
 Not a registry tool (those take one profile); the CLI's ``stepscope diff`` renders it
 through the same renderers (``tool`` is "diff").
@@ -31,6 +33,7 @@ import numpy as np
 
 from stepscope.analysis.breakdown import BREAKDOWN, IDLE
 from stepscope.analysis.diff_verdict import verdict
+from stepscope.analysis.diff_warnings import comparability_warnings
 from stepscope.analysis.framework_op_stats import FrameworkOpStatsResult
 from stepscope.analysis.kernel_stats import KernelStatsResult
 from stepscope.analysis.memory_profile import MemoryProfileResult
@@ -197,6 +200,7 @@ class DiffResult(ToolResult):
     tool: ClassVar[str] = TOOL
     base: str  # what BASE was (a path, a run name)
     new: str
+    warnings: list[str]  # the runs do not compare (different hardware or frameworks); said first
     verdict: str
     step_time: StepTime
     breakdown: list[CategoryChange]  # in the breakdown's order
@@ -231,6 +235,7 @@ class DiffResult(ToolResult):
             else "memory peak: not recorded in both runs"
         )
         return [
+            *(f"warning: {warning}" for warning in self.warnings),
             f"base: {self.base}",
             f"new:  {self.new}",
             self.verdict,
@@ -349,6 +354,7 @@ def diff_results(base: RunResults, new: RunResults, base_name: str = "base", new
     return DiffResult(
         base=base_name,
         new=new_name,
+        warnings=comparability_warnings(base.overview.environment, new.overview.environment),
         verdict=verdict(times["mean"], [(change["category"], change) for change in categories], ops, kernels),
         step_time=times,
         breakdown=categories,

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TypedDict
 
-from stepscope.analysis import hlo_graph
+from stepscope.analysis import applicability, hlo_graph
 from stepscope.analysis.hlo_ops import ALL, OpGroups, group
 from stepscope.analysis.hlo_programs import Program, hlo_programs
 from stepscope.analysis.hlo_shapes import shape_text
@@ -221,6 +221,7 @@ def _node(
         Option("op", str, "", "the HLO instruction at the centre (default: the program's op with the most self time)", choices_from="op_names"),
         Option("hops", int, DEFAULT_HOPS, "how many operand/user steps out from the op to show", minimum=0),
     ),
+    applies=applicability.xla_modules,
 )
 def graph_viewer(stats: OpStats, program: str = "", op: str = "", hops: int = DEFAULT_HOPS) -> GraphViewerResult:
     programs = hlo_programs(stats.profile, TOOL)

@@ -30,6 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypedDict
 
+from stepscope.analysis import applicability
 from stepscope.analysis.chips import Peaks
 from stepscope.analysis.hlo_ops import ALL, OpGroups, group
 from stepscope.analysis.op_table import bound_by
@@ -169,6 +170,7 @@ def hlo_rows(groups: OpGroups, ridge: float | None) -> list[HloOpRow]:
     order=62,
     description="Which HLO ops take the time, at what FLOP rate and bandwidth, and are they compute- or memory-bound?",
     options=(DEVICE_OPTION, *PEAK_OPTIONS),
+    applies=applicability.xla_ops,
 )
 def hlo_stats(stats: OpStats, device: str = ALL, peak_flops: str = "", peak_bw: str = "") -> HloStatsResult:
     mask, peaks = selected_peaks(stats, TOOL, device, peak_flops, peak_bw)

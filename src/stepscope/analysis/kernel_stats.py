@@ -28,6 +28,7 @@ from typing import TypedDict
 import numpy as np
 import numpy.typing as npt
 
+from stepscope.analysis import applicability
 from stepscope.analysis.grouping import Groups, factorize
 from stepscope.analysis.kernels import TENSOR_CORE_KERNEL, DeviceKernels
 from stepscope.analysis.ops import Ops
@@ -128,6 +129,7 @@ def _op_codes(ops: Ops, device: DeviceKernels, strings: dict[Hashable, int], no_
     title="Kernel stats",
     order=40,
     description="Which GPU kernels run, how often, how long, with what launch shape and occupancy?",
+    applies=applicability.gpu_kernels,
 )
 def kernel_stats(stats: OpStats) -> KernelStatsResult:
     devices = stats.kernels

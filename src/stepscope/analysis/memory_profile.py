@@ -67,6 +67,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
+from stepscope.analysis import applicability
 from stepscope.analysis.frameworks import JAX, PYTHON, PYTORCH, TENSORFLOW, found_frameworks
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import ToolResult, tool
@@ -283,6 +284,7 @@ class _DeviceEvents:
     title="Memory profile",
     order=60,
     description="How does allocated memory evolve, where is the peak, and which ops hold memory there?",
+    applies=applicability.memory_events,
 )
 def memory_profile(stats: OpStats) -> MemoryProfileResult:
     devices = _collect(stats.profile)

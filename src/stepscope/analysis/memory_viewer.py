@@ -27,6 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TypedDict
 
+from stepscope.analysis import applicability
 from stepscope.analysis import heap_simulation as heaps
 from stepscope.analysis.hlo_programs import Program, hlo_programs
 from stepscope.analysis.hlo_shapes import ShapeTooLarge, dtype, shape_text, subshape, unpadded_bytes
@@ -284,6 +285,7 @@ def _chosen(programs: list[Program], peaks: list[heaps.Heap], wanted: str) -> in
         Option("memory_space", int, 0, "the memory space (XLA's buffer color): 0 is the device's main memory (HBM)", minimum=0),
         Option("top", int, 100, "how many of the largest buffers live at the peak to list", minimum=1),
     ),
+    applies=applicability.xla_modules,
 )
 def memory_viewer(stats: OpStats, program: str = "", memory_space: int = 0, top: int = 100) -> MemoryViewerResult:
     programs = hlo_programs(stats.profile, TOOL)

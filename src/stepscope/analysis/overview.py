@@ -24,6 +24,7 @@ from typing import TypedDict
 import numpy as np
 
 from stepscope.analysis.breakdown import BREAKDOWN, IDLE
+from stepscope.analysis.chips import device_name
 from stepscope.analysis.classify import DEVICE_ACTIVITIES, event_activities
 from stepscope.analysis.finding_gains import gain_predictor
 from stepscope.analysis.frameworks import frameworks
@@ -125,7 +126,10 @@ class TopOp(TypedDict):
 class Environment(TypedDict):
     host: str
     hosts: int
-    device_type: str
+    device_type: str  # "GPU", "TPU", ... of the first device plane; "CPU only" without one
+    # What the profile calls the first device's chip ("NVIDIA A100-SXM4-80GB", "TPU v6 Lite":
+    # chips.device_name), "" where it does not say; the diff compares it between runs.
+    device_kind: str
     device_count: int
     devices: list[str]
     framework: str
@@ -225,10 +229,12 @@ def _environment(profile: Profile) -> Environment:
         key: info[key] for key in ("cuda_runtime_version", "cuda_driver_version", "cupti_version", "hip_runtime_version") if key in info
     }
     devices = device_names(profile)
+    kind = device_name(profile, profile.device_planes[0]) if profile.device_planes else None
     return {
         "host": profile.host,
         "hosts": 1,
         "device_type": devices[0].split(":")[1] if devices else "CPU only",
+        "device_kind": kind or "",
         "device_count": len(devices),
         "devices": devices,
         "framework": framework,

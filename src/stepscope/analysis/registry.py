@@ -111,9 +111,16 @@ class ToolInfo(TypedDict):
 
 
 class ToolsAnswer(TypedDict):
-    """``GET /api/tools``: every tool, in menu order."""
+    """``GET /api/tools?run=&host=``: every tool, in menu order, and which of them have
+    nothing to show for the host's profile."""
 
     tools: list[ToolInfo]
+    # tool -> why it has nothing to show for this profile (one line), for those that have
+    # not (``ToolSpec.why_not``; ``distributed``: the run's view); the others are absent.
+    unavailable: dict[str, str]
+    # Whether ``unavailable`` is known: false until the profile's analysis is done (the page
+    # asks again once it is).
+    checked: bool
 
 
 @dataclass(frozen=True)
@@ -182,6 +189,13 @@ class ToolSpec:
     options: tuple[Option, ...] = ()
     function: Callable[..., ToolResult] | None = None
     result: type[ToolResult] | None = None
+    # Whether the tool has something to show for a profile: "" or the reason it has not
+    # (``analysis.applicability``); None: every profile has something for it.
+    applies: Callable[[Profile], str] | None = None
+
+    def why_not(self, profile: Profile) -> str:
+        """Why the tool has nothing to show for ``profile`` (one line), or "" when it has."""
+        return self.applies(profile) if self.applies is not None else ""
 
     def option(self, name: str) -> Option:
         for option in self.options:
@@ -251,17 +265,26 @@ def register(spec: ToolSpec) -> ToolSpec:
     return spec
 
 
-def tool(name: str, *, title: str, order: int, description: str, options: tuple[Option, ...] = ()) -> Callable[[Function], Function]:
+def tool(
+    name: str,
+    *,
+    title: str,
+    order: int,
+    description: str,
+    options: tuple[Option, ...] = (),
+    applies: Callable[[Profile], str] | None = None,
+) -> Callable[[Function], Function]:
     """Registers ``function(stats: OpStats, **options) -> Result`` as a ``TABLES`` tool;
     the registered (and returned) callable also takes a ``Profile`` in place of the
-    ``OpStats``. ``Result`` (the return annotation) must be a ``ToolResult`` dataclass."""
+    ``OpStats``. ``Result`` (the return annotation) must be a ``ToolResult`` dataclass.
+    ``applies``: the rule saying whether a profile has anything for it (``ToolSpec.applies``)."""
 
     def decorate(function: Function) -> Function:
         result = typing.get_type_hints(function)["return"]
         if not (isinstance(result, type) and issubclass(result, ToolResult) and dataclasses.is_dataclass(result)):
             raise TypeError(f"tool {name!r}: the return annotation must be a ToolResult dataclass, not {result!r}")
         result.tool = name
-        spec = register(ToolSpec(name, title, order, Output.TABLES, description, options, function, result))
+        spec = register(ToolSpec(name, title, order, Output.TABLES, description, options, function, result, applies))
 
         @functools.wraps(function)
         def run(source: Source, **values: Any) -> ToolResult:

@@ -52,6 +52,7 @@ from typing import TypedDict
 
 import numpy as np
 
+from stepscope.analysis import applicability
 from stepscope.analysis.chips import Peaks
 from stepscope.analysis.classify import xla_transfer_activity
 from stepscope.analysis.hlo_ops import ALL, OpGroups, XlaOps, group
@@ -273,6 +274,7 @@ def _program_rows(groups: OpGroups, device: str, peaks: tuple[float | None, floa
     order=64,
     description="How close do the device, each program and each HLO op come to the device's roofline, and what bounds them?",
     options=(DEVICE_OPTION, *PEAK_OPTIONS),
+    applies=applicability.roofline_ops,
 )
 def roofline_model(stats: OpStats, device: str = ALL, peak_flops: str = "", peak_bw: str = "") -> RooflineResult:
     xla = stats.roofline_ops

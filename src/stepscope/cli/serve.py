@@ -66,6 +66,9 @@ def add_demo_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--logdir", help="where the two runs are written (default: a new stepscope-demo-* folder in the temporary folder, $TMPDIR)")
     parser.add_argument("--steps", type=int_in(1, MAX_DEMO_STEPS), default=12, help="training steps per run (default 12)")
     parser.add_argument("--no-serve", action="store_true", help="stop after the reports (for scripts and tests)")
+    parser.add_argument(
+        "--verbose", action="store_true", help="print the full reports too (each run's overview and the diff; they are written to LOGDIR/reports/ either way)"
+    )
     parser.add_argument("--host", default=LOOPBACK)
     parser.add_argument("--port", type=port, default=DEFAULT_PORT)
     parser.add_argument("--cache-dir")
@@ -78,7 +81,7 @@ def run_demo(args: argparse.Namespace) -> int:
     check_writable_folder(logdir, "the demo's log folder")  # the profiles are written there
     if not args.no_serve:
         check_cache_dir(args.cache_dir)  # before minutes of training, not after
-    demo.run_demo(logdir, demo.DemoConfig(steps=args.steps))
+    demo.run_demo(logdir, demo.DemoConfig(steps=args.steps), verbose=args.verbose)
     if not args.no_serve:
         from stepscope.dashboard.server import serve
 

@@ -41,6 +41,7 @@ from pathlib import Path
 from stepscope import __version__
 from stepscope.dashboard.pools import WorkerFailed, WorkerPool, default_memory_limit, default_time_limit, spawn_pool, stop_pool
 from stepscope.dashboard.worker import (
+    APPLIES_FILE,
     CHECKSUMS_FILE,
     ERROR_FILE,
     PROGRESS_FILE,
@@ -58,8 +59,9 @@ from stepscope.trace.files import atomic_write, read_cache_file
 
 # What a cached analysis holds, beyond the release: bumped whenever a cached file's content
 # changes without a new version number (a tool's new fields, the distributed view's device
-# units, 4: the checksums file), so an older cache folder is never read as the current one.
-ANALYSIS_FORMAT = 4
+# units, 4: the checksums file, 5: the overview's device_kind, 6: what each tool has to show), so an older cache folder is
+# never read as the current one.
+ANALYSIS_FORMAT = 6
 
 
 def default_cache_dir() -> Path:
@@ -92,6 +94,11 @@ class Ready:
         if checksum(data) != [size, crc]:
             raise CacheDamaged(self.folder, f"{name}: {len(data)} bytes, not the {size} written, or changed since")
         return data
+
+    def unavailable(self) -> dict[str, str]:
+        """Tool -> why it has nothing to show for the profile, for those that have not."""
+        reasons: dict[str, str] = json.loads(self.read(APPLIES_FILE))
+        return {tool: why for tool, why in reasons.items() if why}
 
     def tool_document(self, tool: str) -> bytes:
         return self.read(f"{tool}{TOOL_SUFFIX}")

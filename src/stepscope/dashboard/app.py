@@ -28,7 +28,7 @@ from stepscope.analysis import spec, specs
 from stepscope.analysis.diff import TOOL as DIFF
 from stepscope.analysis.distributed import TOOL as DISTRIBUTED
 from stepscope.analysis.distributed.reduce import BY_AUTO, UNITS
-from stepscope.analysis.registry import OptionError
+from stepscope.analysis.registry import OptionError, ToolsAnswer
 from stepscope.dashboard import trace_api
 from stepscope.dashboard.analysis_cache import AnalysisCache, CacheDamaged, Ready
 from stepscope.dashboard.api_errors import ApiError, BadParameter, NotFound, TooLarge
@@ -84,11 +84,19 @@ CURRENT = ("run", "host")
 
 def _diff_documents(request: Request, new_names: tuple[str, str] = CURRENT) -> tuple[bytes, bytes]:
     """The diff of base_run/base_host against the ``new_names`` run/host (``diffs``); each
-    profile's analysis must be finished (202 with its progress while either runs)."""
+    profile's analysis must be finished (202 with its progress while either runs). A
+    missing name is 400 and an unknown one 404, each saying which side it is: never a
+    diff against a run picked instead."""
+    missing = [name for name in (*BASE, *new_names) if not request.query_params.get(name)]
+    if missing:
+        raise BadParameter(f"diff: give {', '.join(missing)} (base_run/base_host: the run and host to compare against)")
     dashboard: Dashboard = request.app.state.dashboard
     labels = []
-    for names in (BASE, new_names):
-        host = dashboard.host(request, names)
+    for names, side in ((BASE, "base"), (new_names, "new")):
+        try:
+            host = dashboard.host(request, names)
+        except NotFound as error:
+            raise NotFound(f"diff: the {side} profile ({names[0]}={request.query_params[names[0]]!r}): {error}") from None
         labels.append(f"{request.query_params[names[0]]}/{host.name}")
     base, new = analysis_status(request, BASE), analysis_status(request, new_names)
     diffs: Diffs = request.app.state.diffs
@@ -148,8 +156,21 @@ def api_runs(request: Request) -> Response:
 
 
 def api_tools(request: Request) -> Response:
-    request.app.state.dashboard.host(request)
-    return JsonResponse({"tools": [entry.to_json() for entry in specs()]})
+    """Every tool, and which have nothing to show for the host's profile (``ToolsAnswer``):
+    known once its analysis is done (``checked``), which this request starts if nobody has.
+    The distributed view is the run's: a run of several hosts has ranks to compare."""
+    dashboard: Dashboard = request.app.state.dashboard
+    run, status = dashboard.run(request), dashboard.cache.status(dashboard.host(request).path)
+    unavailable, checked = {}, isinstance(status, Ready)
+    if isinstance(status, Ready):
+        try:
+            unavailable = status.unavailable()
+        except CacheDamaged as damaged:  # analysed again; the page asks again after its data
+            dashboard.cache.discard(damaged.folder)
+            checked = False
+    if len(run.hosts) > 1:
+        unavailable.pop(DISTRIBUTED, None)
+    return JsonResponse(ToolsAnswer(tools=[entry.to_json() for entry in specs()], unavailable=unavailable, checked=checked))
 
 
 def api_data(request: Request) -> Response:
@@ -159,9 +180,6 @@ def api_data(request: Request) -> Response:
 def api_diff(request: Request) -> Response:
     """``/api/diff?base_run=&base_host=&new_run=&new_host=``: the diff's JSON, as
     ``stepscope diff --format json`` gives it (its "diff" value)."""
-    missing = [name for name in (*BASE, *NEW) if not request.query_params.get(name)]
-    if missing:
-        raise BadParameter(f"give {', '.join(missing)}")
     return _tool_answer(_diff_documents(request, NEW)[0])
 
 

@@ -27,13 +27,15 @@ from typing import Any
 import msgspec
 
 from stepscope import jsonform
-from stepscope.analysis import Output, ToolSpec, specs
+from stepscope.analysis import Output, ToolSpec, applicability, specs
+from stepscope.analysis.distributed import TOOL as DISTRIBUTED
 from stepscope.analysis.distributed import rank_tables_of
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.tables import Column, Table
 from stepscope.errors import StepscopeError
 from stepscope.trace import readers
 from stepscope.trace.files import atomic_write
+from stepscope.trace.model import Profile
 from stepscope.trace.readers import load
 from stepscope.viewer import build_index
 
@@ -45,6 +47,9 @@ TABLES_SUFFIX = ".tables.json"
 ERROR_FILE = "error.json"  # beside the folder: <key>.error.json
 PROGRESS_FILE = "progress.json"  # beside the folder: <key>.progress.json
 RANK_FILE = "distributed.rank.json"  # the distributed view's map step: RankTables, or {"error": ...}
+# {tool: why it has nothing to show, or ""}: every registry tool's ``why_not`` and the
+# distributed view's for a run of this profile alone (``applicability.several_devices``).
+APPLIES_FILE = "applies.json"
 # The HTTP status a tool's document {"error": ..., "status": N} is served with: a tool that
 # rejected the profile (StepscopeError) is the input's fault; any other failure is a 500.
 INPUT_ERROR_STATUS = 422
@@ -162,6 +167,7 @@ def analyse(profile_path: str, folder: str, progress_path: str) -> None:
             write_progress(progress_file, Progress("analysing", fraction, f"{spec.name} ({number + 1}/{len(tools)}, {elapsed:.0f} s)"))
             PRODUCERS[spec.output](spec, stats, staging)
         write_rank_tables(stats, staging)
+        write_applies(profile, staging)
         write_checksums(staging)
         os.chmod(staging, 0o755)
         try:
@@ -171,6 +177,15 @@ def analyse(profile_path: str, folder: str, progress_path: str) -> None:
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def write_applies(profile: Profile, staging: Path) -> None:
+    """What each tool has to show for the profile (``APPLIES_FILE``), from the registry's
+    rules: a glance at planes, lines and event types (microseconds; the tools' runs are
+    the analysis)."""
+    reasons = {spec.name: spec.why_not(profile) for spec in specs()}
+    reasons[DISTRIBUTED] = applicability.several_devices(profile)
+    (staging / APPLIES_FILE).write_bytes(_dump(reasons))
 
 
 def write_rank_tables(stats: OpStats, staging: Path) -> None:

@@ -23,7 +23,15 @@ from pathlib import Path
 
 PROTO_DIR = Path(__file__).resolve().parent
 SOURCE_ROOT = PROTO_DIR.parent.parent  # the folder that holds the `stepscope` package
-PROTO_FILES = ("xplane.proto", "profiler_options.proto", "profiler_service.proto", "capture_status.proto", "hlo.proto", "perfetto_trace.proto")
+PROTO_FILES = (
+    "xplane.proto",
+    "profiler_options.proto",
+    "profiler_service.proto",
+    "capture_status.proto",
+    "hlo.proto",
+    "perfetto_trace.proto",
+    "op_metrics.proto",
+)
 # Where make installs the pinned protoc (requirements/protoc.txt); STEPSCOPE_PROTOC_PATH overrides.
 PROTOC_PATH = Path(os.environ.get("STEPSCOPE_PROTOC_PATH", SOURCE_ROOT.parent / ".venv" / "protoc"))
 

@@ -3,7 +3,8 @@
 A runner turns a stdout line ``::error title=T::MESSAGE`` into an annotation on the job (and
 on the pull request): an ``error`` per failed ``--fail-if`` rule, a ``warning`` per rule that
 tripped within noise and per significant slow-down no failed rule already names (the step
-time or a breakdown category), and a ``notice`` with the diff's verdict. Data and property
+time or a breakdown category), a ``warning`` per line of the diff's ``warnings`` (runs on
+different hardware or frameworks), and a ``notice`` with the diff's verdict. Data and property
 values are escaped as the runner unescapes them (``%`` first, then CR and LF; in properties
 also ``:`` and ``,``), so a kernel name holding ``::`` or a newline cannot end the command
 early. The Markdown summary for ``$GITHUB_STEP_SUMMARY`` is ``markdown``'s.
@@ -52,6 +53,7 @@ def render_github(results: Sequence[ToolResult]) -> str:
     lines += [command(WARNING, f"{TITLE}: {outcome['rule']}", outcome["reason"]) for outcome in outcomes if outcome["status"] == NOISE]
     failed = {outcome["metric"] for outcome in outcomes if outcome["status"] == FAILED}
     for diff in (result for result in results if isinstance(result, DiffResult)):
+        lines += [command(WARNING, f"{TITLE}: runs not comparable", warning) for warning in diff.warnings]
         lines += _slowdowns(diff, failed)
         lines.append(command(NOTICE, TITLE, diff.verdict))
     return "".join(line + "\n" for line in lines)

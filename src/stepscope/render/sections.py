@@ -179,7 +179,7 @@ def _diff(result: ToolResult) -> list[Section]:
         if table.rows:  # the kernels where the runs have any, else the ops (CPU runs)
             tables.append(Shown.top(title, table, ("name", *CHANGE_KEYS)))
             break
-    text = (data["verdict"], f"base: {data['base']}", f"new: {data['new']}")
+    text = (*(f"Warning: {warning}" for warning in data["warnings"]), data["verdict"], f"base: {data['base']}", f"new: {data['new']}")
     return [Section("diff", "What changed", figures, text, tables=tuple(tables))]
 
 

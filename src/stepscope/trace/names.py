@@ -62,6 +62,8 @@ STEP_SAMPLES: Final = "samples"
 STEP_NAME: Final = "step_name"
 FLOPS: Final = "flops"
 BYTES_ACCESSED: Final = "bytes_accessed"
+# A serialized MemoryAccessBreakdown (protos/op_metrics.proto) on an XLA op's metadata.
+MEMORY_ACCESS_BREAKDOWN: Final = "memory_access_breakdown"
 KERNEL_DETAILS: Final = "kernel_details"
 MEMCPY_DETAILS: Final = "memcpy_details"
 MEMSET_DETAILS: Final = "Memset_details"

@@ -14,6 +14,7 @@ import numpy as np
 from stepscope.jsonform import trace_value
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Profile
+from stepscope.trace.stat_messages import readable
 from stepscope.viewer.index import STEPS_PLANE
 from stepscope.viewer.lod import gather, range_slices
 from stepscope.viewer.selection import events_view, window
@@ -109,7 +110,7 @@ def details(profile: Profile, ref: Any, index: TraceIndex | None = None) -> dict
         start_ns=profile.start_ns + start // 1000,
         depth=int(events.depth[row]),
         ids={column: int(getattr(events, column)[row]) for column in _ID_COLUMNS if int(getattr(events, column)[row]) != NO_ID},
-        stats=[{"name": stat.name, "value": trace_value(stat.value)} for stat in source.event_stats(row)],
+        stats=[{"name": stat.name, "value": trace_value(readable(stat.name, stat.value))} for stat in source.event_stats(row)],
         parent=[plane, parent] if parent != NO_ID else None,
     )
     return record

@@ -25,7 +25,7 @@ CHROMIUM_ARGS = [
 SCREENSHOTS = ROOT / "screenshots"
 # What a tool's page shows when it has something to show (figures, tables, charts, the
 # timeline) and the one-line notices it shows instead when it has not.
-CONTENT = "[data-metric], table[data-table] tbody tr, canvas, .note"
+CONTENT = "[data-metric], table[data-table] tbody tr, canvas, .note, #tool-unavailable"
 
 
 @contextmanager
@@ -38,11 +38,12 @@ def chromium() -> Iterator[playwright_api.Browser]:
 
 
 @contextmanager
-def watched_page(browser: playwright_api.Browser) -> Iterator[playwright_api.Page]:
-    """A page in a fresh context (no cookies, storage or listeners from another test) that,
-    when the test is done, must have fetched nothing from outside the server and raised no
-    error."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900}, accept_downloads=True)
+def watched_page(browser: playwright_api.Browser, viewport: tuple[int, int] = (1280, 900)) -> Iterator[playwright_api.Page]:
+    """A page in a fresh context (no cookies, storage or listeners from another test) of
+    ``viewport`` (width, height) that, when the test is done, must have fetched nothing from
+    outside the server and raised no error."""
+    width, height = viewport
+    context = browser.new_context(viewport={"width": width, "height": height}, accept_downloads=True)
     opened = context.new_page()
     requested: list[str] = []
     errors: list[str] = []

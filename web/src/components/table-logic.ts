@@ -117,10 +117,25 @@ export function shownNote(view: View, group: (n: number) => string): string {
 // ---------------------------------------------------------------- column choice
 
 /**
+ * Columns that say again, at length, what a row's name already says: an HLO op's whole
+ * text (`%copy-done.2 = f32[...] copy-done(...)`) and its program's id (in the program's
+ * name too). They start hidden, so the numbers fit the screen; a row's details (a click)
+ * and the column chooser show them.
+ */
+export const DETAIL_COLUMNS: readonly string[] = ["expression", "program_id"];
+
+/**
  * Columns hidden when the user has chosen nothing for a table: an exact `X_ps` column
- * whose `X_us` twin is shown (the same time, to the picosecond, for export and tests).
+ * whose `X_us` twin is shown (the same time, to the picosecond, for export and tests),
+ * and the detail columns above.
  */
 export function defaultHidden(columns: ApiColumn[]): string[] {
+  const twins = exactTwins(columns);
+  return columns.flatMap((column) => (twins.includes(column.key) || DETAIL_COLUMNS.includes(column.key) ? [column.key] : []));
+}
+
+/** The exact `X_ps` columns whose `X_us` twin the table has (the same time, shown once). */
+export function exactTwins(columns: ApiColumn[]): string[] {
   const keys = new Set(columns.map((column) => column.key));
   return columns.flatMap((column) => (column.key.endsWith("_ps") && keys.has(`${column.key.slice(0, -3)}_us`) ? [column.key] : []));
 }
@@ -155,11 +170,23 @@ export function toggleHidden(columns: ApiColumn[], hidden: string[], key: string
 }
 
 /**
- * String columns whose cells run long (kernel and op names): these wrap, inside a width
- * range, instead of widening the table; short strings ("256,1,1") stay on one line.
+ * String columns whose cells run long (kernel and op names): these take the width the
+ * other columns leave and cut their text with an ellipsis, instead of widening the table
+ * or wrapping to many lines; short strings ("256,1,1") are shown whole.
  */
 export function longTextColumns(columns: ApiColumn[], rows: CellValue[][], longer = 24): string[] {
   return columns.flatMap((column, index) =>
     column.kind === "string" && rows.some((row) => typeof row[index] === "string" && row[index].length > longer) ? [column.key] : [],
   );
+}
+
+/**
+ * The percentage of the width left by the other columns that each long column takes: the
+ * first (the row's name: a kernel, an op) twice what each later one (its framework op)
+ * gets, so the name shows the most.
+ */
+export function columnShares(longKeys: string[]): Map<string, number> {
+  const weights = longKeys.map((_, position) => (position === 0 ? 2 : 1));
+  const sum = weights.reduce((a, b) => a + b, 0);
+  return new Map(longKeys.map((key, position) => [key, Math.round((1000 * weights[position]!) / sum) / 10]));
 }

@@ -17,7 +17,10 @@ import { el, replaceChildren, type Attrs } from "../dom";
 import { formatCount, formatValue, rawAttr } from "../format";
 import { setSource, sourceOf } from "../rawjson";
 import { sameTableAddress, tableAddress, withTableAddress } from "../state/table-url";
+import "./table.css";
 import {
+  columnShares,
+  exactTwins,
   hiddenColumns,
   longTextColumns,
   shownNote,
@@ -110,6 +113,20 @@ export function addressState(table: string): TableState {
   return tableAddress(new URLSearchParams(location.search), table);
 }
 
+let measuring = false;
+
+/**
+ * Keeps `--topbar-height` (what table.css sizes a table's box by: the window below the
+ * sticky top bar) equal to the bar's height, which grows when its controls wrap.
+ */
+function measureTopbar(): void {
+  if (measuring) return;
+  const bar = document.querySelector<HTMLElement>(".topbar");
+  if (!bar || typeof ResizeObserver === "undefined") return;
+  measuring = true;
+  new ResizeObserver(() => document.documentElement.style.setProperty("--topbar-height", `${bar.offsetHeight}px`)).observe(bar);
+}
+
 /** Tables on the page that follow the address on back/forward. */
 const live = new Set<{ root: HTMLElement; apply: () => void }>();
 let listening = false;
@@ -136,9 +153,25 @@ function cell(column: ApiColumn, row: CellValue[], index: number, long: boolean,
       "data-key": column.key,
       "data-value": rawAttr(value, row, index),
       class: column.kind === "number" ? "num" : column.kind === "bool" ? "bool" : long ? "text long" : "text",
+      // One line per row: a long name ends in an ellipsis; the whole of it on hover (and
+      // in the row's details, on a click).
+      title: column.kind === "string" ? formatted : null,
     },
     text,
   );
+}
+
+/**
+ * The row opened under a clicked row: every column of the table (shown or hidden, but a
+ * time once: not its exact `_ps` twin), its label and its whole value, wrapped over as
+ * many lines as it needs.
+ */
+function detailsRow(row: CellValue[], columns: ApiColumn[], span: number): HTMLTableRowElement {
+  const twins = exactTwins(columns);
+  const items = columns.flatMap((column, index) =>
+    twins.includes(column.key) ? [] : [el("dt", {}, displayLabel(column.label)), el("dd", { "data-key": column.key }, formatValue(column.key, row[index] ?? null, column.kind))],
+  );
+  return el("tr", { class: "row-details", "data-row-details": "" }, el("td", { colspan: span }, el("dl", {}, items)));
 }
 
 export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLElement {
@@ -206,10 +239,23 @@ export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLEl
       shown.map((index) => headers[index]!),
     );
     const view = tableView(rows, columns, state.filter, state.sort, limit);
+    const shares = columnShares(shown.map((index) => columns[index]!.key).filter((key) => long.has(key)));
+    for (const index of shown) {
+      // A header's width is its column's: the long columns' shares of the width left.
+      const share = shares.get(columns[index]!.key);
+      headers[index]!.style.width = share === undefined ? "" : `${share}%`;
+    }
     const body = view.rows.map((row) =>
       el(
         "tr",
-        options.rowAttrs?.(row, columns) ?? {},
+        {
+          ...(options.rowAttrs?.(row, columns) ?? {}),
+          "aria-expanded": "false",
+          onclick: (event: Event) => {
+            if ((event.target as Element).closest("a")) return; // a link goes where it says
+            toggleDetails(event.currentTarget as HTMLTableRowElement, row);
+          },
+        },
         shown.map((index) => cell(columns[index]!, row, index, long.has(columns[index]!.key), options.cellHref?.(columns[index]!, row, columns) ?? null)),
       ),
     );
@@ -222,6 +268,18 @@ export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLEl
     note.setAttribute("data-matching", String(view.matching));
     note.setAttribute("data-total", String(view.total));
     note.setAttribute("data-shown-table", name);
+  }
+
+  /** Opens (or closes) the whole row under a clicked row. */
+  function toggleDetails(tr: HTMLTableRowElement, row: CellValue[]): void {
+    const next = tr.nextElementSibling;
+    if (next instanceof HTMLTableRowElement && next.classList.contains("row-details")) {
+      next.remove();
+      tr.setAttribute("aria-expanded", "false");
+      return;
+    }
+    tr.after(detailsRow(row, columns, tr.cells.length));
+    tr.setAttribute("aria-expanded", "true");
   }
 
   const search =
@@ -291,6 +349,7 @@ export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLEl
   markSorted();
   markBoxes();
   update();
+  measureTopbar();
   const root = el("section", { class: "table-block", "data-table-block": name }, [
     el("div", { class: "table-toolbar" }, [
       options.title ? el("h3", {}, options.title) : null,

@@ -7,6 +7,7 @@
 export interface Diff {
   base: string;
   new: string;
+  warnings: string[];
   verdict: string;
   step_time: StepTime;
   breakdown: CategoryChange[];

@@ -89,6 +89,7 @@ export interface TopOp {
 }
 export interface Environment {
   device_count: number;
+  device_kind: string;
   device_type: string;
   devices: string[];
   framework: string;

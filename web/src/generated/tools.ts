@@ -5,7 +5,11 @@
  * GET /api/tools: every tool of the registry, in menu order.
  */
 export interface ToolsAnswer {
+  checked: boolean;
   tools: ToolInfo[];
+  unavailable: {
+    [k: string]: string;
+  };
 }
 /**
  * A registry entry as ``/api/tools`` lists it (``ToolSpec.to_json``).

@@ -26,7 +26,8 @@ export function tableCard(context: PageContext, name: string, title: string, opt
   const table = findTable(context.tables, name);
   if (!table) return null;
   const cellHref = (column: ApiColumn, row: CellValue[], columns: ApiColumn[]): string | null => opInTraceViewer(context, column, row, columns);
-  return card(title, renderTable(table, { selection: context.selection, cellHref, ...options }), { "data-card": name }, true);
+  // The title goes on the table's toolbar line, not above it: one line more for rows.
+  return card(null, renderTable(table, { selection: context.selection, cellHref, title, ...options }), { "data-card": name }, true);
 }
 
 /** The grid every page lays its cards out in. */

@@ -1,6 +1,7 @@
 /**
  * The compare view (tool `diff`): what changed from the base run/host (the "Compare
  * with…" select, `&base_run=&base_host=`) to the current one, as `stepscope diff` says it:
+ * a warning first where the runs ran on different hardware or frameworks (`warnings`),
  * the verdict, the step time's and each breakdown category's change, both runs' step
  * times on one chart (a histogram of both runs' steady steps on shared bins, and the
  * aligned steps side by side), the ops, op categories and kernels matched by name (the
@@ -88,6 +89,8 @@ function render(root: HTMLElement, context: PageContext): void {
     card(
       `${data.base} → ${data.new}`,
       [
+        // Runs on different hardware or frameworks: said before the figures that do not compare.
+        ...data.warnings.map((warning) => note(warning, "warning", { "data-diff-warning": "" })),
         el("p", { id: "diff-verdict", class: "verdict" }, data.verdict),
         links && pair && base
           ? el("p", { id: "diff-trace-links", class: "note" }, [

@@ -19,6 +19,7 @@ import { el } from "../dom";
 import { formatTimeUs } from "../format";
 import type { Diff, StepPair } from "../generated/diff";
 import { baseOf, baseOptions, COMPARE_TOOL, isStepScale, neighbourPair, pairOptions, pairWindows, pickPair, stepPairLabel, steadyPairIndices, type Base } from "../state/compare";
+import { hostLabel } from "../state/names";
 import { buildQuery, TRACE_VIEWER } from "../state/url";
 import { mountTraceViewer } from "../trace/viewer";
 import type { MountContext, ToolPage } from "./types";
@@ -36,7 +37,7 @@ function pairText(pair: StepPair): string {
 function sideText(side: Side, where: Base, pair: StepPair): string {
   const step = side === "base" ? pair.base_step : pair.new_step;
   const time = side === "base" ? pair.base_us : pair.new_us;
-  return `${side} · ${where.run} · ${where.host} · step ${String(step)} (${formatTimeUs(time)})`;
+  return `${side} · ${where.run} · ${hostLabel(where.host)} · step ${String(step)} (${formatTimeUs(time)})`;
 }
 
 interface PairControls {

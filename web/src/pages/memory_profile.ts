@@ -4,7 +4,8 @@
  * memory profile does: the one the address names (`memory_device`), else the largest peak;
  * the chart marks the peak. Dragging across the chart zooms into a time range, which the
  * peak holders and allocations tables follow (memory_range.ts); "Reset zoom" goes back to
- * the whole profile.
+ * the whole profile. Those two tables list the shown device's rows only (the tool's tables
+ * hold every device's), the allocations largest first as the tool orders them.
  * The peaks table covers every device.
  */
 
@@ -83,7 +84,10 @@ function render(root: HTMLElement, context: PageContext): void {
             card(
               "Largest allocations",
               [
-                note("The largest allocations made during the profile (the tool keeps 100 per device), with their lifetimes and the op that made them.", "note"),
+                note(
+                  `The largest allocations made on ${device.device} during the profile, largest first (on a tie, the earliest first; the tool keeps 100 per device), with their lifetimes and the op that made them.`,
+                  "note",
+                ),
                 renderTable(allocationsForRange(allocations, device, range), { selection: context.selection }),
               ],
               { "data-card": "allocations" },

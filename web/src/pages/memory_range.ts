@@ -37,32 +37,37 @@ export function rangePeak(device: Pick<MemoryDevice, "timeline">, range: RangeMs
   return best;
 }
 
-/**
- * The peak holders table for a range: every row without one; with one, the shown device's
- * rows when its peak lies in the range, else none (the holders are those at the peak).
- */
-export function holdersForRange(table: ApiTable, device: Pick<MemoryDevice, "device" | "peak_time_us">, range: RangeMs | null): ApiTable {
-  if (!range) return table;
+/** The table's rows of one device (the tool lists every device's; the page shows one). */
+export function deviceRows(table: ApiTable, device: Pick<MemoryDevice, "device">): ApiTable {
   const column = table.columns.findIndex((candidate) => candidate.key === "device");
-  const keep = peakInRange(device, range);
-  return { ...table, rows: keep ? table.rows.filter((row) => row[column] === device.device) : [] };
+  return { ...table, rows: table.rows.filter((row) => row[column] === device.device) };
 }
 
 /**
- * The allocations table for a range: every row without one; with one, the shown device's
- * allocations alive at some time in it (start <= range end, and freed at or after the range
- * start or live at the end).
+ * The peak holders table for the shown device: its rows without a range; with one, its rows
+ * when its peak lies in the range, else none (the holders are those at the peak).
+ */
+export function holdersForRange(table: ApiTable, device: Pick<MemoryDevice, "device" | "peak_time_us">, range: RangeMs | null): ApiTable {
+  const rows = deviceRows(table, device);
+  return peakInRange(device, range) ? rows : { ...rows, rows: [] };
+}
+
+/**
+ * The allocations table for the shown device, in the tool's order (largest first, then the
+ * earliest): all of them without a range; with one, those alive at some time in it (start
+ * <= range end, and freed at or after the range start or live at the end).
  */
 export function allocationsForRange(table: ApiTable, device: Pick<MemoryDevice, "device">, range: RangeMs | null): ApiTable {
-  if (!range) return table;
+  const rows = deviceRows(table, device);
+  if (!range) return rows;
   const index = (key: string): number => table.columns.findIndex((column) => column.key === key);
-  const [deviceAt, startAt, endAt] = [index("device"), index("start_us"), index("end_us")];
+  const [startAt, endAt] = [index("start_us"), index("end_us")];
   return {
-    ...table,
-    rows: table.rows.filter((row) => {
+    ...rows,
+    rows: rows.rows.filter((row) => {
       const start = Number(row[startAt]) / 1000;
       const end = row[endAt] === null || row[endAt] === undefined ? Infinity : Number(row[endAt]) / 1000;
-      return row[deviceAt] === device.device && start <= range.end_ms && end >= range.start_ms;
+      return start <= range.end_ms && end >= range.start_ms;
     }),
   };
 }

@@ -14,6 +14,7 @@
 
 import type { Diff, StepPair } from "../generated/diff";
 import type { RunInfo, ToolInfo } from "../api";
+import { hostLabel } from "./names";
 import { buildQuery, traceViewerAddress } from "./url";
 
 export const COMPARE_TOOL = "diff";
@@ -85,22 +86,26 @@ export function allHosts(runs: RunInfo[]): Base[] {
   return runs.flatMap((run) => run.hosts.map((host) => ({ run: run.name, host })));
 }
 
+/** The base if the logdir has that run/host, else null (not named, or not there). */
+export function findBase(runs: RunInfo[], wanted: Base | null): Base | null {
+  return wanted && allHosts(runs).some((base) => sameBase(base, wanted)) ? wanted : null;
+}
+
 /**
- * The base to compare with when none is named: the given one if it exists, else the
- * first other host of the same run (two ranks, two hosts), else the first other run/host;
- * null when the logdir has only the current one.
+ * The bases the compare view offers when none is named (or the one named is not there):
+ * every other run/host, this run's other hosts first (two ranks of one job), then the
+ * others in the logdir's order. None is picked for the user: a diff against a run chosen
+ * for them (a TPU run against a CPU one) reads as a finding.
  */
-export function pickBase(runs: RunInfo[], current: Base, wanted: Base | null): Base | null {
-  const hosts = allHosts(runs);
-  if (wanted && hosts.some((base) => base.run === wanted.run && base.host === wanted.host)) return wanted;
-  const others = hosts.filter((base) => base.run !== current.run || base.host !== current.host);
-  return others.find((base) => base.run === current.run) ?? others[0] ?? null;
+export function baseCandidates(runs: RunInfo[], current: Base): Base[] {
+  const others = allHosts(runs).filter((base) => !sameBase(base, current));
+  return [...others.filter((base) => base.run === current.run), ...others.filter((base) => base.run !== current.run)];
 }
 
 /** "run · host", or the run alone when it has one host. */
 export function baseLabel(runs: RunInfo[], base: Base): string {
   const run = runs.find((candidate) => candidate.name === base.run);
-  return run && run.hosts.length === 1 ? base.run : `${base.run} · ${base.host}`;
+  return run && run.hosts.length === 1 ? base.run : `${base.run} · ${hostLabel(base.host)}`;
 }
 
 /** The chart's x labels: the aligned steps, "3" or "3 / 7" when the numbers differ. */

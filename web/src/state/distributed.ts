@@ -9,6 +9,7 @@
 
 import type { ToolInfo } from "../api";
 import type { Distributed, DistributedStep } from "../generated/distributed";
+import { hostLabel } from "./names";
 import { traceViewerAddress } from "./url";
 
 export const DISTRIBUTED_TOOL = "distributed";
@@ -58,7 +59,7 @@ export function unitLabel(data: Pick<Distributed, "unit" | "ranks">, rank: numbe
   const row = data.ranks.find((candidate) => candidate.rank === rank);
   if (row === undefined) return String(rank);
   const hosts = new Set(data.ranks.map((candidate) => candidate.host_rank)).size;
-  return [String(rank), ...(hosts > 1 ? [row.host] : []), row.device.replace(/^\/device:/, "")].join(" ");
+  return [String(rank), ...(hosts > 1 ? [hostLabel(row.host)] : []), row.device.replace(/^\/device:/, "")].join(" ");
 }
 
 /** What the heat map can show per rank and step: a label and the step row's field (ps). */
