@@ -163,3 +163,23 @@ def test_trace_viewer_overlay_draws_the_steps_segments(path_page, path_server, p
     wait_ready(page, "trace_viewer")
     page.wait_for_function("() => window.__stepscope.trace.criticalPath()?.segments > 0")
     assert overlay(page)["segments"] == len(step["segments"])
+
+
+def test_overview_shows_each_findings_predicted_gain(path_page, path_server, path_json):
+    """The overview's findings carry the critical path's what-if: on this trace host-bound,
+    so host compute 2x faster; the page shows the JSON's text and links to this tool."""
+    page = path_page
+    open_tool(page, path_server, "overview_page", **PLACE)
+    evidence = data(path_server, "overview_page", **PLACE)["recommendation"]["evidence"]
+    predicted = [item for item in evidence if item["predicted"]]
+    assert predicted, evidence
+    for item in predicted:
+        shown = page.locator(f'#recommendation li[data-finding="{item["finding"]}"] .predicted-gain')
+        assert shown.text_content() == f"What if {item['predicted']['text']}"
+        assert shown.get_attribute("data-change") == item["predicted"]["change"]
+        assert "tool=critical_path" in shown.locator("a").get_attribute("href")
+        # The measured step is the overview's kept steps' mean; every step is kept here, so it
+        # is the critical path's mean step, and the gain is its (mean - predicted) / mean.
+        gain = item["predicted"]
+        assert gain["step_ps"] == path_json["mean_step_ps"]
+        assert gain["gain_percent"] == pytest.approx(100 * (gain["step_ps"] - gain["predicted_step_ps"]) / gain["step_ps"])
