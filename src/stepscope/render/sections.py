@@ -112,7 +112,7 @@ def _overview(result: ToolResult) -> list[Section]:
     if rec["set_aside"]:
         notes.append(rec["set_aside"])
     evidence = tuple(
-        f"{item['text']} (see {item['tool']})" + (f"; what if {item['predicted']['text']}" if item.get("predicted") else "") for item in rec["evidence"]
+        f"{item['text']} (see {item['tool']})" + (f"; what if {item['predicted']['text']}" if item["predicted"] else "") for item in rec["evidence"]
     )
     breakdown = [
         Figure(f"breakdown_{key}_percent", key.replace("_", " "), f"{value:.1f}%", value) for key, value in data["breakdown_percent"].items() if value >= 0.05

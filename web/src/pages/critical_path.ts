@@ -18,7 +18,7 @@ import { pathKindsData, topTable, whatIfTable } from "./critical_path_data";
 import { add, grid, twoUp } from "./common";
 import type { PageContext, ToolPage } from "./types";
 
-export const CHART = "critical_path_kinds";
+const CHART = "critical_path_kinds";
 
 function stepCard(context: PageContext, step: StepPath): HTMLElement {
   const timeline = traceViewerAddress(context.selection, {
