@@ -76,8 +76,8 @@ def test_demo_diagnoses_input_bound_then_shows_the_fix(demo_run: DemoRun):
 
     # Run 2's step time predicted from run 1's profile: its critical path without the input
     # wait, plus the wait run 2 still has. Not asserted within 15%: the loop's own compute
-    # is faster in run 2 (measured: the model's step alone ~35 ms, ~50 ms right after the
-    # loop loaded a batch itself, which the profile cannot show), and slower when the
+    # is faster in run 2 (measured: the model's step 30-38 ms back to back, 35-50 ms right
+    # after the loop loaded a batch itself, which the profile cannot show), and slower when the
     # workers and other jobs compete for this machine's 2 cores; four runs here measured
     # -55%, -29%, +9% and +20% against the prediction (docs/tools/critical_path.md). What holds
     # on any machine: the fix does not fall far short of the prediction.
