@@ -7,7 +7,9 @@ and augmented in the ``Dataset``; the first run loads batches in the training pr
 few steps and prints its verdict (input-bound) with the figures behind it, then runs again
 with the recommendation applied (worker processes and prefetching) and prints the same,
 then the before/after (step time, input share) and ``stepscope diff``'s verdict on the two
-runs. Last, the dashboard serves both runs.
+runs. It predicts the second run's step time from the first run's critical path with the
+input wait cut to what the second run still waits (``predicted_step_ms``) and prints it
+beside the measurement. Last, the dashboard serves both runs.
 
 The console holds what a person reads before opening the page (about ten lines): the full
 text reports (each run's overview with its steps table and top ops, and the whole diff)
@@ -181,6 +183,45 @@ def figures(name: str, path: Path) -> RunFigures:
     )
 
 
+def predicted_step_ms(path: Path, input_wait_ms: float) -> tuple[float, float]:
+    """A run's step time predicted from ``path``'s profile (run 1's) with its input wait cut
+    to ``input_wait_ms`` a step, and the wait the profile had (ms, means over its steady
+    steps).
+
+    The critical path's input-free what-if re-schedules the recorded work with every input
+    wait at 0; the wait that is left (the loop still waits where the workers fall behind:
+    run 2's measured input time) lies on the loop's own thread, in series, so it adds to
+    the step as it is. The fix (workers loading in parallel) moves the loading off the path
+    and leaves that wait; what the prediction cannot see is the loop's compute slowed by
+    the workers competing for the same cores.
+    """
+    import numpy as np
+
+    from stepscope.analysis import run_tool
+    from stepscope.analysis.critical_path import INPUT_FREE
+    from stepscope.analysis.opstats import OpStats
+    from stepscope.trace.readers import load
+
+    stats = OpStats(load(path))
+    result = run_tool("critical_path", stats).to_json()
+    (free,) = [np.asarray(change["predicted_steps_ps"], dtype=float) for change in result["what_if"] if change["change"] == INPUT_FREE]
+    waits = np.asarray([step["by_kind_ps"]["input"] for step in result["steps"]], dtype=float)
+    kept = stats.set_aside.kept
+    return float(free[kept].mean()) / 1e9 + input_wait_ms, float(waits[kept].mean()) / 1e9
+
+
+def prediction_line(predicted_ms: float, wait_before_ms: float, wait_after_ms: float, measured_ms: float) -> str:
+    return (
+        f"   predicted {predicted_ms:.1f} ms, measured {measured_ms:.1f} ms ({100 * (measured_ms - predicted_ms) / predicted_ms:+.1f}%): "
+        f"run 1's critical path with its {wait_before_ms:.1f} ms input wait cut to run 2's {wait_after_ms:.1f} ms"
+    )
+
+
+def input_wait_ms(figures: RunFigures) -> float:
+    """The run's input wait per steady step: the breakdown's input share of their summed time, times their mean."""
+    return figures.breakdown_percent["input"] / 100 * figures.step_time_ms
+
+
 def comparison(before: RunFigures, after: RunFigures) -> str:
     speedup = before.step_time_ms / after.step_time_ms if after.step_time_ms else float("inf")
     return (
@@ -227,6 +268,8 @@ def run_demo(logdir: Path, config: DemoConfig = DemoConfig(), out=print, verbose
     out(f"== run 2: the recommendation applied: DataLoader(num_workers={config.workers_after}, prefetch_factor={config.prefetch_after})")
     after = figures(RUN_AFTER, train(logdir, RUN_AFTER, config, workers=config.workers_after, prefetch=config.prefetch_after))
     out(_run_lines(after))
+    predicted_ms, wait_before_ms = predicted_step_ms(before.path, input_wait_ms(after))
+    out(prediction_line(predicted_ms, wait_before_ms, input_wait_ms(after), after.step_time_ms))
     if verbose:
         out(after.report)
     out("== before / after: " + comparison(before, after))

@@ -276,6 +276,16 @@ def test_cpu_only_profile_gets_a_host_bound_verdict(tmp_path: Path):
             "table": "framework_ops",
             "sort_key": "total_self_time_us",
             "query": "op",
+            # The step's path is its thread: "op" 70 and 30 between ops, all host compute;
+            # twice as fast: 35 + 15 = 50 us.
+            "predicted": {
+                "change": "faster",
+                "description": "host_compute time were 2x faster",
+                "step_ps": 100_000_000,
+                "predicted_step_ps": 50_000_000,
+                "gain_percent": 50.0,
+                "text": "host compute 2x faster: 0.100 -> 0.050 ms, -50.0%",
+            },
         }
     ]
 
@@ -320,6 +330,16 @@ def test_every_finding_names_its_evidence_and_a_tool(tmp_path: Path):
         "table": "steps",
         "sort_key": "input_percent",
         "query": "",
+        # The path is the step's thread: the wait 40, then 60 between ops (the kernel has
+        # no launch, so nothing waits for it). Input free: 60 us.
+        "predicted": {
+            "change": "input_free",
+            "description": "input were free (no input wait)",
+            "step_ps": 100_000_000,
+            "predicted_step_ps": 60_000_000,
+            "gain_percent": 40.0,
+            "text": "input free: 0.100 -> 0.060 ms, -40.0%",
+        },
     }
     for finding in recommendation["evidence"]:
         assert finding["tool"] in [*tool_names(), "trace_viewer"]

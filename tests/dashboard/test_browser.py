@@ -74,7 +74,7 @@ def test_overview_page_shows_the_tools_numbers(page, server):
     for finding in expected["recommendation"]["evidence"]:
         item = page.locator(f'#recommendation li[data-finding="{finding["finding"]}"]')
         assert finding["text"] in item.inner_text()
-        href = parse_qs(urlparse(item.locator("a").get_attribute("href")).query)
+        href = parse_qs(urlparse(item.locator(":scope > a").get_attribute("href")).query)
         assert href == {
             "run": [GPU["run"]],
             "host": [GPU["host"]],
@@ -82,6 +82,9 @@ def test_overview_page_shows_the_tools_numbers(page, server):
             "sort": [f"{finding['table']}:{finding['sort_key']}:desc"],
             "q": [f"{finding['table']}:{finding['query']}"],
         }
+        # Under it, what fixing it would buy, linked to the critical path.
+        if finding["predicted"]:
+            assert item.locator(".predicted-gain").inner_text() == f"What if {finding['predicted']['text']}"
     top = page.locator('table[data-table="top_ops"] tbody tr')
     assert top.count() == len(expected["top_ops"])
     shot(page, "overview_page_gpu")
@@ -189,7 +192,7 @@ def test_a_recommendations_evidence_link_opens_the_rows_it_rests_on(page, server
         rows = biggest_first(expected, searched(expected, finding["query"]), finding["sort_key"])
         assert rows
         open_tool(page, server, "overview_page", **place)
-        page.locator(f'#recommendation li[data-finding="{finding["finding"]}"] a').click()
+        page.locator(f'#recommendation li[data-finding="{finding["finding"]}"] > a').click()
         page.wait_for_url(f"**tool={finding['tool']}**", timeout=30_000)
         wait_ready(page, finding["tool"])
         table = f'table[data-table="{finding["table"]}"]'

@@ -102,7 +102,7 @@ export function toolParams(selection: Selection, extra: Record<string, string> =
 // ---------------------------------------------------------------- tool JSON forms
 
 // Generated from the registry's JSON Schema of each tool (src/generated/, `make schemas`).
-export type { OverviewPage, OverviewStep, SetAsideStep, StepStats as Stats, DeviceBusy, TopOp, Environment, Evidence, Recommendation, Flops, GpuMetrics, KernelSlice } from "./generated/overview_page";
+export type { OverviewPage, OverviewStep, SetAsideStep, StepStats as Stats, DeviceBusy, TopOp, Environment, Evidence, PredictedGain, Recommendation, Flops, GpuMetrics, KernelSlice } from "./generated/overview_page";
 export type { InputPipelineAnalyzer as InputPipeline, InputStep, InputOp } from "./generated/input_pipeline_analyzer";
 export type { FrameworkOpStats, OpRow as FrameworkOpRow, OpTableRow as IdleRow } from "./generated/framework_op_stats";
 export type { KernelStats, KernelRow } from "./generated/kernel_stats";
@@ -111,6 +111,7 @@ export type { FlameGraph, FlameNode } from "./generated/flame_graph";
 export type { MemoryProfile, MemoryDevice, MemoryPoint } from "./generated/memory_profile";
 export type { MemoryViewer, ProgramRow as MemoryViewerProgram, PointRow as MemoryViewerPoint, BufferRow as MemoryViewerBuffer } from "./generated/memory_viewer";
 export type { GraphViewer, GraphNode, GraphEdge } from "./generated/graph_viewer";
+export type { CriticalPath, StepPath, Segment as PathSegment, WhatIf } from "./generated/critical_path";
 
 // ---------------------------------------------------------------- calls
 

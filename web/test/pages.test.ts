@@ -59,6 +59,7 @@ describe("page registry", () => {
       "hlo_stats",
       "graph_viewer",
       "flame_graph",
+      "critical_path",
       "trace_viewer",
       "diff",
       "distributed",

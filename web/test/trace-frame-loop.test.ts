@@ -43,7 +43,7 @@ function setup() {
   state.resize(1232, 600, 1);
   const held = new HeldKeys();
   const clock = new Clock();
-  const stats = { events: 0, runs: 0, lanes: 0, sections: [] };
+  const stats = { events: 0, runs: 0, lanes: 0, sections: [], pathMarks: 0 };
   const renderer = {
     stats,
     draw(scene: Scene): void {

@@ -10,6 +10,7 @@ const hooks = (start_ps: number): TraceHooks => ({
   setView: () => undefined,
   collapsed: () => [],
   axisOrigin: () => start_ps,
+  criticalPath: () => null,
 });
 
 type Installed = { view(): { start_ps: number } };

@@ -93,6 +93,7 @@ describe("drawing a frame", () => {
     area: null,
     timing: null,
     flows: [],
+    path: null,
     ...overrides,
   });
 
@@ -111,6 +112,29 @@ describe("drawing a frame", () => {
     expect(paletteStyles.length).toBeLessThanOrEqual(PALETTE.length);
     // Names only where they fit, and the Steps are wide enough to be named.
     expect(ctx.texts.some((text) => text.startsWith("Step 10"))).toBe(true);
+  });
+
+  it("draws the critical path's segments in the view, on their tracks, and nothing of it while it is off", () => {
+    const [first, second] = info.tracks;
+    // Two segments on two tracks in the first half of the profile, one on a track the
+    // viewer lacks (not placed), latest first as the tool gives them.
+    const marks = [
+      { start_ps: span / 4, end_ps: span / 2, track: second!.id, color: "#123456" },
+      { start_ps: span / 8, end_ps: span / 4, track: first!.id, color: "#fdd835" },
+      { start_ps: 0, end_ps: span / 8, track: -1, color: "#bdbdbd" },
+    ];
+    const path = { index: 0, step: 1, marks };
+    const on = new Renderer(new Recorder() as unknown as CanvasRenderingContext2D);
+    on.draw(scene({ path }));
+    expect(on.stats.pathMarks).toBe(2);
+    // A view of the profile's last quarter holds none of them.
+    on.draw(scene({ path, view: { start_ps: (span * 3) / 4, end_ps: span } }));
+    expect(on.stats.pathMarks).toBe(0);
+    const ctx = new Recorder();
+    const off = new Renderer(ctx as unknown as CanvasRenderingContext2D);
+    off.draw(scene());
+    expect(off.stats.pathMarks).toBe(0);
+    expect(ctx.fillStyles).not.toContain("#123456");
   });
 
   it("counts the axis from its origin (the paired view's step start)", () => {

@@ -26,6 +26,7 @@ import numpy as np
 from stepscope.analysis.breakdown import BREAKDOWN, IDLE
 from stepscope.analysis.chips import device_name
 from stepscope.analysis.classify import DEVICE_ACTIVITIES, event_activities
+from stepscope.analysis.finding_gains import gain_predictor
 from stepscope.analysis.frameworks import frameworks
 from stepscope.analysis.gpu_metrics import GpuMetrics, gpu_metrics
 from stepscope.analysis.intervals import Union
@@ -189,6 +190,7 @@ class OverviewResult(ToolResult):
         lines.extend(_gpu_line(gpu) for gpu in self.gpus)
         lines.extend(_throughput_lines(self.throughput))
         lines.append(f"recommendation: {self.recommendation['summary']}")
+        lines.extend(f"  what if {item['predicted']['text']}" for item in self.recommendation["evidence"] if item["predicted"])
         lines.extend(f"  - {step}" for step in self.recommendation["next_steps"])
         return lines
 
@@ -441,7 +443,9 @@ def overview_page(stats: OpStats) -> OverviewResult:
         devices=devices,
         top_ops=top_operations(stats),
         environment=_environment(profile),
-        recommendation=recommendation(shares, set_aside_note(set_aside), _leads(stats), outside_steps_note(device), loader_settings(profile)),
+        recommendation=recommendation(
+            shares, set_aside_note(set_aside), _leads(stats), outside_steps_note(device), loader_settings(profile), gain_predictor(stats)
+        ),
         flops=_flop_rate(stats, devices),
         gpus=gpu_metrics(stats.kernels, {device["device"]: device["active_span_ps"] for device in devices}),
         throughput=throughput(stats),

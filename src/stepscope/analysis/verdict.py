@@ -43,6 +43,7 @@ it, ignoring case). The page turns them into the tool's address (``&sort=``, ``&
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypedDict
 
@@ -112,6 +113,17 @@ class Leads:
         )
 
 
+class PredictedGain(TypedDict):
+    """What fixing a finding would buy: the matching critical_path what-if (finding_gains)."""
+
+    change: str  # the what-if's name ("input_free", "launch_halved", "faster", ...)
+    description: str  # what it changes, in words
+    step_ps: int  # the mean kept step, measured
+    predicted_step_ps: int  # the same steps re-scheduled with the change
+    gain_percent: float  # (step_ps - predicted_step_ps) / step_ps, in percent
+    text: str  # "input free: 222 -> 151 ms, -32.0%"
+
+
 class Evidence(TypedDict):
     finding: str  # the finding's kind ("input", "kernel_launch", ...)
     text: str  # its number and how it was taken
@@ -119,6 +131,7 @@ class Evidence(TypedDict):
     table: str | None  # the table of that tool's result holding the supporting rows; null: none (the trace viewer)
     sort_key: str | None  # the column those rows are sorted by, descending
     query: str  # the search that keeps them ("" keeps every row)
+    predicted: PredictedGain | None  # what fixing it would buy; null where no what-if matches
 
 
 class Recommendation(TypedDict):
@@ -149,8 +162,8 @@ class Finding:
     sort_key: str | None = None
     query: str = ""
 
-    def to_json(self) -> Evidence:
-        return Evidence(finding=self.kind, text=self.evidence, tool=self.tool, table=self.table, sort_key=self.sort_key, query=self.query)
+    def to_json(self, predicted: PredictedGain | None = None) -> Evidence:
+        return Evidence(finding=self.kind, text=self.evidence, tool=self.tool, table=self.table, sort_key=self.sort_key, query=self.query, predicted=predicted)
 
 
 def input_bound_verdict(input_percent: float) -> str:
@@ -315,8 +328,15 @@ def _findings(shares: Shares, leads: Leads, loader: LoaderSettings | None = None
 
 
 def recommendation(
-    shares: Shares, set_aside_note: str, leads: Leads | None = None, outside_steps_note: str = "", loader: LoaderSettings | None = None
+    shares: Shares,
+    set_aside_note: str,
+    leads: Leads | None = None,
+    outside_steps_note: str = "",
+    loader: LoaderSettings | None = None,
+    predict: Callable[[str], PredictedGain | None] | None = None,
 ) -> Recommendation:
+    """``predict(finding kind)``: what fixing that finding would buy (``finding_gains``);
+    none without it."""
     found = _findings(shares, leads or Leads(), loader)
     summary = " ".join(part for part in (found[0].summary, set_aside_note, outside_steps_note) if part)
     return Recommendation(
@@ -328,7 +348,7 @@ def recommendation(
         host_percent=shares.host,
         summary=summary,
         next_steps=[advice for finding in found for advice in finding.advice],
-        evidence=[finding.to_json() for finding in found],
+        evidence=[finding.to_json(predict(finding.kind) if predict else None) for finding in found],
         set_aside=set_aside_note,
         outside_steps=outside_steps_note,
     )

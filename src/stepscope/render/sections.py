@@ -111,7 +111,9 @@ def _overview(result: ToolResult) -> list[Section]:
         notes.append("No step marker found: the whole profiled window is one step.")
     if rec["set_aside"]:
         notes.append(rec["set_aside"])
-    evidence = tuple(f"{item['text']} (see {item['tool']})" for item in rec["evidence"])
+    evidence = tuple(
+        f"{item['text']} (see {item['tool']})" + (f"; what if {item['predicted']['text']}" if item["predicted"] else "") for item in rec["evidence"]
+    )
     breakdown = [
         Figure(f"breakdown_{key}_percent", key.replace("_", " "), f"{value:.1f}%", value) for key, value in data["breakdown_percent"].items() if value >= 0.05
     ]

@@ -118,11 +118,23 @@ export interface Recommendation {
 }
 export interface Evidence {
   finding: string;
+  predicted: PredictedGain | null;
   query: string;
   sort_key: string | null;
   table: string | null;
   text: string;
   tool: string;
+}
+/**
+ * What fixing a finding would buy: the matching critical_path what-if (finding_gains).
+ */
+export interface PredictedGain {
+  change: string;
+  description: string;
+  gain_percent: number;
+  predicted_step_ps: number;
+  step_ps: number;
+  text: string;
 }
 export interface Flops {
   device_flops: number | null;

@@ -3,6 +3,7 @@
  * Tools not listed get the generic page, so a server that grows a tool keeps working.
  */
 
+import { criticalPathPage } from "./critical_path";
 import { diffPage } from "./diff";
 import { distributedPage } from "./distributed";
 import { flameGraphPage } from "./flame_graph";
@@ -32,6 +33,7 @@ export const PAGES: Record<string, ToolPage> = {
   hlo_stats: hloStatsPage,
   graph_viewer: graphViewerPage,
   flame_graph: flameGraphPage,
+  critical_path: criticalPathPage,
   trace_viewer: traceViewerPage,
   diff: diffPage,
   distributed: distributedPage,

@@ -5,17 +5,20 @@
  * profiles a GPU card with the PyTorch TensorBoard plugin's figures and a top-kernels pie.
  */
 
-import type { ApiTable, Evidence, GpuMetrics, OverviewPage, OverviewStep } from "../api";
+import type { ApiTable, Evidence, GpuMetrics, OverviewPage, OverviewStep, PredictedGain } from "../api";
 import { el } from "../dom";
 import { stepTimeData, topKernelsPieData } from "../components/chart-data";
 import { doughnutChart, stackedBarChart } from "../components/charts";
 import { at, card, metric, metricValue, metrics, note } from "../components/metric";
 import { findTable, withoutColumns } from "../components/table";
-import { humanize } from "../format";
-import { evidenceAddress, traceViewerAddress } from "../state/url";
+import { humanize, rawAttr } from "../format";
+import { buildQuery, evidenceAddress, traceViewerAddress } from "../state/url";
 import { zeroColumns } from "./applies";
 import { add, grid, tableCard } from "./common";
 import type { PageContext, ToolPage } from "./types";
+
+/** The tool whose what-if each finding's predicted gain comes from. */
+const CRITICAL_PATH = "critical_path";
 
 const STEPS_TABLE = "steps";
 const US = "_us";
@@ -185,7 +188,15 @@ export function evidenceLinkText(item: Pick<Evidence, "tool" | "table" | "sort_k
   return `${tool}: ${humanize(item.table).toLowerCase()}${sort}`;
 }
 
-/** Each finding's numbers, linked to the tool and rows that show them. */
+/** What fixing a finding would buy (the critical path's what-if), linked to that tool. */
+function predictedGain(predicted: PredictedGain, context: PageContext): HTMLElement {
+  return el("div", { class: "predicted-gain", "data-change": predicted.change, "data-gain-percent": rawAttr(predicted.gain_percent, predicted, "gain_percent") }, [
+    "What if ",
+    el("a", { href: buildQuery({ run: context.selection.run, host: context.selection.host, tool: CRITICAL_PATH }), "data-tool": CRITICAL_PATH, title: predicted.description }, predicted.text),
+  ]);
+}
+
+/** Each finding's numbers, linked to the tool and rows that show them, with what fixing it would buy. */
 function evidenceList(data: OverviewPage, context: PageContext): HTMLElement | null {
   const evidence = data.recommendation.evidence ?? [];
   if (evidence.length === 0) return null;
@@ -196,6 +207,7 @@ function evidenceList(data: OverviewPage, context: PageContext): HTMLElement | n
       el("li", { "data-finding": item.finding }, [
         `${item.text}: `,
         el("a", { href: evidenceAddress(context.selection, item), "data-tool": item.tool, title: "Open the rows this rests on" }, evidenceLinkText(item)),
+        item.predicted ? predictedGain(item.predicted, context) : null,
       ]),
     ),
   );

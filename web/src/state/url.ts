@@ -85,6 +85,8 @@ export function resolveRunHost(runs: RunInfo[], wanted: Wanted): { run: string; 
 export const TRACE_VIEWER = "trace_viewer";
 /** The trace viewer's parameter that searches for a name when the page opens. */
 export const FIND_PARAM = "find";
+/** The trace viewer's parameter that opens it with the critical path overlay on ("1"). */
+export const CRITICAL_PATH_PARAM = "critical_path";
 
 /** The trace viewer's address on the selection's run and host, with its own parameters. */
 export function traceViewerAddress(selection: Pick<Selection, "run" | "host">, params: Record<string, string>): string {

@@ -21,6 +21,11 @@ export interface TraceHooks {
   collapsed(): string[];
   /** The time the axis counts from, ps from the profile start (the paired view's step start; else 0). */
   axisOrigin(): number;
+  /**
+   * The critical path overlay: its step, its segments, those placed on a track and those
+   * drawn by the last frame; null while the toggle is off.
+   */
+  criticalPath(): { step: number; segments: number; placed: number; drawn: number } | null;
 }
 
 /** Installs `hooks` for `owner` (replacing any earlier viewer's of that name). */

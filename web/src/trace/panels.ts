@@ -38,6 +38,8 @@ export interface ToolbarActions {
   keys(): void;
   /** The details pane's close button. */
   closeDetails(): void;
+  /** The "Critical path" toggle was pressed. */
+  criticalPath(): void;
 }
 
 export interface Panels {
@@ -57,6 +59,8 @@ export interface Panels {
   filterBox: HTMLInputElement;
   exportLink: HTMLAnchorElement;
   toolButtons: Record<Tool, HTMLButtonElement>;
+  /** The critical path overlay's toggle (`aria-pressed`). */
+  pathButton: HTMLButtonElement;
 }
 
 /**
@@ -94,9 +98,15 @@ export function buildPanels(eventCount: number, actions: ToolbarActions, idPrefi
     select: el("button", { type: "button", id: id("tv-select"), "aria-pressed": "true", title: "Select (1): click an event, drag a range" }, "Select"),
     timing: el("button", { type: "button", id: id("tv-timing"), "aria-pressed": "false", title: "Timing (2): drag to measure" }, "Timing"),
   };
+  const pathButton = el(
+    "button",
+    { type: "button", id: id("tv-critical-path"), "aria-pressed": "false", title: "Draw the critical path of the step in view (the critical_path tool)", onclick: () => actions.criticalPath() },
+    "Critical path",
+  );
   const toolbar = el("div", { class: "tv-toolbar", role: "toolbar", "aria-label": "Trace viewer tools" }, [
     el("div", { class: "tv-group", role: "group", "aria-label": "Tool" }, [toolButtons.select, toolButtons.timing]),
     el("button", { type: "button", id: id("tv-reset"), title: "Show the whole profile (0)", onclick: () => actions.reset() }, "Reset zoom"),
+    pathButton,
     measureOut,
     el("div", { class: "tv-search" }, [
       searchInput,
@@ -124,7 +134,7 @@ export function buildPanels(eventCount: number, actions: ToolbarActions, idPrefi
   filterBox.addEventListener("change", () => actions.filterToggled());
   exportLink.addEventListener("pointerdown", () => actions.exporting());
   exportLink.addEventListener("focus", () => actions.exporting());
-  return { root, canvas, wrap, tooltip, details, keysButton, splitter, status, searchInput, searchStatus, measureOut, filterBox, exportLink, toolButtons };
+  return { root, canvas, wrap, tooltip, details, keysButton, splitter, status, searchInput, searchStatus, measureOut, filterBox, exportLink, toolButtons, pathButton };
 }
 
 /** The page fills the window below the header; the canvas takes what the bars leave. */

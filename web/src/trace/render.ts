@@ -9,7 +9,8 @@
 
 import { groupThousands } from "../format";
 import type { Flow, FlowEnd } from "./api";
-import { LANE_HEIGHT, type Layout, type Row } from "./layout";
+import type { PathOverlay } from "./critical_overlay";
+import { LANE_HEIGHT, SECTION_HEIGHT, type Layout, type Row } from "./layout";
 import type { Prepared } from "./model";
 import { PALETTE, RUN_ALPHA_STEPS, RUN_COLOR, TEXT_ON, runAlpha } from "./palette";
 import { formatDuration, tickLabel, tickStep, type TimeRange } from "./timeline";
@@ -38,6 +39,7 @@ const COLORS = {
   timing: "#b3261e",
   timingBand: "rgba(179, 38, 30, 0.07)",
   flow: "#d35400",
+  path: "#202124",
   scroll: "rgba(60, 64, 67, 0.35)",
 };
 
@@ -62,6 +64,8 @@ export interface Scene {
   area: AreaMark | null;
   timing: TimeRange | null;
   flows: readonly Flow[];
+  /** The critical path overlay; null while its toggle is off. */
+  path: PathOverlay | null;
 }
 
 /** What the last frame drew (the test hooks' `drawn()`). */
@@ -71,6 +75,8 @@ export interface DrawnStats {
   lanes: number;
   /** The section headers drawn (on screen), top to bottom. */
   sections: string[];
+  /** The critical path's segments drawn (in the view, on a shown track or section). */
+  pathMarks: number;
 }
 
 export function plotWidth(width: number): number {
@@ -88,7 +94,7 @@ export function timeAt(x: number, view: TimeRange, width: number): number {
 }
 
 export class Renderer {
-  readonly stats: DrawnStats = { events: 0, runs: 0, lanes: 0, sections: [] };
+  readonly stats: DrawnStats = { events: 0, runs: 0, lanes: 0, sections: [], pathMarks: 0 };
   private laneScreen = new Float64Array(64);
   private readonly widths = new Map<string, number>();
   private readonly clipped = new Map<number, string>();
@@ -171,6 +177,7 @@ export class Renderer {
     ctx.rect(GUTTER_WIDTH, AXIS_HEIGHT, plotWidth(scene.width), scene.height - AXIS_HEIGHT);
     ctx.clip();
     if (scene.prepared) this.drawAnswer(scene, scene.prepared);
+    this.stats.pathMarks = scene.path ? this.drawPath(scene, scene.path) : 0;
     if (scene.area) this.drawArea(scene, scene.area);
     if (scene.flows.length > 0) this.drawFlows(scene);
     ctx.restore();
@@ -448,6 +455,53 @@ export class Renderer {
     ctx.strokeStyle = COLORS.areaEdge;
     ctx.lineWidth = 1;
     ctx.strokeRect(x0 + 0.5, y0 + 0.5, Math.max(1, x1 - x0) - 1, y1 - y0 - 1);
+  }
+
+  /**
+   * The critical path: a band in its kind's colour over the first lane of each segment's
+   * track (its section header where collapsed), and a line where the path moves from one
+   * track to another. Returns how many segments were drawn.
+   */
+  private drawPath(scene: Scene, path: PathOverlay): number {
+    const ctx = this.ctx;
+    const { layout, view, width, scrollTop } = scene;
+    const left = GUTTER_WIDTH - 2;
+    const right = width + 2;
+    let drawn = 0;
+    let previousY = Number.NaN;
+    let previousX = Number.NaN;
+    ctx.lineWidth = 2;
+    for (const mark of path.marks) {
+      if (mark.track < 0) continue;
+      const lane = layout.laneY(mark.track, 0);
+      const top = Number.isNaN(lane) ? layout.trackSectionY[mark.track] : lane;
+      if (top === undefined || Number.isNaN(top)) continue;
+      const height = Number.isNaN(lane) ? SECTION_HEIGHT : LANE_HEIGHT;
+      const y = AXIS_HEIGHT + top - scrollTop;
+      const x0 = xOf(mark.start_ps, view, width);
+      const x1 = xOf(mark.end_ps, view, width);
+      // Segments run latest first: this one ends where the previous one began.
+      if (previousY === previousY && previousY !== y + height / 2 && x1 >= left && x1 <= right) {
+        ctx.strokeStyle = COLORS.path;
+        ctx.beginPath();
+        ctx.moveTo(previousX, previousY);
+        ctx.lineTo(x1, y + height / 2);
+        ctx.stroke();
+      }
+      previousY = y + height / 2;
+      previousX = Math.max(left, Math.min(right, x0));
+      if (x1 < left || x0 > right) continue;
+      const a = Math.max(left, x0);
+      const w = Math.max(2, Math.min(right, x1) - a);
+      ctx.globalAlpha = 0.35;
+      ctx.fillStyle = mark.color;
+      ctx.fillRect(a, y, w, height - 1);
+      ctx.globalAlpha = 1;
+      ctx.strokeStyle = mark.color;
+      ctx.strokeRect(a + 1, y + 1, w - 2, height - 3);
+      drawn++;
+    }
+    return drawn;
   }
 
   /** Screen point of a flow's end: `atEnd` takes the event's end, else its start. */

@@ -8,6 +8,7 @@
  */
 
 import type { Flow, Match, TracksInfo } from "./api";
+import type { PathOverlay } from "./critical_overlay";
 import type { EventBasics } from "./details";
 import { LANE_HEIGHT, Layout } from "./layout";
 import type { EventHit, Prepared, RunHit } from "./model";
@@ -55,6 +56,8 @@ export class ViewState {
   flows: Flow[] = [];
   area: AreaMark | null = null;
   timing: TimeRange | null = null;
+  /** The critical path overlay shown; null while the toggle is off. */
+  path: PathOverlay | null = null;
   pointer: Pointer = { x: 0, y: 0, inside: false };
   /** The search match shown, with the text it was found for. */
   match: (Match & { text: string }) | null = null;
@@ -302,6 +305,7 @@ export class ViewState {
       area: this.area,
       timing: this.timing,
       flows: this.flows,
+      path: this.path,
     };
   }
 }

@@ -27,6 +27,7 @@
  * the data, and carries out the input's intents.
  */
 
+import { getToolJson, type CriticalPath } from "../api";
 import type { MountContext } from "../pages/types";
 import { Cancelled, errorText, exportUrl, getQuery, getTracks, type TracksInfo } from "./api";
 import type { TraceAnswer } from "./decode";
@@ -41,7 +42,8 @@ import { Prepared, type RunHit } from "./model";
 import { answerText, buildPanels, fitHeight, HoverView, showStatus, showTiming, showTool, sizeCanvas, type Panels } from "./panels";
 import { Renderer, type AreaMark } from "./render";
 import { RequestScheduler } from "./scheduler";
-import { FIND_PARAM } from "../state/url";
+import { CRITICAL_PATH_PARAM, FIND_PARAM } from "../state/url";
+import { overlayAt, trackIds } from "./critical_overlay";
 import { loadCollapsed, saveCollapsed } from "./collapsed";
 import { Search } from "./search";
 import { SelectionDetails } from "./selection";
@@ -104,6 +106,9 @@ export class TraceViewer implements Intents, FrameClient {
   /** The last data check found no track to ask for (all collapsed, an empty profile). */
   private nothingToAsk = false;
   private destroyed = false;
+  /** The critical_path tool's JSON, once the overlay asked for it; and the tracks by (plane, line). */
+  private pathData: Promise<CriticalPath | null> | null = null;
+  private readonly pathTracks: Map<string, number>;
 
   constructor(
     root: HTMLElement,
@@ -116,6 +121,7 @@ export class TraceViewer implements Intents, FrameClient {
     const opening = options.view ?? viewFromAddress(followsAddress ? location.search : "", Math.max(1, info.span_ps));
     const state = new ViewState(info, opening, loadCollapsed(selection));
     this.state = state;
+    this.pathTracks = trackIds(info.tracks);
     this.panels = buildPanels(info.event_count, {
       tool: (tool) => this.setTool(tool),
       reset: () => this.resetZoom(),
@@ -133,6 +139,7 @@ export class TraceViewer implements Intents, FrameClient {
         this.details.select(null);
         this.panels.canvas.focus({ preventScroll: true });
       },
+      criticalPath: () => void this.togglePath(),
     }, options.idPrefix);
     root.replaceChildren(this.panels.root);
     showEmpty(this.panels.details);
@@ -180,6 +187,11 @@ export class TraceViewer implements Intents, FrameClient {
       setView: (start_ps, end_ps) => this.setView({ start_ps, end_ps }),
       collapsed: () => [...state.collapsed],
       axisOrigin: () => this.renderer.axisOrigin_ps,
+      criticalPath: () => {
+        const path = state.path;
+        if (!path) return null;
+        return { step: path.step, segments: path.marks.length, placed: path.marks.filter((mark) => mark.track >= 0).length, drawn: this.renderer.stats.pathMarks };
+      },
     }, options.name);
     this.updateExport();
     this.panels.canvas.focus({ preventScroll: true });
@@ -192,6 +204,7 @@ export class TraceViewer implements Intents, FrameClient {
       this.panels.searchInput.value = wanted;
       void this.search.find(false);
     }
+    if (followsAddress && new URLSearchParams(location.search).get(CRITICAL_PATH_PARAM) === "1") void this.togglePath();
   }
 
   destroy(): void {
@@ -270,12 +283,48 @@ export class TraceViewer implements Intents, FrameClient {
     this.panels.exportLink.href = exportUrl(this.context.selection, range.start_ps, range.end_ps);
   }
 
+  // ------------------------------------------------------------------ the critical path overlay
+
+  /** Turns the overlay on (asking for the critical_path tool's JSON the first time) or off. */
+  private async togglePath(): Promise<void> {
+    const button = this.panels.pathButton;
+    if (button.getAttribute("aria-pressed") === "true") {
+      button.setAttribute("aria-pressed", "false");
+      this.state.path = null;
+      this.loop.request();
+      return;
+    }
+    button.setAttribute("aria-pressed", "true");
+    this.pathData ??= getToolJson<CriticalPath>("data", { ...this.context.selection, tool: "critical_path", options: {} }, () => undefined, this.context.signal).catch(
+      (error: unknown) => {
+        if (!(error instanceof Cancelled)) showStatus(this.panels.status, `critical path: ${errorText(error)}`, "error");
+        return null;
+      },
+    );
+    await this.pathData;
+    this.placePath();
+  }
+
+  /** The overlay follows the view to the step it is on (its middle's). */
+  private placePath(): void {
+    if (this.panels.pathButton.getAttribute("aria-pressed") !== "true") return;
+    void this.pathData?.then((data) => {
+      if (!data || this.panels.pathButton.getAttribute("aria-pressed") !== "true") return;
+      const middle = (this.state.view.start_ps + this.state.view.end_ps) / 2;
+      const overlay = overlayAt(data, this.pathTracks, middle);
+      if (overlay?.index === this.state.path?.index) return;
+      this.state.path = overlay;
+      this.loop.request();
+    });
+  }
+
   // ------------------------------------------------------------------ intents (Intents)
 
   setView(view: TimeRange): void {
     if (!this.state.setView(view)) return;
     this.url?.schedule();
     this.loop.dataChanged();
+    if (this.state.path) this.placePath();
   }
 
   resetZoom(): void {
