@@ -76,11 +76,13 @@ class RunFigures:
     report: str  # the overview as ``stepscope report`` prints it
 
     def figures_line(self) -> str:
-        """The run's figures in one line: step time and where it went."""
+        """The run's figures in one line: step time and where it went (shares of the kept
+        steps' summed time, as the overview's breakdown; the verdict's "on average" share is
+        the mean of the per-step shares, so the two differ where steps differ)."""
         shares = sorted(((value, key) for key, value in self.breakdown_percent.items() if value >= 0.05), reverse=True)[:SHARES_SHOWN]
         where = ", ".join(f"{key.replace('_', ' ')} {value:.1f}%" for value, key in shares)
         aside = f", {self.set_aside} set aside" if self.set_aside else ""
-        return f"step time {self.step_time_ms:.1f} ms mean, {self.median_ms:.1f} ms median ({self.steps} steps{aside}); {where} of the step"
+        return f"step time {self.step_time_ms:.1f} ms mean, {self.median_ms:.1f} ms median ({self.steps} steps{aside}); of the steps' total time: {where}"
 
 
 def default_logdir() -> Path:
@@ -226,7 +228,7 @@ def comparison(before: RunFigures, after: RunFigures) -> str:
     speedup = before.step_time_ms / after.step_time_ms if after.step_time_ms else float("inf")
     return (
         f"step time {before.step_time_ms:.1f} ms -> {after.step_time_ms:.1f} ms ({speedup:.2f}x); "
-        f"input {before.input_percent:.1f}% -> {after.input_percent:.1f}% of the step"
+        f"input {before.input_percent:.1f}% -> {after.input_percent:.1f}% of the steps' total time"
     )
 
 
