@@ -225,6 +225,7 @@ def test_every_tool_in_the_tensorboard_tab(tab, tensorboard, tb_logdir):
     assert box is not None and box["width"] >= 1270 and box["y"] + box["height"] >= 890
     gpu, capture = tb_logdir.gpu, tb_logdir.capture
     go(frame, tensorboard, "overview_page", **gpu)
+    frame.wait_for_selector('#tool-select option[value="graph_viewer"][disabled]', state="attached", timeout=READY_TIMEOUT_MS)
     menu = frame.locator("#tool-select option").evaluate_all("options => options.map(o => [o.value, o.disabled, o.getAttribute('aria-description')])")
     assert {"overview_page", "kernel_stats", "trace_viewer", "memory_profile", "distributed"} <= {tool for tool, _, _ in menu}
     # The tools with nothing to show for this profile are greyed out, each with its reason.

@@ -28,9 +28,10 @@ SCRIPT = textwrap.dedent(
     """
     import json, sys
     from stepscope.trace.readers import load, warm
-    from stepscope.viewer import build_index
 
     before = set(sys.modules)
+    from stepscope.viewer import build_index  # what a worker imports to warm up (its details decode protobuf)
+
     build_index(warm())
     warmed = set(sys.modules)
     counts = [build_index(load(path)).event_count for path in sys.argv[1:]]
