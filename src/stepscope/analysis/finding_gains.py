@@ -22,7 +22,7 @@ from functools import cached_property
 import numpy as np
 
 from stepscope.analysis.critical_path import COLLECTIVES_OVERLAPPED, FASTER, INPUT_FREE, LAUNCH_HALVED, changes, predicted_steps
-from stepscope.analysis.dependency_graph import Graph, build_graph
+from stepscope.analysis.dependency_graph import Graph, NodeNames, build_graph
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.schedule import Binding, binding
 from stepscope.analysis.verdict import COLLECTIVES, DEVICE, HOST, INPUT, KERNEL_LAUNCH, PredictedGain
@@ -71,7 +71,7 @@ class GainPredictor:
         self.stats = stats
 
     @cached_property
-    def _graph(self) -> tuple[Graph, Binding, np.ndarray] | None:
+    def _graph(self) -> tuple[Graph, Binding, NodeNames] | None:
         graph = build_graph(self.stats.profile, self.stats.steps)
         if graph.anchor == (-1, -1) or not len(self.stats.steps):
             return None
