@@ -59,15 +59,18 @@ def segment_rows(segments: dict[str, list]) -> list[dict]:
 ALL_REDUCE = "ncclKernel_AllReduce_RING_LL_Sum_float"
 
 
-def rank_file(tmp_path: Path, number: int, events: list[dict]) -> Path:
+def rank_file(tmp_path: Path, number: int, events: list[dict], base_ns: int | None = None) -> Path:
+    """Rank ``number``'s Kineto file; ``base_ns``: its times are after that UNIX time (Kineto's
+    ``baseTimeNanoseconds``), else relative."""
     labels = {"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}}
     info = {"rank": number, "world_size": 2, "backend": "nccl"}
     path = tmp_path / f"rank{number}.pt.trace.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "distributedInfo": info, "traceEvents": [labels, *events]}))
+    header = {"schemaVersion": 1, "distributedInfo": info} | ({} if base_ns is None else {"baseTimeNanoseconds": base_ns})
+    path.write_text(json.dumps(header | {"traceEvents": [labels, *events]}))
     return path
 
 
-def two_rank_files(tmp_path: Path) -> list[Path]:
+def two_rank_files(tmp_path: Path, base_ns: int | None = None) -> list[Path]:
     # Rank 0: launch [0, 5) -> compute [6, 30); launch [30, 35) -> the all-reduce [36, 90)
     # (it waits for rank 1 inside); cudaDeviceSynchronize [35, 95) waits for it; [95, 100) host.
     # Rank 1, the straggler: launch [0, 5) -> compute [6, 80); launch [5, 10) -> the
@@ -91,7 +94,7 @@ def two_rank_files(tmp_path: Path) -> list[Path]:
         device("compute", 6, 74, 1),
         device(ALL_REDUCE, 80, 10, 2),
     ]
-    return [rank_file(tmp_path, 0, zero), rank_file(tmp_path, 1, one)]
+    return [rank_file(tmp_path, 0, zero, base_ns), rank_file(tmp_path, 1, one, base_ns)]
 
 
 def two_ranks(tmp_path: Path) -> list[stepscope.Profile]:
