@@ -140,8 +140,9 @@ def _segments(graph: Graph, bind: Binding, nodes: np.ndarray, floor: int) -> Seg
 def _walk_chain(pred: np.ndarray, starts: np.ndarray, node: int, floor: int, out: np.ndarray) -> int:
     """Writes the binding predecessors from ``node`` back to the first one starting at or
     before ``floor`` (or without a predecessor) to ``out``; returns how many. A pointer
-    chase: the Python is the reference (and the fallback, ~0.3 us a node); the C
-    (``kernels/schedule.c``) walks the DDP trace's 46,000-node chains in ~0.1 ms, not ~10 ms."""
+    chase: the Python is the reference (and the fallback, ~1.2 us a node on numpy's
+    scalars); the C (``kernels/schedule.c``) walks the DDP trace's three chains (46,000 nodes)
+    in 0.12 ms, not 53 ms (or the ~10 ms of the walk over Python lists it replaces)."""
     count = 0
     while True:
         out[count] = node
