@@ -4,10 +4,11 @@
   whose ``end[src] + weight`` is latest) and its residual (how much later than that it
   started). Vectorised: a segmented max over the edges, grouped by destination.
 - ``critical_paths``: the segments of each step's path, walked back from the step's end
-  boundary node along binding edges (the kernel ``walk_chain``, C where it was built): each node's own time (its kind), and the gap between
-  its binding predecessor's end and its start (the edge's gap kind: a launch's queueing,
-  a synchronisation's return, idle). The segments tile ``[step start, step end]``, so
-  their kinds add up to the step's duration exactly.
+  boundary node along binding edges (the kernel ``walk_chain``, C where it was built):
+  each node's own time (its kind), and the gap between its binding predecessor's end and
+  its start (the edge's gap kind: a launch's queueing, a synchronisation's return, idle).
+  The segments tile ``[step start, step end]``, so their kinds add up to the step's
+  duration exactly.
 - ``schedule``: earliest starts in node order with changed durations (``fixed``; the pass
   is the kernel ``schedule_starts``, C where it was built): a node
   starts at the latest ``end + weight`` of its in-edges plus its residual; a node without

@@ -77,8 +77,8 @@ walk_chain(PyObject *self, PyObject *args)
 {
     (void)self;
     PyObject *pred_object, *starts_object, *out_object;
-    long long first, floor;
-    if (!PyArg_ParseTuple(args, "OOLLO:walk_chain", &pred_object, &starts_object, &first, &floor, &out_object)) {
+    long long first, floor_ps;
+    if (!PyArg_ParseTuple(args, "OOLLO:walk_chain", &pred_object, &starts_object, &first, &floor_ps, &out_object)) {
         return NULL;
     }
     Arrays arrays = {.function = "walk_chain"};
@@ -107,7 +107,7 @@ walk_chain(PyObject *self, PyObject *args)
             break;
         }
         chain[count++] = node;
-        if (!(start[node] > floor && up[node] >= 0)) {
+        if (!(start[node] > floor_ps && up[node] >= 0)) {
             break;
         }
         node = up[node];

@@ -5,8 +5,8 @@ and what the job's step would be without each rank's straggle.
 Unlike the rest of the distributed view (a map of small per-rank tables), this needs every
 rank's whole graph in one process, and the what-if re-schedules the joined graph once per
 rank: so it is made only for runs of at most ``MAX_JOINED_RANKS`` ranks, by rank (not by
-device), by whoever holds the profiles (``stepscope.engines.job_paths_of``, the dashboard's
-distributed view). docs/tools/distributed.md defines every number.
+device), by whoever can load the profiles (``stepscope.engines.with_job_paths``, for the
+CLI and the dashboard's distributed view). docs/tools/distributed.md defines every number.
 """
 
 from __future__ import annotations
