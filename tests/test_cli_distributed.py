@@ -53,8 +53,15 @@ def test_csv_tables(recsys_logdir, tmp_path):
     assert result.returncode == 0, result.stderr
     text = output.read_text()
     sections = [line for line in text.splitlines() if line.startswith("# ")]
-    assert sections == ["# distributed.ranks", "# distributed.stragglers", "# distributed.collectives", "# distributed.steps"]
-    steps_csv = text.split("# distributed.steps\n", 1)[1]
+    assert sections == [
+        "# distributed.ranks",
+        "# distributed.stragglers",
+        "# distributed.collectives",
+        "# distributed.steps",
+        "# distributed.job_steps",
+        "# distributed.straggle_removed",
+    ]
+    steps_csv = text.split("# distributed.steps\n", 1)[1].split("\n# ", 1)[0]
     rows = list(csv.DictReader(io.StringIO(steps_csv)))
     assert [(row["rank"], row["step"]) for row in rows] == [("0", "551"), ("0", "552"), ("1", "551"), ("1", "552")]
 

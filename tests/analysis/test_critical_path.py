@@ -8,49 +8,11 @@ its streams are tids. In each comment, a path is read from the step's end backwa
 from __future__ import annotations
 
 import itertools
-import json
-from pathlib import Path
 
 import pytest
 
-import stepscope
-from stepscope.analysis import run_tool
 from stepscope.analysis.registry import OptionError
-
-US = 1_000_000
-
-
-def host(name: str, ts: int, dur: int, cat: str = "cpu_op", **args) -> dict:
-    return {"ph": "X", "name": name, "cat": cat, "pid": 100, "tid": 1, "ts": ts, "dur": dur, "args": args}
-
-
-def runtime(name: str, ts: int, dur: int, correlation: int | None = None) -> dict:
-    return host(name, ts, dur, "cuda_runtime", **({"correlation": correlation} if correlation is not None else {}))
-
-
-def device(name: str, ts: int, dur: int, correlation: int, stream: int = 7, cat: str = "kernel") -> dict:
-    args = {"device": 0, "stream": stream, "correlation": correlation}
-    return {"ph": "X", "name": name, "cat": cat, "pid": 0, "tid": stream, "ts": ts, "dur": dur, "args": args}
-
-
-STEP = host("ProfilerStep#1", 0, 100, "user_annotation")
-
-
-def critical(tmp_path: Path, events: list[dict], **options) -> dict:
-    labels = {"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}}
-    path = tmp_path / "job.pt.trace.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": [labels, *events]}))
-    profile = stepscope.load(path)
-    profile.validate()
-    return run_tool("critical_path", profile, **options).to_json()
-
-
-def kinds(step: dict) -> dict[str, int]:
-    return {kind: ps for kind, ps in step["by_kind_ps"].items() if ps}
-
-
-def predicted(result: dict) -> dict[str, int]:
-    return {change["change"]: change["predicted_step_ps"] for change in result["what_if"]}
+from tests.support.critical_paths import STEP, US, critical, device, host, kinds, predicted, runtime, segment_rows
 
 
 def test_host_bound_step(tmp_path):
@@ -184,7 +146,7 @@ def test_kernels_inside_a_streams_annotation_are_nodes(tmp_path):
 def test_segments_tile_the_step(tmp_path):
     events = [STEP, runtime("cudaLaunchKernel", 0, 5, correlation=1), runtime("cudaDeviceSynchronize", 5, 90), device("k", 7, 80, 1), host("aten::add", 95, 5)]
     (step,) = critical(tmp_path, events)["steps"]
-    segments = sorted((segment["start_ps"], segment["end_ps"]) for segment in step["segments"])
+    segments = sorted((segment["start_ps"], segment["end_ps"]) for segment in segment_rows(step["segments"]))
     assert segments[0][0] == 0 and segments[-1][1] == 100 * US
     assert all(previous[1] == current[0] for previous, current in itertools.pairwise(segments))
 

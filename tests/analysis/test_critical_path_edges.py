@@ -5,7 +5,7 @@ what-ifs are derived by hand (times in us; the conventions of test_critical_path
 
 from __future__ import annotations
 
-from tests.analysis.test_critical_path import STEP, US, critical, device, host, kinds, predicted, runtime
+from tests.support.critical_paths import STEP, US, critical, device, host, kinds, predicted, runtime, segment_rows
 
 
 def on_thread(event: dict, tid: int) -> dict:
@@ -81,7 +81,10 @@ def test_a_stream_waits_for_the_event_recorded_on_another(tmp_path):
     result = critical(tmp_path, events)
     (step,) = result["steps"]
     assert kinds(step) == {"host_compute": 15 * US, "sync": 5 * US, "kernel": 74 * US, "launch": 6 * US}
-    assert [(segment["name"], segment["end_ps"] - segment["start_ps"]) for segment in step["segments"][2:4]] == [("consumer", 20 * US), ("producer", 54 * US)]
+    assert [(segment["name"], segment["end_ps"] - segment["start_ps"]) for segment in segment_rows(step["segments"])[2:4]] == [
+        ("consumer", 20 * US),
+        ("producer", 54 * US),
+    ]
     # Kernels 2x faster: producer [6, 33), consumer [33, 43), the sync returns at 48, the
     # add ends at 63. Launches halved: producer [3.5, 57.5), consumer [57.5, 77.5), 82.5,
     # 97.5. (Without the edge: the consumer at 60 either way, 70 and 100.)

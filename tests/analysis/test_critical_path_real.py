@@ -14,6 +14,7 @@ from stepscope.analysis import dependency_graph, run_tool
 from stepscope.analysis.dependency_graph import build_graph
 from stepscope.analysis.schedule import binding, schedule
 from stepscope.analysis.steps import find_steps
+from tests.support.critical_paths import segment_rows
 from tests.support.traces import ALL_SHARED_TRACES, shared
 
 torch = pytest.importorskip("torch")
@@ -75,8 +76,8 @@ def test_every_shared_trace(path):
     for step, start, duration in zip(result["steps"], steps.start_ps.tolist(), steps.duration_ps.tolist()):
         assert step["duration_ps"] == duration
         assert sum(step["by_kind_ps"].values()) == duration
-        assert all(start <= segment["start_ps"] < segment["end_ps"] <= start + duration for segment in step["segments"])
-        assert sum(segment["end_ps"] - segment["start_ps"] for segment in step["segments"]) == duration
+        assert all(start <= segment["start_ps"] < segment["end_ps"] <= start + duration for segment in segment_rows(step["segments"]))
+        assert sum(segment["end_ps"] - segment["start_ps"] for segment in segment_rows(step["segments"])) == duration
     # Re-scheduled with the recorded durations, the graph gives back the recorded starts,
     # and so each what-if's baseline is the recorded step time.
     graph = build_graph(profile, steps)

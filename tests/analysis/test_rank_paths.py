@@ -5,8 +5,6 @@ conventions, one Kineto file per rank)."""
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 import stepscope
@@ -14,45 +12,8 @@ from stepscope.analysis.path_kinds import KIND_NAMES, Kind
 from stepscope.analysis.rank_paths import join_ranks, step_times, straggle_removed
 from stepscope.analysis.schedule import Segments, binding, critical_paths, schedule
 from stepscope.analysis.steps import find_steps
-from tests.analysis.test_critical_path import STEP, US, device, host, runtime
+from tests.support.critical_paths import US, two_ranks
 from tests.support.traces import shared
-
-ALL_REDUCE = "ncclKernel_AllReduce_RING_LL_Sum_float"
-
-
-def rank(tmp_path, number: int, events: list[dict]) -> stepscope.Profile:
-    labels = {"ph": "M", "name": "process_labels", "pid": 0, "tid": 0, "args": {"labels": "GPU 0"}}
-    info = {"rank": number, "world_size": 2, "backend": "nccl"}
-    path = tmp_path / f"rank{number}.pt.trace.json"
-    path.write_text(json.dumps({"schemaVersion": 1, "distributedInfo": info, "traceEvents": [labels, *events]}))
-    return stepscope.load(path)
-
-
-def two_ranks(tmp_path) -> list[stepscope.Profile]:
-    # Rank 0: launch [0, 5) -> compute [6, 30); launch [30, 35) -> the all-reduce [36, 90)
-    # (it waits for rank 1 inside); cudaDeviceSynchronize [35, 95) waits for it; [95, 100) host.
-    # Rank 1, the straggler: launch [0, 5) -> compute [6, 80); launch [5, 10) -> the
-    # all-reduce [80, 90) (after the compute on its stream: it arrives last, and does not
-    # wait); cudaDeviceSynchronize [10, 95); [95, 100) host.
-    zero = [
-        STEP,
-        runtime("cudaLaunchKernel", 0, 5, correlation=1),
-        runtime("cudaLaunchKernel", 30, 5, correlation=2),
-        runtime("cudaDeviceSynchronize", 35, 60),
-        host("aten::add", 95, 5),
-        device("compute", 6, 24, 1),
-        device(ALL_REDUCE, 36, 54, 2),
-    ]
-    one = [
-        STEP,
-        runtime("cudaLaunchKernel", 0, 5, correlation=1),
-        runtime("cudaLaunchKernel", 5, 5, correlation=2),
-        runtime("cudaDeviceSynchronize", 10, 85),
-        host("aten::add", 95, 5),
-        device("compute", 6, 74, 1),
-        device(ALL_REDUCE, 80, 10, 2),
-    ]
-    return [rank(tmp_path, 0, zero), rank(tmp_path, 1, one)]
 
 
 def test_the_rank_that_waited_has_the_stragglers_work_on_its_path(tmp_path):

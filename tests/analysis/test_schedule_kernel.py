@@ -1,8 +1,12 @@
-"""The critical path's schedule pass (``schedule._schedule_starts``): the C
-(``kernels/schedule.c``) gives the Python reference's starts, to the picosecond, on random
-DAGs and on the graph of every shared trace, with recorded and with changed durations."""
+"""The critical path's kernels: the schedule pass (``schedule._schedule_starts``) and the walk
+back along binding predecessors (``schedule._walk_chain``). The C (``kernels/schedule.c``)
+gives the Python reference's starts, to the picosecond, and its chains, node for node, on
+random DAGs and on the graph of every shared trace (starts with recorded and with changed
+durations; the chain of every step)."""
 
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 import pytest
@@ -17,6 +21,7 @@ from stepscope.trace import kernels
 from tests.support.traces import ALL_SHARED_TRACES
 
 PYTHON = kernels.PYTHON["schedule_starts"]
+PYTHON_CHAIN = kernels.PYTHON["walk_chain"]
 
 
 def both(offsets, src, weight, residual, fixed, starts) -> tuple[np.ndarray, np.ndarray]:
@@ -26,8 +31,46 @@ def both(offsets, src, weight, residual, fixed, starts) -> tuple[np.ndarray, np.
     return compiled, reference
 
 
+def chains(pred, starts, node, floor) -> tuple[list[int], list[int]]:
+    compiled, reference = np.full(len(pred), -1), np.full(len(pred), -1)
+    count = _kernels.walk_chain(pred, starts, node, floor, compiled)
+    assert PYTHON_CHAIN(pred, starts, node, floor, reference) == count
+    return compiled[:count].tolist(), reference[:count].tolist()
+
+
 def test_the_module_calls_the_c():
     assert schedule._schedule_starts is _kernels.schedule_starts and PYTHON.__module__ == schedule.__name__
+    assert schedule._walk_chain is _kernels.walk_chain and PYTHON_CHAIN.__module__ == schedule.__name__
+
+
+def test_a_hand_made_chain():
+    # Predecessors 4 -> 2 -> 1 -> 0 (0 has none), 3 -> 1; starts 0, 10, 20, 25, 30.
+    pred, starts = np.array([-1, 0, 1, 1, 2]), np.array([0, 10, 20, 25, 30])
+    # From 4 above floor 5: 4 (30 > 5), 2 (20 > 5), 1 (10 > 5), 0 (no predecessor): all four.
+    assert chains(pred, starts, 4, 5) == ([4, 2, 1, 0], [4, 2, 1, 0])
+    # Floor 20: 4 (30 > 20), then 2 starts at 20, not after the floor: the walk stops there.
+    assert chains(pred, starts, 4, 20) == ([4, 2], [4, 2])
+    # From 3 with floor 30: 3 starts at 25 <= 30, so it is the whole chain.
+    assert chains(pred, starts, 3, 30) == ([3], [3])
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_random_chains(seed: int):
+    rng = np.random.default_rng(seed)
+    count = int(rng.integers(2, 2000))
+    # Each node's predecessor a random lower-numbered node, or none (-1) for about 1 in 50;
+    # starts rising with the node number (as in a graph numbered in processing order).
+    pred = (rng.random(count) * np.arange(count)).astype(np.int64)
+    pred[rng.random(count) < 0.02] = -1
+    pred[0] = -1
+    starts = np.cumsum(rng.integers(0, 100, count))
+    for node, floor in ((count - 1, int(starts[count // 3])), (int(rng.integers(0, count)), -1)):
+        compiled, reference = chains(pred, starts, node, floor)
+        assert compiled == reference and compiled[0] == node
+        # Each node after the first is its predecessor's; the walk stopped at a node at or
+        # before the floor or without a predecessor.
+        assert all(pred[a] == b for a, b in itertools.pairwise(compiled))
+        assert starts[compiled[-1]] <= floor or pred[compiled[-1]] < 0
 
 
 def test_a_hand_made_diamond():
@@ -77,3 +120,6 @@ def test_every_shared_traces_graph(path):
         assert np.array_equal(compiled, reference)
     recorded, _ = both(graph.edge_offsets, graph.edge_src, graph.edge_weight_ps, bind.residual_ps, graph.fixed_ps, graph.start_ps.copy())
     assert np.array_equal(recorded, graph.start_ps)
+    for end, first in zip(graph.step_end_node.tolist(), graph.step_start_node.tolist()):
+        compiled_chain, reference_chain = chains(bind.pred, graph.start_ps, end, int(graph.start_ps[first]))
+        assert compiled_chain == reference_chain and compiled_chain[0] == end

@@ -456,7 +456,7 @@ def test_the_distributed_view_of_a_run_is_the_local_engines(server, logdir):
         assert (row["trace_start_ps"], row["step_time_ps"]) == (step["start_ps"], step["step_time_ps"])
     page = dict(run="gpu", host="alexnet_small", tool="distributed")
     tables = {table["name"]: table for table in server.ready("/api/tables", **page).json()["tables"]}
-    assert list(tables) == ["ranks", "stragglers", "collectives", "steps"]
+    assert list(tables) == ["ranks", "stragglers", "collectives", "steps", "job_steps", "straggle_removed"]
     assert len(tables["steps"]["rows"]) == len(document["steps"]) and len(tables["ranks"]["rows"]) == 2
     csv_answer = server.get("/api/csv", **page, table="steps")
     assert csv_answer.headers["content-disposition"] == 'attachment; filename="gpu_distributed_steps.csv"'

@@ -144,13 +144,13 @@ def test_trace_viewer_overlay_draws_the_steps_segments(path_page, path_server, p
     shown = overlay(page)
     # The step in view, every one of its segments, each on one of the viewer's tracks.
     assert shown["step"] == step["step"]
-    assert shown["segments"] == shown["placed"] == len(step["segments"])
-    assert 0 < shown["drawn"] <= len(step["segments"])
+    assert shown["segments"] == shown["placed"] == len(step["segments"]["start_ps"])
+    assert 0 < shown["drawn"] <= len(step["segments"]["start_ps"])
     # Moving the view to another step moves the overlay to that step's path.
     other = steps[2]
     page.evaluate("([a, b]) => window.__stepscope.trace.setView(a, b)", [other["start_ps"], other["start_ps"] + other["duration_ps"]])
     page.wait_for_function(f"() => window.__stepscope.trace.criticalPath().step === {other['step']}")
-    assert overlay(page)["segments"] == len(other["segments"])
+    assert overlay(page)["segments"] == len(other["segments"]["start_ps"])
     button.click()
     assert button.get_attribute("aria-pressed") == "false"
     page.wait_for_function("() => window.__stepscope.trace.criticalPath() === null")
@@ -162,7 +162,7 @@ def test_trace_viewer_overlay_draws_the_steps_segments(path_page, path_server, p
     )
     wait_ready(page, "trace_viewer")
     page.wait_for_function("() => window.__stepscope.trace.criticalPath()?.segments > 0")
-    assert overlay(page)["segments"] == len(step["segments"])
+    assert overlay(page)["segments"] == len(step["segments"]["start_ps"])
 
 
 def test_overview_shows_each_findings_predicted_gain(path_page, path_server, path_json):

@@ -222,3 +222,27 @@ def test_a_straggler_row_opens_its_ranks_trace_at_its_step(page, recsys_server, 
     assert query["start_ps"] == [str(start_ps)] and query["end_ps"] == [str(end_ps)]
     view = page.evaluate("window.__stepscope.trace.view()")
     assert view["start_ps"] == pytest.approx(start_ps) and view["end_ps"] == pytest.approx(end_ps)
+
+
+def test_the_critical_path_across_ranks(page, recsys_server, documents):
+    open_distributed(page, recsys_server)
+    # Each step's job step is the slower rank's recorded ProfilerStep (read from the files),
+    # and that rank is the slowest.
+    recorded = {rank: step_durations_us(document) for rank, document in documents.items()}
+    rows = page.locator('table[data-table="job_steps"] tbody tr')
+    shown = rows.evaluate_all(
+        "rows => rows.map(row => ['step', 'step_us', 'slowest_rank'].map(key => Number(row.querySelector(`td[data-key=\"${key}\"]`).getAttribute('data-value'))))"
+    )
+    expected = []
+    for step in sorted(recorded[0]):
+        times = {rank: durations[step] for rank, durations in recorded.items()}
+        slowest = max(times, key=times.__getitem__)
+        expected.append([step, times[slowest], slowest])
+    assert shown == expected
+    # One what-if row per rank, each no longer than the other rank's slowest recorded step.
+    removed = page.locator('table[data-table="straggle_removed"] tbody tr')
+    assert removed.locator('td[data-key="rank"]').evaluate_all("cells => cells.map(c => Number(c.getAttribute('data-value')))") == [0, 1]
+    for index in range(2):
+        predicted = float(removed.nth(index).locator('td[data-key="predicted_step_us"]').get_attribute("data-value"))
+        assert 0 < predicted <= max(recorded[1 - index].values())
+    page.locator('[data-card="job_steps"]').screenshot(path=str(SCREENSHOTS / "distributed_job_steps.png"))

@@ -29,6 +29,7 @@ KERNELS = {
     "scatter_ids": ("stepscope.trace.formats.xspace.hot_ids", "_scatter"),
     "lod_lanes": ("stepscope.viewer.lod_loop", "lod_lanes"),
     "schedule_starts": ("stepscope.analysis.schedule", "_schedule_starts"),
+    "walk_chain": ("stepscope.analysis.schedule", "_walk_chain"),
 }
 
 

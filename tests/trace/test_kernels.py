@@ -266,6 +266,12 @@ def schedule(**changes):
     return _kernels.schedule_starts(*args.values())
 
 
+def chain(**changes):
+    # Node 1's predecessor is node 0 (none before it); node 1 starts at 5, after floor 0.
+    args = {"pred": np.array([-1, 0]), "starts": np.array([0, 5]), "node": 1, "floor": 0, "out": empty(2)} | changes
+    return _kernels.walk_chain(*args.values())
+
+
 def test_the_arguments_given_here_are_right():
     """What the cases below change one thing of: each call works as given, and gives what it should."""
     assert scan() == (1, 0, 0)  # one field (the plane), no error
@@ -276,6 +282,8 @@ def test_the_arguments_given_here_are_right():
     assert nest() is None
     starts = np.array([4, 0])
     assert schedule(starts=starts) is None and starts.tolist() == [4, 10]
+    out = empty(2)
+    assert chain(out=out) == 2 and out.tolist() == [1, 0]
     assert walk() == 1
     assert scatter() == 2
     out = lod_out()
@@ -340,6 +348,13 @@ ARGUMENT_CASES = {
     "schedule: short fixed": (schedule, {"fixed": np.array([3])}, ValueError, "residual, fixed and starts differ in length"),
     "schedule: short weight": (schedule, {"weight": empty(0)}, ValueError, "src and weight differ in length"),
     "schedule: offset past src": (schedule, {"offsets": np.array([0, 0, 2])}, ValueError, "offsets are not a rising sequence"),
+    "chain: pred of int32": (chain, {"pred": np.array([-1, 0], dtype=np.int32)}, TypeError, "'pred' must be a numpy array of int64"),
+    "chain: read-only out": (chain, {"out": read_only(empty(2))}, ValueError, "argument 'out' is read-only"),
+    "chain: short starts": (chain, {"starts": np.array([0])}, ValueError, "pred and starts differ in length"),
+    "chain: node past the end": (chain, {"node": 2}, ValueError, "a node of the chain is out of range"),
+    "chain: predecessor past the end": (chain, {"pred": np.array([-1, 7])}, ValueError, "a node of the chain is out of range"),
+    "chain: a cycle": (chain, {"pred": np.array([1, 0]), "starts": np.array([5, 5])}, ValueError, "the chain is longer than out"),
+    "chain: short out": (chain, {"out": empty(1)}, ValueError, "the chain is longer than out"),
     "schedule: falling offsets": (schedule, {"offsets": np.array([0, 1, 0])}, ValueError, "offsets are not a rising sequence"),
     "schedule: source past the nodes": (schedule, {"src": np.array([2])}, ValueError, "an edge's source is out of range"),
     "lod: one pixel edge": (lod, {"edges": np.array([0])}, ValueError, "edges must have at least 2 entries"),

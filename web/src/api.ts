@@ -111,7 +111,7 @@ export type { FlameGraph, FlameNode } from "./generated/flame_graph";
 export type { MemoryProfile, MemoryDevice, MemoryPoint } from "./generated/memory_profile";
 export type { MemoryViewer, ProgramRow as MemoryViewerProgram, PointRow as MemoryViewerPoint, BufferRow as MemoryViewerBuffer } from "./generated/memory_viewer";
 export type { GraphViewer, GraphNode, GraphEdge } from "./generated/graph_viewer";
-export type { CriticalPath, StepPath, Segment as PathSegment, WhatIf } from "./generated/critical_path";
+export type { CriticalPath, StepPath, Segments as PathSegments, WhatIf } from "./generated/critical_path";
 
 // ---------------------------------------------------------------- calls
 

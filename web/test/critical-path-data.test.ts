@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { CriticalPath } from "../src/api";
-import { gainPercent, pathKindsData, stepAt, topTable, whatIfTable } from "../src/pages/critical_path_data";
+import { KIND_COLORS, gainPercent, pathKindsData, stepAt, topTable, whatIfTable } from "../src/pages/critical_path_data";
 import { overlayAt, trackIds } from "../src/trace/critical_overlay";
 import type { TrackInfo } from "../src/trace/decode";
 
@@ -15,10 +15,15 @@ const data: CriticalPath = {
       duration_ps: 10 * US,
       by_kind_ps: { kernel: 6 * US, launch: 4 * US, input: 0 },
       top: [{ name: "gemm", kind: "kernel", ps: 6 * US }],
-      segments: [
-        { start_ps: 4 * US, end_ps: 10 * US, kind: "kernel", plane: 1, line: 0, name: "gemm" },
-        { start_ps: 0, end_ps: 4 * US, kind: "launch", plane: 0, line: 2, name: "cudaLaunchKernel" },
-      ],
+      // Two segments, as columns: gemm [4, 10) us on plane 1 line 0, the launch [0, 4) us on plane 0 line 2.
+      segments: {
+        start_ps: [4 * US, 0],
+        end_ps: [10 * US, 4 * US],
+        kind: ["kernel", "launch"],
+        plane: [1, 0],
+        line: [0, 2],
+        name: ["gemm", "cudaLaunchKernel"],
+      },
     },
     {
       step: 8,
@@ -26,7 +31,7 @@ const data: CriticalPath = {
       duration_ps: 30 * US,
       by_kind_ps: { kernel: 0, launch: 0, input: 30 * US },
       top: [],
-      segments: [{ start_ps: 10 * US, end_ps: 40 * US, kind: "input", plane: 0, line: 9, name: "next" }],
+      segments: { start_ps: [10 * US], end_ps: [40 * US], kind: ["input"], plane: [0], line: [9], name: ["next"] },
     },
   ],
   what_if: [{ change: "input_free", description: "input were free", predicted_step_ps: 10 * US, predicted_steps_ps: [10 * US, 10 * US] }],
@@ -68,7 +73,11 @@ describe("the critical path page's figures", () => {
     const tracks = trackIds([track(3, 1, 0), track(4, 0, 2)]);
     const overlay = overlayAt(data, tracks, 2 * US)!;
     expect([overlay.index, overlay.step]).toEqual([0, 7]);
-    expect(overlay.marks.map((mark) => mark.track)).toEqual([3, 4]);
+    expect(overlay.marks.map((mark) => [mark.start_ps, mark.end_ps, mark.track])).toEqual([
+      [4 * US, 10 * US, 3],
+      [0, 4 * US, 4],
+    ]);
+    expect(overlay.marks.map((mark) => mark.color)).toEqual([KIND_COLORS.kernel, KIND_COLORS.launch]);
     // Step 8's input wait lies on a line the viewer has no track for.
     expect(overlayAt(data, tracks, 20 * US)!.marks.map((mark) => mark.track)).toEqual([-1]);
   });

@@ -5,7 +5,7 @@ The graph is ``dependency_graph``'s, the path and the re-scheduling ``schedule``
 what-if changes durations (never dependencies) and re-schedules the whole graph; its
 ``predicted_step_ps`` is the mean over steps of the predicted time between each step's
 boundary nodes. For the page: ``steps[i].segments`` are the path's pieces in profile time
-(plane and line indexes as the trace viewer's), latest first.
+(plane and line indexes as the trace viewer's), latest first, as columns.
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from stepscope.analysis.dependency_graph import Graph, NodeNames, build_graph
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.path_kinds import KIND_NAMES, Kind
 from stepscope.analysis.registry import Option, OptionError, ToolResult, tool
-from stepscope.analysis.schedule import Binding, Segments, binding, critical_paths, schedule
+from stepscope.analysis.schedule import Binding, binding, critical_paths, schedule
+from stepscope.analysis.schedule import Segments as PathPieces
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
 
 TOOL = "critical_path"
@@ -39,15 +40,19 @@ class PathOp(TypedDict):
     ps: int
 
 
-class Segment(TypedDict):
-    """A piece of the path: ``[start_ps, end_ps)`` on line ``line`` of plane ``plane``."""
+class Segments(TypedDict):
+    """The path's pieces, as columns (entry i of each is piece i's; latest first): piece i
+    is ``[start_ps[i], end_ps[i])`` of kind ``kind[i]`` on line ``line[i]`` of plane
+    ``plane[i]``, in op, kernel or gap ``name[i]``. Columns, not one object a piece: a step's
+    path has tens of thousands of pieces (46,000 on the DDP trace's three steps), and making and
+    writing an object for each cost as much as the rest of the tool."""
 
-    start_ps: int
-    end_ps: int
-    kind: str
-    plane: int
-    line: int
-    name: str
+    start_ps: list[int]
+    end_ps: list[int]
+    kind: list[str]
+    plane: list[int]
+    line: list[int]
+    name: list[str]
 
 
 class StepPath(TypedDict):
@@ -56,7 +61,7 @@ class StepPath(TypedDict):
     duration_ps: int
     by_kind_ps: dict[str, int]  # every kind in ``KINDS``; the values add up to duration_ps
     top: list[PathOp]
-    segments: list[Segment]
+    segments: Segments
 
 
 class WhatIf(TypedDict):
@@ -158,7 +163,7 @@ def predicted_steps(graph: Graph, bind: Binding, fixed_ps: np.ndarray) -> np.nda
     return starts[graph.step_end_node] - starts[graph.step_start_node]
 
 
-def _step_path(graph: Graph, node_names: NodeNames, segments: Segments, number: int, start: int, duration: int) -> StepPath:
+def _step_path(graph: Graph, node_names: NodeNames, segments: PathPieces, number: int, start: int, duration: int) -> StepPath:
     by_kind = segments.by_kind()
     lengths = segments.end_ps - segments.start_ps
     # The path's time by (name code, kind), summed in numpy; then by (name, kind) over the
@@ -172,18 +177,20 @@ def _step_path(graph: Graph, node_names: NodeNames, segments: Segments, number: 
         name_kind = (node_names.table[pair // len(KINDS)], pair % len(KINDS))
         totals[name_kind] = totals.get(name_kind, 0) + ps
     ranked = sorted(totals.items(), key=lambda item: (-item[1], item[0][0]))[:TOP_OPS]
-    kinds = [KINDS[kind] for kind in segments.kind.tolist()]
-    columns = (segments.start_ps, segments.end_ps, graph.plane[segments.node], graph.line[segments.node])
     return StepPath(
         step=number,
         start_ps=start,
         duration_ps=duration,
         by_kind_ps={KINDS[kind]: int(by_kind[kind]) for kind in range(len(KINDS))},
         top=[PathOp(name=name, kind=KINDS[kind], ps=ps) for (name, kind), ps in ranked],
-        segments=[
-            {"start_ps": lo, "end_ps": hi, "kind": kind, "plane": plane, "line": line, "name": name}
-            for lo, hi, plane, line, kind, name in zip(*(column.tolist() for column in columns), kinds, node_names.of(segments.node))
-        ],
+        segments=Segments(
+            start_ps=segments.start_ps.tolist(),
+            end_ps=segments.end_ps.tolist(),
+            kind=[KINDS[kind] for kind in segments.kind.tolist()],
+            plane=graph.plane[segments.node].tolist(),
+            line=graph.line[segments.node].tolist(),
+            name=node_names.of(segments.node),
+        ),
     )
 
 

@@ -6,7 +6,9 @@ reduce. The dashboard already analyses each host in its analysis workers, with t
 ``OpStats`` every tool shares, so the map runs there: the worker leaves the rank's tables
 beside the tools' results (``worker.RANK_FILE``, written by ``worker.write_rank_tables``), and the view
 of a run is the reduce of its hosts' cached tables, done in the request's worker thread
-(milliseconds for hundreds of ranks: a few numbers per step and per collective call). The
+(milliseconds for hundreds of ranks: a few numbers per step and per collective call); on
+runs of a few ranks the job's critical path across them is added (``engines.with_job_paths``,
+which loads each rank's profile again in that thread: tens of ms a rank). The
 map is the local engine's own (``rank_tables``), so the answer is the one ``stepscope
 distributed`` gives; a test checks that, number for number.
 
@@ -33,6 +35,7 @@ from stepscope.dashboard.analysis_cache import Failed, Pending, Ready, Status
 from stepscope.dashboard.api_errors import AnalysisPending, ProfileFailed
 from stepscope.dashboard.profile_jobs import ProfileJobs, rank_tables_job
 from stepscope.dashboard.worker import RANK_FILE, Progress, tables_json
+from stepscope.engines import with_job_paths
 from stepscope.errors import StepscopeError
 from stepscope.trace.logdir import Run
 
@@ -84,6 +87,7 @@ class DistributedViews:
                 self._kept.move_to_end(key)
                 return self._kept[key]
         tables: list[RankTables] = []
+        paths: list[str] = []
         failures: list[str] = []
         for host, status in zip(run.hosts, statuses, strict=True):
             found = status.message if isinstance(status, Failed) else load_rank_tables(status, host.name, host.path, self._jobs)
@@ -91,8 +95,9 @@ class DistributedViews:
                 failures.append(found)
             else:
                 tables.append(found)
+                paths.append(str(host.path))
         try:
-            result = reduce_ranks(run.name, tables, failures, by=by)
+            result = with_job_paths(reduce_ranks(run.name, tables, failures, by=by), paths, tables)
         except StepscopeError as error:
             raise ProfileFailed(str(error)) from None
         answer = (jsonform.encode(result.to_json()), jsonform.encode(tables_json(result.tables())))

@@ -82,5 +82,6 @@ PyObject *walk_arrows(PyObject *self, PyObject *args);
 PyObject *scatter_ids(PyObject *self, PyObject *args);
 PyObject *lod_lanes(PyObject *self, PyObject *args);
 PyObject *schedule_starts(PyObject *self, PyObject *args);
+PyObject *walk_chain(PyObject *self, PyObject *args);
 
 #endif

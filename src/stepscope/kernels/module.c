@@ -17,6 +17,7 @@ static PyMethodDef METHODS[] = {
     {"scatter_ids", scatter_ids, METH_VARARGS, "hot_ids._scatter, compiled."},
     {"lod_lanes", lod_lanes, METH_VARARGS, "lod_loop.lod_lanes, compiled."},
     {"schedule_starts", schedule_starts, METH_VARARGS, "schedule._schedule_starts, compiled."},
+    {"walk_chain", walk_chain, METH_VARARGS, "schedule._walk_chain, compiled."},
     {NULL, NULL, 0, NULL},
 };
 

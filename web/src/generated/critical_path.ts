@@ -16,21 +16,25 @@ export interface StepPath {
     [k: string]: number;
   };
   duration_ps: number;
-  segments: Segment[];
+  segments: Segments;
   start_ps: number;
   step: number;
   top: PathOp[];
 }
 /**
- * A piece of the path: ``[start_ps, end_ps)`` on line ``line`` of plane ``plane``.
+ * The path's pieces, as columns (entry i of each is piece i's; latest first): piece i
+ * is ``[start_ps[i], end_ps[i])`` of kind ``kind[i]`` on line ``line[i]`` of plane
+ * ``plane[i]``, in op, kernel or gap ``name[i]``. Columns, not one object a piece: a step's
+ * path has tens of thousands of pieces (46,000 on the DDP trace's three steps), and making and
+ * writing an object for each cost as much as the rest of the tool.
  */
-export interface Segment {
-  end_ps: number;
-  kind: string;
-  line: number;
-  name: string;
-  plane: number;
-  start_ps: number;
+export interface Segments {
+  end_ps: number[];
+  kind: string[];
+  line: number[];
+  name: string[];
+  plane: number[];
+  start_ps: number[];
 }
 /**
  * An op or kernel on a step's path, and its time there.

@@ -16,6 +16,9 @@ export interface Distributed {
   stragglers: DistributedStraggler[];
   collectives: DistributedCollective[];
   warnings: string[];
+  job_steps: JobStepPath[];
+  straggle_removed: StraggleRemovedRow[];
+  job_paths_note: string;
 }
 export interface StragglerRule {
   k_sigma: number;
@@ -79,4 +82,30 @@ export interface DistributedCollective {
   wait_min_ps: number;
   wait_min_rank: number;
   wait_skew_ps: number;
+}
+/**
+ * Step ``step`` of the job (the ranks' steps matched by position): the slowest rank's
+ * step and the path that set it, which may run through other ranks' work (a collective
+ * ends when its last rank joins it).
+ */
+export interface JobStepPath {
+  by_kind_ps: {
+    [k: string]: number;
+  };
+  by_rank_ps: {
+    [k: string]: number;
+  };
+  kind: string;
+  setting_rank: number;
+  slowest_rank: number;
+  step: number;
+  step_ps: number;
+}
+/**
+ * "Rank ``rank``'s straggle removed": the other ranks stop waiting for it.
+ */
+export interface StraggleRemovedRow {
+  predicted_step_ps: number;
+  predicted_steps_ps: number[];
+  rank: number;
 }

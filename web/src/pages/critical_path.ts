@@ -30,7 +30,7 @@ function stepCard(context: PageContext, step: StepPath): HTMLElement {
     `Ops and kernels on step ${formatCount(step.step)}'s path`,
     [
       el("p", { class: "note" }, [
-        `${formatCount(step.segments.length)} segments on the path. `,
+        `${formatCount(step.segments.start_ps.length)} segments on the path. `,
         el("a", { href: timeline, id: "critical-path-timeline", "data-step": step.step }, "Show on the timeline"),
       ]),
       renderTable(topTable(step), { searchable: false }),

@@ -6,7 +6,8 @@
  * collective time not hidden behind compute: the select), whose cells open that rank's
  * trace viewer zoomed to that step; the stragglers (rank, step, the late stage, how much
  * late) and the collective table (the table component: sortable, searchable, CSV of the
- * server's tables), and every rank's steps.
+ * server's tables), the job's critical path across ranks (runs of a few ranks), and every
+ * rank's steps.
  */
 
 import type { ApiColumn, CellValue } from "../api";
@@ -75,6 +76,22 @@ function summaryCard(data: Distributed): HTMLElement {
   );
 }
 
+/**
+ * The job's critical path across ranks: which rank and kind set each step, and the job's
+ * predicted step without each rank's straggle; else why it was not made (a run by device,
+ * or of one rank or more than a few).
+ */
+function jobPathCards(context: PageContext, data: Distributed): (HTMLElement | null)[] {
+  if (data.job_steps.length === 0) {
+    return data.job_paths_note ? [card("Critical path across ranks", note(`Not made: ${data.job_paths_note}.`), { "data-card": "job_steps" }, true)] : [];
+  }
+  const noLinks = { cellHref: () => null };
+  return [
+    tableCard(context, "job_steps", "Critical path across ranks: the rank and kind that set each step", noLinks),
+    tableCard(context, "straggle_removed", "What if a rank's straggle were removed: the job's predicted step", noLinks),
+  ];
+}
+
 function render(root: HTMLElement, context: PageContext): void {
   const data = context.data as Distributed;
   const layout = grid(root);
@@ -100,6 +117,7 @@ function render(root: HTMLElement, context: PageContext): void {
       ? // A collective's name is not an event's (the events are nccl:<op>, the kernels the NCCL algorithm's): no trace link.
         tableCard(context, "collectives", "Collectives (largest wait skew first)", { searchable: true, cellHref: () => null })
       : card("Collectives", note("No collective calls on any rank (no NCCL/RCCL or XLA collective kernels in these traces)."), { "data-card": "collectives" }, true),
+    ...jobPathCards(context, data),
     tableCard(context, "ranks", unitWord(data) === "device" ? "Devices (rank: the unit's number; host rank: its host's)" : "Ranks"),
     tableCard(context, "steps", `Steps of every ${unitWord(data)}`, { searchable: true, cellHref: links }),
   );

@@ -36,14 +36,16 @@ export function overlayAt(data: CriticalPath, tracks: ReadonlyMap<string, number
   const index = stepAt(data.steps, t_ps);
   const step = data.steps[index];
   if (!step) return null;
+  // The tool gives the segments as columns (entry i of each is segment i's).
+  const { start_ps, end_ps, kind, plane, line } = step.segments;
   return {
     index,
     step: step.step,
-    marks: step.segments.map((segment) => ({
-      start_ps: segment.start_ps,
-      end_ps: segment.end_ps,
-      track: tracks.get(`${segment.plane}:${segment.line}`) ?? -1,
-      color: KIND_COLORS[segment.kind] ?? OTHER_COLOR,
+    marks: start_ps.map((start, i) => ({
+      start_ps: start,
+      end_ps: end_ps[i]!,
+      track: tracks.get(`${plane[i]}:${line[i]}`) ?? -1,
+      color: KIND_COLORS[kind[i]!] ?? OTHER_COLOR,
     })),
   };
 }

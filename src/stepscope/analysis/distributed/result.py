@@ -8,9 +8,10 @@ distributed.md defines every number.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import ClassVar, TypedDict
 
+from stepscope.analysis.distributed.job_paths import JobStepPath, StraggleRemovedRow
 from stepscope.analysis.registry import ToolResult
 from stepscope.analysis.tables import Column, Table, ps_to_us
 
@@ -129,6 +130,17 @@ COLLECTIVE_COLUMNS = (
     Column("wait_max_rank", "max rank"),
     Column("wait_skew_us", "wait skew (us)"),
 )
+JOB_STEP_COLUMNS = (
+    Column("step", "step"),
+    Column("step_us", "job step (us)"),
+    Column("slowest_rank", "slowest rank"),
+    Column("setting_rank", "rank setting it"),
+    Column("kind", "kind", "string"),
+)
+STRAGGLE_COLUMNS = (
+    Column("rank", "rank"),
+    Column("predicted_step_us", "predicted job step (us)"),
+)
 
 
 def _in_us(record: Mapping[str, object]) -> dict[str, object]:
@@ -154,6 +166,11 @@ class DistributedResult(ToolResult):
     stragglers: list[DistributedStraggler]  # largest excess (as a share of the step) first
     collectives: list[DistributedCollective]  # largest wait skew first
     warnings: list[str]
+    # The job's critical path across ranks (``job_paths``): by rank, on runs of 2 to
+    # MAX_JOINED_RANKS ranks; else empty, and ``job_paths_note`` says why.
+    job_steps: list[JobStepPath] = field(default_factory=list)
+    straggle_removed: list[StraggleRemovedRow] = field(default_factory=list)  # by rank
+    job_paths_note: str = ""
 
     def tables(self) -> list[Table]:
         return [
@@ -161,6 +178,8 @@ class DistributedResult(ToolResult):
             Table.of("stragglers", STRAGGLER_COLUMNS, [_in_us(row) for row in self.stragglers]),
             Table.of("collectives", COLLECTIVE_COLUMNS, [_in_us(row) for row in self.collectives]),
             Table.of("steps", STEP_COLUMNS, [_in_us(row) for row in self.steps]),
+            Table.of("job_steps", JOB_STEP_COLUMNS, [_in_us(row) for row in self.job_steps]),
+            Table.of("straggle_removed", STRAGGLE_COLUMNS, [_in_us(row) for row in self.straggle_removed]),
         ]
 
     def unit_label(self, number: int) -> str:
@@ -189,5 +208,20 @@ class DistributedResult(ToolResult):
             )
         else:
             lines.append(f"stragglers: none (rule: > median + {self.rule['k_sigma']:g} sigma and > {100 * self.rule['min_excess_fraction']:g}% of the step)")
+        lines.extend(self._job_lines())
         lines.extend(f"warning: {warning}" for warning in self.warnings)
+        return lines
+
+    def _job_lines(self) -> list[str]:
+        """The job's critical path: each step's setter, and the largest straggle gain."""
+        if not self.job_steps:
+            return [f"critical path across ranks: {self.job_paths_note}"] if self.job_paths_note else []
+        mean_ps = sum(step["step_ps"] for step in self.job_steps) / len(self.job_steps)
+        setters = "; ".join(f"step {step['step']}: rank {step['setting_rank']} ({step['kind']})" for step in self.job_steps)
+        lines = [f"critical path across ranks: {setters}"]
+        if self.straggle_removed:
+            best = min(self.straggle_removed, key=lambda row: row["predicted_step_ps"])
+            lines.append(
+                f"what if rank {best['rank']}'s straggle were removed: {ps_to_us(mean_ps) / 1000:,.3f} -> {ps_to_us(best['predicted_step_ps']) / 1000:,.3f} ms"
+            )
         return lines
