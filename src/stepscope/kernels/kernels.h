@@ -81,5 +81,6 @@ PyObject *first_outs(PyObject *self, PyObject *args);
 PyObject *walk_arrows(PyObject *self, PyObject *args);
 PyObject *scatter_ids(PyObject *self, PyObject *args);
 PyObject *lod_lanes(PyObject *self, PyObject *args);
+PyObject *scan_chrome_events(PyObject *self, PyObject *args);
 
 #endif

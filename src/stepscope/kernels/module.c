@@ -16,6 +16,7 @@ static PyMethodDef METHODS[] = {
     {"walk_arrows", walk_arrows, METH_VARARGS, "arrows._walk, compiled."},
     {"scatter_ids", scatter_ids, METH_VARARGS, "hot_ids._scatter, compiled."},
     {"lod_lanes", lod_lanes, METH_VARARGS, "lod_loop.lod_lanes, compiled."},
+    {"scan_chrome_events", scan_chrome_events, METH_VARARGS, "A JSON array of Chrome trace events as columns (chrome/scanned.py)."},
     {NULL, NULL, 0, NULL},
 };
 

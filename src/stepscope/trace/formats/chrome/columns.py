@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from stepscope.trace.formats.chrome.scanned import FLAG_DUR_ABSENT, FLAG_EXACT, ScannedEvents
 from stepscope.trace.stat_types import INT64_MAX, is_int64
 from stepscope.trace.stats import JsonStats
 
@@ -164,6 +165,9 @@ class _Coder:
     def add(self, values: list[Any]) -> None:
         self._codes.append(self.code(values))
 
+    def add_codes(self, codes: np.ndarray) -> None:
+        self._codes.append(codes)
+
     def finish(self, normalise: Callable[[Any], Any] | None = None, codes: np.ndarray | None = None) -> Coded:
         """The column (of ``codes`` where given, not of the values added)."""
         if codes is None:
@@ -192,16 +196,23 @@ class _KeyCoder:
         self._codes: list[np.ndarray] = []
 
     def add(self, events: list[Any]) -> None:
+        self._codes.append(self.code(list(map(self._key, events))))
+
+    def code(self, keys: list[tuple[Any, ...]]) -> np.ndarray:
+        """The codes of keys (tuples of the fields' values), new ones coded field by field."""
         try:
-            codes = self._keys.codes(map(self._key, events), len(events))
+            codes = self._keys.codes(keys, len(keys))
         except TypeError:  # lists or dicts where scalars belong: as _Coder.code
-            keys = [tuple(map(_hashable, key)) for key in map(self._key, events)]
+            keys = [tuple(map(_hashable, key)) for key in keys]
             codes = self._keys.codes(keys, len(keys))
         new = self._keys.new
         if new:
             for coder, codes_of_keys, values in zip(self._coders, self._key_fields, zip(*new)):
                 codes_of_keys.append(coder.code(list(values)))
             new.clear()
+        return codes
+
+    def add_codes(self, codes: np.ndarray) -> None:
         self._codes.append(codes)
 
     def finish(self, normalise: dict[str, Callable[[Any], Any]]) -> dict[str, Coded]:
@@ -301,6 +312,25 @@ class ColumnBuilder:
             values = _VALUES.decode(b"[" + b",".join(texts) + b"]")
         self._add(events, numbers(values), texts, values)
 
+    def add_scanned(self, scanned: ScannedEvents) -> int:
+        """A batch of events as the compiled scanner wrote them (``scanned``): the keys and
+        flow ids of only its distinct texts decoded, here, and coded as ``_add`` codes every
+        event's; the numbers and args as ``_add`` makes them. Returns how many are
+        metadata events (phase "M")."""
+        keys = _decoded_fields(scanned, _KEY_FIELDS, scanned.key_first)
+        self._keys.add_codes(self._keys.code(list(zip(*keys)))[scanned.key_codes])
+        metadata = np.asarray([phase == "M" for phase in keys[0]], dtype=bool)
+        (ids,) = _decoded_fields(scanned, ("id",), scanned.id_first)
+        self._flow_ids.add_codes(self._flow_ids.code(ids)[scanned.id_codes])
+        self._ts.append(scanned.ts)
+        self._dur.append(scanned.dur)
+        self._dur_absent.append((scanned.flags & FLAG_DUR_ABSENT) != 0)
+        exact = (scanned.flags & FLAG_EXACT) != 0
+        self._exact_ns.append(np.where(exact, scanned.exact_ns, 0))
+        self._exact.append(exact)
+        self._args.add_joined(scanned.args_length, scanned.args)
+        return int(np.count_nonzero(metadata[scanned.key_codes])) if len(metadata) else 0
+
     def add(self, events: list[ChromeEvent]) -> None:
         """A batch of events decoded elsewhere (the lenient parser): no timestamp text to
         re-read exactly."""
@@ -349,6 +379,18 @@ class ColumnBuilder:
         )
 
 
+# What msgspec gives a field that is absent (ChromeEvent's defaults).
+_ABSENT = {"ph": "", "name": "", "cat": None, "pid": None, "tid": None, "bp": None, "id": None}
+
+
+def _decoded_fields(scanned: ScannedEvents, fields: tuple[str, ...], rows: np.ndarray) -> list[list[Any]]:
+    """Each field's values at ``rows``, decoded from their texts in one msgspec call."""
+    texts = [scanned.texts(name, rows) for name in fields]
+    present = [text for column in texts for text in column if text is not None]
+    decoded = iter(_VALUES.decode(b"[" + b",".join(present) + b"]")) if present else iter(())
+    return [[_ABSENT[name] if text is None else next(decoded) for text in column] for name, column in zip(fields, texts)]
+
+
 def _none_where_nan(values: list[Any], as_numbers: np.ndarray) -> np.ndarray:
     """Which values are None, looked at only where ``numbers`` made them NaN (it makes
     None NaN): in a Kineto trace only flow and metadata events, a third, lack a duration."""
@@ -389,6 +431,15 @@ class ArgsBlob:
     def add(self, args: list[msgspec.Raw]) -> None:
         self._lengths.append(np.fromiter(map(len, args), dtype=np.int64, count=len(args)))
         present = b",".join(filter(None, args))
+        if present:
+            if self._out.tell():
+                self._out.write(b",")
+            self._out.write(present)
+
+    def add_joined(self, lengths: np.ndarray, present: bytes) -> None:
+        """A batch's args already joined (``present``, a comma between two), and each
+        event's length (0: none)."""
+        self._lengths.append(lengths)
         if present:
             if self._out.tell():
                 self._out.write(b",")

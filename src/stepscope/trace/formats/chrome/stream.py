@@ -30,6 +30,7 @@ import msgspec
 from stepscope.trace import limits
 from stepscope.trace.formats.chrome.columns import TIMED_EVENTS, ColumnBuilder
 from stepscope.trace.formats.chrome.document import TraceDocument, check_counts, first_byte, load_estimate
+from stepscope.trace.formats.chrome.scanned import scan
 
 # Undecoded text gathered before a batch is decoded: ~2-3k Kineto events, whose decoded
 # structs (~700 bytes each) set the transient peak, as columns.BATCH_EVENTS does. Measured
@@ -138,7 +139,13 @@ class _Batches:
             raise _GiveUp
 
     def decode_text(self, text: bytes | msgspec.Raw) -> None:
-        """The events of one JSON array's text."""
+        """The events of one JSON array's text: scanned by the compiled scanner where it
+        takes them (``scanned``), else decoded by msgspec."""
+        scanned = scan(text)
+        if scanned is not None:
+            metadata = self.builder.add_scanned(scanned)
+            self._counted(len(scanned), len(text), metadata)
+            return
         try:
             events = TIMED_EVENTS.decode(text)
         except msgspec.ValidationError:  # an element that is not an event object: skipped

@@ -1,0 +1,616 @@
+/* ``scan_chrome_events``: one JSON array of Chrome/Kineto trace events scanned into
+   columns without a Python object per event (stepscope/trace/formats/chrome/scanned.py
+   says what it is for and how its output becomes the reader's columns).
+
+   It takes the common case only and says ODD for anything else, so that the caller
+   decodes that text with msgspec (the reference) instead: an element that is not an
+   object, a key written with an escape or given twice, "ts" or "dur" other than a number
+   or null, a number with an exponent or longer than MAX_NUMBER bytes, a string holding a
+   \u escape, a control character or a byte past ASCII, nesting deeper than MAX_DEPTH, or
+   anything that is not JSON. What it takes, it reads as msgspec does.
+
+   Per event (row) it writes: the text spans of the ten fields the reader keeps (-1 where
+   absent), "ts" and "dur" as doubles (NaN where absent or null), the exact ns of a "ts"
+   past 2**43 us read from its digits (columns.decimal_units' rule), whether "dur" is
+   absent, and two codes: of the event's (ph, name, cat, pid, tid, bp) texts and of its
+   "id" text, each numbered in the order first seen in this array (equal texts, equal
+   codes), with the row each code first appeared at; and the args' texts back to back, a
+   comma between two, with each event's args length (0: none). */
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+
+enum { F_PH, F_CAT, F_NAME, F_PID, F_TID, F_TS, F_DUR, F_ARGS, F_ID, F_BP, FIELDS };
+enum { SCAN_OK = 0, SCAN_ODD = 1 };
+#define MAX_DEPTH 64
+#define MAX_NUMBER 32
+/* The fields coded together as one key (columns._KEY_FIELDS). */
+static const int KEY_FIELDS[] = {F_PH, F_NAME, F_CAT, F_PID, F_TID, F_BP};
+#define KEY_COUNT 6
+/* 2**43 us: past it a double is spaced >= 1 ns (columns.EXACT_TS_THRESHOLD_US). */
+#define EXACT_THRESHOLD 8796093022208.0
+#define INT64_BOUND_UNITS ((INT64_MAX - 1000) / 1000)
+
+typedef struct {
+    const uint8_t *text;
+    int64_t end;
+    int64_t pos;
+} Cursor;
+
+static inline void
+skip_space(Cursor *c)
+{
+    while (c->pos < c->end) {
+        uint8_t byte = c->text[c->pos];
+        if (byte != ' ' && byte != '\n' && byte != '\r' && byte != '\t') {
+            return;
+        }
+        c->pos++;
+    }
+}
+
+/* A string from its opening quote; its end (after the closing quote), or -1 (ODD). */
+static int64_t
+scan_string(const Cursor *c, int64_t pos, int *escaped)
+{
+    pos++;
+    while (pos < c->end) {
+        uint8_t byte = c->text[pos];
+        if (byte == '"') {
+            return pos + 1;
+        }
+        if (byte < 0x20 || byte >= 0x80) {
+            return -1;
+        }
+        if (byte == '\\') {
+            if (pos + 1 >= c->end) {
+                return -1;
+            }
+            uint8_t next = c->text[pos + 1];
+            if (next != '"' && next != '\\' && next != '/' && next != 'b' && next != 'f' && next != 'n' && next != 'r' && next != 't') {
+                return -1;
+            }
+            *escaped = 1;
+            pos += 2;
+            continue;
+        }
+        pos++;
+    }
+    return -1;
+}
+
+/* A JSON number from its first byte: its end, or -1 (ODD: not one, an exponent, too long). */
+static int64_t
+scan_number(const Cursor *c, int64_t pos, int *fraction)
+{
+    int64_t start = pos;
+    if (pos < c->end && c->text[pos] == '-') {
+        pos++;
+    }
+    if (pos >= c->end || c->text[pos] < '0' || c->text[pos] > '9') {
+        return -1;
+    }
+    if (c->text[pos] == '0') {
+        pos++;
+    } else {
+        while (pos < c->end && c->text[pos] >= '0' && c->text[pos] <= '9') {
+            pos++;
+        }
+    }
+    *fraction = 0;
+    if (pos < c->end && c->text[pos] == '.') {
+        pos++;
+        int64_t digits = pos;
+        while (pos < c->end && c->text[pos] >= '0' && c->text[pos] <= '9') {
+            pos++;
+        }
+        if (pos == digits) {
+            return -1;
+        }
+        *fraction = 1;
+    }
+    if (pos < c->end && (c->text[pos] == 'e' || c->text[pos] == 'E')) {
+        return -1;
+    }
+    if (pos - start > MAX_NUMBER) {
+        return -1;
+    }
+    return pos;
+}
+
+static int64_t
+scan_literal(const Cursor *c, int64_t pos, const char *word, int64_t length)
+{
+    if (c->end - pos < length || memcmp(c->text + pos, word, (size_t)length) != 0) {
+        return -1;
+    }
+    return pos + length;
+}
+
+/* Any JSON value from its first byte: its end, or -1 (ODD). Objects and arrays are
+   walked with a stack of their kinds (no recursion). */
+static int64_t
+scan_value(Cursor *c, int64_t pos)
+{
+    char stack[MAX_DEPTH];
+    int depth = 0, escaped = 0, fraction = 0;
+    Cursor at = *c;
+    for (;;) {
+        at.pos = pos;
+        skip_space(&at);
+        pos = at.pos;
+        if (pos >= c->end) {
+            return -1;
+        }
+        uint8_t byte = c->text[pos];
+        if (byte == '{' || byte == '[') {
+            if (depth == MAX_DEPTH) {
+                return -1;
+            }
+            stack[depth++] = (char)byte;
+            at.pos = pos + 1;
+            skip_space(&at);
+            if (at.pos < c->end && c->text[at.pos] == (byte == '{' ? '}' : ']')) {
+                depth--;
+                pos = at.pos + 1;
+                goto after_value;
+            }
+            pos = at.pos;
+            if (byte == '{') {
+                goto object_key;
+            }
+            continue;
+        }
+        if (byte == '"') {
+            pos = scan_string(c, pos, &escaped);
+        } else if (byte == '-' || (byte >= '0' && byte <= '9')) {
+            pos = scan_number(c, pos, &fraction);
+        } else if (byte == 't') {
+            pos = scan_literal(c, pos, "true", 4);
+        } else if (byte == 'f') {
+            pos = scan_literal(c, pos, "false", 5);
+        } else if (byte == 'n') {
+            pos = scan_literal(c, pos, "null", 4);
+        } else {
+            return -1;
+        }
+        if (pos < 0) {
+            return -1;
+        }
+    after_value:
+        for (;;) {
+            if (depth == 0) {
+                return pos;
+            }
+            at.pos = pos;
+            skip_space(&at);
+            if (at.pos >= c->end) {
+                return -1;
+            }
+            uint8_t next = c->text[at.pos];
+            char open = stack[depth - 1];
+            if (next == ',') {
+                pos = at.pos + 1;
+                if (open == '{') {
+                    goto object_key;
+                }
+                break;  /* the next element */
+            }
+            if (next != (open == '{' ? '}' : ']')) {
+                return -1;
+            }
+            depth--;
+            pos = at.pos + 1;
+        }
+        continue;
+    object_key: /* pos: after the "{" or the "," before the key */
+        at.pos = pos;
+        skip_space(&at);
+        if (at.pos >= c->end || c->text[at.pos] != '"') {
+            return -1;
+        }
+        pos = scan_string(c, at.pos, &escaped);
+        if (pos < 0) {
+            return -1;
+        }
+        at.pos = pos;
+        skip_space(&at);
+        if (at.pos >= c->end || c->text[at.pos] != ':') {
+            return -1;
+        }
+        pos = at.pos + 1;
+    }
+}
+
+static int
+field_of(const uint8_t *key, int64_t length)
+{
+    switch (length) {
+    case 2:
+        if (key[0] == 'p' && key[1] == 'h') return F_PH;
+        if (key[0] == 't' && key[1] == 's') return F_TS;
+        if (key[0] == 'i' && key[1] == 'd') return F_ID;
+        if (key[0] == 'b' && key[1] == 'p') return F_BP;
+        return -1;
+    case 3:
+        if (memcmp(key, "cat", 3) == 0) return F_CAT;
+        if (memcmp(key, "pid", 3) == 0) return F_PID;
+        if (memcmp(key, "tid", 3) == 0) return F_TID;
+        if (memcmp(key, "dur", 3) == 0) return F_DUR;
+        return -1;
+    case 4:
+        if (memcmp(key, "name", 4) == 0) return F_NAME;
+        if (memcmp(key, "args", 4) == 0) return F_ARGS;
+        return -1;
+    }
+    return -1;
+}
+
+/* --- interning: equal texts, equal codes, numbered in first-seen order ------------- */
+
+typedef struct {
+    int64_t *slots;  /* row of each slot's first text, -1 free */
+    int64_t *codes;  /* its code */
+    uint64_t mask;
+    int64_t count;
+} Table;
+
+static int
+table_init(Table *table, int64_t rows)
+{
+    uint64_t size = 64;
+    while (size < (uint64_t)rows * 2) {
+        size <<= 1;
+    }
+    table->slots = malloc(size * sizeof(int64_t));
+    table->codes = malloc(size * sizeof(int64_t));
+    if (table->slots == NULL || table->codes == NULL) {
+        return -1;
+    }
+    memset(table->slots, 0xff, size * sizeof(int64_t));
+    table->mask = size - 1;
+    table->count = 0;
+    return 0;
+}
+
+static void
+table_free(Table *table)
+{
+    free(table->slots);
+    free(table->codes);
+}
+
+static inline uint64_t
+hash_bytes(uint64_t hash, const uint8_t *bytes, int64_t length)
+{
+    for (int64_t i = 0; i < length; i++) {
+        hash = (hash ^ bytes[i]) * 0x100000001b3ULL;
+    }
+    return hash;
+}
+
+static inline int
+same_spans(const uint8_t *text, const int64_t *a, const int64_t *b, const int *fields, int count)
+{
+    for (int i = 0; i < count; i++) {
+        int64_t a0 = a[2 * fields[i]], a1 = a[2 * fields[i] + 1];
+        int64_t b0 = b[2 * fields[i]], b1 = b[2 * fields[i] + 1];
+        if (a1 - a0 != b1 - b0 || (a0 < 0) != (b0 < 0)) {
+            return 0;
+        }
+        if (a0 >= 0 && memcmp(text + a0, text + b0, (size_t)(a1 - a0)) != 0) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The code of row ``row``'s texts of ``fields``; a new one is ``first[code] = row``. */
+static int64_t
+intern(Table *table, const uint8_t *text, const int64_t *spans, int64_t row, const int *fields, int count, int64_t *first)
+{
+    const int64_t *own = spans + row * 2 * FIELDS;
+    uint64_t hash = 0xcbf29ce484222325ULL;
+    for (int i = 0; i < count; i++) {
+        int64_t s = own[2 * fields[i]], e = own[2 * fields[i] + 1];
+        hash = (hash ^ (uint64_t)(s < 0 ? 0x100 : 0x200 + i)) * 0x100000001b3ULL;
+        if (s >= 0) {
+            hash = hash_bytes(hash, text + s, e - s);
+        }
+    }
+    hash ^= hash >> 29;
+    for (uint64_t slot = hash & table->mask;; slot = (slot + 1) & table->mask) {
+        int64_t seen = table->slots[slot];
+        if (seen < 0) {
+            table->slots[slot] = row;
+            table->codes[slot] = table->count;
+            first[table->count] = row;
+            return table->count++;
+        }
+        if (same_spans(text, own, spans + seen * 2 * FIELDS, fields, count)) {
+            return table->codes[slot];
+        }
+    }
+}
+
+/* --- numbers ------------------------------------------------------------------------- */
+
+/* A number's text (scan_number's) as a double, as msgspec and numpy make it: an integer
+   via int64 (so "-0" is 0.0), a decimal correctly rounded (strtod; a locale that does
+   not read "." stops it early, which is ODD). 0, or -1 (ODD). */
+static int
+to_double(const uint8_t *text, int64_t length, int fraction, double *out)
+{
+    char copy[MAX_NUMBER + 1];
+    memcpy(copy, text, (size_t)length);
+    copy[length] = '\0';
+    if (!fraction) {
+        int negative = copy[0] == '-';
+        if (length - negative > 18) {
+            return -1;
+        }
+        int64_t value = 0;
+        for (int64_t i = negative; i < length; i++) {
+            value = value * 10 + (copy[i] - '0');
+        }
+        *out = (double)(negative ? -value : value);
+        return 0;
+    }
+    char *stop;
+    *out = strtod(copy, &stop);
+    return stop == copy + length ? 0 : -1;
+}
+
+/* columns.decimal_units(text, 0, 1000) for one text: exact ns (1 written) where the text
+   is a plain decimal (no sign) of at most 18 whole digits within int64's bound; the
+   fraction's first three digits, plus one where the fourth is 5 or more. */
+static int
+exact_units(const uint8_t *text, int64_t length, int64_t *out)
+{
+    if (length == 0 || text[0] == '-') {
+        return 0;
+    }
+    int64_t whole = 0, i = 0;
+    for (; i < length && text[i] != '.'; i++) {
+        if (i == 18) {
+            return 0;
+        }
+        whole = whole * 10 + (text[i] - '0');
+    }
+    if (whole > INT64_BOUND_UNITS) {
+        return 0;
+    }
+    int64_t fraction = 0;
+    int shown = 0, round_up = 0;
+    if (i < length) {
+        for (int64_t j = i + 1; j < length; j++) {
+            if (shown < 3) {
+                fraction = fraction * 10 + (text[j] - '0');
+                shown++;
+            } else {
+                round_up = text[j] >= '5';
+                break;
+            }
+        }
+    }
+    for (; shown < 3; shown++) {
+        fraction *= 10;
+    }
+    *out = whole * 1000 + fraction + round_up;
+    return 1;
+}
+
+/* --- the scan ------------------------------------------------------------------------ */
+
+typedef struct {
+    int64_t *spans;
+    double *ts, *dur;
+    int64_t *exact_ns;
+    uint8_t *flags;
+    int64_t rows;
+} Rows;
+
+enum { FLAG_EXACT = 1, FLAG_DUR_ABSENT = 2 };
+
+/* One event object from its "{": its end, or -1 (ODD). */
+static int64_t
+scan_event(Cursor *c, int64_t pos, Rows *rows, int64_t row)
+{
+    int64_t *spans = rows->spans + row * 2 * FIELDS;
+    for (int f = 0; f < 2 * FIELDS; f++) {
+        spans[f] = -1;
+    }
+    int seen = 0, escaped = 0, fraction = 0;
+    int fractions[FIELDS] = {0};
+    c->pos = pos + 1;
+    skip_space(c);
+    if (c->pos < c->end && c->text[c->pos] == '}') {
+        goto done;
+    }
+    for (;;) {
+        skip_space(c);
+        if (c->pos >= c->end || c->text[c->pos] != '"') {
+            return -1;
+        }
+        int64_t key = c->pos + 1;
+        escaped = 0;
+        int64_t after = scan_string(c, c->pos, &escaped);
+        if (after < 0 || escaped) {
+            return -1;
+        }
+        int field = field_of(c->text + key, after - 1 - key);
+        c->pos = after;
+        skip_space(c);
+        if (c->pos >= c->end || c->text[c->pos] != ':') {
+            return -1;
+        }
+        c->pos++;
+        skip_space(c);
+        if (c->pos >= c->end) {
+            return -1;
+        }
+        int64_t start = c->pos, end;
+        if (field == F_TS || field == F_DUR) {
+            uint8_t byte = c->text[start];
+            end = byte == 'n' ? scan_literal(c, start, "null", 4) : scan_number(c, start, &fraction);
+            fractions[field] = byte == 'n' ? -1 : fraction;
+        } else {
+            end = scan_value(c, start);
+        }
+        if (end < 0) {
+            return -1;
+        }
+        if (field >= 0) {
+            if (seen & (1 << field)) {
+                return -1;  /* msgspec keeps the last: left to it */
+            }
+            seen |= 1 << field;
+            spans[2 * field] = start;
+            spans[2 * field + 1] = end;
+        }
+        c->pos = end;
+        skip_space(c);
+        if (c->pos >= c->end) {
+            return -1;
+        }
+        if (c->text[c->pos] == ',') {
+            c->pos++;
+            continue;
+        }
+        if (c->text[c->pos] != '}') {
+            return -1;
+        }
+        break;
+    }
+done:;
+    double ts = NAN, dur = NAN;
+    uint8_t flags = 0;
+    int64_t exact = 0;
+    if (spans[2 * F_TS] >= 0 && fractions[F_TS] >= 0) {
+        int64_t s = spans[2 * F_TS], length = spans[2 * F_TS + 1] - s;
+        if (to_double(c->text + s, length, fractions[F_TS], &ts) < 0) {
+            return -1;
+        }
+        if (fabs(ts) >= EXACT_THRESHOLD && exact_units(c->text + s, length, &exact)) {
+            flags |= FLAG_EXACT;
+        }
+    }
+    if (spans[2 * F_DUR] >= 0 && fractions[F_DUR] >= 0) {
+        int64_t s = spans[2 * F_DUR];
+        if (to_double(c->text + s, spans[2 * F_DUR + 1] - s, fractions[F_DUR], &dur) < 0) {
+            return -1;
+        }
+    } else {
+        flags |= FLAG_DUR_ABSENT;  /* no "dur", or null: None */
+    }
+    rows->ts[row] = ts;
+    rows->dur[row] = dur;
+    rows->exact_ns[row] = flags & FLAG_EXACT ? exact : 0;
+    rows->flags[row] = flags;
+    return c->pos + 1;
+}
+
+/* scan_chrome_events(text, spans, ts, dur, exact_ns, flags, key_codes, key_first,
+   id_codes, id_first, args, args_length)
+   -> (status, events, distinct keys, distinct ids, args bytes) */
+PyObject *
+scan_chrome_events(PyObject *self, PyObject *args)
+{
+    (void)self;
+    PyObject *objects[12];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOO:scan_chrome_events", &objects[0], &objects[1], &objects[2], &objects[3], &objects[4], &objects[5], &objects[6],
+                          &objects[7], &objects[8], &objects[9], &objects[10], &objects[11])) {
+        return NULL;
+    }
+    Arrays arrays = {.function = "scan_chrome_events"};
+    Array text, spans, ts, dur, exact_ns, flags, key_codes, key_first, id_codes, id_first, args_out, args_length;
+    if (take(&arrays, objects[0], "text", UINT8, 1, READ, &text) < 0 || take(&arrays, objects[1], "spans", INT64, 2, WRITE, &spans) < 0 ||
+        take(&arrays, objects[2], "ts", FLOAT64, 1, WRITE, &ts) < 0 || take(&arrays, objects[3], "dur", FLOAT64, 1, WRITE, &dur) < 0 ||
+        take(&arrays, objects[4], "exact_ns", INT64, 1, WRITE, &exact_ns) < 0 || take(&arrays, objects[5], "flags", UINT8, 1, WRITE, &flags) < 0 ||
+        take(&arrays, objects[6], "key_codes", INT64, 1, WRITE, &key_codes) < 0 || take(&arrays, objects[7], "key_first", INT64, 1, WRITE, &key_first) < 0 ||
+        take(&arrays, objects[8], "id_codes", INT64, 1, WRITE, &id_codes) < 0 || take(&arrays, objects[9], "id_first", INT64, 1, WRITE, &id_first) < 0 ||
+        take(&arrays, objects[10], "args", UINT8, 1, WRITE, &args_out) < 0 || take(&arrays, objects[11], "args_length", INT64, 1, WRITE, &args_length) < 0) {
+        return release(&arrays, NULL);
+    }
+    int64_t room = spans.rows;
+    if (spans.columns != 2 * FIELDS) {
+        return release(&arrays, argument_error(&arrays, "spans must have 20 columns"));
+    }
+    if (ts.rows != room || dur.rows != room || exact_ns.rows != room || flags.rows != room || key_codes.rows != room || key_first.rows != room ||
+        id_codes.rows != room || id_first.rows != room || args_length.rows != room) {
+        return release(&arrays, argument_error(&arrays, "every row array must have the rows of spans"));
+    }
+    if (args_out.rows < text.rows) {
+        return release(&arrays, argument_error(&arrays, "args must have room for the text's length"));
+    }
+    Table keys, ids;
+    int allocated = table_init(&keys, room) == 0 && table_init(&ids, room) == 0;
+    if (!allocated) {
+        table_free(&keys);
+        table_free(&ids);
+        return release(&arrays, PyErr_NoMemory());
+    }
+    static const int ID_FIELD[] = {F_ID};
+    Rows rows = {spans.data, ts.data, dur.data, exact_ns.data, flags.data, room};
+    int64_t count = 0, args_bytes = 0;
+    int status = SCAN_ODD;
+    Py_BEGIN_ALLOW_THREADS
+    Cursor c = {text.data, text.rows, 0};
+    uint8_t *joined = args_out.data;
+    int64_t *lengths = args_length.data;
+    skip_space(&c);
+    if (c.pos < c.end && c.text[c.pos] == '[') {
+        c.pos++;
+        skip_space(&c);
+        int empty = c.pos < c.end && c.text[c.pos] == ']';
+        if (empty) {
+            c.pos++;
+        }
+        while (!empty) {
+            skip_space(&c);
+            if (c.pos >= c.end || c.text[c.pos] != '{' || count == room) {
+                break;
+            }
+            int64_t end = scan_event(&c, c.pos, &rows, count);
+            if (end < 0) {
+                break;
+            }
+            ((int64_t *)key_codes.data)[count] = intern(&keys, c.text, rows.spans, count, KEY_FIELDS, KEY_COUNT, key_first.data);
+            ((int64_t *)id_codes.data)[count] = intern(&ids, c.text, rows.spans, count, ID_FIELD, 1, id_first.data);
+            const int64_t *own = rows.spans + count * 2 * FIELDS;
+            int64_t length = own[2 * F_ARGS] >= 0 ? own[2 * F_ARGS + 1] - own[2 * F_ARGS] : 0;
+            if (length) {
+                if (args_bytes) {
+                    joined[args_bytes++] = ',';
+                }
+                memcpy(joined + args_bytes, c.text + own[2 * F_ARGS], (size_t)length);
+                args_bytes += length;
+            }
+            lengths[count] = length;
+            count++;
+            c.pos = end;
+            skip_space(&c);
+            if (c.pos < c.end && c.text[c.pos] == ',') {
+                c.pos++;
+                continue;
+            }
+            if (c.pos < c.end && c.text[c.pos] == ']') {
+                c.pos++;
+                empty = 1;
+            }
+            break;
+        }
+        skip_space(&c);
+        if (empty && c.pos == c.end) {
+            status = SCAN_OK;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    int64_t distinct_keys = keys.count, distinct_ids = ids.count;
+    table_free(&keys);
+    table_free(&ids);
+    return release(&arrays, Py_BuildValue("(iLLLL)", status, (long long)count, (long long)distinct_keys, (long long)distinct_ids, (long long)args_bytes));
+}

@@ -1,0 +1,97 @@
+"""A batch of Chrome/Kineto events scanned by the compiled scanner, as the column builder
+takes it.
+
+msgspec decodes a batch into a struct per event, and the builder then walks the structs
+field by field (codes, numbers, args): ~0.4 us of Python per event and field, most of a
+Kineto load (issue 43 item 2). ``stepscope._kernels.scan_chrome_events``
+(``src/stepscope/kernels/chrome.c``) walks the array's text once instead and writes
+columns: each field's text span, "ts" and "dur" as doubles, the exact ns of an epoch
+"ts", the args joined, and for the fields coded together (phase, name, category, pid,
+tid, bp) and for the flow id a code per distinct text, numbered in first-seen order.
+Only one text per distinct code is then decoded by msgspec (a few hundred per batch), so
+the columns come out as the struct path makes them (``ColumnBuilder.add_scanned``).
+
+The scanner takes the common case only; for anything else (escapes it does not read,
+non-ASCII text, exponents, strings where numbers belong...) it says so and the batch goes
+the msgspec way, the reference, as it does where the extension was not built or
+``STEPSCOPE_PURE_PYTHON`` is set. tests/trace/test_chrome_scanned.py holds the two to the
+same columns and profiles.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from stepscope.trace import kernels
+
+# The fields the scanner writes spans of, in its order (chrome.c's F_* enum).
+FIELDS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id", "bp")
+FIELD_INDEX = {name: index for index, name in enumerate(FIELDS)}
+_SCAN_OK = 0
+FLAG_EXACT, FLAG_DUR_ABSENT = 1, 2
+
+
+@dataclass
+class ScannedEvents:
+    """One JSON array's events as the scanner wrote them (the arrays cut to ``count``)."""
+
+    text: bytes
+    spans: np.ndarray  # (count, 20) int64: start, end of each field's value text; -1 absent
+    ts: np.ndarray  # float64, NaN where absent or null
+    dur: np.ndarray
+    exact_ns: np.ndarray  # int64, valid where flags & FLAG_EXACT
+    flags: np.ndarray  # uint8
+    key_codes: np.ndarray  # int64 code of (ph, name, cat, pid, tid, bp)'s texts
+    key_first: np.ndarray  # the row each key code first appears at
+    id_codes: np.ndarray
+    id_first: np.ndarray
+    args: bytes  # present args, a comma between two
+    args_length: np.ndarray  # int64, 0 where none
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def texts(self, field: str, rows: np.ndarray) -> list[bytes | None]:
+        """The value text of ``field`` at each row (None where absent)."""
+        index = FIELD_INDEX[field]
+        starts = self.spans[rows, 2 * index].tolist()
+        ends = self.spans[rows, 2 * index + 1].tolist()
+        return [None if start < 0 else self.text[start:end] for start, end in zip(starts, ends)]
+
+
+def available() -> bool:
+    return kernels.native is not None and hasattr(kernels.native, "scan_chrome_events")
+
+
+def scan(text: bytes | bytearray | memoryview) -> ScannedEvents | None:
+    """The events of one JSON array's text; None where the scanner leaves it to msgspec
+    (or is not built)."""
+    if not available():
+        return None
+    data = bytes(text)
+    room = data.count(b"{")  # at least one per event
+    spans = np.empty((room, 2 * len(FIELDS)), dtype=np.int64)
+    ts, dur = np.empty(room), np.empty(room)
+    exact_ns = np.empty(room, dtype=np.int64)
+    flags = np.empty(room, dtype=np.uint8)
+    key_codes, key_first, id_codes, id_first, args_length = (np.empty(room, dtype=np.int64) for _ in range(5))
+    args = np.empty(len(data), dtype=np.uint8)
+    assert kernels.native is not None
+    status, count, keys, ids, args_bytes = kernels.native.scan_chrome_events(
+        np.frombuffer(data, dtype=np.uint8), spans, ts, dur, exact_ns, flags, key_codes, key_first, id_codes, id_first, args, args_length
+    )
+    if status != _SCAN_OK:
+        return None
+    return ScannedEvents(
+        data,
+        spans[:count],
+        *(column[:count].copy() for column in (ts, dur, exact_ns, flags)),  # kept: no room left over
+        key_codes[:count],
+        key_first[:keys],
+        id_codes[:count],
+        id_first[:ids],
+        args[:args_bytes].tobytes(),
+        args_length[:count].copy(),
+    )
