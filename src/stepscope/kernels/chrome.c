@@ -24,7 +24,6 @@
 #include "kernels.h"
 
 enum { F_PH, F_CAT, F_NAME, F_PID, F_TID, F_TS, F_DUR, F_ARGS, F_ID, F_BP, FIELDS };
-enum { SCAN_OK = 0, SCAN_ODD = 1 };
 #define MAX_DEPTH 64
 #define MAX_NUMBER 32
 /* The fields coded together as one key (columns._KEY_FIELDS). */
@@ -52,32 +51,49 @@ skip_space(Cursor *c)
     }
 }
 
+/* Bytes that end a run of plain string text: the quote, the backslash, control
+   characters and every byte past ASCII (STOP[byte] != 0). */
+static uint8_t STOP[256];
+
+static void
+init_stop(void)
+{
+    for (int byte = 0; byte < 256; byte++) {
+        STOP[byte] = byte < 0x20 || byte >= 0x80 || byte == '"' || byte == '\\';
+    }
+}
+
 /* A string from its opening quote; its end (after the closing quote), or -1 (ODD). */
 static int64_t
 scan_string(const Cursor *c, int64_t pos, int *escaped)
 {
     pos++;
     while (pos < c->end) {
+        while (pos + 4 <= c->end && !(STOP[c->text[pos]] | STOP[c->text[pos + 1]] | STOP[c->text[pos + 2]] | STOP[c->text[pos + 3]])) {
+            pos += 4;
+        }
+        while (pos < c->end && !STOP[c->text[pos]]) {
+            pos++;
+        }
+        if (pos >= c->end) {
+            return -1;
+        }
         uint8_t byte = c->text[pos];
         if (byte == '"') {
             return pos + 1;
         }
-        if (byte < 0x20 || byte >= 0x80) {
+        if (byte != '\\') {
             return -1;
         }
-        if (byte == '\\') {
-            if (pos + 1 >= c->end) {
-                return -1;
-            }
-            uint8_t next = c->text[pos + 1];
-            if (next != '"' && next != '\\' && next != '/' && next != 'b' && next != 'f' && next != 'n' && next != 'r' && next != 't') {
-                return -1;
-            }
-            *escaped = 1;
-            pos += 2;
-            continue;
+        if (pos + 1 >= c->end) {
+            return -1;
         }
-        pos++;
+        uint8_t next = c->text[pos + 1];
+        if (next != '"' && next != '\\' && next != '/' && next != 'b' && next != 'f' && next != 'n' && next != 'r' && next != 't') {
+            return -1;
+        }
+        *escaped = 1;
+        pos += 2;
     }
     return -1;
 }
@@ -254,25 +270,23 @@ field_of(const uint8_t *key, int64_t length)
 typedef struct {
     int64_t *slots;  /* row of each slot's first text, -1 free */
     int64_t *codes;  /* its code */
+    uint64_t *hashes;  /* its hash (kept for growing) */
     uint64_t mask;
     int64_t count;
 } Table;
 
+/* Allocates a table of ``size`` slots (a power of two), all free; -1 without memory. */
 static int
-table_init(Table *table, int64_t rows)
+table_alloc(Table *table, uint64_t size)
 {
-    uint64_t size = 64;
-    while (size < (uint64_t)rows * 2) {
-        size <<= 1;
-    }
     table->slots = malloc(size * sizeof(int64_t));
     table->codes = malloc(size * sizeof(int64_t));
-    if (table->slots == NULL || table->codes == NULL) {
+    table->hashes = malloc(size * sizeof(uint64_t));
+    if (table->slots == NULL || table->codes == NULL || table->hashes == NULL) {
         return -1;
     }
     memset(table->slots, 0xff, size * sizeof(int64_t));
     table->mask = size - 1;
-    table->count = 0;
     return 0;
 }
 
@@ -281,12 +295,56 @@ table_free(Table *table)
 {
     free(table->slots);
     free(table->codes);
+    free(table->hashes);
+}
+
+/* Starts small (a batch holds a few hundred distinct keys) and doubles at half full:
+   sized by the rows, clearing and faulting in its memory was most of a scan. */
+static int
+table_init(Table *table)
+{
+    table->count = 0;
+    return table_alloc(table, 1024);
+}
+
+/* Doubles the table; -1 without memory (the table is then left as it was). */
+static int
+table_grow(Table *table)
+{
+    Table bigger;
+    bigger.count = table->count;
+    if (table_alloc(&bigger, (table->mask + 1) * 2) < 0) {
+        table_free(&bigger);
+        return -1;
+    }
+    for (uint64_t slot = 0; slot <= table->mask; slot++) {
+        if (table->slots[slot] < 0) {
+            continue;
+        }
+        uint64_t to = table->hashes[slot] & bigger.mask;
+        while (bigger.slots[to] >= 0) {
+            to = (to + 1) & bigger.mask;
+        }
+        bigger.slots[to] = table->slots[slot];
+        bigger.codes[to] = table->codes[slot];
+        bigger.hashes[to] = table->hashes[slot];
+    }
+    table_free(table);
+    *table = bigger;
+    return 0;
 }
 
 static inline uint64_t
 hash_bytes(uint64_t hash, const uint8_t *bytes, int64_t length)
 {
-    for (int64_t i = 0; i < length; i++) {
+    int64_t i = 0;
+    for (; i + 8 <= length; i += 8) {
+        uint64_t word;
+        memcpy(&word, bytes + i, 8);
+        hash = (hash ^ word) * 0x9e3779b97f4a7c15ULL;
+        hash ^= hash >> 32;
+    }
+    for (; i < length; i++) {
         hash = (hash ^ bytes[i]) * 0x100000001b3ULL;
     }
     return hash;
@@ -308,7 +366,8 @@ same_spans(const uint8_t *text, const int64_t *a, const int64_t *b, const int *f
     return 1;
 }
 
-/* The code of row ``row``'s texts of ``fields``; a new one is ``first[code] = row``. */
+/* The code of row ``row``'s texts of ``fields``; a new one is ``first[code] = row``.
+   -1 where the table could not grow (no memory). */
 static int64_t
 intern(Table *table, const uint8_t *text, const int64_t *spans, int64_t row, const int *fields, int count, int64_t *first)
 {
@@ -322,11 +381,15 @@ intern(Table *table, const uint8_t *text, const int64_t *spans, int64_t row, con
         }
     }
     hash ^= hash >> 29;
+    if ((uint64_t)table->count * 2 >= table->mask && table_grow(table) < 0) {
+        return -1;
+    }
     for (uint64_t slot = hash & table->mask;; slot = (slot + 1) & table->mask) {
         int64_t seen = table->slots[slot];
         if (seen < 0) {
             table->slots[slot] = row;
             table->codes[slot] = table->count;
+            table->hashes[slot] = hash;
             first[table->count] = row;
             return table->count++;
         }
@@ -408,12 +471,32 @@ exact_units(const uint8_t *text, int64_t length, int64_t *out)
 typedef struct {
     int64_t *spans;
     double *ts, *dur;
-    int64_t *exact_ns;
+    int64_t *exact_ns, *id_int;
     uint8_t *flags;
     int64_t rows;
 } Rows;
 
-enum { FLAG_EXACT = 1, FLAG_DUR_ABSENT = 2 };
+/* FLAG_ID_INT: "id" is a JSON integer of at most 18 digits, its value in id_int. */
+enum { FLAG_EXACT = 1, FLAG_DUR_ABSENT = 2, FLAG_ID_INT = 4 };
+
+/* An integer's text (at most 18 digits, an optional minus) as int64; 0 where it is not one. */
+static int
+plain_int(const uint8_t *text, int64_t length, int64_t *out)
+{
+    int negative = length > 0 && text[0] == '-';
+    if (length - negative < 1 || length - negative > 18) {
+        return 0;
+    }
+    int64_t value = 0;
+    for (int64_t i = negative; i < length; i++) {
+        if (text[i] < '0' || text[i] > '9') {
+            return 0;
+        }
+        value = value * 10 + (text[i] - '0');
+    }
+    *out = negative ? -value : value;
+    return 1;
+}
 
 /* One event object from its "{": its end, or -1 (ODD). */
 static int64_t
@@ -506,6 +589,11 @@ done:;
     } else {
         flags |= FLAG_DUR_ABSENT;  /* no "dur", or null: None */
     }
+    int64_t id = 0;
+    if (spans[2 * F_ID] >= 0 && plain_int(c->text + spans[2 * F_ID], spans[2 * F_ID + 1] - spans[2 * F_ID], &id)) {
+        flags |= FLAG_ID_INT;
+    }
+    rows->id_int[row] = id;
     rows->ts[row] = ts;
     rows->dur[row] = dur;
     rows->exact_ns[row] = flags & FLAG_EXACT ? exact : 0;
@@ -513,73 +601,89 @@ done:;
     return c->pos + 1;
 }
 
-/* scan_chrome_events(text, spans, ts, dur, exact_ns, flags, key_codes, key_first,
+/* scan_chrome_events(text, spans, ts, dur, exact_ns, id_int, flags, key_codes, key_first,
    id_codes, id_first, args, args_length)
-   -> (status, events, distinct keys, distinct ids, args bytes) */
+   -> (ended, events, resume, distinct keys, distinct ids, args bytes)
+
+   ``text`` begins with the array's "[" (whitespace before it allowed). Events are read
+   until the rows are full, an event is ODD or cut off by the end of the text, or the
+   array ends: ``ended`` is 1 where the closing "]" was reached with only whitespace after
+   it, and ``resume`` is where the first event not read begins (after its comma), or the
+   closing "]", so that the caller can drop the events read and go on from there. */
 PyObject *
 scan_chrome_events(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *objects[12];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOO:scan_chrome_events", &objects[0], &objects[1], &objects[2], &objects[3], &objects[4], &objects[5], &objects[6],
-                          &objects[7], &objects[8], &objects[9], &objects[10], &objects[11])) {
+    PyObject *objects[13];
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOO:scan_chrome_events", &objects[0], &objects[1], &objects[2], &objects[3], &objects[4], &objects[5], &objects[6],
+                          &objects[7], &objects[8], &objects[9], &objects[10], &objects[11], &objects[12])) {
         return NULL;
     }
+    static const char *const NAMES[] = {"text", "spans", "ts", "dur", "exact_ns", "id_int", "flags", "key_codes", "key_first", "id_codes", "id_first", "args", "args_length"};
+    static const ElementType TYPES[] = {UINT8, INT64, FLOAT64, FLOAT64, INT64, INT64, UINT8, INT64, INT64, INT64, INT64, UINT8, INT64};
     Arrays arrays = {.function = "scan_chrome_events"};
-    Array text, spans, ts, dur, exact_ns, flags, key_codes, key_first, id_codes, id_first, args_out, args_length;
-    if (take(&arrays, objects[0], "text", UINT8, 1, READ, &text) < 0 || take(&arrays, objects[1], "spans", INT64, 2, WRITE, &spans) < 0 ||
-        take(&arrays, objects[2], "ts", FLOAT64, 1, WRITE, &ts) < 0 || take(&arrays, objects[3], "dur", FLOAT64, 1, WRITE, &dur) < 0 ||
-        take(&arrays, objects[4], "exact_ns", INT64, 1, WRITE, &exact_ns) < 0 || take(&arrays, objects[5], "flags", UINT8, 1, WRITE, &flags) < 0 ||
-        take(&arrays, objects[6], "key_codes", INT64, 1, WRITE, &key_codes) < 0 || take(&arrays, objects[7], "key_first", INT64, 1, WRITE, &key_first) < 0 ||
-        take(&arrays, objects[8], "id_codes", INT64, 1, WRITE, &id_codes) < 0 || take(&arrays, objects[9], "id_first", INT64, 1, WRITE, &id_first) < 0 ||
-        take(&arrays, objects[10], "args", UINT8, 1, WRITE, &args_out) < 0 || take(&arrays, objects[11], "args_length", INT64, 1, WRITE, &args_length) < 0) {
-        return release(&arrays, NULL);
+    Array a[13];
+    for (int i = 0; i < 13; i++) {
+        if (take(&arrays, objects[i], NAMES[i], TYPES[i], i == 1 ? 2 : 1, i == 0 ? READ : WRITE, &a[i]) < 0) {
+            return release(&arrays, NULL);
+        }
     }
+    Array text = a[0], spans = a[1], args_out = a[11];
     int64_t room = spans.rows;
     if (spans.columns != 2 * FIELDS) {
         return release(&arrays, argument_error(&arrays, "spans must have 20 columns"));
     }
-    if (ts.rows != room || dur.rows != room || exact_ns.rows != room || flags.rows != room || key_codes.rows != room || key_first.rows != room ||
-        id_codes.rows != room || id_first.rows != room || args_length.rows != room) {
-        return release(&arrays, argument_error(&arrays, "every row array must have the rows of spans"));
+    for (int i = 2; i < 13; i++) {
+        if (i != 11 && a[i].rows != room) {
+            return release(&arrays, argument_error(&arrays, "every row array must have the rows of spans"));
+        }
     }
     if (args_out.rows < text.rows) {
         return release(&arrays, argument_error(&arrays, "args must have room for the text's length"));
     }
-    Table keys, ids;
-    int allocated = table_init(&keys, room) == 0 && table_init(&ids, room) == 0;
-    if (!allocated) {
+    if (!STOP['"']) {
+        init_stop();
+    }
+    Table keys = {0}, ids = {0};
+    if (table_init(&keys) < 0 || table_init(&ids) < 0) {
         table_free(&keys);
         table_free(&ids);
         return release(&arrays, PyErr_NoMemory());
     }
     static const int ID_FIELD[] = {F_ID};
-    Rows rows = {spans.data, ts.data, dur.data, exact_ns.data, flags.data, room};
-    int64_t count = 0, args_bytes = 0;
-    int status = SCAN_ODD;
+    Rows rows = {spans.data, a[2].data, a[3].data, a[4].data, a[5].data, a[6].data, room};
+    int64_t *key_codes = a[7].data, *key_first = a[8].data, *id_codes = a[9].data, *id_first = a[10].data, *lengths = a[12].data;
+    int64_t count = 0, args_bytes = 0, resume = 0;
+    int ended = 0, no_memory = 0;
     Py_BEGIN_ALLOW_THREADS
     Cursor c = {text.data, text.rows, 0};
     uint8_t *joined = args_out.data;
-    int64_t *lengths = args_length.data;
     skip_space(&c);
     if (c.pos < c.end && c.text[c.pos] == '[') {
         c.pos++;
+        resume = c.pos;
         skip_space(&c);
-        int empty = c.pos < c.end && c.text[c.pos] == ']';
-        if (empty) {
-            c.pos++;
-        }
-        while (!empty) {
+        int closed = c.pos < c.end && c.text[c.pos] == ']';
+        while (!closed && count < room) {
             skip_space(&c);
-            if (c.pos >= c.end || c.text[c.pos] != '{' || count == room) {
+            if (c.pos >= c.end || c.text[c.pos] != '{') {
                 break;
             }
             int64_t end = scan_event(&c, c.pos, &rows, count);
             if (end < 0) {
                 break;
             }
-            ((int64_t *)key_codes.data)[count] = intern(&keys, c.text, rows.spans, count, KEY_FIELDS, KEY_COUNT, key_first.data);
-            ((int64_t *)id_codes.data)[count] = intern(&ids, c.text, rows.spans, count, ID_FIELD, 1, id_first.data);
+            c.pos = end;
+            skip_space(&c);
+            if (c.pos >= c.end || (c.text[c.pos] != ',' && c.text[c.pos] != ']')) {
+                break;  /* cut off here, or not JSON: not read */
+            }
+            key_codes[count] = intern(&keys, c.text, rows.spans, count, KEY_FIELDS, KEY_COUNT, key_first);
+            id_codes[count] = intern(&ids, c.text, rows.spans, count, ID_FIELD, 1, id_first);
+            if (key_codes[count] < 0 || id_codes[count] < 0) {
+                no_memory = 1;
+                break;
+            }
             const int64_t *own = rows.spans + count * 2 * FIELDS;
             int64_t length = own[2 * F_ARGS] >= 0 ? own[2 * F_ARGS + 1] - own[2 * F_ARGS] : 0;
             if (length) {
@@ -591,26 +695,23 @@ scan_chrome_events(PyObject *self, PyObject *args)
             }
             lengths[count] = length;
             count++;
-            c.pos = end;
-            skip_space(&c);
-            if (c.pos < c.end && c.text[c.pos] == ',') {
-                c.pos++;
-                continue;
-            }
-            if (c.pos < c.end && c.text[c.pos] == ']') {
-                c.pos++;
-                empty = 1;
-            }
-            break;
+            closed = c.text[c.pos] == ']';
+            c.pos += !closed;
+            resume = c.pos;  /* the next event, or the "]" (kept: the array's end) */
         }
-        skip_space(&c);
-        if (empty && c.pos == c.end) {
-            status = SCAN_OK;
+        if (closed) {
+            resume = c.pos;
+            c.pos++;
+            skip_space(&c);
+            ended = c.pos == c.end;
         }
     }
     Py_END_ALLOW_THREADS
     int64_t distinct_keys = keys.count, distinct_ids = ids.count;
     table_free(&keys);
     table_free(&ids);
-    return release(&arrays, Py_BuildValue("(iLLLL)", status, (long long)count, (long long)distinct_keys, (long long)distinct_ids, (long long)args_bytes));
+    if (no_memory) {
+        return release(&arrays, PyErr_NoMemory());
+    }
+    return release(&arrays, Py_BuildValue("(iLLLLL)", ended, (long long)count, (long long)resume, (long long)distinct_keys, (long long)distinct_ids, (long long)args_bytes));
 }

@@ -29,19 +29,25 @@ from stepscope.trace import kernels
 # The fields the scanner writes spans of, in its order (chrome.c's F_* enum).
 FIELDS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id", "bp")
 FIELD_INDEX = {name: index for index, name in enumerate(FIELDS)}
-_SCAN_OK = 0
-FLAG_EXACT, FLAG_DUR_ABSENT = 1, 2
+FLAG_EXACT, FLAG_DUR_ABSENT, FLAG_ID_INT = 1, 2, 4
+# Rows given to a scan of a text of n bytes: n // ROOM_BYTES + ROOM_MIN (Kineto's events
+# are 150-600 bytes; where they are smaller the caller scans again for the rest).
+ROOM_BYTES = 32
+ROOM_MIN = 64
 
 
 @dataclass
 class ScannedEvents:
-    """One JSON array's events as the scanner wrote them (the arrays cut to ``count``)."""
+    """The events the scanner read from the start of a JSON array's text (the arrays cut
+    to ``len``), whether it read the array to its end (``ended``), and where the first
+    event it did not read begins (``resume``)."""
 
-    text: bytes
+    text: np.ndarray  # uint8, the text scanned (spans index it)
     spans: np.ndarray  # (count, 20) int64: start, end of each field's value text; -1 absent
     ts: np.ndarray  # float64, NaN where absent or null
     dur: np.ndarray
     exact_ns: np.ndarray  # int64, valid where flags & FLAG_EXACT
+    id_int: np.ndarray  # int64, the "id" where flags & FLAG_ID_INT
     flags: np.ndarray  # uint8
     key_codes: np.ndarray  # int64 code of (ph, name, cat, pid, tid, bp)'s texts
     key_first: np.ndarray  # the row each key code first appears at
@@ -49,6 +55,8 @@ class ScannedEvents:
     id_first: np.ndarray
     args: bytes  # present args, a comma between two
     args_length: np.ndarray  # int64, 0 where none
+    ended: bool
+    resume: int
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -58,7 +66,7 @@ class ScannedEvents:
         index = FIELD_INDEX[field]
         starts = self.spans[rows, 2 * index].tolist()
         ends = self.spans[rows, 2 * index + 1].tolist()
-        return [None if start < 0 else self.text[start:end] for start, end in zip(starts, ends)]
+        return [None if start < 0 else self.text[start:end].tobytes() for start, end in zip(starts, ends)]
 
 
 def available() -> bool:
@@ -66,32 +74,24 @@ def available() -> bool:
 
 
 def scan(text: bytes | bytearray | memoryview) -> ScannedEvents | None:
-    """The events of one JSON array's text; None where the scanner leaves it to msgspec
-    (or is not built)."""
+    """The events the scanner reads from the start of one JSON array's text (which begins
+    with its "["); None where it is not built (then msgspec decodes every batch). The
+    caller must let go of the result before it resizes ``text`` (its arrays view it)."""
     if not available():
         return None
-    data = bytes(text)
-    room = data.count(b"{")  # at least one per event
+    data = np.frombuffer(text, dtype=np.uint8)
+    room = len(data) // ROOM_BYTES + ROOM_MIN
     spans = np.empty((room, 2 * len(FIELDS)), dtype=np.int64)
     ts, dur = np.empty(room), np.empty(room)
-    exact_ns = np.empty(room, dtype=np.int64)
+    exact_ns, id_int = np.empty(room, dtype=np.int64), np.empty(room, dtype=np.int64)
     flags = np.empty(room, dtype=np.uint8)
     key_codes, key_first, id_codes, id_first, args_length = (np.empty(room, dtype=np.int64) for _ in range(5))
     args = np.empty(len(data), dtype=np.uint8)
     assert kernels.native is not None
-    status, count, keys, ids, args_bytes = kernels.native.scan_chrome_events(
-        np.frombuffer(data, dtype=np.uint8), spans, ts, dur, exact_ns, flags, key_codes, key_first, id_codes, id_first, args, args_length
+    ended, count, resume, keys, ids, args_bytes = kernels.native.scan_chrome_events(
+        data, spans, ts, dur, exact_ns, id_int, flags, key_codes, key_first, id_codes, id_first, args, args_length
     )
-    if status != _SCAN_OK:
-        return None
+    kept = (column[:count].copy() for column in (ts, dur, exact_ns, id_int, flags))  # no room left over
     return ScannedEvents(
-        data,
-        spans[:count],
-        *(column[:count].copy() for column in (ts, dur, exact_ns, flags)),  # kept: no room left over
-        key_codes[:count],
-        key_first[:keys],
-        id_codes[:count],
-        id_first[:ids],
-        args[:args_bytes].tobytes(),
-        args_length[:count].copy(),
+        data, spans[:count], *kept, key_codes[:count], key_first[:keys], id_codes[:count], id_first[:ids], args[:args_bytes].tobytes(), args_length[:count].copy(), bool(ended), resume
     )
