@@ -77,13 +77,23 @@ def _step(rank: int, step: int, start: float, counter: list[int]) -> Iterator[st
         external = step * 10_000 + op
         if op % 10 == 0:
             yield _x("python_function", MODULES[(op // 10) % len(MODULES)], pid, tid, at, op_us * 10 - 1.0, f'"Python id": {op}, "Python parent id": 0')
-        yield _x("cpu_op", OPS[op % len(OPS)], pid, tid, at + 1.0, op_us - 2.0, f'"External id": {external}, "Record function id": 0, "Sequence number": {op}, "Fwd thread id": 0, "Ev Idx": {op}')
+        yield _x(
+            "cpu_op",
+            OPS[op % len(OPS)],
+            pid,
+            tid,
+            at + 1.0,
+            op_us - 2.0,
+            f'"External id": {external}, "Record function id": 0, "Sequence number": {op}, "Fwd thread id": 0, "Ev Idx": {op}',
+        )
         correlation = counter[0]
         counter[0] += 1
         graph = op % GRAPH_EVERY == GRAPH_EVERY - 1
         launch = "cudaGraphLaunch" if graph else "cudaLaunchKernel"
         launched = at + 2.0
-        yield _x("cuda_runtime", launch, pid, tid, launched, launch_us, f'"External id": {external}, "cbid": {311 if graph else 211}, "correlation": {correlation}')
+        yield _x(
+            "cuda_runtime", launch, pid, tid, launched, launch_us, f'"External id": {external}, "cbid": {311 if graph else 211}, "correlation": {correlation}'
+        )
         kernel_start = max(gpu_free, launched + 5.0)
         yield _flow("s", correlation, pid, tid, launched)
         yield _flow("f", correlation, rank, COMPUTE_STREAM, kernel_start)
@@ -130,7 +140,12 @@ def events(count: int) -> Iterator[str]:
 def write(out: IO[str], count: int) -> int:
     """Writes the trace; returns the number of events written."""
     out.write('{\n  "schemaVersion": 1,\n  "deviceProperties": [')
-    out.write(",".join(f'{{"id": {r}, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85045477376, "computeMajor": 9, "computeMinor": 0, "numSms": 132}}' for r in range(RANKS)))
+    out.write(
+        ",".join(
+            f'{{"id": {r}, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85045477376, "computeMajor": 9, "computeMinor": 0, "numSms": 132}}'
+            for r in range(RANKS)
+        )
+    )
     out.write('],\n  "distributedInfo": {"backend": "nccl", "rank": 0, "world_size": 8},\n  "record_shapes": 1,\n  "traceEvents": [\n')
     written = 0
     batch: list[str] = []

@@ -25,6 +25,7 @@ ratio: costs growing linearly grow by about the events' ratio.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import resource
@@ -117,7 +118,11 @@ def child(path: str, repeat: int) -> dict:
 def measure(events: int, fmt: str, repeat: int, timeout: float) -> dict:
     path = profile_path(events, fmt)
     done = subprocess.run(
-        [sys.executable, __file__, "--child", str(path), "--repeat", str(repeat)], capture_output=True, text=True, timeout=timeout, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+        [sys.executable, __file__, "--child", str(path), "--repeat", str(repeat)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT_MARK)]
     if done.returncode != 0 or not lines:
@@ -132,7 +137,7 @@ def ratios(rows: list[dict]) -> list[str]:
     keys = ("load_index_s", "peak_rss_mb", "full_view_p95_ms", "deep_zoom_p95_ms", "overview_s")
     for fmt in FORMATS:
         mine = sorted((row for row in rows if row["format"] == fmt), key=lambda row: row["events"])
-        for before, after in zip(mine, mine[1:]):
+        for before, after in itertools.pairwise(mine):
             grown = ", ".join(f"{key} x{after[key] / before[key]:.2f}" if before[key] else f"{key} -" for key in keys)
             lines.append(f"{fmt} {before['events']:,} -> {after['events']:,} (events x{after['events'] / before['events']:.2f}): {grown}")
     return lines

@@ -155,6 +155,7 @@ def lod_lanes(
     /,
 ) -> tuple[int, int]:
     """lod_loop.lod_lanes"""
+
 def scan_chrome_events(
     text: _Bytes,
     spans: _Int64s,

@@ -91,7 +91,21 @@ def scan(text: bytes | bytearray | memoryview) -> ScannedEvents | None:
     ended, count, resume, keys, ids, args_bytes = kernels.native.scan_chrome_events(
         data, spans, ts, dur, exact_ns, id_int, flags, key_codes, key_first, id_codes, id_first, args, args_length
     )
-    kept = (column[:count].copy() for column in (ts, dur, exact_ns, id_int, flags))  # no room left over
     return ScannedEvents(
-        data, spans[:count], *kept, key_codes[:count], key_first[:keys], id_codes[:count], id_first[:ids], args[:args_bytes].tobytes(), args_length[:count].copy(), bool(ended), resume
+        text=data,
+        spans=spans[:count],
+        # Copied: the batch's columns are kept, the room left over is not.
+        ts=ts[:count].copy(),
+        dur=dur[:count].copy(),
+        exact_ns=exact_ns[:count].copy(),
+        id_int=id_int[:count],
+        flags=flags[:count].copy(),
+        key_codes=key_codes[:count],
+        key_first=key_first[:keys],
+        id_codes=id_codes[:count],
+        id_first=id_first[:ids],
+        args=args[:args_bytes].tobytes(),
+        args_length=args_length[:count].copy(),
+        ended=bool(ended),
+        resume=resume,
     )

@@ -1,0 +1,206 @@
+"""The compiled scanner (``chrome.scanned``, ``kernels/chrome.c``) makes the columns the
+msgspec decode makes, event for event, and leaves to msgspec what it does not take.
+
+References: the stream reader with the scanner switched off (``stream.scan`` giving
+None: every batch decoded by msgspec into structs, the reader before issue 43), and the
+whole-document decode (``document.decode_document``); compared column by column
+(``assert_same_document``: codes, tables with their values' types, times, exact ns, args
+blob and offsets, header, warnings) and as profiles (``assert_same_profile``). Numbers
+the scanner reads itself are checked against values worked out by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import stepscope
+from stepscope.trace import kernels
+from stepscope.trace.files import read_pieces
+from stepscope.trace.formats.chrome import scanned, stream
+from tests.support.reference.xspace import assert_same_profile
+from tests.support.traces import KINETO_TRACES
+from tests.trace.test_chrome_stream import EPOCH_US, ODD_EVENTS, _document_text, _event, _pieces, assert_same_document, whole
+
+
+class _Counting:
+    """``stream.scan`` that counts the events the scanner read: all it read from the
+    stream's buffer (a bytearray), and those of a whole array where it read to its end."""
+
+    def __init__(self) -> None:
+        self.events = 0
+
+    def __call__(self, text):
+        result = scanned.scan(text)
+        if result is not None and (result.ended or isinstance(text, bytearray)):
+            self.events += len(result)
+        return result
+
+
+def _msgspec_only(path: Path, monkeypatch, pieces=None):
+    with monkeypatch.context() as patch:
+        patch.setattr(stream, "scan", lambda text: None)
+        return stream.decode_streamed(path, read_pieces(path) if pieces is None else pieces)
+
+
+def _scanned(path: Path, pieces=None):
+    return stream.decode_streamed(path, read_pieces(path) if pieces is None else pieces)
+
+
+def test_the_extension_has_the_scanner():
+    assert kernels.COMPILED and scanned.available()
+
+
+@pytest.mark.parametrize("path", KINETO_TRACES, ids=lambda p: p.name)
+def test_every_shared_trace_is_scanned_whole_to_the_msgspec_columns(path, monkeypatch):
+    counting = _Counting()
+    monkeypatch.setattr(stream, "scan", counting)
+    got = _scanned(path)
+    expected_events = len(json.loads(read_bytes_text(path))["traceEvents"])  # counted by the json module
+    assert got is not None and len(got.events) == expected_events
+    assert counting.events == expected_events  # every event went through the scanner
+    monkeypatch.undo()
+    assert_same_document(got, _msgspec_only(path, monkeypatch))
+    assert_same_document(got, whole(path))
+
+
+def read_bytes_text(path: Path) -> str:
+    import gzip
+
+    return gzip.decompress(path.read_bytes()).decode("utf-8")
+
+
+# Number texts json.dumps does not write (a double near 1.7e15 keeps no 4th decimal), put
+# in place of these strings.
+RAW_NUMBERS = {f'"@ts{i}@"'.encode(): f"{EPOCH_US + i}.{'0475'[:i]}".encode() for i in range(1, 5)} | {b'"@-0@"': b"-0", b'"@-0.0@"': b"-0.0"}
+
+
+def _write(tmp_path: Path, events: list, name: str = "t.pt.trace.json") -> Path:
+    path = tmp_path / name
+    text = _document_text(events, traceName="after the events")
+    for placeholder, number in RAW_NUMBERS.items():
+        text = text.replace(placeholder, number)
+    path.write_bytes(text)
+    return path
+
+
+# Events the scanner reads itself (escapes it takes, nesting, absent fields, null times,
+# begin/end, flows with ids of several spellings, epoch times with 0-4 decimals) and
+# events it leaves to msgspec (a \u escape, non-ASCII text, a number as a string, an
+# exponent, a duplicate key, an element that is no object, nesting past its limit).
+SCANNER_CASES = {
+    "escapes": [
+        _event(0, name='tab\t "quoted" back\\slash /slash\n'),
+        _event(1, args={"s": 'a\\b"c', "nested": {"x": [1, [2, {"y": None}]], "t": True, "f": False}}),
+    ],
+    "absent": [{"ph": "X"}, {"name": "n"}, {}, {"ph": "i", "ts": None, "pid": 1, "tid": 1}, {"ph": "X", "pid": 1, "tid": 1, "ts": 5, "dur": None}],
+    "begin-end": [
+        {"ph": "B", "name": "b", "pid": 1, "tid": 1, "ts": 10},
+        {"ph": "E", "name": "b", "pid": 1, "tid": 1, "ts": 20.5},
+        {"ph": "b", "name": "a", "cat": "c", "id": "0x1", "pid": 1, "tid": 1, "ts": 11},
+        {"ph": "e", "name": "a", "cat": "c", "id": "0x1", "pid": 1, "tid": 1, "ts": 19},
+    ],
+    "flows": [
+        _event(0),
+        {"ph": "s", "id": 7, "pid": 1, "tid": 2, "ts": EPOCH_US + 1, "cat": "ac2g", "name": "ac2g"},
+        {"ph": "f", "id": 7.0, "pid": 1, "tid": 2, "ts": EPOCH_US + 2, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+        {"ph": "s", "id": "7", "pid": 1, "tid": 2, "ts": EPOCH_US + 3, "cat": "ac2g", "name": "ac2g"},
+        {"ph": "s", "id": -3, "pid": 1, "tid": 2, "ts": EPOCH_US + 4, "cat": "ac2g", "name": "ac2g"},
+        {"ph": "f", "id": -3, "pid": 1, "tid": 2, "ts": EPOCH_US + 5, "cat": "ac2g", "name": "ac2g", "bp": "e"},
+    ],
+    "epoch-decimals": [_event(0)] + [_event(i, ts=f"@ts{i}@", dur=0.001 * i) for i in range(1, 5)] + [_event(9, ts="@-0.0@", dur="@-0@")],
+    "pid-spellings": [_event(0, pid=7), _event(1, pid=7.0), _event(2, pid="7"), _event(3, tid=[1, 2]), _event(4, tid={"a": 1})],
+    "unicode-escape": [_event(0), _event(1, name="\x7f\u0001"), _event(2)],
+    "non-ascii": [_event(0), _event(1, name="naïve"), _event(2)],
+    "number-as-string": [_event(0), _event(1, ts=str(EPOCH_US)), _event(2, dur="5")],
+    "exponent": [_event(0), _event(1, dur=1e-7), _event(2)],
+    "not-an-object": [_event(0), 7, "x", None, _event(1)],
+    "deep": [_event(0, args={"d": json.loads("[" * 80 + "]" * 80)}), _event(1)],
+    "booleans": [_event(0, ts=True), _event(1, dur=False)],
+}
+
+
+READ_BY_THE_SCANNER = ("escapes", "absent", "begin-end", "flows", "epoch-decimals", "pid-spellings")
+
+
+@pytest.mark.parametrize("case", SCANNER_CASES, ids=str)
+@pytest.mark.parametrize("batch", [1, 200, 1 << 21])
+def test_odd_cases_give_the_msgspec_columns(case, batch, tmp_path, monkeypatch):
+    # Many plain events around the case: a batch may mix events the scanner read and a
+    # run msgspec decoded.
+    events = [_event(i) for i in range(100, 140)] + SCANNER_CASES[case] + [_event(i) for i in range(140, 180)]
+    path = _write(tmp_path, events)
+    monkeypatch.setattr(stream, "BATCH_BYTES", batch)
+    expected = _msgspec_only(path, monkeypatch)
+    counting = _Counting()
+    monkeypatch.setattr(stream, "scan", counting)
+    got = _scanned(path, _pieces(path.read_bytes(), 97))
+    if batch == 1 << 21:  # one batch: the scanner reads all of it or none
+        assert counting.events == (len(events) if case in READ_BY_THE_SCANNER else 0)
+    if expected is None:  # left to the whole-document decode either way
+        assert got is None
+        return
+    assert_same_document(got, expected)
+    assert_same_document(got, whole(path))
+
+
+def test_the_stream_tests_odd_events_are_the_msgspec_columns(tmp_path, monkeypatch):
+    path = _write(tmp_path, ODD_EVENTS)
+    monkeypatch.setattr(stream, "BATCH_BYTES", 300)
+    assert_same_document(_scanned(path), _msgspec_only(path, monkeypatch))
+
+
+def test_numbers_the_scanner_reads_itself():
+    text = (
+        b'[{"ph": "X", "ts": 1712195495519689.0475, "dur": 2.5, "id": 12},'  # 4th decimal 5: rounded up
+        b' {"ts": 1712195495519689, "dur": null, "id": -4},'  # an integer: whole us
+        b' {"ts": 1712195495519689.04, "id": "5"},'  # 2 decimals: 040 ns
+        b' {"ts": -1712195495519689.5, "dur": -0},'  # negative: not exact; "-0" is 0
+        b' {"ts": 12.25}]'  # below 2**43 us: the double is exact enough
+    )
+    got = scanned.scan(text)
+    assert got is not None and got.ended and len(got) == 5
+    assert got.exact_ns[:3].tolist() == [1712195495519689048, 1712195495519689000, 1712195495519689040]
+    assert ((got.flags & scanned.FLAG_EXACT) != 0).tolist() == [True, True, True, False, False]
+    assert got.ts[4] == 12.25 and got.ts[0] == 1712195495519689.0475  # the double nearest the text
+    assert got.dur[0] == 2.5 and np.isnan(got.dur[1]) and np.isnan(got.dur[2]) and got.dur[3] == 0.0 and not np.signbit(got.dur[3])
+    assert ((got.flags & scanned.FLAG_DUR_ABSENT) != 0).tolist() == [False, True, True, False, True]
+    ints = (got.flags & scanned.FLAG_ID_INT) != 0
+    assert ints.tolist() == [True, True, False, False, False] and got.id_int[:2].tolist() == [12, -4]
+    # ids 12, -4, "5", absent, absent: four distinct texts in first-seen order
+    assert got.id_codes.tolist() == [0, 1, 2, 3, 3] and got.id_first.tolist() == [0, 1, 2, 3]
+    # the args of none, the keys (ph, name, cat, pid, tid, bp): "X" then four without any
+    assert got.key_codes.tolist() == [0, 1, 1, 1, 1] and got.args == b"" and got.args_length.tolist() == [0] * 5
+
+
+def test_a_scan_stops_before_an_event_cut_off_and_says_where_it_resumes():
+    text = b'[{"ph": "X", "args": {"a": [1, 2]}}, {"ph": "i"} ,\n {"ph": "X", "name": "cut of'
+    got = scanned.scan(text)
+    assert got is not None and not got.ended and len(got) == 2
+    assert text[got.resume :].lstrip().startswith(b'{"ph": "X", "name": "cut')
+    assert got.args == b'{"a": [1, 2]}' and got.args_length.tolist() == [13, 0]
+    ended = scanned.scan(b'[{"ph": "X"}]  \n')
+    assert ended is not None and ended.ended and len(ended) == 1
+    after = scanned.scan(b'[{"ph": "X"}], "traceName": "x"}')  # the array ends, the document goes on
+    assert after is not None and not after.ended and after.resume == len(b'[{"ph": "X"}')
+
+
+def test_thousands_of_distinct_names_in_one_batch(tmp_path, monkeypatch):
+    # More keys and ids than the scanner's first hash table holds (it grows).
+    events = [_event(i, name=f"name {i}", id=i * 3) for i in range(5000)]
+    path = _write(tmp_path, events)
+    got = _scanned(path)
+    assert got is not None and len(got.events.name.values) == 5000
+    assert_same_document(got, _msgspec_only(path, monkeypatch))
+
+
+def test_without_the_extension_msgspec_decodes_every_batch(tmp_path, monkeypatch):
+    path = _write(tmp_path, ODD_EVENTS)
+    expected, expected_profile = _scanned(path), stepscope.load(path)
+    monkeypatch.setattr(kernels, "native", None)
+    assert scanned.scan(b"[]") is None
+    assert_same_document(_scanned(path), expected)
+    assert_same_profile(stepscope.load(path), expected_profile)
