@@ -45,6 +45,8 @@ WIDTH = 1600
 DEEP_ZOOM = 0.0001
 FORMATS = ("json", "xspace")
 SUFFIX = {"json": ".pt.trace.json", "xspace": ".xplane.pb"}
+# stepscope's input limits, raised for the child: 10M events are 2.7 GiB of Kineto JSON.
+LIMITS = {"STEPSCOPE_MAX_INPUT_BYTES": str(64 << 30), "STEPSCOPE_MAX_EVENTS": str(1 << 31)}
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -122,7 +124,7 @@ def measure(events: int, fmt: str, repeat: int, timeout: float) -> dict:
         capture_output=True,
         text=True,
         timeout=timeout,
-        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+        env={**os.environ, **LIMITS, "CUDA_VISIBLE_DEVICES": ""},
     )
     lines = [line for line in done.stdout.splitlines() if line.startswith(RESULT_MARK)]
     if done.returncode != 0 or not lines:
@@ -155,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child:
         print(RESULT_MARK + json.dumps(child(args.child, args.repeat)), flush=True)
         return 0
+    os.environ.update(LIMITS)  # (the XSpace is made here, from the JSON)
     formats = [f.strip() for f in args.format.split(",") if f.strip()]
     if not formats or any(f not in FORMATS for f in formats):
         parser.error(f"--format must be among {', '.join(FORMATS)}")

@@ -460,14 +460,14 @@ class ArgsBlob:
                 self._out.write(b",")
             self._out.write(present)
 
-    def add_joined(self, lengths: np.ndarray, present: bytes) -> None:
-        """A batch's args already joined (``present``, a comma between two), and each
-        event's length (0: none)."""
+    def add_joined(self, lengths: np.ndarray, present: np.ndarray) -> None:
+        """A batch's args already joined (``present``, bytes as uint8, a comma between
+        two), and each event's length (0: none)."""
         self._lengths.append(lengths)
-        if present:
+        if len(present):
             if self._out.tell():
                 self._out.write(b",")
-            self._out.write(present)
+            self._out.write(present.data)
 
     def finish(self) -> JsonStats:
         lengths = np.concatenate(self._lengths) if self._lengths else np.zeros(0, dtype=np.int64)

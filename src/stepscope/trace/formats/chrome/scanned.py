@@ -53,10 +53,11 @@ class ScannedEvents:
     key_first: np.ndarray  # the row each key code first appears at
     id_codes: np.ndarray
     id_first: np.ndarray
-    args: bytes  # present args, a comma between two
+    args: np.ndarray  # uint8: the present args, a comma between two
     args_length: np.ndarray  # int64, 0 where none
     ended: bool
     resume: int
+    _bytes: bytes | None = None
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -66,7 +67,14 @@ class ScannedEvents:
         index = FIELD_INDEX[field]
         starts = self.spans[rows, 2 * index].tolist()
         ends = self.spans[rows, 2 * index + 1].tolist()
-        return [None if start < 0 else self.text[start:end].tobytes() for start, end in zip(starts, ends)]
+        text = self.text_bytes()
+        return [None if start < 0 else text[start:end] for start, end in zip(starts, ends)]
+
+    def text_bytes(self) -> bytes:
+        """The text as bytes, copied once (a numpy slice per text cost 0.7 us, bytes' 0.06)."""
+        if self._bytes is None:
+            self._bytes = self.text.tobytes()
+        return self._bytes
 
 
 def available() -> bool:
@@ -104,7 +112,7 @@ def scan(text: bytes | bytearray | memoryview) -> ScannedEvents | None:
         key_first=key_first[:keys],
         id_codes=id_codes[:count],
         id_first=id_first[:ids],
-        args=args[:args_bytes].tobytes(),
+        args=args[:args_bytes],
         args_length=args_length[:count].copy(),
         ended=bool(ended),
         resume=resume,
