@@ -164,7 +164,8 @@ class _Coder:
         """The values' codes, new values coded in first-seen order, in one C-level pass
         (``_Index``). On Kineto's flow ids (None on two events in three, the rest each
         twice) that is 25% faster than finding the batch's new values first, as this did,
-        and 17% slower where every value is new (measured 2026-12-03, issue 20 item 4)."""
+        and 17% slower where every value is new (measured 2026-12-03, issue 20 item 4);
+        ``distinct``: values that mostly differ, coded by ``_Index.codes_of_distinct``."""
         try:
             codes = self._index.codes_of_distinct(values) if distinct else self._index.codes(values, len(values))
         except TypeError:  # lists or dicts where scalars belong (the values before them keep their codes)

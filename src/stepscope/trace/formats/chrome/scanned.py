@@ -40,7 +40,7 @@ ROOM_MIN = 64
 class ScannedEvents:
     """The events the scanner read from the start of a JSON array's text (the arrays cut
     to ``len``), whether it read the array to its end (``ended``), and where the first
-    event it did not read begins (``resume``)."""
+    event it did not read begins (``resume``: after its comma, or the array's "]")."""
 
     source: bytes | bytearray  # the text scanned (spans index it)
     spans: np.ndarray  # (count, 20) int64: start, end of each field's value text; -1 absent
@@ -57,6 +57,7 @@ class ScannedEvents:
     args_length: np.ndarray  # int64, 0 where none
     ended: bool
     resume: int
+    full: bool  # every row given was used: the text may hold more whole events
 
     def __len__(self) -> int:
         return len(self.ts)
@@ -76,8 +77,7 @@ def available() -> bool:
 
 def scan(text: bytes | bytearray | memoryview) -> ScannedEvents | None:
     """The events the scanner reads from the start of one JSON array's text (which begins
-    with its "["); None where it is not built (then msgspec decodes every batch). The
-    caller must let go of the result before it resizes ``text`` (its arrays view it)."""
+    with its "["); None where it is not built (then msgspec decodes every batch)."""
     if not available():
         return None
     data = np.frombuffer(text, dtype=np.uint8)
@@ -109,4 +109,5 @@ def scan(text: bytes | bytearray | memoryview) -> ScannedEvents | None:
         args_length=args_length[:count].copy(),
         ended=bool(ended),
         resume=resume,
+        full=count == room,
     )

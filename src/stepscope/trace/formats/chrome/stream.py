@@ -30,7 +30,7 @@ import msgspec
 from stepscope.trace import limits
 from stepscope.trace.formats.chrome.columns import TIMED_EVENTS, ColumnBuilder
 from stepscope.trace.formats.chrome.document import TraceDocument, check_counts, first_byte, load_estimate
-from stepscope.trace.formats.chrome.scanned import ROOM_BYTES, scan
+from stepscope.trace.formats.chrome.scanned import scan
 
 # Undecoded text gathered before a batch is decoded: ~2-3k Kineto events, whose decoded
 # structs (~700 bytes each) set the transient peak, as columns.BATCH_EVENTS does. Measured
@@ -125,11 +125,9 @@ class _Batches:
             if scanned is None or not len(scanned):
                 return read
             self._counted(len(scanned), scanned.resume - 1, self.builder.add_scanned(scanned))
-            resume, full = scanned.resume, not scanned.ended and len(buffer) - scanned.resume > ROOM_BYTES * len(scanned)
-            del scanned  # its arrays view the buffer
-            del buffer[1:resume]
+            del buffer[1 : scanned.resume]
             read = True
-            if not full:
+            if not scanned.full:  # (full: more whole events may follow)
                 return read
 
     def decode_upto_last_cut(self, buffer: bytearray) -> None:
@@ -157,11 +155,13 @@ class _Batches:
 
     def decode_text(self, text: bytes | msgspec.Raw) -> None:
         """The events of one JSON array's text: scanned by the compiled scanner where it
-        takes them (``scanned``), else decoded by msgspec."""
-        scanned = scan(text)
-        if scanned is not None and scanned.ended:
-            self._counted(len(scanned), len(text), self.builder.add_scanned(scanned))
-            return
+        takes them (``scanned``), the rest from the first it does not take decoded by
+        msgspec."""
+        buffer = bytearray(text)
+        if self.scan_whole_events(buffer):
+            if buffer[1:].strip() == b"]":
+                return
+            text = bytes(buffer)
         try:
             events = TIMED_EVENTS.decode(text)
         except msgspec.ValidationError:  # an element that is not an event object: skipped
