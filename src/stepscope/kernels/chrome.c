@@ -1,13 +1,15 @@
-/* ``scan_chrome_events``: one JSON array of Chrome/Kineto trace events scanned into
-   columns without a Python object per event (stepscope/trace/formats/chrome/scanned.py
-   says what it is for and how its output becomes the reader's columns).
+/* ``scan_chrome_events``: the events at the start of a JSON array of Chrome/Kineto trace
+   events scanned into columns without a Python object per event
+   (stepscope/trace/formats/chrome/scanned.py says what it is for and how its output
+   becomes the reader's columns).
 
-   It takes the common case only and says ODD for anything else, so that the caller
-   decodes that text with msgspec (the reference) instead: an element that is not an
-   object, a key written with an escape or given twice, "ts" or "dur" other than a number
-   or null, a number with an exponent or longer than MAX_NUMBER bytes, a string holding a
-   \u escape, a control character or a byte past ASCII, nesting deeper than MAX_DEPTH, or
-   anything that is not JSON. What it takes, it reads as msgspec does.
+   It takes the common case only and stops before an event it calls ODD, so that the
+   caller decodes the text from there with msgspec (the reference): an element that is
+   not an object, a key written with an escape or given twice, "ts" or "dur" other than
+   a number or null, a number with an exponent or longer than MAX_NUMBER bytes, a string
+   holding a \u escape, a control character or a byte past ASCII, nesting deeper than
+   MAX_DEPTH, or anything that is not JSON. It stops too before an event the text's end
+   cuts off, and when its rows are full. What it takes, it reads as msgspec does.
 
    Per event (row) it writes: the text spans of the ten fields the reader keeps (-1 where
    absent), "ts" and "dur" as doubles (NaN where absent or null), the exact ns of a "ts"
