@@ -169,5 +169,7 @@ def scan_chrome_events(
     id_first: _Int64s,
     args: _Bytes,
     args_length: _Int64s,
-) -> tuple[int, int, int, int, int]:
+    arg_keys: bytes,
+    arg_ints: _Int64s,
+) -> tuple[int, int, int, int, int, int]:
     """chrome/scanned.py's scan: (status, events, distinct keys, distinct ids, args bytes)."""

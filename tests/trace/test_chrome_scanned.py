@@ -21,6 +21,8 @@ import stepscope
 from stepscope.trace import kernels
 from stepscope.trace.files import read_pieces
 from stepscope.trace.formats.chrome import scanned, stream
+from stepscope.trace.formats.chrome.kineto import KINETO_DIALECT
+from stepscope.trace.formats.chrome.read import CHROME_DIALECT
 from tests.support.reference.xspace import assert_same_profile
 from tests.support.traces import KINETO_TRACES
 from tests.trace.test_chrome_stream import EPOCH_US, ODD_EVENTS, _document_text, _event, _pieces, assert_same_document, whole
@@ -218,3 +220,47 @@ def test_events_smaller_than_the_room_per_byte_are_read_in_several_scans(tmp_pat
     assert counting.events == 60_000
     monkeypatch.undo()
     assert_same_document(got, _msgspec_only(path, monkeypatch))
+
+
+def _id_columns_both_ways(document, dialect):
+    known = dialect.id_columns(document.events.args, document.events.arg_ints)
+    decoded = dialect.id_columns(document.events.args, None)  # msgspec over the args, as before
+    assert known[0].keys() == decoded[0].keys()
+    for column in decoded[0]:
+        assert np.array_equal(known[0][column], decoded[0][column]), column
+    assert np.array_equal(known[1], decoded[1])
+    return decoded[0]
+
+
+@pytest.mark.parametrize("path", KINETO_TRACES, ids=lambda p: p.name)
+def test_the_id_args_the_scanner_reads_are_those_msgspec_decodes(path):
+    document = _scanned(path)
+    assert document.events.arg_ints is not None  # every id arg of the shared traces is an integer
+    columns = _id_columns_both_ways(document, KINETO_DIALECT)
+    assert np.count_nonzero(columns["correlation_id"] != -1) > 0 or "cpu_only" in path.name
+
+
+@pytest.mark.parametrize(
+    "args, known",
+    [
+        ({"correlation": 5, "External id": 7, "other": {"correlation": "x"}}, True),  # nested keys are not the event's
+        ({"External id": -1, "external id": 9}, True),  # -1 counts as absent: the 2021 key wins
+        ({"correlation": -0, "External id": 123456789012345678}, True),
+        ({"correlation": "12"}, False),  # a string: msgspec's int_ids reads it
+        ({"correlation": 1.0}, False),
+        ({"correlation": 2**64 + 1}, False),  # past int64: counted as oversized
+        ({"correlation": None}, False),
+        ({"correlation_id": 3, "group_id": 4, "step_num": 5, "external_id": 6}, True),  # XSpace's names
+    ],
+    ids=str,
+)
+def test_id_args_of_every_kind_give_the_msgspec_columns(args, known, tmp_path):
+    events = [_event(0), _event(1, args=args), {"ph": "X", "name": "no args", "pid": 1, "tid": 1, "ts": 3, "dur": 1}, _event(2, args=[1, 2])]
+    path = _write(tmp_path, events)
+    document = _scanned(path)
+    assert (document.events.arg_ints is not None) == known
+    for dialect in (KINETO_DIALECT, CHROME_DIALECT):
+        _id_columns_both_ways(document, dialect)
+    kineto = _id_columns_both_ways(document, KINETO_DIALECT)
+    # _event(0)'s args are {"External id": 0}; the third event has none, the fourth a list
+    assert kineto["external_id"][[0, 2, 3]].tolist() == [0, -1, -1] and kineto["correlation_id"][[0, 2, 3]].tolist() == [-1, -1, -1]

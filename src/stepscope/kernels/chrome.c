@@ -470,16 +470,28 @@ exact_units(const uint8_t *text, int64_t length, int64_t *out)
 
 /* --- the scan ------------------------------------------------------------------------ */
 
+/* The args keys whose integer values the scanner reads (the callers' id columns). */
+#define MAX_ARG_KEYS 8
+typedef struct {
+    const uint8_t *name[MAX_ARG_KEYS];
+    int64_t length[MAX_ARG_KEYS];
+    int count;
+} ArgKeys;
+
 typedef struct {
     int64_t *spans;
     double *ts, *dur;
     int64_t *exact_ns, *id_int;
     uint8_t *flags;
     int64_t rows;
+    int64_t *arg_ints;  /* (keys.count, rows): -1 where absent */
+    ArgKeys keys;
 } Rows;
 
-/* FLAG_ID_INT: "id" is a JSON integer of at most 18 digits, its value in id_int. */
-enum { FLAG_EXACT = 1, FLAG_DUR_ABSENT = 2, FLAG_ID_INT = 4 };
+/* FLAG_ID_INT: "id" is a JSON integer of at most 18 digits, its value in id_int.
+   FLAG_ARGS_ODD: one of the arg keys holds something else, or comes twice, or a key of
+   the args is written with an escape (its arg_ints are then not to be used). */
+enum { FLAG_EXACT = 1, FLAG_DUR_ABSENT = 2, FLAG_ID_INT = 4, FLAG_ARGS_ODD = 8 };
 
 /* An integer's text (at most 18 digits, an optional minus) as int64; 0 where it is not one. */
 static int
@@ -500,6 +512,76 @@ plain_int(const uint8_t *text, int64_t length, int64_t *out)
     return 1;
 }
 
+/* An args object from its "{": its end, or -1 (ODD); the integer values of ``keys`` at
+   its top level written to ``ints[key * stride]`` (left -1 where absent), ``*odd`` set as
+   FLAG_ARGS_ODD says. Anything other than an object is scanned as any value. */
+static int64_t
+scan_args(Cursor *c, int64_t pos, const ArgKeys *keys, int64_t *ints, int64_t stride, int *odd)
+{
+    if (c->text[pos] != '{') {
+        return scan_value(c, pos);
+    }
+    int seen = 0, escaped = 0;
+    c->pos = pos + 1;
+    skip_space(c);
+    if (c->pos < c->end && c->text[c->pos] == '}') {
+        return c->pos + 1;
+    }
+    for (;;) {
+        skip_space(c);
+        if (c->pos >= c->end || c->text[c->pos] != '"') {
+            return -1;
+        }
+        int64_t key = c->pos + 1;
+        escaped = 0;
+        int64_t after = scan_string(c, c->pos, &escaped);
+        if (after < 0) {
+            return -1;
+        }
+        *odd |= escaped;
+        int which = -1;
+        for (int k = 0; k < keys->count; k++) {
+            if (after - 1 - key == keys->length[k] && memcmp(c->text + key, keys->name[k], (size_t)keys->length[k]) == 0) {
+                which = k;
+                break;
+            }
+        }
+        c->pos = after;
+        skip_space(c);
+        if (c->pos >= c->end || c->text[c->pos] != ':') {
+            return -1;
+        }
+        c->pos++;
+        skip_space(c);
+        if (c->pos >= c->end) {
+            return -1;
+        }
+        int64_t start = c->pos, end = scan_value(c, start);
+        if (end < 0) {
+            return -1;
+        }
+        if (which >= 0) {
+            if (seen & (1 << which) || !plain_int(c->text + start, end - start, &ints[which * stride])) {
+                *odd = 1;
+            }
+            seen |= 1 << which;
+        }
+        c->pos = end;
+        skip_space(c);
+        if (c->pos >= c->end) {
+            return -1;
+        }
+        if (c->text[c->pos] == ',') {
+            c->pos++;
+            continue;
+        }
+        if (c->text[c->pos] != '}') {
+            return -1;
+        }
+        return c->pos + 1;
+    }
+}
+
 /* One event object from its "{": its end, or -1 (ODD). */
 static int64_t
 scan_event(Cursor *c, int64_t pos, Rows *rows, int64_t row)
@@ -508,8 +590,12 @@ scan_event(Cursor *c, int64_t pos, Rows *rows, int64_t row)
     for (int f = 0; f < 2 * FIELDS; f++) {
         spans[f] = -1;
     }
-    int seen = 0, escaped = 0, fraction = 0;
+    int seen = 0, escaped = 0, fraction = 0, args_odd = 0;
     int fractions[FIELDS] = {0};
+    int64_t *ints = rows->arg_ints + row;
+    for (int k = 0; k < rows->keys.count; k++) {
+        ints[k * rows->rows] = -1;
+    }
     c->pos = pos + 1;
     skip_space(c);
     if (c->pos < c->end && c->text[c->pos] == '}') {
@@ -543,7 +629,7 @@ scan_event(Cursor *c, int64_t pos, Rows *rows, int64_t row)
             end = byte == 'n' ? scan_literal(c, start, "null", 4) : scan_number(c, start, &fraction);
             fractions[field] = byte == 'n' ? -1 : fraction;
         } else {
-            end = scan_value(c, start);
+            end = field == F_ARGS ? scan_args(c, start, &rows->keys, ints, rows->rows, &args_odd) : scan_value(c, start);
         }
         if (end < 0) {
             return -1;
@@ -572,7 +658,7 @@ scan_event(Cursor *c, int64_t pos, Rows *rows, int64_t row)
     }
 done:;
     double ts = NAN, dur = NAN;
-    uint8_t flags = 0;
+    uint8_t flags = args_odd ? FLAG_ARGS_ODD : 0;
     int64_t exact = 0;
     if (spans[2 * F_TS] >= 0 && fractions[F_TS] >= 0) {
         int64_t s = spans[2 * F_TS], length = spans[2 * F_TS + 1] - s;
@@ -604,7 +690,7 @@ done:;
 }
 
 /* scan_chrome_events(text, spans, ts, dur, exact_ns, id_int, flags, key_codes, key_first,
-   id_codes, id_first, args, args_length)
+   id_codes, id_first, args, args_length, arg_keys, arg_ints)
    -> (ended, events, resume, distinct keys, distinct ids, args bytes)
 
    ``text`` begins with the array's "[" (whitespace before it allowed). Events are read
@@ -616,26 +702,42 @@ PyObject *
 scan_chrome_events(PyObject *self, PyObject *args)
 {
     (void)self;
-    PyObject *objects[13];
-    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOO:scan_chrome_events", &objects[0], &objects[1], &objects[2], &objects[3], &objects[4], &objects[5], &objects[6],
-                          &objects[7], &objects[8], &objects[9], &objects[10], &objects[11], &objects[12])) {
+    PyObject *objects[14];
+    const char *arg_keys;
+    Py_ssize_t arg_keys_length;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOOOOOOy#O:scan_chrome_events", &objects[0], &objects[1], &objects[2], &objects[3], &objects[4], &objects[5], &objects[6],
+                          &objects[7], &objects[8], &objects[9], &objects[10], &objects[11], &objects[12], &arg_keys, &arg_keys_length, &objects[13])) {
         return NULL;
     }
-    static const char *const NAMES[] = {"text", "spans", "ts", "dur", "exact_ns", "id_int", "flags", "key_codes", "key_first", "id_codes", "id_first", "args", "args_length"};
-    static const ElementType TYPES[] = {UINT8, INT64, FLOAT64, FLOAT64, INT64, INT64, UINT8, INT64, INT64, INT64, INT64, UINT8, INT64};
+    static const char *const NAMES[] = {"text", "spans", "ts", "dur", "exact_ns", "id_int", "flags", "key_codes", "key_first", "id_codes", "id_first", "args", "args_length", "arg_ints"};
+    static const ElementType TYPES[] = {UINT8, INT64, FLOAT64, FLOAT64, INT64, INT64, UINT8, INT64, INT64, INT64, INT64, UINT8, INT64, INT64};
     Arrays arrays = {.function = "scan_chrome_events"};
-    Array a[13];
-    for (int i = 0; i < 13; i++) {
-        if (take(&arrays, objects[i], NAMES[i], TYPES[i], i == 1 ? 2 : 1, i == 0 ? READ : WRITE, &a[i]) < 0) {
+    Array a[14];
+    for (int i = 0; i < 14; i++) {
+        if (take(&arrays, objects[i], NAMES[i], TYPES[i], i == 1 || i == 13 ? 2 : 1, i == 0 ? READ : WRITE, &a[i]) < 0) {
             return release(&arrays, NULL);
         }
     }
     Array text = a[0], spans = a[1], args_out = a[11];
+    ArgKeys keys_of_args = {.count = 0};
+    for (Py_ssize_t at = 0; at < arg_keys_length;) {
+        const char *stop = memchr(arg_keys + at, '\0', (size_t)(arg_keys_length - at));
+        Py_ssize_t length = stop == NULL ? arg_keys_length - at : stop - (arg_keys + at);
+        if (keys_of_args.count == MAX_ARG_KEYS) {
+            return release(&arrays, argument_error(&arrays, "arg_keys names more than 8 keys"));
+        }
+        keys_of_args.name[keys_of_args.count] = (const uint8_t *)arg_keys + at;
+        keys_of_args.length[keys_of_args.count++] = length;
+        at += length + 1;
+    }
+    if (a[13].columns != spans.rows || a[13].rows != keys_of_args.count) {
+        return release(&arrays, argument_error(&arrays, "arg_ints must have a row per arg key and a column per row of spans"));
+    }
     int64_t room = spans.rows;
     if (spans.columns != 2 * FIELDS) {
         return release(&arrays, argument_error(&arrays, "spans must have 20 columns"));
     }
-    for (int i = 2; i < 13; i++) {
+    for (int i = 2; i < 13; i++) {  /* (arg_ints: checked above) */
         if (i != 11 && a[i].rows != room) {
             return release(&arrays, argument_error(&arrays, "every row array must have the rows of spans"));
         }
@@ -653,7 +755,7 @@ scan_chrome_events(PyObject *self, PyObject *args)
         return release(&arrays, PyErr_NoMemory());
     }
     static const int ID_FIELD[] = {F_ID};
-    Rows rows = {spans.data, a[2].data, a[3].data, a[4].data, a[5].data, a[6].data, room};
+    Rows rows = {spans.data, a[2].data, a[3].data, a[4].data, a[5].data, a[6].data, room, a[13].data, keys_of_args};
     int64_t *key_codes = a[7].data, *key_first = a[8].data, *id_codes = a[9].data, *id_first = a[10].data, *lengths = a[12].data;
     int64_t count = 0, args_bytes = 0, resume = 0;
     int ended = 0, no_memory = 0;

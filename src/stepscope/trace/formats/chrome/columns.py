@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from stepscope.trace.formats.chrome.scanned import FIELD_INDEX, FLAG_DUR_ABSENT, FLAG_EXACT, FLAG_ID_INT, ScannedEvents
+from stepscope.trace.formats.chrome.scanned import ARG_INT_KEYS, FIELD_INDEX, FLAG_ARGS_ODD, FLAG_DUR_ABSENT, FLAG_EXACT, FLAG_ID_INT, ScannedEvents
 from stepscope.trace.stat_types import INT64_MAX, is_int64
 from stepscope.trace.stats import JsonStats
 
@@ -274,6 +274,10 @@ class EventColumns:
     exact: np.ndarray
     args: JsonStats
     skipped: int = 0  # array elements that were not event objects
+    # Integer values of ``scanned.ARG_INT_KEYS`` in each event's args (-1 where absent; a
+    # key in no event: None), where the scanner read every event and every such value was
+    # an integer; else None.
+    arg_ints: dict[str, np.ndarray | None] | None = None
 
     def oversized_ids(self) -> int:
         """How many distinct pid / tid / flow id values are integers past int64 (kept as
@@ -297,6 +301,9 @@ class ColumnBuilder:
     _exact_ns: list[np.ndarray] = field(default_factory=list)
     _exact: list[np.ndarray] = field(default_factory=list)
     _args: ArgsBlob = field(default_factory=lambda: ArgsBlob())
+    # Per key of ARG_INT_KEYS, each batch's values, or its length where the key is in
+    # none of its events (Kineto's traces hold 2 of the 7 keys); None: not all known.
+    _arg_ints: list[list[np.ndarray | int]] | None = field(default_factory=lambda: _empty_arg_ints())
     skipped: int = 0
 
     def add_raw(self, raws: list[msgspec.Raw]) -> None:
@@ -340,6 +347,11 @@ class ColumnBuilder:
         self._exact_ns.append(np.where(exact, scanned.exact_ns, 0))
         self._exact.append(exact)
         self._args.add_joined(scanned.args_length, scanned.args)
+        if self._arg_ints is not None and np.any(scanned.flags & FLAG_ARGS_ODD):
+            self._arg_ints = None
+        elif self._arg_ints is not None:
+            for batches, values in zip(self._arg_ints, scanned.arg_ints):
+                batches.append(values.copy() if np.any(values != -1) else len(values))
         return int(np.count_nonzero(metadata[scanned.key_codes])) if len(metadata) else 0
 
     def add(self, events: list[ChromeEvent]) -> None:
@@ -349,6 +361,7 @@ class ColumnBuilder:
 
     def _add(self, events: list[Any], ts: np.ndarray, texts: list[msgspec.Raw] | None, values: list[Any] | None) -> None:
         count = len(events)
+        self._arg_ints = None  # (decoded by msgspec: its args are read later)
         self._keys.add(events)
         self._flow_ids.add(list(map(_ID, events)))
         self._ts.append(ts)
@@ -387,7 +400,22 @@ class ColumnBuilder:
             exact=np.concatenate(self._exact) if self._exact else np.zeros(0, dtype=bool),
             args=self._args.finish(),
             skipped=self.skipped,
+            arg_ints=self._finish_arg_ints(),
         )
+
+    def _finish_arg_ints(self) -> dict[str, np.ndarray | None] | None:
+        if self._arg_ints is None:
+            return None
+        known: dict[str, np.ndarray | None] = {}
+        for key, batches in zip(ARG_INT_KEYS, self._arg_ints):
+            present = any(isinstance(batch, np.ndarray) for batch in batches)
+            known[key] = np.concatenate([np.full(b, -1, dtype=np.int64) if isinstance(b, int) else b for b in batches]) if present else None
+        self._arg_ints = None
+        return known
+
+
+def _empty_arg_ints() -> list[list[np.ndarray | int]]:
+    return [[] for _ in ARG_INT_KEYS]
 
 
 # What msgspec gives a field that is absent (ChromeEvent's defaults).

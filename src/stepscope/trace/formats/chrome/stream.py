@@ -159,9 +159,9 @@ class _Batches:
         msgspec."""
         buffer = bytearray(text)
         if self.scan_whole_events(buffer):
-            if buffer[1:].strip() == b"]":
-                return
             text = bytes(buffer)
+        if buffer[1:].strip() == b"]":
+            return  # (no events left: nothing for msgspec)
         try:
             events = TIMED_EVENTS.decode(text)
         except msgspec.ValidationError:  # an element that is not an event object: skipped
