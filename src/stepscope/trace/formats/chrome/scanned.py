@@ -6,16 +6,17 @@ field by field (codes, numbers, args): ~0.4 us of Python per event and field, mo
 Kineto load (issue 43 item 2). ``stepscope._kernels.scan_chrome_events``
 (``src/stepscope/kernels/chrome.c``) walks the array's text once instead and writes
 columns: each field's text span, "ts" and "dur" as doubles, the exact ns of an epoch
-"ts", the args joined, and for the fields coded together (phase, name, category, pid,
-tid, bp) and for the flow id a code per distinct text, numbered in first-seen order.
-Only one text per distinct code is then decoded by msgspec (a few hundred per batch), so
-the columns come out as the struct path makes them (``ColumnBuilder.add_scanned``).
+"ts", integer flow ids, the args joined, the integers of the id args (``ARG_INT_KEYS``),
+and for the fields coded together (phase, name, category, pid, tid, bp) and for the flow
+id a code per distinct text, numbered in first-seen order. Only one text per distinct
+code is then decoded by msgspec (a few hundred per batch), so the columns come out as
+the struct path makes them (``ColumnBuilder.add_scanned``).
 
-The scanner takes the common case only; for anything else (escapes it does not read,
-non-ASCII text, exponents, strings where numbers belong...) it says so and the batch goes
-the msgspec way, the reference, as it does where the extension was not built or
-``STEPSCOPE_PURE_PYTHON`` is set. tests/trace/test_chrome_scanned.py holds the two to the
-same columns and profiles.
+The scanner takes the common case only; it stops before anything else (escapes it does
+not read, non-ASCII text, exponents, strings where numbers belong...), and the text from
+there goes the msgspec way, the reference, as all of it does where the extension was not
+built or ``STEPSCOPE_PURE_PYTHON`` is set. tests/trace/test_chrome_scanned.py holds the
+two to the same columns and profiles.
 """
 
 from __future__ import annotations
