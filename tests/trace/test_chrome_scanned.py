@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import stepscope
 from stepscope.trace import kernels
@@ -23,9 +25,9 @@ from stepscope.trace.files import read_pieces
 from stepscope.trace.formats.chrome import scanned, stream
 from stepscope.trace.formats.chrome.kineto import KINETO_DIALECT
 from stepscope.trace.formats.chrome.read import CHROME_DIALECT
+from tests.support.chrome_documents import EPOCH_US, ODD_EVENTS, assert_same_document, document_text, event, pieces, whole
 from tests.support.reference.xspace import assert_same_profile
 from tests.support.traces import KINETO_TRACES
-from tests.trace.test_chrome_stream import EPOCH_US, ODD_EVENTS, _document_text, _event, _pieces, assert_same_document, whole
 
 
 class _Counting:
@@ -80,7 +82,7 @@ RAW_NUMBERS = {f'"@ts{i}@"'.encode(): f"{EPOCH_US + i}.{'0475'[:i]}".encode() fo
 
 def _write(tmp_path: Path, events: list, name: str = "t.pt.trace.json") -> Path:
     path = tmp_path / name
-    text = _document_text(events, traceName="after the events")
+    text = document_text(events, traceName="after the events")
     for placeholder, number in RAW_NUMBERS.items():
         text = text.replace(placeholder, number)
     path.write_bytes(text)
@@ -93,8 +95,8 @@ def _write(tmp_path: Path, events: list, name: str = "t.pt.trace.json") -> Path:
 # exponent, a duplicate key, an element that is no object, nesting past its limit).
 SCANNER_CASES = {
     "escapes": [
-        _event(0, name='tab\t "quoted" back\\slash /slash\n'),
-        _event(1, args={"s": 'a\\b"c', "nested": {"x": [1, [2, {"y": None}]], "t": True, "f": False}}),
+        event(0, name='tab\t "quoted" back\\slash /slash\n'),
+        event(1, args={"s": 'a\\b"c', "nested": {"x": [1, [2, {"y": None}]], "t": True, "f": False}}),
     ],
     "absent": [{"ph": "X"}, {"name": "n"}, {}, {"ph": "i", "ts": None, "pid": 1, "tid": 1}, {"ph": "X", "pid": 1, "tid": 1, "ts": 5, "dur": None}],
     "begin-end": [
@@ -104,22 +106,22 @@ SCANNER_CASES = {
         {"ph": "e", "name": "a", "cat": "c", "id": "0x1", "pid": 1, "tid": 1, "ts": 19},
     ],
     "flows": [
-        _event(0),
+        event(0),
         {"ph": "s", "id": 7, "pid": 1, "tid": 2, "ts": EPOCH_US + 1, "cat": "ac2g", "name": "ac2g"},
         {"ph": "f", "id": 7.0, "pid": 1, "tid": 2, "ts": EPOCH_US + 2, "cat": "ac2g", "name": "ac2g", "bp": "e"},
         {"ph": "s", "id": "7", "pid": 1, "tid": 2, "ts": EPOCH_US + 3, "cat": "ac2g", "name": "ac2g"},
         {"ph": "s", "id": -3, "pid": 1, "tid": 2, "ts": EPOCH_US + 4, "cat": "ac2g", "name": "ac2g"},
         {"ph": "f", "id": -3, "pid": 1, "tid": 2, "ts": EPOCH_US + 5, "cat": "ac2g", "name": "ac2g", "bp": "e"},
     ],
-    "epoch-decimals": [_event(0)] + [_event(i, ts=f"@ts{i}@", dur=0.001 * i) for i in range(1, 5)] + [_event(9, ts="@-0.0@", dur="@-0@")],
-    "pid-spellings": [_event(0, pid=7), _event(1, pid=7.0), _event(2, pid="7"), _event(3, tid=[1, 2]), _event(4, tid={"a": 1})],
-    "unicode-escape": [_event(0), _event(1, name="\x7f\u0001"), _event(2)],
-    "non-ascii": [_event(0), _event(1, name="naïve"), _event(2)],
-    "number-as-string": [_event(0), _event(1, ts=str(EPOCH_US)), _event(2, dur="5")],
-    "exponent": [_event(0), _event(1, dur=1e-7), _event(2)],
-    "not-an-object": [_event(0), 7, "x", None, _event(1)],
-    "deep": [_event(0, args={"d": json.loads("[" * 80 + "]" * 80)}), _event(1)],
-    "booleans": [_event(0, ts=True), _event(1, dur=False)],
+    "epoch-decimals": [event(0)] + [event(i, ts=f"@ts{i}@", dur=0.001 * i) for i in range(1, 5)] + [event(9, ts="@-0.0@", dur="@-0@")],
+    "pid-spellings": [event(0, pid=7), event(1, pid=7.0), event(2, pid="7"), event(3, tid=[1, 2]), event(4, tid={"a": 1})],
+    "unicode-escape": [event(0), event(1, name="\x7f\u0001"), event(2)],
+    "non-ascii": [event(0), event(1, name="naïve"), event(2)],
+    "number-as-string": [event(0), event(1, ts=str(EPOCH_US)), event(2, dur="5")],
+    "exponent": [event(0), event(1, dur=1e-7), event(2)],
+    "not-an-object": [event(0), 7, "x", None, event(1)],
+    "deep": [event(0, args={"d": json.loads("[" * 80 + "]" * 80)}), event(1)],
+    "booleans": [event(0, ts=True), event(1, dur=False)],
 }
 
 
@@ -133,13 +135,13 @@ FIRST_LEFT = {"unicode-escape": 1, "non-ascii": 1, "number-as-string": 1, "expon
 def test_odd_cases_give_the_msgspec_columns(case, batch, tmp_path, monkeypatch):
     # Many plain events around the case: a batch may mix events the scanner read and a
     # run msgspec decoded.
-    events = [_event(i) for i in range(100, 140)] + SCANNER_CASES[case] + [_event(i) for i in range(140, 180)]
+    events = [event(i) for i in range(100, 140)] + SCANNER_CASES[case] + [event(i) for i in range(140, 180)]
     path = _write(tmp_path, events)
     monkeypatch.setattr(stream, "BATCH_BYTES", batch)
     expected = _msgspec_only(path, monkeypatch)
     counting = _Counting()
     monkeypatch.setattr(stream, "scan", counting)
-    got = _scanned(path, _pieces(path.read_bytes(), 97))
+    got = _scanned(path, pieces(path.read_bytes(), 97))
     if batch == 1 << 21:  # one batch: the scanner reads all of it, or up to the first event it leaves
         assert counting.events == (len(events) if case in READ_BY_THE_SCANNER else 40 + FIRST_LEFT[case])
     if expected is None:  # left to the whole-document decode either way
@@ -192,7 +194,7 @@ def test_a_scan_stops_before_an_event_cut_off_and_says_where_it_resumes():
 
 def test_thousands_of_distinct_names_in_one_batch(tmp_path, monkeypatch):
     # More keys and ids than the scanner's first hash table holds (it grows).
-    events = [_event(i, name=f"name {i}", id=i * 3) for i in range(5000)]
+    events = [event(i, name=f"name {i}", id=i * 3) for i in range(5000)]
     path = _write(tmp_path, events)
     got = _scanned(path)
     assert got is not None and len(got.events.name.values) == 5000
@@ -255,12 +257,64 @@ def test_the_id_args_the_scanner_reads_are_those_msgspec_decodes(path):
     ids=str,
 )
 def test_id_args_of_every_kind_give_the_msgspec_columns(args, known, tmp_path):
-    events = [_event(0), _event(1, args=args), {"ph": "X", "name": "no args", "pid": 1, "tid": 1, "ts": 3, "dur": 1}, _event(2, args=[1, 2])]
+    events = [event(0), event(1, args=args), {"ph": "X", "name": "no args", "pid": 1, "tid": 1, "ts": 3, "dur": 1}, event(2, args=[1, 2])]
     path = _write(tmp_path, events)
     document = _scanned(path)
     assert (document.events.arg_ints is not None) == known
     for dialect in (KINETO_DIALECT, CHROME_DIALECT):
         _id_columns_both_ways(document, dialect)
     kineto = _id_columns_both_ways(document, KINETO_DIALECT)
-    # _event(0)'s args are {"External id": 0}; the third event has none, the fourth a list
+    # event(0)'s args are {"External id": 0}; the third event has none, the fourth a list
     assert kineto["external_id"][[0, 2, 3]].tolist() == [0, -1, -1] and kineto["correlation_id"][[0, 2, 3]].tolist() == [-1, -1, -1]
+
+
+# --- differential fuzzing: random events, the scanner against msgspec -----------------------
+
+_KEYS = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "args", "id", "bp")
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+    | st.sampled_from(("X", "i", "B", "E", "s", "f", "M", "C", "b", "e", "0x1", "7", "-0", "1e3", "", "\\", '"'))
+)
+_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3), max_leaves=8)
+_PLAIN_TIMES = st.integers(0, 10**9) | st.floats(0, 1e9, allow_nan=False) | st.integers(EPOCH_US, EPOCH_US + 10**6)
+_EVENTS = st.lists(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "ph": st.sampled_from(("X", "i", "B", "E", "s", "f", "M", "C", "b", "e")) | _VALUES,
+            "name": st.sampled_from(("op", "thread_name", "ac2g")) | _VALUES,
+            "cat": st.sampled_from(("cpu_op", "kernel", "ac2g")) | _VALUES,
+            "pid": st.integers(-3, 3) | _VALUES,
+            "tid": st.integers(-3, 3) | _VALUES,
+            "ts": _PLAIN_TIMES | _VALUES,
+            "dur": _PLAIN_TIMES | _VALUES,
+            "args": st.dictionaries(st.sampled_from((*scanned.ARG_INT_KEYS, "name", "x")), _VALUES | st.integers(-(2**65), 2**65), max_size=3) | _VALUES,
+            "id": st.integers(-(2**65), 2**65) | _VALUES,
+            "bp": st.sampled_from(("e", "s")) | _VALUES,
+        },
+    )
+    | _VALUES,
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(derandomize=True, database=None, deadline=None, max_examples=300, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(events=_EVENTS, ascii_only=st.booleans(), batch=st.sampled_from((1, 300, 1 << 21)))
+def test_random_events_give_the_msgspec_columns(events, ascii_only, batch, tmp_path_factory, monkeypatch):
+    """Whatever the events hold (any JSON value in any field, escapes, non-ASCII text, big and
+    odd numbers), the scanner and msgspec give the same document, or both give the file up."""
+    path = tmp_path_factory.mktemp("fuzz") / "t.pt.trace.json"
+    body = {"schemaVersion": 1, "traceEvents": [event(0), *events, event(1)]}
+    path.write_bytes(json.dumps(body, ensure_ascii=ascii_only).encode("utf-8"))
+    monkeypatch.setattr(stream, "BATCH_BYTES", batch)
+    expected = _msgspec_only(path, monkeypatch)
+    got = _scanned(path, pieces(path.read_bytes(), 61))
+    if expected is None:
+        assert got is None
+    else:
+        assert_same_document(got, expected)
