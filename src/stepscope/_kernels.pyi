@@ -158,3 +158,21 @@ def lod_lanes(
 
 def schedule_starts(offsets: _Int64s, src: _Int64s, weight: _Int64s, residual: _Int64s, fixed: _Int64s, starts: _Int64s, /) -> None:
     """schedule._schedule_starts"""
+
+def scan_chrome_events(
+    text: _Bytes,
+    spans: _Int64s,
+    ts: npt.NDArray[np.float64],
+    dur: npt.NDArray[np.float64],
+    exact_ns: _Int64s,
+    flags: _Bytes,
+    key_codes: _Int64s,
+    key_first: _Int64s,
+    id_codes: _Int64s,
+    id_first: _Int64s,
+    args: _Bytes,
+    args_length: _Int64s,
+    arg_keys: bytes,
+    arg_ints: _Int64s,
+) -> tuple[int, int, int, int, int, int]:
+    """chrome/scanned.py's scan: (status, events, distinct keys, distinct ids, args bytes)."""

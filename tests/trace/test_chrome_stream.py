@@ -11,52 +11,18 @@ string tables, times, args blob and offsets, header, warnings), and the two prof
 from __future__ import annotations
 
 import gzip
-import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import stepscope
 from stepscope.errors import ProfileFormatError
 from stepscope.trace import readers
-from stepscope.trace.files import read_bytes, read_pieces
-from stepscope.trace.formats.chrome import document, stream
-from stepscope.trace.formats.chrome.columns import Coded, EventColumns
+from stepscope.trace.files import read_bytes
+from stepscope.trace.formats.chrome import stream
+from tests.support.chrome_documents import ODD_EVENTS, assert_same_document, document_text, pieces, streamed, whole
 from tests.support.reference.xspace import assert_same_profile
 from tests.support.traces import KINETO_TRACES
-
-_CODED = ("phase", "name", "category", "pid", "tid", "flow_id")
-_ARRAYS = ("ts_us", "dur_us", "dur_absent", "binds_enclosing", "exact_ns", "exact")
-
-
-def assert_same_columns(got: EventColumns, expected: EventColumns) -> None:
-    for name in _CODED:
-        mine, theirs = getattr(got, name), getattr(expected, name)
-        assert isinstance(mine, Coded)
-        assert np.array_equal(mine.codes, theirs.codes), name
-        assert [(type(v), v) for v in mine.values] == [(type(v), v) for v in theirs.values], name
-    for name in _ARRAYS:
-        mine, theirs = getattr(got, name), getattr(expected, name)
-        assert mine.dtype == theirs.dtype and np.array_equal(mine, theirs, equal_nan=mine.dtype.kind == "f"), name
-    assert got.args._blob == expected.args._blob
-    assert np.array_equal(got.args._starts, expected.args._starts) and np.array_equal(got.args._ends, expected.args._ends)
-    assert got.skipped == expected.skipped
-
-
-def whole(path: Path) -> document.TraceDocument:
-    return document.decode_document(path, read_bytes(path))
-
-
-def streamed(path: Path, pieces=None) -> document.TraceDocument | None:
-    return stream.decode_streamed(path, read_pieces(path) if pieces is None else pieces)
-
-
-def assert_same_document(got: document.TraceDocument | None, expected: document.TraceDocument) -> None:
-    assert got is not None, "the stream reader gave the file up"
-    assert_same_columns(got.events, expected.events)
-    assert json.dumps(got.header) == json.dumps(expected.header)  # same keys, order and values
-    assert got.warnings == expected.warnings
 
 
 def load_whole(path: Path, monkeypatch) -> stepscope.Profile:
@@ -82,56 +48,19 @@ def test_small_batches_and_pieces_split_everywhere(monkeypatch):
     assert_same_document(streamed(path, [data[i : i + 1_000] for i in range(0, len(data), 1_000)]), expected)
 
 
-# --- hand-made files ------------------------------------------------------------------------
-
-
-EPOCH_US = 1712195495519600  # microseconds since the epoch, past 2**43: re-read from the text
-
-
-def _event(i: int, **extra) -> dict:
-    event = {"ph": "X", "name": f"op{i % 5}", "cat": "cpu_op", "pid": 1, "tid": 2, "ts": EPOCH_US + 10 * i, "dur": 5, "args": {"External id": i}}
-    event.update(extra)
-    return event
-
-
-# Events whose text holds the cut's pattern ("}, {") where it is no cut: in a string (with
-# escaped quotes and braces), in a list of objects in the args; multi-byte UTF-8; float and
-# string tids; ids past int64; an element that is no object; a flow pair.
-ODD_EVENTS = [
-    _event(0, name='quote "}, {" brace', args={"text": '}, {"ph": "X"}, {', "nested": [{"a": 1}, {"b": {"c": [{}, {}]}}]}),
-    _event(1, name="naïve ✓ 名前 😀" * 3, tid=2.0),
-    _event(2, tid="2", args={"External id": 2**70, "correlation": 2**64 + 1}),
-    7,
-    _event(3, pid=18446744073709551617, tid="stream 7"),
-    {"ph": "s", "id": 2**65, "pid": 1, "tid": 2, "ts": EPOCH_US + 1, "cat": "ac2g", "name": "flow"},
-    {"ph": "f", "id": 2**65, "pid": 1, "tid": 2, "ts": EPOCH_US + 31, "cat": "ac2g", "name": "flow", "bp": "e"},
-    {"ph": "M", "name": "thread_name", "pid": 1, "tid": 2, "args": {"name": "main ✓"}},
-    _event(4, ts=EPOCH_US + 89.047, dur=1.5),
-] + [_event(i) for i in range(5, 60)]
-
-
-def _document_text(events: list, **header) -> bytes:
-    body = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "GPU"}], "traceEvents": events, **header}
-    return json.dumps(body, ensure_ascii=False, indent=1).encode("utf-8")
-
-
-def _pieces(data: bytes, size: int) -> list[bytes]:
-    return [data[i : i + size] for i in range(0, len(data), size)]
-
-
 @pytest.mark.parametrize("piece", [1, 7, 64, 1 << 20])
 @pytest.mark.parametrize("batch", [1, 300, 1 << 21])
 def test_odd_events_split_anywhere(piece, batch, tmp_path, monkeypatch):
     path = tmp_path / "odd.pt.trace.json"
-    path.write_bytes(_document_text(ODD_EVENTS, traceName="after the events", distributedInfo={"rank": 0}))
+    path.write_bytes(document_text(ODD_EVENTS, traceName="after the events", distributedInfo={"rank": 0}))
     expected = whole(path)
     monkeypatch.setattr(stream, "BATCH_BYTES", batch)
-    assert_same_document(streamed(path, _pieces(path.read_bytes(), piece)), expected)
+    assert_same_document(streamed(path, pieces(path.read_bytes(), piece)), expected)
 
 
 def test_a_gzipped_file_streams_and_loads_the_same(tmp_path, monkeypatch):
     path = tmp_path / "odd.pt.trace.json.gz"
-    path.write_bytes(gzip.compress(_document_text(ODD_EVENTS)))
+    path.write_bytes(gzip.compress(document_text(ODD_EVENTS)))
     monkeypatch.setattr(stream, "BATCH_BYTES", 500)
     assert_same_document(streamed(path), whole(path))
     assert_same_profile(stepscope.load(path), load_whole(path, monkeypatch))
@@ -148,7 +77,7 @@ def _with_invalid_utf8(text: bytes) -> bytes:
 @pytest.mark.parametrize("spoil", [_with_control_character, _with_invalid_utf8], ids=["control", "utf8"])
 def test_a_file_that_needs_a_repair_is_left_to_the_whole_document_decode(spoil, tmp_path, monkeypatch):
     path = tmp_path / "bad.pt.trace.json"
-    path.write_bytes(spoil(_document_text(ODD_EVENTS)))
+    path.write_bytes(spoil(document_text(ODD_EVENTS)))
     monkeypatch.setattr(stream, "BATCH_BYTES", 300)
     assert streamed(path) is None
     profile = stepscope.load(path)
@@ -183,7 +112,7 @@ def test_other_shapes_load_as_the_whole_document_decode_reads_them(text, tmp_pat
 @pytest.mark.parametrize("gzipped", [False, True], ids=["plain", "gz"])
 @pytest.mark.parametrize("keep", [0.3, 0.6, 0.999])
 def test_a_truncated_file_fails_with_the_whole_document_error(gzipped, keep, tmp_path, monkeypatch):
-    text = _document_text(ODD_EVENTS)
+    text = document_text(ODD_EVENTS)
     cut = text[: int(len(text) * keep)]
     path = tmp_path / ("cut.pt.trace.json.gz" if gzipped else "cut.pt.trace.json")
     path.write_bytes(gzip.compress(text)[: int(len(gzip.compress(text)) * keep)] if gzipped else cut)

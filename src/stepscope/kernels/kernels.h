@@ -83,5 +83,6 @@ PyObject *scatter_ids(PyObject *self, PyObject *args);
 PyObject *lod_lanes(PyObject *self, PyObject *args);
 PyObject *schedule_starts(PyObject *self, PyObject *args);
 PyObject *walk_chain(PyObject *self, PyObject *args);
+PyObject *scan_chrome_events(PyObject *self, PyObject *args);
 
 #endif

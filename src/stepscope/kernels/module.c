@@ -18,6 +18,7 @@ static PyMethodDef METHODS[] = {
     {"lod_lanes", lod_lanes, METH_VARARGS, "lod_loop.lod_lanes, compiled."},
     {"schedule_starts", schedule_starts, METH_VARARGS, "schedule._schedule_starts, compiled."},
     {"walk_chain", walk_chain, METH_VARARGS, "schedule._walk_chain, compiled."},
+    {"scan_chrome_events", scan_chrome_events, METH_VARARGS, "A JSON array of Chrome trace events as columns (chrome/scanned.py)."},
     {NULL, NULL, 0, NULL},
 };
 

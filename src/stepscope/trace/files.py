@@ -13,7 +13,9 @@ import contextlib
 import errno
 import io
 import os
+import queue
 import stat
+import threading
 import zlib
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
@@ -178,10 +180,11 @@ def read_bytes(path: Path, check_head: Callable[[bytes], None] | None = None) ->
 def read_pieces(path: Path, check_head: Callable[[bytes], None] | None = None) -> Generator[bytes, None, None]:
     """The bytes :func:`read_bytes` returns, as pieces of up to 1 MiB, read (and
     gunzipped) as they are asked for, within the same limits and with the same errors: a
-    reader that decodes as it goes never holds the whole file."""
+    reader that decodes as it goes never holds the whole file. Gzip is inflated by a
+    thread up to ``AHEAD_PIECES`` pieces ahead of the reader (:func:`ahead`)."""
     with _opened(path) as (stream, _size, limit):
         if stream.peek(2)[:2] == GZIP_MAGIC:
-            yield from inflate_pieces(path, stream, limit, check_head)
+            yield from ahead(inflate_pieces(path, stream, limit, check_head), AHEAD_PIECES)
             return
         total = 0
         while piece := stream.read(_READ_CHUNK):
@@ -189,6 +192,53 @@ def read_pieces(path: Path, check_head: Callable[[bytes], None] | None = None) -
             if total > limit:
                 raise limits.INPUT_BYTES.error(path, f"grew past {size_text(limit)} while being read")
             yield piece
+
+
+# Pieces inflated ahead of the reader: zlib (and ISA-L) inflate with the GIL released, as
+# the JSON scanner scans, so the two run side by side; a few MiB in flight at most.
+AHEAD_PIECES = 4
+_QUEUE_WAIT_S = 0.1
+
+
+def ahead(pieces: Iterator[bytes], depth: int) -> Iterator[bytes]:
+    """``pieces``, made by a thread of their own up to ``depth`` ahead of the caller, in
+    order; what making them raises is raised here, where it would have been. A caller
+    that stops early (closes this generator) stops the thread at its next piece."""
+    out: queue.Queue[tuple[bool, Any]] = queue.Queue(depth)
+    stop = threading.Event()
+
+    def give(item: tuple[bool, Any]) -> bool:
+        while not stop.is_set():
+            try:
+                out.put(item, timeout=_QUEUE_WAIT_S)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def make() -> None:
+        try:
+            for piece in pieces:
+                if not give((True, piece)):
+                    return
+        except BaseException as error:  # handed to the caller, raised there
+            give((False, error))
+            return
+        give((False, None))
+
+    worker = threading.Thread(target=make, name="stepscope-inflate", daemon=True)
+    worker.start()
+    try:
+        while True:
+            is_piece, item = out.get()
+            if not is_piece:
+                if item is not None:
+                    raise item
+                return
+            yield item
+    finally:
+        stop.set()
+        worker.join()
 
 
 def gunzip_stream(path: Path, stream: BinaryIO, limit: int, check_head: Callable[[bytes], None] | None) -> bytearray:

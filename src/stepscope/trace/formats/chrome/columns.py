@@ -23,6 +23,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from stepscope.trace.formats.chrome.scanned import ARG_INT_KEYS, FIELD_INDEX, FLAG_ARGS_ODD, FLAG_DUR_ABSENT, FLAG_EXACT, FLAG_ID_INT, ScannedEvents
 from stepscope.trace.stat_types import INT64_MAX, is_int64
 from stepscope.trace.stats import JsonStats
 
@@ -141,6 +142,16 @@ class _Index(dict[Any, int]):
     def codes(self, values: Iterable[Any], count: int) -> np.ndarray:
         return np.fromiter(map(self.__getitem__, values), dtype=np.int64, count=count)
 
+    def codes_of_distinct(self, values: list[Any]) -> np.ndarray:
+        """``codes`` of values that mostly differ (the distinct texts of a scanned batch,
+        which may still decode equal: 7 and 7.0): the new ones added at once, without a
+        Python call each (Kineto's correlation ids, each new, were a fifth of a scanned
+        load one by one, issue 43)."""
+        new = dict.fromkeys(itertools.filterfalse(self.__contains__, values))  # first-seen order, equal values once
+        self.update(zip(new, itertools.count(len(self))))
+        self.new.extend(new)
+        return self.codes(values, len(values))
+
 
 class _Coder:
     """Assigns codes to values batch by batch, keeping only the distinct values."""
@@ -149,13 +160,14 @@ class _Coder:
         self._index = _Index()
         self._codes: list[np.ndarray] = []
 
-    def code(self, values: list[Any]) -> np.ndarray:
+    def code(self, values: list[Any], distinct: bool = False) -> np.ndarray:
         """The values' codes, new values coded in first-seen order, in one C-level pass
         (``_Index``). On Kineto's flow ids (None on two events in three, the rest each
         twice) that is 25% faster than finding the batch's new values first, as this did,
-        and 17% slower where every value is new (measured 2026-12-03, issue 20 item 4)."""
+        and 17% slower where every value is new (measured 2026-12-03, issue 20 item 4);
+        ``distinct``: values that mostly differ, coded by ``_Index.codes_of_distinct``."""
         try:
-            codes = self._index.codes(values, len(values))
+            codes = self._index.codes_of_distinct(values) if distinct else self._index.codes(values, len(values))
         except TypeError:  # lists or dicts where scalars belong (the values before them keep their codes)
             codes = self._index.codes([_hashable(v) for v in values], len(values))
         self._index.new.clear()
@@ -163,6 +175,9 @@ class _Coder:
 
     def add(self, values: list[Any]) -> None:
         self._codes.append(self.code(values))
+
+    def add_codes(self, codes: np.ndarray) -> None:
+        self._codes.append(codes)
 
     def finish(self, normalise: Callable[[Any], Any] | None = None, codes: np.ndarray | None = None) -> Coded:
         """The column (of ``codes`` where given, not of the values added)."""
@@ -192,16 +207,24 @@ class _KeyCoder:
         self._codes: list[np.ndarray] = []
 
     def add(self, events: list[Any]) -> None:
+        self._codes.append(self.code(list(map(self._key, events))))
+
+    def code(self, keys: list[tuple[Any, ...]], distinct: bool = False) -> np.ndarray:
+        """The codes of keys (tuples of the fields' values), new ones coded field by field;
+        ``distinct``: keys that mostly differ (``_Index.codes_of_distinct``)."""
         try:
-            codes = self._keys.codes(map(self._key, events), len(events))
+            codes = self._keys.codes_of_distinct(keys) if distinct else self._keys.codes(keys, len(keys))
         except TypeError:  # lists or dicts where scalars belong: as _Coder.code
-            keys = [tuple(map(_hashable, key)) for key in map(self._key, events)]
+            keys = [tuple(map(_hashable, key)) for key in keys]
             codes = self._keys.codes(keys, len(keys))
         new = self._keys.new
         if new:
             for coder, codes_of_keys, values in zip(self._coders, self._key_fields, zip(*new)):
                 codes_of_keys.append(coder.code(list(values)))
             new.clear()
+        return codes
+
+    def add_codes(self, codes: np.ndarray) -> None:
         self._codes.append(codes)
 
     def finish(self, normalise: dict[str, Callable[[Any], Any]]) -> dict[str, Coded]:
@@ -251,6 +274,10 @@ class EventColumns:
     exact: np.ndarray
     args: JsonStats
     skipped: int = 0  # array elements that were not event objects
+    # Integer values of ``scanned.ARG_INT_KEYS`` in each event's args (-1 where absent; a
+    # key in no event: None), where the scanner read every event and every such value was
+    # an integer; else None.
+    arg_ints: dict[str, np.ndarray | None] | None = None
 
     def oversized_ids(self) -> int:
         """How many distinct pid / tid / flow id values are integers past int64 (kept as
@@ -274,6 +301,9 @@ class ColumnBuilder:
     _exact_ns: list[np.ndarray] = field(default_factory=list)
     _exact: list[np.ndarray] = field(default_factory=list)
     _args: ArgsBlob = field(default_factory=lambda: ArgsBlob())
+    # Per key of ARG_INT_KEYS, each batch's values, or its length where the key is in
+    # none of its events (Kineto's traces hold 2 of the 7 keys); None: not all known.
+    _arg_ints: list[list[np.ndarray | int]] | None = field(default_factory=lambda: _empty_arg_ints())
     skipped: int = 0
 
     def add_raw(self, raws: list[msgspec.Raw]) -> None:
@@ -301,6 +331,29 @@ class ColumnBuilder:
             values = _VALUES.decode(b"[" + b",".join(texts) + b"]")
         self._add(events, numbers(values), texts, values)
 
+    def add_scanned(self, scanned: ScannedEvents) -> int:
+        """A batch of events as the compiled scanner wrote them (``scanned``): the keys and
+        flow ids of only its distinct texts decoded, here, and coded as ``_add`` codes every
+        event's; the numbers and args as ``_add`` makes them. Returns how many are
+        metadata events (phase "M")."""
+        keys = _decoded_fields(scanned, _KEY_FIELDS, scanned.key_first)
+        self._keys.add_codes(self._keys.code(list(zip(*keys)), distinct=True)[scanned.key_codes])
+        metadata = np.asarray([phase == "M" for phase in keys[0]], dtype=bool)
+        self._flow_ids.add_codes(self._flow_ids.code(_decoded_ids(scanned), distinct=True)[scanned.id_codes])
+        self._ts.append(scanned.ts)
+        self._dur.append(scanned.dur)
+        self._dur_absent.append((scanned.flags & FLAG_DUR_ABSENT) != 0)
+        exact = (scanned.flags & FLAG_EXACT) != 0
+        self._exact_ns.append(np.where(exact, scanned.exact_ns, 0))
+        self._exact.append(exact)
+        self._args.add_joined(scanned.args_length, scanned.args)
+        if self._arg_ints is not None and np.any(scanned.flags & FLAG_ARGS_ODD):
+            self._arg_ints = None
+        elif self._arg_ints is not None:
+            for batches, values in zip(self._arg_ints, scanned.arg_ints):
+                batches.append(values.copy() if np.any(values != -1) else len(values))
+        return int(np.count_nonzero(metadata[scanned.key_codes])) if len(metadata) else 0
+
     def add(self, events: list[ChromeEvent]) -> None:
         """A batch of events decoded elsewhere (the lenient parser): no timestamp text to
         re-read exactly."""
@@ -308,6 +361,7 @@ class ColumnBuilder:
 
     def _add(self, events: list[Any], ts: np.ndarray, texts: list[msgspec.Raw] | None, values: list[Any] | None) -> None:
         count = len(events)
+        self._arg_ints = None  # (decoded by msgspec: its args are read later)
         self._keys.add(events)
         self._flow_ids.add(list(map(_ID, events)))
         self._ts.append(ts)
@@ -346,7 +400,48 @@ class ColumnBuilder:
             exact=np.concatenate(self._exact) if self._exact else np.zeros(0, dtype=bool),
             args=self._args.finish(),
             skipped=self.skipped,
+            arg_ints=self._finish_arg_ints(),
         )
+
+    def _finish_arg_ints(self) -> dict[str, np.ndarray | None] | None:
+        if self._arg_ints is None:
+            return None
+        known: dict[str, np.ndarray | None] = {}
+        for key, batches in zip(ARG_INT_KEYS, self._arg_ints):
+            present = any(isinstance(batch, np.ndarray) for batch in batches)
+            known[key] = np.concatenate([np.full(b, -1, dtype=np.int64) if isinstance(b, int) else b for b in batches]) if present else None
+        self._arg_ints = None
+        return known
+
+
+def _empty_arg_ints() -> list[list[np.ndarray | int]]:
+    return [[] for _ in ARG_INT_KEYS]
+
+
+# What msgspec gives a field that is absent (ChromeEvent's defaults).
+_ABSENT = {"ph": "", "name": "", "cat": None, "pid": None, "tid": None, "bp": None, "id": None}
+
+
+def _decoded_fields(scanned: ScannedEvents, fields: tuple[str, ...], rows: np.ndarray) -> list[list[Any]]:
+    """Each field's values at ``rows``, decoded from their texts in one msgspec call."""
+    texts = [scanned.texts(name, rows) for name in fields]
+    present = [text for column in texts for text in column if text is not None]
+    decoded = iter(_VALUES.decode(b"[" + b",".join(present) + b"]")) if present else iter(())
+    return [[_ABSENT[name] if text is None else next(decoded) for text in column] for name, column in zip(fields, texts)]
+
+
+def _decoded_ids(scanned: ScannedEvents) -> list[Any]:
+    """The flow id at each of ``scanned.id_first``'s rows: the integers the scanner read
+    where every id there is one (Kineto's correlation ids) or absent, else decoded."""
+    rows = scanned.id_first
+    flags = scanned.flags[rows]
+    absent = scanned.spans[rows, 2 * FIELD_INDEX["id"]] < 0
+    if not np.all(absent | ((flags & FLAG_ID_INT) != 0)):
+        return _decoded_fields(scanned, ("id",), rows)[0]
+    ids: list[Any] = scanned.id_int[rows].tolist()
+    for row in np.flatnonzero(absent).tolist():
+        ids[row] = None
+    return ids
 
 
 def _none_where_nan(values: list[Any], as_numbers: np.ndarray) -> np.ndarray:
@@ -393,6 +488,15 @@ class ArgsBlob:
             if self._out.tell():
                 self._out.write(b",")
             self._out.write(present)
+
+    def add_joined(self, lengths: np.ndarray, present: np.ndarray) -> None:
+        """A batch's args already joined (``present``, bytes as uint8, a comma between
+        two), and each event's length (0: none)."""
+        self._lengths.append(lengths)
+        if len(present):
+            if self._out.tell():
+                self._out.write(b",")
+            self._out.write(present.data)
 
     def finish(self) -> JsonStats:
         lengths = np.concatenate(self._lengths) if self._lengths else np.zeros(0, dtype=np.int64)

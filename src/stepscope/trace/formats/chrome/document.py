@@ -286,7 +286,9 @@ def _as_ints(struct: type[msgspec.Struct]) -> type[msgspec.Struct]:
     )
 
 
-def id_columns_reader(struct: type[msgspec.Struct], columns: dict[str, tuple[str, ...]]) -> Callable[[JsonStats], tuple[dict[str, np.ndarray], np.ndarray]]:
+def id_columns_reader(
+    struct: type[msgspec.Struct], columns: dict[str, tuple[str, ...]]
+) -> Callable[[JsonStats, dict[str, np.ndarray | None] | None], tuple[dict[str, np.ndarray], np.ndarray]]:
     """A function that pulls integer id columns out of every event's raw args, and counts
     each event's ids past int64 (kept exactly in the args, but with no numeric id).
 
@@ -338,7 +340,25 @@ def id_columns_reader(struct: type[msgspec.Struct], columns: dict[str, tuple[str
             return None  # an id of another type, or past int64 (uint64 decodes as an int)
         return ids
 
-    def read(args: JsonStats) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    keys = dict(zip(struct.__struct_fields__, struct.__struct_encode_fields__))
+    all_absent_is_minus_one = all(default == -1 for default in struct.__struct_defaults__)
+
+    def from_known(known: dict[str, np.ndarray | None], count: int) -> dict[str, np.ndarray]:
+        """The columns from the integers the scanner read (-1 where absent, as the
+        struct's defaults; None: absent everywhere): the first field not -1 wins, as below."""
+        result = {}
+        for column, fields in columns.items():
+            values = np.full(count, -1, dtype=np.int64)
+            for name in fields:
+                found = known[keys[name]]
+                if found is not None:
+                    values = np.where(values != -1, values, found)
+            result[column] = values
+        return result
+
+    def read(args: JsonStats, known: dict[str, np.ndarray | None] | None = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
+        if known is not None and all_absent_is_minus_one and all(keys[name] in known for fields in columns.values() for name in fields):
+            return from_known(known, len(args)), np.zeros(len(args), dtype=np.int64)
         # A batch of rows at a time (those with args; the others keep -1): only a batch's
         # structs are alive at once, not one per event (issue 20 item 4).
         result = {column: np.full(len(args), -1, dtype=np.int64) for column in columns}

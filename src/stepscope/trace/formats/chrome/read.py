@@ -109,8 +109,9 @@ class Dialect:
     # Categories of events that run on a device; their args name it ("device": N). A thread
     # of a device plane holding none of them is a host thread.
     device_categories: frozenset[str] = frozenset()
-    # Derives hot id columns (correlation_id...) from the records' raw args.
-    id_columns: Callable[[JsonStats], tuple[dict[str, np.ndarray], np.ndarray]] | None = None
+    # Derives hot id columns (correlation_id...) from the records' raw args, or from the
+    # integers the scanner read (``EventColumns.arg_ints``) where it read them all.
+    id_columns: Callable[[JsonStats, dict[str, np.ndarray | None] | None], tuple[dict[str, np.ndarray], np.ndarray]] | None = None
     # Header keys kept in Profile.info.
     info_keys: tuple[str, ...] = ()
     # Header key holding the epoch ns that timestamps are relative to.
@@ -240,7 +241,7 @@ def _build_planes(
     record_args = events.args.translated(dialect.translator).take(records.source)
     id_columns: dict[str, np.ndarray] = {}
     if dialect.id_columns:  # read in file order, where the args lie joined, then taken
-        in_file, oversized = dialect.id_columns(events.args)
+        in_file, oversized = dialect.id_columns(events.args, events.arg_ints)
         id_columns = {column: values[records.source] for column, values in in_file.items()}
         past_int64 = int(oversized[records.source].sum())
         if past_int64:

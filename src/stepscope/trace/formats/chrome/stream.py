@@ -30,6 +30,7 @@ import msgspec
 from stepscope.trace import limits
 from stepscope.trace.formats.chrome.columns import TIMED_EVENTS, ColumnBuilder
 from stepscope.trace.formats.chrome.document import TraceDocument, check_counts, first_byte, load_estimate
+from stepscope.trace.formats.chrome.scanned import scan
 
 # Undecoded text gathered before a batch is decoded: ~2-3k Kineto events, whose decoded
 # structs (~700 bytes each) set the transient peak, as columns.BATCH_EVENTS does. Measured
@@ -92,7 +93,7 @@ def _decode(path: Path, pieces: Iterator[bytes]) -> TraceDocument:
     batches = _Batches(path)
     for piece in pieces:
         buffer += piece
-        if len(buffer) >= BATCH_BYTES:
+        if len(buffer) >= BATCH_BYTES and not batches.scan_whole_events(buffer):
             batches.decode_upto_last_cut(buffer)
     # The rest of the array and every key after it: the document with its events so far left out.
     if _EVENTS_NAME in buffer:
@@ -113,6 +114,21 @@ class _Batches:
         self._count = self._bytes = self._metadata = 0
         self._allowed = limits.EVENTS.get()
         self._memory = limits.memory_budget()
+
+    def scan_whole_events(self, buffer: bytearray) -> bool:
+        """Reads the buffer's whole events with the compiled scanner (``scanned``) up to
+        one it leaves to msgspec or the one cut off by the buffer's end, and drops them
+        from it; whether it read any. The buffer starts with "[" before and after."""
+        read = False
+        while True:
+            scanned = scan(buffer)
+            if scanned is None or not len(scanned):
+                return read
+            self._counted(len(scanned), scanned.resume - 1, self.builder.add_scanned(scanned))
+            del buffer[1 : scanned.resume]
+            read = True
+            if not scanned.full:  # (full: more whole events may follow)
+                return read
 
     def decode_upto_last_cut(self, buffer: bytearray) -> None:
         """Decodes the buffer's events up to its last cut, and drops them from it; the
@@ -138,7 +154,14 @@ class _Batches:
             raise _GiveUp
 
     def decode_text(self, text: bytes | msgspec.Raw) -> None:
-        """The events of one JSON array's text."""
+        """The events of one JSON array's text: scanned by the compiled scanner where it
+        takes them (``scanned``), the rest from the first it does not take decoded by
+        msgspec."""
+        buffer = bytearray(text)
+        if self.scan_whole_events(buffer):
+            text = bytes(buffer)
+        if buffer[1:].strip() == b"]":
+            return  # (no events left: nothing for msgspec)
         try:
             events = TIMED_EVENTS.decode(text)
         except msgspec.ValidationError:  # an element that is not an event object: skipped
