@@ -33,8 +33,15 @@ import {
 } from "./table-logic";
 
 export interface TableOptions {
-  /** Heading over the table; none when the card it sits in has one. */
+  /** Heading on the table's toolbar line; none when the card it sits in has one. */
   title?: string;
+  /** More controls on the toolbar line, after the title (a page's switch for the table). */
+  controls?: HTMLElement[];
+  /**
+   * The page's least-read columns of this table, hidden until the user shows them (column
+   * chooser; a row's details show every column), so that the rest fit a 1280 px window.
+   */
+  leastRead?: readonly string[];
   /** For the export link; no link without it. */
   selection?: Selection;
   /** The table name the export link asks for, when the rows shown are a superset (idle rows added). */
@@ -179,7 +186,7 @@ export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLEl
   const state: TableState = options.state ?? addressState(name);
   const limit = options.limit ?? MAX_VISIBLE_ROWS;
   const storageKey = hiddenStorageKey(name);
-  let hidden = hiddenColumns(readStored(storageKey), columns);
+  let hidden = hiddenColumns(readStored(storageKey), columns, options.leastRead);
   const long = new Set(longTextColumns(columns, rows));
 
   const headRow = el("tr");
@@ -353,6 +360,7 @@ export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLEl
   const root = el("section", { class: "table-block", "data-table-block": name }, [
     el("div", { class: "table-toolbar" }, [
       options.title ? el("h3", {}, options.title) : null,
+      ...(options.controls ?? []),
       el("span", { class: "spacer" }),
       search,
       chooser,
