@@ -59,9 +59,10 @@ from stepscope.trace.files import atomic_write, read_cache_file
 
 # What a cached analysis holds, beyond the release: bumped whenever a cached file's content
 # changes without a new version number (a tool's new fields, the distributed view's device
-# units, 4: the checksums file, 5: the overview's device_kind, 6: what each tool has to show), so an older cache folder is
-# never read as the current one.
-ANALYSIS_FORMAT = 6
+# units, 4: the checksums file, 5: the overview's device_kind, 6: what each tool has to show,
+# 7: the overview's top ops' full_name), so an older cache folder is never read as the
+# current one.
+ANALYSIS_FORMAT = 7
 
 
 def default_cache_dir() -> Path:

@@ -49,6 +49,8 @@ export interface TableOptions {
   searchable?: boolean;
   /** Extra attributes per body row (e.g. marking IDLE rows). */
   rowAttrs?: (row: CellValue[], columns: ApiColumn[]) => Attrs;
+  /** A cell's text on hover, where it is not the cell's own (a shortened name's whole text), else null. */
+  cellTitle?: (column: ApiColumn, row: CellValue[], columns: ApiColumn[]) => string | null;
   /** Where a cell links to (an op's events in the trace viewer), or null for plain text. */
   cellHref?: (column: ApiColumn, row: CellValue[], columns: ApiColumn[]) => string | null;
   limit?: number;
@@ -150,7 +152,7 @@ function followHistory(entry: { root: HTMLElement; apply: () => void }): void {
   });
 }
 
-function cell(column: ApiColumn, row: CellValue[], index: number, long: boolean, href: string | null): HTMLTableCellElement {
+function cell(column: ApiColumn, row: CellValue[], index: number, long: boolean, href: string | null, hover: string | null): HTMLTableCellElement {
   const value = row[index] ?? null;
   const formatted = formatValue(column.key, value, column.kind);
   const text = href === null ? formatted : el("a", { href, class: "cell-link" }, formatted);
@@ -162,7 +164,7 @@ function cell(column: ApiColumn, row: CellValue[], index: number, long: boolean,
       class: column.kind === "number" ? "num" : column.kind === "bool" ? "bool" : long ? "text long" : "text",
       // One line per row: a long name ends in an ellipsis; the whole of it on hover (and
       // in the row's details, on a click).
-      title: column.kind === "string" ? formatted : null,
+      title: hover ?? (column.kind === "string" ? formatted : null),
     },
     text,
   );
@@ -263,7 +265,10 @@ export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLEl
             toggleDetails(event.currentTarget as HTMLTableRowElement, row);
           },
         },
-        shown.map((index) => cell(columns[index]!, row, index, long.has(columns[index]!.key), options.cellHref?.(columns[index]!, row, columns) ?? null)),
+        shown.map((index) => {
+          const column = columns[index]!;
+          return cell(column, row, index, long.has(column.key), options.cellHref?.(column, row, columns) ?? null, options.cellTitle?.(column, row, columns) ?? null);
+        }),
       ),
     );
     if (body.length === 0) {
