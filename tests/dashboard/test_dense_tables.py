@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 
 import pytest
 
@@ -194,6 +195,11 @@ def test_every_tables_last_column_is_on_screen(browser, server, logdir, viewport
                 for table, title in TITLED.get(tool, []) if kind == "tpu" else []:
                     line = page.locator(f'[data-table-block="{table}"]').evaluate(TITLE_LINE)
                     assert line["title"] == title and line["apart"] < 4 and line["headings"] == 0, line
+                if (kind, tool) == ("tpu", "hlo_stats"):
+                    # An op's name on hover: its whole HLO text ("%<instruction> = <shape> <op>(...)").
+                    titles = page.locator('table[data-table="hlo_ops"] td[data-key="name"]').evaluate_all("cells => cells.map(c => [c.dataset.value, c.title])")
+                    assert titles and all(re.match(r"%\S+ = \S", title) for _, title in titles), titles
+                    assert any(title.startswith(f"%{name} = ") for name, title in titles)
                 for (tool_name, table), keys in LEAST_READ.items():
                     if tool_name != tool or kind != "tpu":
                         continue

@@ -6,6 +6,7 @@
  * category as a pie. The CSV export is the table component's (every row of the tool).
  */
 
+import type { ApiColumn, CellValue } from "../api";
 import type { HloStats } from "../generated/hlo_stats";
 import { categoryColor, type CategoryData } from "../components/chart-data";
 import { doughnutChart } from "../components/charts";
@@ -48,6 +49,12 @@ export function categoryChartData(data: HloStats, filter: HloFilter): CategoryDa
       },
     ],
   };
+}
+
+/** An op's whole HLO text (its hidden `expression` column), shown on its name's hover; null where there is none. */
+function expressionOf(row: CellValue[], columns: ApiColumn[]): string | null {
+  const text = row[columns.findIndex((column) => column.key === "expression")];
+  return typeof text === "string" && text !== "" ? text : null;
 }
 
 function select(name: string, label: string, values: string[], current: string, changed: (value: string) => void): HTMLElement {
@@ -95,6 +102,7 @@ function render(root: HTMLElement, context: PageContext): void {
         selection: context.selection,
         state,
         leastRead: HLO_LEAST_READ,
+        cellTitle: (column, row, columns) => (column.key === "name" ? expressionOf(row, columns) : null),
         cellHref: (column, row, columns) => opInTraceViewer(context, column, row, columns),
       }),
     );
