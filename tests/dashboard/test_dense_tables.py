@@ -137,7 +137,7 @@ TABLE_EDGES = """() => [...document.querySelectorAll('#tool .table-scroll > tabl
   box: t.parentElement.getBoundingClientRect().right,
   wider: t.parentElement.scrollWidth - t.parentElement.clientWidth,
 }))"""
-# Each page's least-read columns (docs/dashboard.md, "Dense tables"), by table: hidden at
+# Each page's least-read columns (docs/dashboard.md's table of them), by table: hidden at
 # first, in the column chooser, and in a row's details.
 LEAST_READ = {
     ("hlo_stats", "hlo_ops"): {"total_time_us", "avg_time_us", "flops", "bytes_accessed"},
