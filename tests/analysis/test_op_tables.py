@@ -184,7 +184,8 @@ def test_top_operations_are_the_device_side_by_self_time(profile):
     assert [r["self_time_percent"] for r in top] == pytest.approx([100 * 50 / 140, 100 * 40 / 140, 100 * 20 / 140])
     assert [r["cumulative_self_time_percent"] for r in top] == pytest.approx([100 * 50 / 140, 100 * 90 / 140, 100 * 110 / 140])
     assert all(r["gflops_per_second"] != r["gflops_per_second"] for r in top)
-    assert set(top[0]) == {"self_time_percent", "cumulative_self_time_percent", "type", "name", "gflops_per_second", "self_time_us"}
+    assert set(top[0]) == {"self_time_percent", "cumulative_self_time_percent", "type", "name", "gflops_per_second", "self_time_us", "full_name"}
+    assert [r["full_name"] for r in top] == ["", "", ""]  # Kineto's names are the events' own
     # All seven device rows fit under the default limit of 10; the last one closes at 100%.
     everything = top_operations(OpStats(profile))
     assert len(everything) == 7 and everything[-1]["cumulative_self_time_percent"] == pytest.approx(100.0)

@@ -15,12 +15,25 @@ from stepscope.analysis.distributed.reduce import BY_DEVICE
 from stepscope.protos import xplane_pb2
 from stepscope.trace.op_names import op_label
 from stepscope.trace.readers import load
-from stepscope.viewer import build_index, details, summarize
+from stepscope.viewer import TraceIndex, build_index, details, summarize
 from tests.support.traces import shared
 
 TPU = "xplane/tpu_v_inference_4chips.xplane.pb"
 # The instruction's name: what stands before " = " in "%copy-done.2 = f32[...] copy-done(...)".
 HLO_TEXT = re.compile(r"^%(\S+) = ")
+
+
+@cache
+def raw_texts() -> dict[str, set[str]]:
+    """Each instruction name of HLO text -> the HLO texts that name it (one per program
+    that has the instruction), from the raw XSpace."""
+    texts: dict[str, set[str]] = {}
+    for plane in xplane_pb2.XSpace.FromString(shared(TPU).read_bytes()).planes:
+        for meta in plane.event_metadata.values():
+            found = HLO_TEXT.match(meta.name)
+            if found:
+                texts.setdefault(meta.display_name or found.group(1), set()).add(meta.name)
+    return texts
 
 
 @cache
@@ -61,9 +74,11 @@ def test_overview_top_ops_name_xla_ops_by_their_instruction():
     names = [row["name"] for row in top]
     assert names and not any(" = " in name or name.startswith("%") for name in names)
     assert set(names) <= short  # the TPU's top ops are all XLA instructions
+    # Each with the HLO text its name shortens (one of its programs', where several share it).
+    assert all(row["full_name"] in raw_texts()[row["name"]] for row in top)
 
 
-def test_trace_viewer_names_and_range_summary_are_short_and_details_keep_the_text():
+def test_trace_viewer_names_and_range_summary_are_short_and_details_keep_the_text(tmp_path):
     short, labels = raw_names()
     profile = load(shared(TPU))
     index = build_index(profile)
@@ -71,6 +86,13 @@ def test_trace_viewer_names_and_range_summary_are_short_and_details_keep_the_tex
     assert not any(HLO_TEXT.match(name) for name in index.names)
     summary = summarize(index, 0, profile.span_ps, limit=100_000)
     assert {row["name"] for row in summary["names"]} == labels
+    # A short name comes with the HLO text it shortens (saved with the index); others without.
+    index.save(tmp_path / "index")
+    loaded = summarize(TraceIndex.load(tmp_path / "index"), 0, profile.span_ps, limit=100_000)
+    texts = raw_texts()
+    assert loaded == summary and sum(row["name"] in texts for row in summary["names"]) >= 10
+    for row in summary["names"]:
+        assert row["full_name"] in texts[row["name"]] if row["name"] in texts else "full_name" not in row, row
     # The details of one copy-done: its short name, and the HLO text as the file has it.
     text = next(
         meta.name

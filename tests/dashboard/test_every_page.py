@@ -1,7 +1,8 @@
 """Every tool's page on a GPU, a TPU and a CPU profile, in a real headless Chromium: each
 opens without a page error, shows something (a figure, a table, a chart or a one-line
 notice that says why there is nothing), never an empty table, and is photographed to
-``screenshots/<tool>_<kind>.png`` (the README's pictures are picked from these).
+``screenshots/<tool>_<kind>.png`` (whole pages, for a look after a run; docs/images' gallery
+is ``tests.support.screenshots``'s).
 
 The tool list comes from the server's ``/api/tools``, so a new tool is covered the day it
 registers; the runs are the dashboard fixture's real profiles.

@@ -9,7 +9,8 @@ TPU XSpace served by a real ``stepscope serve``:
   close it; the "?" opens the keys;
 - the details show the short name, the HLO text in full, and program_id with all its digits
   (12190760917235803885, past 2^53, where a JavaScript number keeps 12190760917235804000);
-- a dragged range's summary and the overview's top ops name ops by their instruction.
+- a dragged range's summary and the overview's top ops name ops by their instruction, with
+  the whole HLO text on hover.
 
 Expected names and ids are read from the raw XSpace with protobuf and a regex.
 """
@@ -36,13 +37,13 @@ BOTTOM_GAP_PX = 12  # panels.ts fitHeight: the viewer ends 12 px above the windo
 
 
 @cache
-def raw_facts() -> tuple[set[str], set[str], set[int]]:
+def raw_facts() -> tuple[set[str], dict[str, set[str]], set[int]]:
     """(every device event's label: the display name, else the instruction's name where the
-    name is HLO text, else the name; the instruction names of HLO text; the program_id
-    values of the %copy-done events) from the raw XSpace."""
+    name is HLO text, else the name; the instruction names of HLO text, each with the HLO
+    texts it names; the program_id values of the %copy-done events) from the raw XSpace."""
     space = xplane_pb2.XSpace.FromString(shared(TPU_FILE).read_bytes())
     labels: set[str] = set()
-    instructions: set[str] = set()
+    instructions: dict[str, set[str]] = {}
     copy_done_programs: set[int] = set()
     for plane in space.planes:
         stat_names = {key: meta.name for key, meta in plane.stat_metadata.items()}
@@ -51,7 +52,7 @@ def raw_facts() -> tuple[set[str], set[str], set[int]]:
                 meta = plane.event_metadata[event.metadata_id]
                 found = HLO_TEXT.match(meta.name)
                 if found:
-                    instructions.add(meta.display_name or found.group(1))
+                    instructions.setdefault(meta.display_name or found.group(1), set()).add(meta.name)
                 labels.add(meta.display_name or (found.group(1) if found else meta.name))
                 if meta.name.startswith("%copy-done"):
                     copy_done_programs |= {stat.uint64_value for stat in [*event.stats, *meta.stats] if stat_names.get(stat.metadata_id) == "program_id"}
@@ -144,10 +145,15 @@ def test_the_timeline_gets_the_screen_and_xla_ops_have_short_names(browser, tpu_
         page.mouse.up()
         rows = page.locator('table[data-table="tv-summary"] td[data-key="name"]')
         rows.first.wait_for()
-        summary = set(rows.evaluate_all("cells => cells.map((cell) => cell.dataset.value)"))
-        assert name in summary and summary <= labels
-        assert not any(HLO_TEXT.match(text) for text in summary)
+        hovered = dict(rows.evaluate_all("cells => cells.map((cell) => [cell.dataset.value, cell.title])"))
+        assert name in hovered and set(hovered) <= labels
+        assert not any(HLO_TEXT.match(text) for text in hovered)
+        # On hover, an instruction's whole HLO text (one of its programs'); another name itself.
+        assert hovered[name] in instructions[name] and hovered[name].startswith(f"%{name} = ")
+        assert all(title in instructions[short] if short in instructions else title == short for short, title in hovered.items())
 
         open_tool(page, tpu_server, "overview_page", **WHERE)
-        top = page.locator('table[data-table="top_ops"] td[data-key="name"]').evaluate_all("cells => cells.map((cell) => cell.textContent)")
-        assert top and set(top) <= instructions
+        cells = page.locator('table[data-table="top_ops"] td[data-key="name"]')
+        top = dict(cells.evaluate_all("cells => cells.map((cell) => [cell.textContent, cell.title])"))
+        assert top and set(top) <= set(instructions)
+        assert all(title in instructions[short] for short, title in top.items())

@@ -141,6 +141,14 @@ describe("column choice", () => {
     ];
     expect(defaultHidden(hlo)).toEqual(["program_id", "expression"]);
   });
+  it("hides by default a page's least-read columns, until the user chooses", () => {
+    // block_dim is the page's least read here: hidden with the _ps twin, in the table's order.
+    expect(defaultHidden(kernelColumns, ["block_dim", "not_a_column"])).toEqual(["block_dim", "total_duration_ps"]);
+    expect(hiddenColumns(null, kernelColumns, ["block_dim"])).toEqual(["block_dim", "total_duration_ps"]);
+    expect(hiddenColumns("{not json", kernelColumns, ["block_dim"])).toEqual(["block_dim", "total_duration_ps"]);
+    // A stored choice wins: the user showed block_dim again.
+    expect(hiddenColumns("[]", kernelColumns, ["block_dim"])).toEqual([]);
+  });
   it("splits the long columns' width 2:1:1, the first (the name) widest", () => {
     // Weights 2, 1, 1 of 4: 50%, 25%, 25%; one long column takes it all; 2 of 3 is 66.7%.
     expect([...columnShares(["kernel_name", "op_name", "other"])]).toEqual([

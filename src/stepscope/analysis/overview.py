@@ -121,6 +121,9 @@ class TopOp(TypedDict):
     name: str
     gflops_per_second: float | None
     self_time_us: float
+    # The event name that ``name`` shortens (XLA's whole HLO text behind ``copy-done.2``),
+    # "" where the name is the event's own: the page shows it on hover.
+    full_name: str
 
 
 class Environment(TypedDict):
@@ -275,9 +278,11 @@ def top_operations(stats: OpStats, limit: int = 10) -> list[TopOp]:
     ``self_time_percent`` and ``cumulative_self_time_percent`` (of that side's op self
     time, as in framework_op_stats), ``type`` (the op's type: its category for PyTorch ops,
     TensorFlow's op type, XLA's ``hlo_category``), ``name``, ``gflops_per_second`` (NaN where
-    the source records no flops) and ``self_time_us`` (the op's total self time). Empty
-    for a profile without ops."""
+    the source records no flops), ``self_time_us`` (the op's total self time) and
+    ``full_name`` (``shortened_names``). Empty for a profile without ops."""
     side_index = SIDES.index(DEVICE) if (stats.ops.side == SIDES.index(DEVICE)).any() else SIDES.index(HOST)
+    rows = stats.op_rows(side_index)[:limit]
+    full = shortened_names(stats.profile, {row["name"] for row in rows})
     return [
         {
             "self_time_percent": row["self_time_percent"],
@@ -286,9 +291,23 @@ def top_operations(stats: OpStats, limit: int = 10) -> list[TopOp]:
             "name": row["name"],
             "gflops_per_second": row["gflops_per_second"],
             "self_time_us": row["total_self_time_us"],
+            "full_name": full.get(row["name"], ""),
         }
-        for row in stats.op_rows(side_index)[:limit]
+        for row in rows
     ]
+
+
+def shortened_names(profile: Profile, labels: set[str]) -> dict[str, str]:
+    """The event name each of ``labels`` shortens, where one does (``EventMetadata.labels``:
+    XLA names an op by its HLO text, the tables by ``copy-done.2``); the first one met,
+    where ops of several programs share a label. Read from the planes' event types, not
+    their events."""
+    found: dict[str, str] = {}
+    for plane in profile.planes:
+        for label, name in zip(plane.metadata.labels, plane.metadata.names):
+            if label != name and label in labels:
+                found.setdefault(label, name)
+    return found
 
 
 def _leads(stats: OpStats) -> Leads:

@@ -60,9 +60,9 @@ from stepscope.trace.files import atomic_write, read_cache_file
 # What a cached analysis holds, beyond the release: bumped whenever a cached file's content
 # changes without a new version number (a tool's new fields, the distributed view's device
 # units, 4: the checksums file, 5: the overview's device_kind, 6: what each tool has to
-# show, 7: each overview finding's predicted gain), so an older cache folder is never read
-# as the current one.
-ANALYSIS_FORMAT = 7
+# show, 7: each overview finding's predicted gain, 8: the overview's top ops' full_name), so
+# an older cache folder is never read as the current one.
+ANALYSIS_FORMAT = 8
 
 
 def default_cache_dir() -> Path:

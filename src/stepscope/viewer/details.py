@@ -179,7 +179,8 @@ def summarize(
 ) -> dict[str, Any]:
     """Aggregates of a selection: the events overlapping ``[start_ps, end_ps)`` in the
     given tracks, grouped by name: count, total and longest duration, and the time they
-    spend inside the selection. Sorted by total duration, ``limit`` names at most."""
+    spend inside the selection. Sorted by total duration, ``limit`` names at most; a name
+    that shortens the event's own (XLA's ``copy-done.2``) comes with it as ``full_name``."""
     frame = window(start_ps, end_ps, 1)
     view = events_view(index, name_filter)
     lanes, first, stop = range_slices(view, index.track_lanes(tracks), frame.start_ps, frame.end_ps)
@@ -205,6 +206,7 @@ def summarize(
         "names": [
             {
                 "name": index.names[int(distinct[i])],
+                **({"full_name": index.full_names[int(distinct[i])]} if int(distinct[i]) in index.full_names else {}),
                 "count": int(count[i]),
                 "total_ps": int(total_ps[i]),
                 "selected_ps": int(inside_ps[i]),

@@ -109,6 +109,10 @@ class TraceIndex:
     source: str
     host: str
     plane_names: list[str]
+    # name id -> the event name the label shortens (XLA's whole HLO text beside `copy-done.2`;
+    # the first one met where ops of several programs share a label): hovered in the range
+    # summary. Only labels that differ from their name are here.
+    full_names: dict[int, str] = field(default_factory=dict)
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __getattr__(self, name: str) -> np.ndarray:
@@ -265,6 +269,7 @@ class TraceIndex:
             "source": self.source,
             "host": self.host,
             "plane_names": self.plane_names,
+            "full_names": {str(name_id): text for name_id, text in self.full_names.items()},
             "sections": self.sections,
             "tracks": [track.to_json() for track in self.tracks],
             "event_count": self.event_count,
@@ -286,6 +291,7 @@ class TraceIndex:
             source=manifest["source"],
             host=manifest["host"],
             plane_names=manifest["plane_names"],
+            full_names={int(name_id): text for name_id, text in manifest["full_names"].items()},
         )
 
 
@@ -313,10 +319,20 @@ class _Names:
 
     def __init__(self) -> None:
         self.ids: dict[str, int] = {}
+        self.full: dict[int, str] = {}
 
     def table(self, texts: list[str]) -> np.ndarray:
         ids = self.ids
         return np.asarray([ids.setdefault(text, len(ids)) for text in texts], dtype=np.int32)
+
+    def labelled(self, labels: list[str], names: list[str]) -> np.ndarray:
+        """The ids of a plane's labels (``table``), each label that shortens its name
+        remembered with the first name it shortens (``TraceIndex.full_names``)."""
+        ids = self.table(labels)
+        for name_id, label, name in zip(ids.tolist(), labels, names):
+            if label != name:
+                self.full.setdefault(name_id, name)
+        return ids
 
     def names(self) -> list[str]:
         return list(self.ids)
@@ -361,7 +377,16 @@ def _plane_block(profile: Profile, plane_index: int, table: _Names) -> _Block | 
         counts = np.diff(np.searchsorted(lane_keys, first + np.arange(max_depth + 2)))
         tracks.append(Track(0, plane.name, plane.lines[line].label, plane_index, line, hi - lo, max_depth, 0))
         lane_counts.append(counts)
-    return _Block(plane_index, order, events.start_ps, events.duration_ps, events.metadata_id, table.table(plane.metadata.labels), tracks, lane_counts)
+    return _Block(
+        plane_index,
+        order,
+        events.start_ps,
+        events.duration_ps,
+        events.metadata_id,
+        table.labelled(plane.metadata.labels, plane.metadata.names),
+        tracks,
+        lane_counts,
+    )
 
 
 def build_index(profile: Profile, progress: Progress | None = None) -> TraceIndex:
@@ -454,4 +479,5 @@ def build_index(profile: Profile, progress: Progress | None = None) -> TraceInde
         source=profile.source,
         host=profile.host,
         plane_names=[plane.name for plane in profile.planes],
+        full_names=table.full,
     )

@@ -36,7 +36,8 @@ from stepscope.trace.files import open_cache_file, read_cache_file
 # 2: the layout leaves hidden planes (Kineto's /host:trace-spans) out of the index.
 # 3: rows and positions are int32, and an event's plane is its track's (no ref_plane).
 # 4: events are named by their label (XLA's `copy-done.2`, not its HLO text).
-FORMAT_VERSION = 4
+# 5: the manifest keeps the names those labels shorten (``full_names``).
+FORMAT_VERSION = 5
 # Arrays up to this size are read into memory, larger ones mapped (see above): at most
 # 13 x 1 MiB per index, for the dashboard's 16 open indexes 208 MiB at worst.
 IN_MEMORY_BYTES = 1 << 20

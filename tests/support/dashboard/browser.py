@@ -79,6 +79,15 @@ def wait_ready(page, tool: str):
     return page
 
 
+def offered(page, server, run: str, host: str) -> list[str]:
+    """The tools the menu offers for a run/host once its analysis is done (not greyed out:
+    the menu greys some out once the server has checked, on every run here: kernel stats
+    on a TPU or CPU run, HLO op stats on a PyTorch one)."""
+    open_tool(page, server, "overview_page", run=run, host=host)
+    page.wait_for_function("() => [...document.querySelectorAll('#tool-select option')].some(o => o.disabled)", timeout=60_000)
+    return page.locator("#tool-select option:not([disabled])").evaluate_all("options => options.map(o => o.value)")
+
+
 def shot(page, name: str) -> None:
     SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)

@@ -127,11 +127,13 @@ export const DETAIL_COLUMNS: readonly string[] = ["expression", "program_id"];
 /**
  * Columns hidden when the user has chosen nothing for a table: an exact `X_ps` column
  * whose `X_us` twin is shown (the same time, to the picosecond, for export and tests),
- * and the detail columns above.
+ * the detail columns above, and the page's least-read columns of that table (`leastRead`:
+ * what the shown columns already say, so that the rest fit a 1280 px window).
  */
-export function defaultHidden(columns: ApiColumn[]): string[] {
+export function defaultHidden(columns: ApiColumn[], leastRead: readonly string[] = []): string[] {
   const twins = exactTwins(columns);
-  return columns.flatMap((column) => (twins.includes(column.key) || DETAIL_COLUMNS.includes(column.key) ? [column.key] : []));
+  const hide = (key: string): boolean => twins.includes(key) || DETAIL_COLUMNS.includes(key) || leastRead.includes(key);
+  return columns.flatMap((column) => (hide(column.key) ? [column.key] : []));
 }
 
 /** The exact `X_ps` columns whose `X_us` twin the table has (the same time, shown once). */
@@ -142,18 +144,18 @@ export function exactTwins(columns: ApiColumn[]): string[] {
 
 /**
  * The hidden columns from what was stored for the table (a JSON list of keys, or null when
- * the user never chose): keys the table lacks are dropped, anything unreadable counts as
- * no choice.
+ * the user never chose: the defaults, with the page's `leastRead`): keys the table lacks
+ * are dropped, anything unreadable counts as no choice.
  */
-export function hiddenColumns(stored: string | null, columns: ApiColumn[]): string[] {
-  if (stored === null) return defaultHidden(columns);
+export function hiddenColumns(stored: string | null, columns: ApiColumn[], leastRead: readonly string[] = []): string[] {
+  if (stored === null) return defaultHidden(columns, leastRead);
   let parsed: unknown;
   try {
     parsed = JSON.parse(stored);
   } catch {
-    return defaultHidden(columns);
+    return defaultHidden(columns, leastRead);
   }
-  if (!Array.isArray(parsed)) return defaultHidden(columns);
+  if (!Array.isArray(parsed)) return defaultHidden(columns, leastRead);
   return columns.flatMap((column) => (parsed.includes(column.key) ? [column.key] : []));
 }
 

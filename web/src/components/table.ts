@@ -33,8 +33,15 @@ import {
 } from "./table-logic";
 
 export interface TableOptions {
-  /** Heading over the table; none when the card it sits in has one. */
+  /** Heading on the table's toolbar line; none when the card it sits in has one. */
   title?: string;
+  /** More controls on the toolbar line, after the title (a page's switch for the table). */
+  controls?: HTMLElement[];
+  /**
+   * The page's least-read columns of this table, hidden until the user shows them (column
+   * chooser; a row's details show every column), so that the rest fit a 1280 px window.
+   */
+  leastRead?: readonly string[];
   /** For the export link; no link without it. */
   selection?: Selection;
   /** The table name the export link asks for, when the rows shown are a superset (idle rows added). */
@@ -42,6 +49,8 @@ export interface TableOptions {
   searchable?: boolean;
   /** Extra attributes per body row (e.g. marking IDLE rows). */
   rowAttrs?: (row: CellValue[], columns: ApiColumn[]) => Attrs;
+  /** A cell's text on hover, where it is not the cell's own (a shortened name's whole text), else null. */
+  cellTitle?: (column: ApiColumn, row: CellValue[], columns: ApiColumn[]) => string | null;
   /** Where a cell links to (an op's events in the trace viewer), or null for plain text. */
   cellHref?: (column: ApiColumn, row: CellValue[], columns: ApiColumn[]) => string | null;
   limit?: number;
@@ -143,7 +152,7 @@ function followHistory(entry: { root: HTMLElement; apply: () => void }): void {
   });
 }
 
-function cell(column: ApiColumn, row: CellValue[], index: number, long: boolean, href: string | null): HTMLTableCellElement {
+function cell(column: ApiColumn, row: CellValue[], index: number, long: boolean, href: string | null, hover: string | null): HTMLTableCellElement {
   const value = row[index] ?? null;
   const formatted = formatValue(column.key, value, column.kind);
   const text = href === null ? formatted : el("a", { href, class: "cell-link" }, formatted);
@@ -155,7 +164,7 @@ function cell(column: ApiColumn, row: CellValue[], index: number, long: boolean,
       class: column.kind === "number" ? "num" : column.kind === "bool" ? "bool" : long ? "text long" : "text",
       // One line per row: a long name ends in an ellipsis; the whole of it on hover (and
       // in the row's details, on a click).
-      title: column.kind === "string" ? formatted : null,
+      title: hover ?? (column.kind === "string" ? formatted : null),
     },
     text,
   );
@@ -179,7 +188,7 @@ export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLEl
   const state: TableState = options.state ?? addressState(name);
   const limit = options.limit ?? MAX_VISIBLE_ROWS;
   const storageKey = hiddenStorageKey(name);
-  let hidden = hiddenColumns(readStored(storageKey), columns);
+  let hidden = hiddenColumns(readStored(storageKey), columns, options.leastRead);
   const long = new Set(longTextColumns(columns, rows));
 
   const headRow = el("tr");
@@ -256,7 +265,10 @@ export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLEl
             toggleDetails(event.currentTarget as HTMLTableRowElement, row);
           },
         },
-        shown.map((index) => cell(columns[index]!, row, index, long.has(columns[index]!.key), options.cellHref?.(columns[index]!, row, columns) ?? null)),
+        shown.map((index) => {
+          const column = columns[index]!;
+          return cell(column, row, index, long.has(column.key), options.cellHref?.(column, row, columns) ?? null, options.cellTitle?.(column, row, columns) ?? null);
+        }),
       ),
     );
     if (body.length === 0) {
@@ -353,6 +365,7 @@ export function renderTable(table: ApiTable, options: TableOptions = {}): HTMLEl
   const root = el("section", { class: "table-block", "data-table-block": name }, [
     el("div", { class: "table-toolbar" }, [
       options.title ? el("h3", {}, options.title) : null,
+      ...(options.controls ?? []),
       el("span", { class: "spacer" }),
       search,
       chooser,

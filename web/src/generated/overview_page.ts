@@ -81,6 +81,7 @@ export interface DeviceBusy {
 }
 export interface TopOp {
   cumulative_self_time_percent: number;
+  full_name: string;
   gflops_per_second: number | null;
   name: string;
   self_time_percent: number;

@@ -77,18 +77,18 @@ function render(root: HTMLElement, context: PageContext): void {
     else rangeLine.removeAttribute("data-end-ms");
     holdersSlot.replaceChildren(
       ...(holders
-        ? [card("Memory held at the peak, by op", renderTable(holdersForRange(holders, device, range), { selection: context.selection }), { "data-card": "peak_holders" }, true)]
+        ? [card(null, renderTable(holdersForRange(holders, device, range), { title: "Memory held at the peak, by op", selection: context.selection }), { "data-card": "peak_holders" }, true)]
         : []),
       ...(allocations
         ? [
             card(
-              "Largest allocations",
+              null,
               [
+                renderTable(allocationsForRange(allocations, device, range), { title: "Largest allocations", selection: context.selection }),
                 note(
                   `The largest allocations made on ${device.device} during the profile, largest first (on a tie, the earliest first; the tool keeps 100 per device), with their lifetimes and the op that made them.`,
                   "note",
                 ),
-                renderTable(allocationsForRange(allocations, device, range), { selection: context.selection }),
               ],
               { "data-card": "allocations" },
               true,

@@ -10,7 +10,7 @@ import { el } from "../dom";
 import { stepTimeData, topKernelsPieData } from "../components/chart-data";
 import { doughnutChart, stackedBarChart } from "../components/charts";
 import { at, card, metric, metricValue, metrics, note } from "../components/metric";
-import { findTable, withoutColumns } from "../components/table";
+import { findTable, withoutColumns, type TableOptions } from "../components/table";
 import { humanize, rawAttr } from "../format";
 import { buildQuery, evidenceAddress, traceViewerAddress } from "../state/url";
 import { zeroColumns } from "./applies";
@@ -253,11 +253,17 @@ function render(root: HTMLElement, context: PageContext): void {
   );
   add(
     layout,
-    tableCard(context, "top_ops", "Top operations by self time"),
+    tableCard(context, "top_ops", "Top operations by self time", { cellTitle: topOpTitle(data) }),
     data.devices.length > 0 && tableCard(context, "devices", "Devices"),
     // The view leaves out the all-zero columns; the CSV export still has every column.
     steps && tableCard({ ...context, tables: [withoutColumns(steps, zero)] }, STEPS_TABLE, "Steps"),
   );
+}
+
+/** A top op's name on hover: the whole event name it shortens (XLA's HLO text), where it does. */
+function topOpTitle(data: OverviewPage): NonNullable<TableOptions["cellTitle"]> {
+  const full = new Map(data.top_ops.filter((op) => op.full_name).map((op) => [op.name, op.full_name]));
+  return (column, row, columns) => (column.key === "name" ? (full.get(String(row[columns.indexOf(column)])) ?? null) : null);
 }
 
 export const overviewPage: ToolPage = { tables: true, render };

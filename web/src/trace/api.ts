@@ -85,6 +85,8 @@ export interface EventAnswer {
 
 export interface SummaryName {
   name: string;
+  /** The event name that `name` shortens (XLA's whole HLO text), where it does. */
+  full_name?: string;
   count: number;
   total_ps: number;
   selected_ps: number;

@@ -210,7 +210,7 @@ export function showSummary(pane: HTMLElement, range: { start_ps: number; end_ps
       {},
       summary.names.map((row) =>
         el("tr", {}, [
-          el("td", { "data-key": "name", "data-value": row.name, title: row.name }, row.name),
+          el("td", { "data-key": "name", "data-value": row.name, title: row.full_name ?? row.name }, row.name),
           el("td", { "data-key": "count", "data-value": row.count, class: "num" }, groupThousands(String(row.count))),
           el("td", { "data-key": "total_ps", "data-value": row.total_ps, class: "num" }, formatDuration(row.total_ps)),
           el("td", { "data-key": "selected_ps", "data-value": row.selected_ps, class: "num" }, formatDuration(row.selected_ps)),
