@@ -102,7 +102,7 @@ export interface JobStepPath {
   step_ps: number;
 }
 /**
- * "Rank ``rank``'s straggle removed": the other ranks stop waiting for it.
+ * What if rank ``rank``'s straggle were removed: the other ranks stop waiting for it.
  */
 export interface StraggleRemovedRow {
   predicted_step_ps: number;
