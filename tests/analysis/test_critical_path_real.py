@@ -22,6 +22,7 @@ torch = pytest.importorskip("torch")
 LOADER_SLEEP_S = 0.05  # per batch: tens of ms, far above a CPU's scheduling noise
 MODEL_S = 0.08  # per step, the "model" after the fetch
 STEPS = 6
+SLOW_OP_S = 0.06  # per step, one op of the model made 2x faster in the re-run
 
 
 class SlowDataset(torch.utils.data.Dataset):
@@ -36,9 +37,10 @@ class SlowDataset(torch.utils.data.Dataset):
         return torch.ones(8, 8)
 
 
-def profiled_job(tmp_path, name: str, sleep_s: float) -> stepscope.Profile:
+def profiled_job(tmp_path, name: str, sleep_s: float, slow_op_s: float = 0.0) -> stepscope.Profile:
     """A training-like loop under torch.profiler (a small matmul and ``MODEL_S`` of host time
-    a step), fed by a DataLoader that sleeps ``sleep_s`` per batch; its Kineto trace, loaded."""
+    a step, then an op "slow_op" of ``slow_op_s``), fed by a DataLoader that sleeps
+    ``sleep_s`` per batch; its Kineto trace, loaded."""
     weight = torch.randn(8, 8)
     loader = torch.utils.data.DataLoader(SlowDataset(sleep_s), batch_size=None, num_workers=0)
     path = tmp_path / f"{name}.pt.trace.json"
@@ -51,6 +53,9 @@ def profiled_job(tmp_path, name: str, sleep_s: float) -> stepscope.Profile:
                 with torch.profiler.record_function("model"):
                     out = torch.tanh(out @ weight)
                     time.sleep(MODEL_S)  # the model's time, as steady as a sleep on a shared CPU
+                    if slow_op_s:
+                        with torch.profiler.record_function("slow_op"):
+                            time.sleep(slow_op_s)
     prof.export_chrome_trace(str(path))
     return stepscope.load(path)
 
@@ -64,6 +69,18 @@ def test_input_free_predicts_the_rerun_without_the_sleep(tmp_path):
     predicted = float(np.median(next(change["predicted_steps_ps"] for change in slow["what_if"] if change["change"] == "input_free")))
     slow_median = float(np.median([step["duration_ps"] for step in slow["steps"]]))
     assert slow_median > measured + LOADER_SLEEP_S * 1e12 / 2  # the sleep is in the slow job's steps
+    assert abs(predicted - measured) <= 0.15 * measured, (predicted, measured, slow_median)
+
+
+def test_an_op_2x_faster_predicts_the_rerun_with_the_op_halved(tmp_path):
+    """The what-if "slow_op 2x faster" on a job whose steps hold a 60 ms op, against a re-run
+    of the job with that op taking 30 ms."""
+    slow = run_tool("critical_path", profiled_job(tmp_path, "slow-op", 0.0, SLOW_OP_S), faster="^slow_op$", factor=2).to_json()
+    halved = profiled_job(tmp_path, "halved-op", 0.0, SLOW_OP_S / 2)
+    measured = float(np.median(find_steps(halved).duration_ps))
+    predicted = float(np.median(next(change["predicted_steps_ps"] for change in slow["what_if"] if change["change"] == "faster")))
+    slow_median = float(np.median([step["duration_ps"] for step in slow["steps"]]))
+    assert slow_median > measured + SLOW_OP_S * 1e12 / 4  # the op's other half is in the slow job's steps
     assert abs(predicted - measured) <= 0.15 * measured, (predicted, measured, slow_median)
 
 
