@@ -17,11 +17,11 @@ from typing import TypedDict
 
 import numpy as np
 
-from stepscope.analysis.dependency_graph import Graph, NodeNames, build_graph
+from stepscope.analysis.dependency_graph import Graph, NodeNames
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.path_kinds import KIND_NAMES, Kind
 from stepscope.analysis.registry import Option, OptionError, ToolResult, tool
-from stepscope.analysis.schedule import Binding, binding, critical_paths, schedule
+from stepscope.analysis.schedule import Binding, critical_paths, schedule
 from stepscope.analysis.schedule import Segments as PathPieces
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
 
@@ -205,12 +205,10 @@ def _step_path(graph: Graph, node_names: NodeNames, segments: PathPieces, number
     ),
 )
 def critical_path_tool(stats: OpStats, faster: str = "kernel", factor: int = 2) -> CriticalPathResult:
-    profile, steps = stats.profile, stats.steps
-    graph = build_graph(profile, steps)
-    if graph.anchor == (-1, -1) or not len(steps):
+    profile, steps, built = stats.profile, stats.steps, stats.step_graph
+    if built is None:
         return CriticalPathResult()
-    bind = binding(graph)
-    node_names = graph.names(profile)
+    graph, bind, node_names = built.graph, built.bind, built.names
     durations = steps.duration_ps
     paths = [
         _step_path(graph, node_names, segments, int(steps.number[index]), int(steps.start_ps[index]), int(durations[index]))

@@ -15,16 +15,14 @@ that asks, once per overview; a profile without an anchor for its steps predicts
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
 from stepscope.analysis.critical_path import COLLECTIVES_OVERLAPPED, FASTER, INPUT_FREE, LAUNCH_HALVED, changes, predicted_steps
-from stepscope.analysis.dependency_graph import Graph, NodeNames, build_graph
 from stepscope.analysis.opstats import OpStats
-from stepscope.analysis.schedule import Binding, binding
 from stepscope.analysis.verdict import COLLECTIVES, DEVICE, HOST, INPUT, KERNEL_LAUNCH, PredictedGain
 
 PS_PER_MS = 1e9
@@ -63,41 +61,30 @@ def gain_text(label: str, step_ps: float, predicted_ps: float) -> str:
     return f"{label}: {milliseconds(step_ps)} -> {milliseconds(predicted_ps)} ms, {'-' if gain >= 0 else '+'}{abs(gain):.1f}%"
 
 
-class GainPredictor:
-    """``predict(finding)``: the finding's what-if on this profile, or None (no matching
-    what-if, no steps, nothing to anchor them on)."""
-
-    def __init__(self, stats: OpStats) -> None:
-        self.stats = stats
-
-    @cached_property
-    def _graph(self) -> tuple[Graph, Binding, NodeNames] | None:
-        graph = build_graph(self.stats.profile, self.stats.steps)
-        if graph.anchor == (-1, -1) or not len(self.stats.steps):
-            return None
-        return graph, binding(graph), graph.names(self.stats.profile)
-
-    def predict(self, finding: str) -> PredictedGain | None:
-        wanted = FINDING_CHANGES.get(finding)
-        if wanted is None or self._graph is None:
-            return None
-        graph, bind, names = self._graph
-        (change,) = [change for change in changes(wanted.faster, FACTOR) if change.name == wanted.change]
-        predicted = predicted_steps(graph, bind, change.durations(graph, names))
-        kept = self.stats.set_aside.kept
-        if not kept.any():
-            kept = np.ones(len(kept), dtype=bool)
-        step_ps = float(self.stats.steps.duration_ps[kept].mean())
-        predicted_ps = float(predicted[kept].mean())
-        return PredictedGain(
-            change=change.name,
-            description=change.description,
-            step_ps=round(step_ps),
-            predicted_step_ps=round(predicted_ps),
-            gain_percent=100 * (step_ps - predicted_ps) / step_ps if step_ps else 0.0,
-            text=gain_text(wanted.label, step_ps, predicted_ps),
-        )
+def predicted_gain(stats: OpStats, finding: str) -> PredictedGain | None:
+    """The finding's what-if on this profile, or None (no matching what-if, no steps,
+    nothing to anchor them on). The graph is ``stats.step_graph``: built once, shared with
+    the critical_path tool."""
+    wanted = FINDING_CHANGES.get(finding)
+    built = stats.step_graph
+    if wanted is None or built is None:
+        return None
+    (change,) = [change for change in changes(wanted.faster, FACTOR) if change.name == wanted.change]
+    predicted = predicted_steps(built.graph, built.bind, change.durations(built.graph, built.names))
+    kept = stats.set_aside.kept
+    if not kept.any():
+        kept = np.ones(len(kept), dtype=bool)
+    step_ps = float(stats.steps.duration_ps[kept].mean())
+    predicted_ps = float(predicted[kept].mean())
+    return PredictedGain(
+        change=change.name,
+        description=change.description,
+        step_ps=round(step_ps),
+        predicted_step_ps=round(predicted_ps),
+        gain_percent=100 * (step_ps - predicted_ps) / step_ps if step_ps else 0.0,
+        text=gain_text(wanted.label, step_ps, predicted_ps),
+    )
 
 
 def gain_predictor(stats: OpStats) -> Callable[[str], PredictedGain | None]:
-    return GainPredictor(stats).predict
+    return functools.partial(predicted_gain, stats)

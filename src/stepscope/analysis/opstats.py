@@ -24,6 +24,7 @@ from stepscope.analysis.intervals import Union
 from stepscope.analysis.kernels import DeviceKernels, find_kernels
 from stepscope.analysis.op_table import OpRow, ridge_point, side_idle_ps, side_rows
 from stepscope.analysis.ops import Ops, find_ops
+from stepscope.analysis.schedule import StepGraph, step_graph
 from stepscope.analysis.step_outliers import SetAside, set_aside
 from stepscope.analysis.steps import Steps, find_steps
 from stepscope.analysis.torch_costs import ShapeCosts, find_shape_costs
@@ -86,6 +87,11 @@ class OpStats:
     def kernels(self) -> list[DeviceKernels]:
         """Each GPU plane's kernels with their launch configurations (kernel_stats, overview)."""
         return find_kernels(self.profile)
+
+    @cached_property
+    def step_graph(self) -> StepGraph | None:
+        """The dependency graph of the steps (critical_path, the overview's predicted gains)."""
+        return step_graph(self.profile, self.steps)
 
     @cached_property
     def ridge(self) -> float | None:

@@ -23,9 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from stepscope.analysis.dependency_graph import Graph
+from stepscope.analysis.dependency_graph import Graph, NodeNames, build_graph
 from stepscope.analysis.path_kinds import Kind
+from stepscope.analysis.steps import Steps
 from stepscope.trace.kernels import kernel
+from stepscope.trace.model import Profile
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,24 @@ def binding(graph: Graph) -> Binding:
         bound[dst[first]] = reach[first]
     pred = np.where(edge >= 0, src[np.maximum(edge, 0)], -1) if len(src) else np.full(count, -1, dtype=np.int64)
     return Binding(edge, pred, graph.start_ps - bound)
+
+
+@dataclass(frozen=True)
+class StepGraph:
+    """A profile's dependency graph with its recorded run's binding and node names: what
+    every critical path and what-if reads (``OpStats.step_graph`` builds it once)."""
+
+    graph: Graph
+    bind: Binding
+    names: NodeNames
+
+
+def step_graph(profile: Profile, steps: Steps) -> StepGraph | None:
+    """The profile's ``StepGraph``; None without steps or a thread to anchor them on."""
+    graph = build_graph(profile, steps)
+    if graph.anchor == (-1, -1) or not len(steps):
+        return None
+    return StepGraph(graph, binding(graph), graph.names(profile))
 
 
 def schedule(graph: Graph, residual_ps: np.ndarray, fixed_ps: np.ndarray) -> npt.NDArray[np.int64]:
