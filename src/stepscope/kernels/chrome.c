@@ -512,6 +512,51 @@ plain_int(const uint8_t *text, int64_t length, int64_t *out)
     return 1;
 }
 
+/* An object member's key, from c->pos (after the object's "{" or a member's ","): the
+   key's text begins at ``*key``; returns the end of its string (past the closing quote),
+   with c->pos at the member's value, or -1 (ODD) where no "key": value begins there. */
+static int64_t
+member_key(Cursor *c, int64_t *key, int *escaped)
+{
+    skip_space(c);
+    if (c->pos >= c->end || c->text[c->pos] != '"') {
+        return -1;
+    }
+    *key = c->pos + 1;
+    int64_t after = scan_string(c, c->pos, escaped);
+    if (after < 0) {
+        return -1;
+    }
+    c->pos = after;
+    skip_space(c);
+    if (c->pos >= c->end || c->text[c->pos] != ':') {
+        return -1;
+    }
+    c->pos++;
+    skip_space(c);
+    return c->pos < c->end ? after : -1;
+}
+
+/* After a member's value (c->pos at its end): 1 where a "," leads to another member, 0
+   at the object's "}" (c->pos past it), -1 (ODD) otherwise. */
+static int
+member_next(Cursor *c)
+{
+    skip_space(c);
+    if (c->pos >= c->end) {
+        return -1;
+    }
+    if (c->text[c->pos] == ',') {
+        c->pos++;
+        return 1;
+    }
+    if (c->text[c->pos] != '}') {
+        return -1;
+    }
+    c->pos++;
+    return 0;
+}
+
 /* An args object from its "{": its end, or -1 (ODD); the integer values of ``keys`` at
    its top level written to ``ints[key * stride]`` (left -1 where absent), ``*odd`` set as
    FLAG_ARGS_ODD says. Anything other than an object is scanned as any value. */
@@ -528,13 +573,9 @@ scan_args(Cursor *c, int64_t pos, const ArgKeys *keys, int64_t *ints, int64_t st
         return c->pos + 1;
     }
     for (;;) {
-        skip_space(c);
-        if (c->pos >= c->end || c->text[c->pos] != '"') {
-            return -1;
-        }
-        int64_t key = c->pos + 1;
+        int64_t key;
         escaped = 0;
-        int64_t after = scan_string(c, c->pos, &escaped);
+        int64_t after = member_key(c, &key, &escaped);
         if (after < 0) {
             return -1;
         }
@@ -545,16 +586,6 @@ scan_args(Cursor *c, int64_t pos, const ArgKeys *keys, int64_t *ints, int64_t st
                 which = k;
                 break;
             }
-        }
-        c->pos = after;
-        skip_space(c);
-        if (c->pos >= c->end || c->text[c->pos] != ':') {
-            return -1;
-        }
-        c->pos++;
-        skip_space(c);
-        if (c->pos >= c->end) {
-            return -1;
         }
         int64_t start = c->pos, end = scan_value(c, start);
         if (end < 0) {
@@ -567,18 +598,10 @@ scan_args(Cursor *c, int64_t pos, const ArgKeys *keys, int64_t *ints, int64_t st
             seen |= 1 << which;
         }
         c->pos = end;
-        skip_space(c);
-        if (c->pos >= c->end) {
-            return -1;
+        int next = member_next(c);
+        if (next <= 0) {
+            return next < 0 ? -1 : c->pos;
         }
-        if (c->text[c->pos] == ',') {
-            c->pos++;
-            continue;
-        }
-        if (c->text[c->pos] != '}') {
-            return -1;
-        }
-        return c->pos + 1;
     }
 }
 
@@ -599,30 +622,17 @@ scan_event(Cursor *c, int64_t pos, Rows *rows, int64_t row)
     c->pos = pos + 1;
     skip_space(c);
     if (c->pos < c->end && c->text[c->pos] == '}') {
+        c->pos++;
         goto done;
     }
     for (;;) {
-        skip_space(c);
-        if (c->pos >= c->end || c->text[c->pos] != '"') {
-            return -1;
-        }
-        int64_t key = c->pos + 1;
+        int64_t key;
         escaped = 0;
-        int64_t after = scan_string(c, c->pos, &escaped);
+        int64_t after = member_key(c, &key, &escaped);
         if (after < 0 || escaped) {
             return -1;
         }
         int field = field_of(c->text + key, after - 1 - key);
-        c->pos = after;
-        skip_space(c);
-        if (c->pos >= c->end || c->text[c->pos] != ':') {
-            return -1;
-        }
-        c->pos++;
-        skip_space(c);
-        if (c->pos >= c->end) {
-            return -1;
-        }
         int64_t start = c->pos, end;
         if (field == F_TS || field == F_DUR) {
             uint8_t byte = c->text[start];
@@ -643,18 +653,13 @@ scan_event(Cursor *c, int64_t pos, Rows *rows, int64_t row)
             spans[2 * field + 1] = end;
         }
         c->pos = end;
-        skip_space(c);
-        if (c->pos >= c->end) {
+        int next = member_next(c);
+        if (next < 0) {
             return -1;
         }
-        if (c->text[c->pos] == ',') {
-            c->pos++;
-            continue;
+        if (next == 0) {
+            break;
         }
-        if (c->text[c->pos] != '}') {
-            return -1;
-        }
-        break;
     }
 done:;
     double ts = NAN, dur = NAN;
@@ -686,7 +691,7 @@ done:;
     rows->dur[row] = dur;
     rows->exact_ns[row] = flags & FLAG_EXACT ? exact : 0;
     rows->flags[row] = flags;
-    return c->pos + 1;
+    return c->pos;  /* past the event's "}" */
 }
 
 /* scan_chrome_events(text, spans, ts, dur, exact_ns, id_int, flags, key_codes, key_first,
