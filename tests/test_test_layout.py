@@ -13,6 +13,13 @@ import lines of the scripts that tests write into strings and run as child proce
 - Every module under ``tests/`` is a test module (``test_*.py``), a ``conftest.py``, a
   package's ``__init__.py``, or lives under ``tests/support/``; nothing under
   ``tests/support/`` is a test module or a conftest file (pytest collects none there).
+- The tests mirror the source: the tests of ``src/stepscope/X/Y.py`` live in
+  ``tests/X/test_Y*.py``, those of a top-level module at ``tests/`` top. What of that a
+  program can decide is checked: every folder under ``tests/`` is a package of
+  ``src/stepscope/`` (``tests/analysis/tools/`` for ``stepscope.analysis.tools``), but for
+  the folders of ``NOT_MIRRORED``; and no test module at ``tests/`` top is named after a
+  subpackage (``tests/test_cli_diff.py`` belongs in ``tests/cli/``). Which module a test
+  module's name refers to is left to review (``test_hostile_files.py`` names no module).
 """
 
 from __future__ import annotations
@@ -26,7 +33,14 @@ from tests.support.modules import modules
 
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
+SOURCE = ROOT / "src" / "stepscope"
 SUPPORT = "tests.support"
+
+# Folders of tests/ that mirror no package of src/stepscope/, each for its reason.
+NOT_MIRRORED = {
+    "support": "the code the tests share",
+    "package": "the wheel and sdist as built and installed, which no module of src/ is",
+}
 
 
 FILES: dict[str, Path] = modules(ROOT, TESTS)
@@ -116,11 +130,11 @@ def test_the_imports_are_read():
     found = {(edge.source, edge.target, edge.in_string) for edge in IMPORTS}
     assert ("tests.trace.test_xspace_fast", "tests.support.xspaces", False) in found
     assert ("tests.trace.test_hostile_files", "tests.support.hostile", False) in found  # from tests.support import hostile
-    assert ("tests.capture.test_data", "tests.support.data_jobs", True) in found  # the child's script
+    assert ("tests.test_data", "tests.support.data_jobs", True) in found  # the child's script
     # (Spelled IMPORT here, so that the scan of this very file finds no import lines.)
     source = (
         "IMPORT tests.trace.test_xspace\n"
-        "from tests.capture IMPORT test_data\n"
+        "from tests.capture IMPORT test_session\n"
         "from .test_xspace_fast IMPORT SETTINGS\n"
         "def f():\n"
         "    from tests.support.dashboard IMPORT fake_jobs\n"
@@ -129,7 +143,7 @@ def test_the_imports_are_read():
     edges = {(edge.target, edge.in_string) for edge in imports_of("tests.trace.test_example", source)}
     assert edges == {
         ("tests.trace.test_xspace", False),
-        ("tests.capture.test_data", False),
+        ("tests.capture.test_session", False),
         ("tests.trace.test_xspace_fast", False),
         ("tests.support.dashboard.fake_jobs", False),
         ("tests.trace.test_kineto", True),
@@ -158,3 +172,28 @@ def test_helper_modules_live_in_tests_support():
     assert not outside, "helper modules outside tests/support/ (move them there):\n" + "\n".join(outside)
     assert not inside, "test modules or conftest files under tests/support/ (it holds shared code only):\n" + "\n".join(inside)
     assert (TESTS / "support" / "__init__.py").exists()
+
+
+def _packages(root: Path) -> set[Path]:
+    """Every package folder under ``root`` (one holding a Python module: ``stepscope.trace``
+    is a namespace package, with no ``__init__.py``), relative to it."""
+    return {module.parent.relative_to(root) for module in root.rglob("*.py") if "__pycache__" not in module.parts} - {Path()}
+
+
+def test_every_test_folder_mirrors_a_source_package():
+    sources = _packages(SOURCE)
+    assert Path("cli") in sources and Path("trace/formats/xspace") in sources  # the walk sees nested packages
+    wrong = [f"  tests/{folder}/" for folder in sorted(_packages(TESTS)) if folder.parts[0] not in NOT_MIRRORED and folder not in sources]
+    assert not wrong, "test folders with no package of src/stepscope/ of their name (name the folder after the package it tests):\n" + "\n".join(wrong)
+
+
+def test_no_top_level_test_module_is_named_after_a_subpackage():
+    subpackages = {folder.name for folder in _packages(SOURCE) if len(folder.parts) == 1}
+    assert {"cli", "trace", "protos"} <= subpackages
+    wrong = [
+        f"  tests/{path.name} (move it to tests/{package}/)"
+        for path in sorted(TESTS.glob("test_*.py"))
+        for package in subpackages
+        if path.stem == f"test_{package}" or path.stem.startswith(f"test_{package}_")
+    ]
+    assert not wrong, "test modules at tests/ top named after a subpackage of stepscope:\n" + "\n".join(wrong)
