@@ -1,7 +1,7 @@
 """What stopping a capture costs: the host tracer's stop and the XSpace write, per-event
 Python (the reference paths the tests keep) against the bulk paths.
 
-The capture is the one of issue 12: 250,000 ``stepscope.step`` markers each holding a
+The capture: 250,000 ``stepscope.step`` markers each holding a
 ``stepscope.trace`` span (500,000 events). Timed on the same records:
 
 - ``events_plane``: records -> plane (tests/support/reference/events_plane.py vs

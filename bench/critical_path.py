@@ -22,7 +22,7 @@ tool's own: stepscope's ``by_kind_ps`` (which adds up to the step), HTA's critic
 edges summed by ``bound_by`` (HTA's path is its longest path through the annotation's
 events, which need not span the step; docs/tools/critical_path.md compares them).
 
-Goals (issue 42): per step, stepscope >= 10x faster than HTA on every trace both analyse;
+Goals: per step, stepscope >= 10x faster than HTA on every trace both analyse;
 stepscope's tool (all steps) below its own load time on every trace.
 
     python bench/critical_path.py [--repeat N] [--no-hta] [--hta-steps N]

@@ -1,7 +1,7 @@
 """Diff benchmark: ``stepscope diff`` of two ~1M-event profiles against loading both.
 
 The anchor is the load: a diff is worth running in CI only if it costs no more than
-reading the two files it compares. The goal (issue 17): the diff's own time (the four
+reading the two files it compares. The goal: the diff's own time (the four
 tools a diff reads, run on each profile, plus the subtraction, the bootstrap and the
 rendering) below the time of loading both.
 

@@ -17,7 +17,7 @@ backend); it reads only Kineto JSON, so the xplane row has stepscope alone.
     speed ratio  = HTA seconds / stepscope seconds    (> 1: stepscope is faster)
     memory ratio = stepscope peak / HTA peak          (< 1: stepscope uses less)
 
-Target (on the large trace): speed ratio >= 4 and memory ratio <= 0.5 (issue 20).
+Target (on the large trace): speed ratio >= 4 and memory ratio <= 0.5.
 
 Run from a venv with both stepscope and holistictraceanalysis (``make bench`` makes one):
     python bench/ingest.py
@@ -45,7 +45,7 @@ LARGE = ROOT / "bench" / "out" / "large.pt.trace.json"
 OUT_JSON = ROOT / "bench" / "out" / "ingest.json"
 RESULT_MARK = "@@ingest-result@@ "
 TOOLS = ("stepscope", "hta")
-TARGET_SPEED = 4.0  # HTA time / stepscope time, at least (issue 20)
+TARGET_SPEED = 4.0  # HTA time / stepscope time, at least
 TARGET_MEMORY = 0.5  # stepscope peak / HTA peak, at most
 
 

@@ -16,7 +16,7 @@ modules a training job should never load (numba, llvmlite, starlette, uvicorn, g
 ``sys.modules`` at the end. Ways run interleaved, round by round, so the machine's drift hits
 all alike; the medians and quartiles are printed.
 
-Goals (issue 36): at most +40 MB of peak RSS and +0.2 s at stop over torch.profiler alone,
+Goals: at most +40 MB of peak RSS and +0.2 s at stop over torch.profiler alone,
 and none of those modules loaded.
 
 Run: ``.venv/bin/python bench/job_side.py [--rounds N]`` (writes bench/out/job_side.json).

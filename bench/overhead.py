@@ -4,7 +4,7 @@
    with ``torch.profiler.record_function`` (idle and inside ``torch.profiler.profile``) and
    ``jax.profiler.TraceAnnotation`` (idle and inside ``jax.profiler.trace``), in ns, the best
    of 7 rounds that run every case once each (interleaved: machine noise hits all alike); then stepscope's pure-Python path alone (``STEPSCOPE_PURE_PYTHON=1``,
-   what runs where the compiled ``capture/_spans.c`` was not built). Targets (issue 20):
+   what runs where the compiled ``capture/_spans.c`` was not built). Targets:
    recording at or below JAX's TraceAnnotation in the same run; idle within 1.2x of an empty
    ``with``-block.
 2. One tiny torch op (``x.add_(1)``) unprofiled, under torch.profiler and under ITT's
@@ -14,7 +14,7 @@
    time unprofiled, under stepscope's default options (which runs torch.profiler for the ops
    plus its own annotations), at ``host_tracer_level=1`` (annotations and steps only) and
    under torch.profiler alone, and the overheads. Goals: the default options' overhead at
-   most torch.profiler's (``DEFAULT_BOUND``: issue 20 asked for 0.5x, which part 2 shows lies
+   most torch.profiler's (``DEFAULT_BOUND``: 0.5x was asked for first, which part 2 shows lies
    at the floor of any recorder of torch's ops); host level 1 under 3%. Every mode runs in one process
    per loop, in interleaved rounds, each step timed on its own; the printed quartiles say
    how far the rounds spread (see ``TRAINING`` and ``fastest_tenth``), and each goal carries
@@ -360,7 +360,7 @@ def record_function_floor(per_op: dict[str, list[float]]) -> dict[str, float]:
     if minimal is None:
         print("  the minimal C++ recorder was not built (it needs a C++ compiler and ninja)")
     elif torch_extra > 0:
-        print(f"  the minimal C++ recorder is {minimal / torch_extra:.2f}x torch.profiler's per-op overhead (issue 20 item 2 asked for <= 0.5x)")
+        print(f"  the minimal C++ recorder is {minimal / torch_extra:.2f}x torch.profiler's per-op overhead (<= 0.5x was asked for first)")
     return found
 
 
@@ -377,8 +377,8 @@ def main() -> None:
     print("The pure-Python annotations (STEPSCOPE_PURE_PYTHON=1, another process), best of repeats (ns):")
     for name, ns in pure.items():
         print(f"  {name:36s} {ns:8.1f}")
-    # Printed against the same bounds but not made goals: issue 20 asks for a compiled fast path
-    # where only compiled code reaches them, and a pure-Python fallback for where it was not built.
+    # Printed against the same bounds but not made goals: only compiled code reaches them, and
+    # the pure-Python path is the fallback for where the compiled one was not built.
     # The fallback cannot reach them: its idle path is the empty block's two Python method calls
     # plus the call of `trace` itself (~40 ns), past 1.2x; recording adds a span object and two
     # clock reads, past JAX's C++ TraceMe.

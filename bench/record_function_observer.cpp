@@ -1,4 +1,4 @@
-// The least a recorder of torch's ops can do through RecordFunction (issue 20 item 2's
+// The least a recorder of torch's ops can do through RecordFunction (the
 // question: can stepscope's default options cost <= 0.5x torch.profiler's per-op overhead?).
 // bench/overhead.py builds it with torch.utils.cpp_extension and times a tiny op under it,
 // beside torch.profiler and ITT's bare observer. Not part of stepscope: a measurement.

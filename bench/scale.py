@@ -1,4 +1,4 @@
-"""How stepscope's costs grow with the events of a profile (issue 43 item 3).
+"""How stepscope's costs grow with the events of a profile.
 
 For each ``--events N`` and ``--format``, a profile shaped like multi-GPU LLM training
 (``kineto_synth.py``: 8 ranks, CUDA-graph launches, NCCL kernels, steps) of about N

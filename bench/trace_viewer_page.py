@@ -11,7 +11,7 @@ target says), then Playwright drives Debian's Chromium:
                 W (zoom in) for 1.5 s, S (zoom out) for 1.5 s, and wheel-scrolling down
                 through the tracks: p50 / p95 / max ms per frame and frames per second.
 
-Targets (issue 7): first paint under 2 s after the index exists; 60 frames per second.
+Targets: first paint under 2 s after the index exists; 60 frames per second.
 
     .venv/bin/python bench/trace_viewer_page.py [--events N]
 """

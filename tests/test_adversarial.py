@@ -1,4 +1,4 @@
-"""Every hostile file of issues 14 and 40 through the two ways a user meets stepscope: the
+"""Every hostile file of ``tests/support/hostile*.py`` through the two ways a user meets stepscope: the
 command line and the dashboard's server, each a real process under a memory limit.
 
 The files come from ``tests/support/hostile.py`` (each small on disk, costly to a naive reader).

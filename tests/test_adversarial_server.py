@@ -1,4 +1,4 @@
-"""Hostile input, round 2 (issue 40): the surfaces beyond the profile readers, each met as a
+"""Hostile input at the surfaces beyond the profile readers, each met as a
 user meets it: ``file://`` URLs through the real CLI, the profiler server inside a real
 training job, and the dashboard's cache and logdir through a real ``stepscope serve``.
 

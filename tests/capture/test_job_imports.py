@@ -2,7 +2,7 @@
 
 The dashboard's web stack (starlette, uvicorn, anyio), the profiler server's gRPC and any
 JIT compiler (numba, llvmlite) stay out of the training process: each costs it memory for
-its whole life and time at the capture's stop (issue 36 measured numba at +1.07 s and
+its whole life and time at the capture's stop (numba measured +1.07 s and
 +133 MB). Each job runs in a fresh interpreter, as a user's would.
 """
 

@@ -291,7 +291,7 @@ def test_a_forked_child_does_not_inherit_the_capture(tmp_path: Path):
                 pass
             stopped = stepscope.stop()  # the child has no capture of its own
             also = session.stop()  # and the inherited object stops nothing
-            again = stepscope.stop()  # nor does a second stop() (it raised: issue 40 item 8)
+            again = stepscope.stop()  # nor does a second stop() (it once raised)
             os._exit(0 if stopped is None and also is None and again is None else 3)
         _, status = os.waitpid(child, 0)
         assert os.waitstatus_to_exitcode(status) == 0

@@ -1,5 +1,5 @@
-"""Every error of the command line is one line on stderr and exit status 2, never a traceback
-(issue 14, item 4). Each case runs the real CLI in a subprocess, as a user runs it, and checks:
+"""Every error of the command line is one line on stderr and exit status 2, never a traceback.
+Each case runs the real CLI in a subprocess, as a user runs it, and checks:
 status 2, exactly one stderr line ``stepscope: error: ...`` naming the offending file or value
 and what is wrong with it, no "Traceback", and no output file left behind or overwritten.
 

@@ -91,7 +91,7 @@ def test_overview_page_shows_the_tools_numbers(page, server):
 
 
 def test_the_overviews_headline_figures_follow_from_the_numbers_below(page, server):
-    """One number per figure (issue 38): the device-bound sentence quotes the breakdown's
+    """One number per figure: the device-bound sentence quotes the breakdown's
     device compute share as the breakdown card shows it; the summary card says which
     statistic each of its shares is; the two idles are named apart; the device work in no
     step is a warning whose share follows from the devices table below it."""

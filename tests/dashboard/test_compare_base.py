@@ -1,5 +1,5 @@
 """The compare view never diffs against a run picked for the user, and says when the two
-runs do not compare (issue 39, item 8), at 1280x800 and 1920x1080: ``tool=diff`` without a
+runs do not compare, at 1280x800 and 1920x1080: ``tool=diff`` without a
 base asks for one (a link per other run/host, this run's other hosts first); a base the
 logdir does not hold is named; the A100 PyTorch run against the TPU JAX run shows the
 warning first, naming both sides as the files do."""

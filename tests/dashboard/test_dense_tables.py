@@ -1,4 +1,4 @@
-"""Dense tables (issue 39, item 1), in a real Chromium at 1280x800 and 1920x1080: one line
+"""Dense tables, in a real Chromium at 1280x800 and 1920x1080: one line
 per row, long names cut with an ellipsis and whole in the title and the row's details, the
 table as tall as the window and its last column on screen.
 
@@ -146,7 +146,7 @@ LEAST_READ = {
 }
 
 
-# Tables in cards of their own (issue 39, 1c): the title on the toolbar's line (search,
+# Tables in cards of their own: the title on the toolbar's line (search,
 # columns, export), not a line of its own above it. By tool: (table, title) on the TPU run.
 TITLED = {
     "hlo_stats": [("hlo_ops", "HLO op stats")],

@@ -1,4 +1,4 @@
-"""The memory page's "Largest allocations" follows the device selector (issue 39, item 7):
+"""The memory page's "Largest allocations" follows the device selector:
 the shown device's allocations only, largest first (on a tie, the earliest first), at
 1280x800 and 1920x1080, on a real ``stepscope serve`` of a two-device trace made here."""
 

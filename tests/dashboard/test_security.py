@@ -223,7 +223,7 @@ def test_a_capture_body_is_refused_by_its_declared_length(plain):
         {"Origin": "https://evil.example"},
         {"Origin": "null"},  # a sandboxed frame or a file:// page
         {"Origin": "http://{address}:1"},  # another port of this machine: another origin
-        {"Origin": "https://{address}:{port}"},  # this host and port over TLS: another origin (issue 40)
+        {"Origin": "https://{address}:{port}"},  # this host and port over TLS: another origin
         {"Sec-Fetch-Site": "cross-site"},
         {"Sec-Fetch-Site": "same-site"},  # e.g. a notebook on localhost:8888
         {"Origin": "http://{address}:{port}", "Sec-Fetch-Site": "cross-site"},

@@ -1,5 +1,5 @@
 """What the dashboard's server process keeps in memory is bounded by bytes or by count and
-age, whatever clients ask for (issue 40 item 6): tool runs with options, and the table of
+age, whatever clients ask for: tool runs with options, and the table of
 finished captures. (Capture request bodies: test_security.py, 413 before parsing.)"""
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""The trace viewer gives the timeline the screen, and XLA ops their short names (issue 39,
-items 2, 4 and the exact uint64 of 5), in Chromium at 1280x800 and 1920x1080, on the shared
+"""The trace viewer gives the timeline the screen, and XLA ops their short names, in Chromium at 1280x800 and 1920x1080, on the shared
 TPU XSpace served by a real ``stepscope serve``:
 
 - nothing selected, the details pane and its splitter are closed: the timeline reaches the

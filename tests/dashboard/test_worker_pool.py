@@ -270,7 +270,7 @@ def test_profile_jobs_say_what_stopped_and_why_then_go_on():
         jobs.close()
 
 
-# ------------------------------------------------------------------ time limit (issue 40 item 1)
+# ------------------------------------------------------------------ time limit
 
 
 def test_a_job_past_its_time_limit_fails_and_its_worker_is_replaced(tmp_path):

@@ -2,7 +2,7 @@
 
 Each writes one file (or a FIFO) at ``path`` and returns ``path``, fast and in bounded
 memory, so that the reader tests, the CLI's and the server's can all feed them to
-stepscope (issue 14). What each file does to a reader that has no limits:
+stepscope. What each file does to a reader that has no limits:
 
 - ``gzip_bomb``: a few MB of gzip that expand to ``expanded_bytes`` (GiB) of zeros or of a
   repeated pattern (trace JSON events, so that a reader decodes all the way);

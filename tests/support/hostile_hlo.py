@@ -1,5 +1,5 @@
 """Hostile XLA programs: profiles whose ``/host:metadata`` plane carries one ``HloProto``
-that costs the XLA tools (memory_viewer, graph_viewer) more than it should (issue 40).
+that costs the XLA tools (memory_viewer, graph_viewer) more than it should.
 
 - ``self_share`` / ``share_cycle``: a heap trace whose SHARE_WITH names the buffer itself,
   or two buffers that share each other's memory (before the fix: an endless loop);

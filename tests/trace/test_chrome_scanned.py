@@ -2,7 +2,7 @@
 msgspec decode makes, event for event, and leaves to msgspec what it does not take.
 
 References: the stream reader with the scanner switched off (``stream.scan`` giving
-None: every batch decoded by msgspec into structs, the reader before issue 43), and the
+None: every batch decoded by msgspec into structs, the reader before the compiled scanner), and the
 whole-document decode (``document.decode_document``); compared column by column
 (``assert_same_document``: codes, tables with their values' types, times, exact ns, args
 blob and offsets, header, warnings) and as profiles (``assert_same_profile``). Numbers

@@ -1,4 +1,4 @@
-"""Hostile files (issue 14): each is one clear ProfileFormatError line, in bounded memory and time.
+"""Hostile files: each is one clear ProfileFormatError line, in bounded memory and time.
 
 The files come from ``tests/support/hostile.py``: gzip bombs, XSpace of very many empty planes,
 lines or metadata entries, trace JSON of very many threads or processes, deeply nested

@@ -1,4 +1,4 @@
-"""Hostile shapes of valid profiles (issue 14): events nested n deep, args nested just under
+"""Hostile shapes of valid profiles: events nested n deep, args nested just under
 the decoder's limit.
 
 - Nesting (``builder.nesting``, ``presorted.nesting``) is compared with a brute-force

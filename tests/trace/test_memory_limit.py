@@ -1,4 +1,4 @@
-"""The memory a trace JSON's load may take (issue 40 item 9): the estimate of 512 bytes per
+"""The memory a trace JSON's load may take: the estimate of 512 bytes per
 event (128 per metadata event) plus the text, against ``STEPSCOPE_MAX_MEMORY`` (set here
 with ``limits.limited``), checked on the streamed decode's events so far and on the
 whole-file decode's count. Through the real CLI and dashboard (the address-space limit,

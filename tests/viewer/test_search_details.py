@@ -107,7 +107,7 @@ def test_save_and_load_round_trip(tmp_path, profile, index):
     loaded = TraceIndex.load(folder)
     loaded.validate()
     # Mapped where larger than IN_MEMORY_BYTES, read into memory (safe from a truncation
-    # under the server: issue 40) where not.
+    # under the server) where not.
     for name, array in loaded.arrays.items():
         assert isinstance(array, np.memmap) == (index.arrays[name].nbytes > IN_MEMORY_BYTES), name
     assert loaded.tracks == index.tracks and loaded.names == index.names and loaded.sections == index.sections
@@ -141,7 +141,7 @@ def test_load_refuses_a_broken_folder(tmp_path, index):
 
 def test_load_checks_each_array_file_and_maps_only_large_ones(tmp_path):
     """The storage's own array reader: a 2 MiB array is mapped, a 1 KiB one read; a file
-    shorter than its header says, a FIFO or a link is refused (issue 40: a cache is a cache)."""
+    shorter than its header says, a FIFO or a link is refused (a cache file is read only as a plain file of its header's size)."""
     from stepscope.viewer.storage import _load_array
 
     large, small = np.arange(IN_MEMORY_BYTES // 8 * 2, dtype=np.int64), np.arange(128, dtype=np.int32)  # 2 MiB, 512 bytes

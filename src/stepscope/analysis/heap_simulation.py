@@ -34,7 +34,7 @@ traceback: an event on a buffer the assignment lacks, a FREE without its ALLOC, 
 SHARE_WITH whose canonical buffer is the sharing buffer itself or already uses the sharing
 buffer's memory (a cycle: XLA shares a new buffer with an older one, never the reverse;
 XProf's converter loops forever on one), a negative size, and a peak past int64 bytes.
-The replay is linear in the events (issue 40: copying the live buffers at each new peak
+The replay is linear in the events (copying the live buffers at each new peak
 made it quadratic).
 """
 

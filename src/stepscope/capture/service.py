@@ -81,7 +81,7 @@ EXIT_GRACE_S = 60.0
 # What a client may send: a ProfileRequest is a few numbers and three short strings (TSL's
 # clients send well under 1 kB), so anything bigger is refused by grpc as it arrives
 # (RESOURCE_EXHAUSTED), never held. Without it one 1 GB request took a job from 182 MB to
-# 6.77 GB and left it holding 1.5 GB (issue 40). Answers (the profile) are not capped.
+# 6.77 GB and left it holding 1.5 GB. Answers (the profile) are not capped.
 MAX_REQUEST_BYTES = 64 << 10
 MESSAGE_LIMITS = [("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", MAX_REQUEST_BYTES)]
 # Calls handled at once; more are refused (RESOURCE_EXHAUSTED): a capture, its status polls

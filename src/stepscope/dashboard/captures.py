@@ -19,7 +19,7 @@ RUNNING, DONE, FAILED = "running", "done", "failed"
 MAX_RUNNING = 4
 MAX_ADDRESSES = 64
 # Finished captures kept for the page to read their outcome: the newest ones, none older
-# than an hour (3,000 failed captures added 57 MB to a table never pruned: issue 40).
+# than an hour (3,000 failed captures added 57 MB to a table never pruned).
 KEPT_FINISHED = 100
 KEPT_FINISHED_S = 3600.0
 LIMITS = {  # field -> (default, lowest, highest)

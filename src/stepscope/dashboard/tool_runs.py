@@ -7,7 +7,7 @@ loaded) and its two documents, JSON and tables, are kept here for the next reque
 page asks for the data, then the tables, then maybe a CSV). Most are a few kB, but some are
 not (graph_viewer's, of a big HLO module: ~150 MB), so what is kept is bounded by bytes,
 least recently used first out: six graph_viewer answers took a server from 176 MB to
-1,063 MB when the bound was a count (issue 40).
+1,063 MB when the bound was a count.
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def nesting(line: np.ndarray, start: np.ndarray, duration: np.ndarray) -> tuple[
     # (kind 2), ordered by (line, time, kind, row): the sort is stable and a kind's points
     # lie in row order, so the row needs no key. Only what a step needs is kept past it:
     # the transient arrays of a plane of n events were ~16n int64, the peak of loading the
-    # V100 traces (issue 20 item 4); now ~6n.
+    # V100 traces; now ~6n.
     point_kind = np.concatenate((np.ones(count, dtype=np.int8), np.where(duration > 0, 0, 2).astype(np.int8)))
     order = np.lexsort((point_kind, np.concatenate((start, end)), np.concatenate((line, line))))
     is_end = point_kind[order] != 1

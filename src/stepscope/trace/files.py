@@ -131,7 +131,7 @@ _GZIP_WBITS = 16 + zlib.MAX_WBITS  # a gzip member: header, deflate data, CRC-32
 GZIP_MAGIC = b"\x1f\x8b"
 # What inflates: ISA-L's zlib-compatible module (the same streams, checks and
 # ``decompressobj`` interface) takes half zlib's time, a twentieth of loading the V100
-# traces (issue 20 item 4); zlib itself where isal is not installed.
+# traces; zlib itself where isal is not installed.
 INFLATER: Any
 try:
     from isal import isal_zlib as INFLATER

@@ -1,4 +1,4 @@
-"""How much reading one profile file may cost: the readers' limits (issue 14).
+"""How much reading one profile file may cost: the readers' limits.
 
 A profile is untrusted input: a 6 MB ``.json.gz`` can expand to 6 GiB, a 3 MB XSpace can
 hold 200,000 empty planes, a FIFO never ends. Each limit below bounds one of those costs;

@@ -1,4 +1,4 @@
-"""The heap replay as it was before issue 40 (``heap_simulation._walk``): one pass that
+"""The heap replay as it was before it was made linear (``heap_simulation._walk``): one pass that
 copies the live buffers at every new peak (quadratic), and a ``root`` that follows shares
 without shortening them (endless on a cycle).
 

@@ -88,7 +88,7 @@ def _session_clock(profile: Profile) -> tuple[int, dict[str, Any]]:
     """
     kept = profile.info.get(TASK_ENVIRONMENT_INFO)
     environment = dict(kept) if isinstance(kept, dict) else {}
-    # Kineto's rank and world size, kept where the environment has none (issue 18).
+    # Kineto's rank and world size, kept where the environment has none.
     distributed = profile.info.get(names.KINETO_DISTRIBUTED_INFO)
     if isinstance(distributed, dict):
         for key, stat in (("rank", names.DISTRIBUTED_RANK), ("world_size", names.DISTRIBUTED_WORLD_SIZE)):

@@ -23,7 +23,7 @@ import { add, grid, tableCard } from "./common";
 import type { PageContext, ToolPage } from "./types";
 
 /**
- * Hidden until asked for (issue 39: the rest fit 1280 px): the two profiles' whole totals,
+ * Hidden until asked for (so that the rest fit 1280 px): the two profiles' whole totals,
  * which depend on how many steps each holds; the per-step columns compare like with like
  * (the tables are ranked by them), and "Change" keeps the totals' difference.
  */

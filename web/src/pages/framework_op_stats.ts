@@ -26,7 +26,7 @@ export function opsView(ops: ApiTable, idle: ApiTable | undefined, includeIdle: 
 }
 
 /**
- * Hidden until asked for (issue 39: the rest fit 1280 px): the average time (total time
+ * Hidden until asked for (so that the rest fit 1280 px): the average time (total time
  * over occurrences, both shown) and the running total of the self-time shares.
  */
 export const FRAMEWORK_LEAST_READ = ["avg_time_us", "cumulative_self_time_percent"] as const;

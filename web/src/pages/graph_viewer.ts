@@ -14,7 +14,7 @@ import { LINE_PX, NOT_RUN_FILL, SHARE_STEPS, layoutGraph, textColour, type Graph
 import type { PageContext, ToolPage } from "./types";
 
 const SVG = "http://www.w3.org/2000/svg";
-/** Hidden until asked for (issue 39: the rest fit 1280 px): the inclusive time, equal to the self time shown (an XLA op does not nest). */
+/** Hidden until asked for (so that the rest fit 1280 px): the inclusive time, equal to the self time shown (an XLA op does not nest). */
 export const GRAPH_LEAST_READ = ["total_time_us"] as const;
 
 function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number>, children: (SVGElement | string)[] = []): SVGElementTagNameMap[K] {

@@ -28,7 +28,7 @@ import type { PageContext, ToolPage } from "./types";
 
 const TABLE = "hlo_ops";
 /**
- * Hidden until asked for (issue 39: the rest fit 1280 px): the inclusive times (an XLA op
+ * Hidden until asked for (so that the rest fit 1280 px): the inclusive times (an XLA op
  * does not nest, so they equal the self times shown) and the FLOPs and bytes (the GFLOP/s
  * and GB/s shown times the self time; the intensity is their ratio).
  */

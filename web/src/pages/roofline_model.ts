@@ -14,7 +14,7 @@ import type { PageContext, ToolPage } from "./types";
 
 const CHART = "roofline";
 /**
- * Hidden until asked for (issue 39: the rest fit 1280 px): the level (the table's own:
+ * Hidden until asked for (so that the rest fit 1280 px): the level (the table's own:
  * every row's the same), the attainable rate (the roofline at the row's intensity: the
  * roofline fraction is the achieved rate over it) and the FLOPs and bytes (the GFLOP/s and
  * GB/s shown times the time; the intensity is their ratio).

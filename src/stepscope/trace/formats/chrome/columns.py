@@ -30,7 +30,7 @@ from stepscope.trace.stats import JsonStats
 # Events decoded into msgspec structs at a time: each struct is a Python object (~700 bytes
 # with its fields), so the batch sets the transient peak. 8,192 takes 24-27 MiB off the
 # peak RSS of loading the shared V100 traces (~70k events; 109 -> 85 MiB, 145 -> 118 MiB)
-# against 65,536, at the same CPU time (measured 2026-12-02, issue 20 item 4).
+# against 65,536, at the same CPU time (measured 2026-12-02).
 BATCH_EVENTS = 8_192
 # Epoch-microsecond timestamps at or past 2**43 us are spaced >= 1 ns apart as doubles,
 # so they are re-read from their text to stay exact.
@@ -41,7 +41,7 @@ class ChromeEvent(msgspec.Struct, gc=False):
     """One trace event; fields are untyped so that drifted files still decode.
 
     In the order Kineto writes a complete event's keys: msgspec looks for a key first at
-    the field after the last one found (12-16% off decoding the V100 ns trace, issue 20 item 4)."""
+    the field after the last one found (12-16% off decoding the V100 ns trace)."""
 
     ph: Any = ""
     cat: Any = None
@@ -59,7 +59,7 @@ class ChromeEvent(msgspec.Struct, gc=False):
 class _TimedEvent(ChromeEvent, gc=False):
     """A ChromeEvent as the reader decodes it from the file: ``ts`` kept as its JSON text
     (``null`` when absent), so that the text is at hand for the exact decimal decode and
-    the numbers are decoded for a whole batch in one call (issue 20 item 4: this replaced
+    the numbers are decoded for a whole batch in one call (this replaced
     decoding every timestamp as a float and then each event again for its text)."""
 
     ts: msgspec.Raw = msgspec.Raw(b"null")
@@ -73,7 +73,7 @@ _VALUES = msgspec.json.Decoder(list[Any])
 _ANY = msgspec.json.Decoder()
 # The fields coded together into tables of distinct values (the flow id, nearly unique
 # per flow event, is coded apart). "bp" rides along: it has one or two values, and a pass
-# of its own was 5% of loading the V100 ns trace (issue 20 item 4).
+# of its own was 5% of loading the V100 ns trace.
 _KEY_FIELDS = ("ph", "name", "cat", "pid", "tid", "bp")
 _ID = attrgetter("id")
 # Value types canonical_id leaves as they are.
@@ -146,7 +146,7 @@ class _Index(dict[Any, int]):
         """``codes`` of values that mostly differ (the distinct texts of a scanned batch,
         which may still decode equal: 7 and 7.0): the new ones added at once, without a
         Python call each (Kineto's correlation ids, each new, were a fifth of a scanned
-        load one by one, issue 43)."""
+        load one by one)."""
         new = dict.fromkeys(itertools.filterfalse(self.__contains__, values))  # first-seen order, equal values once
         self.update(zip(new, itertools.count(len(self))))
         self.new.extend(new)
@@ -164,7 +164,7 @@ class _Coder:
         """The values' codes, new values coded in first-seen order, in one C-level pass
         (``_Index``). On Kineto's flow ids (None on two events in three, the rest each
         twice) that is 25% faster than finding the batch's new values first, as this did,
-        and 17% slower where every value is new (measured 2026-12-03, issue 20 item 4);
+        and 17% slower where every value is new (measured 2026-12-03);
         ``distinct``: values that mostly differ, coded by ``_Index.codes_of_distinct``."""
         try:
             codes = self._index.codes_of_distinct(values) if distinct else self._index.codes(values, len(values))
@@ -195,7 +195,7 @@ class _KeyCoder:
     """Codes for the fields that repeat together (phase, name, category, pid, tid): each
     event's fields coded as one key, each new key's fields then coded field by field. A
     trace has few such keys (264 in the V100 ns trace's 69k events), so this is one pass
-    per batch instead of one per field (18 ms against 46, issue 20 item 4). A field's values
+    per batch instead of one per field (18 ms against 46). A field's values
     are coded in the order they first appear, as their own coder would."""
 
     def __init__(self, fields: tuple[str, ...]) -> None:
@@ -672,7 +672,7 @@ def _aligned_units(matrix: np.ndarray, base: int, scale: int, digits_after: int)
     """``decimal_units`` where every text is all digits around a dot at one column, or all
     digits (Kineto's epoch timestamps, all of one length); None otherwise. The digits are
     read one column at a time into int64, never as an int64 matrix: the matrix products
-    this replaced cost a tenth of loading the V100 ns-resolution trace (issue 20 item 4)."""
+    this replaced cost a tenth of loading the V100 ns-resolution trace."""
     count, width = matrix.shape
     at = matrix[0].tobytes().find(b".")
     at = width if at < 0 else at

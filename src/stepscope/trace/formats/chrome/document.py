@@ -323,7 +323,7 @@ def id_columns_reader(
         """A batch's id columns where every id it holds is a JSON integer within int64, as
         Kineto writes them: decoded as ints, each field read in one pass (no list of
         values, no look at their types: a sixth of loading the V100 ns trace went to
-        those, issue 20 item 4); None otherwise, for the general path."""
+        those); None otherwise, for the general path."""
         if array is None:
             return None
         try:
@@ -360,7 +360,7 @@ def id_columns_reader(
         if known is not None and all_absent_is_minus_one and all(keys[name] in known for fields in columns.values() for name in fields):
             return from_known(known, len(args)), np.zeros(len(args), dtype=np.int64)
         # A batch of rows at a time (those with args; the others keep -1): only a batch's
-        # structs are alive at once, not one per event (issue 20 item 4).
+        # structs are alive at once, not one per event.
         result = {column: np.full(len(args), -1, dtype=np.int64) for column in columns}
         oversized = np.zeros(len(args), dtype=np.int64)
         for rows, text in args.joined(ID_BATCH_EVENTS):

@@ -21,7 +21,7 @@ from stepscope.trace.model import EventTable, FlowTable, Plane, distinct_indices
 class FlowPoints:
     """Flow events already placed on lines. Their keys (category, id) are codes into the
     trace's tables of distinct values, as the columns hold them: no Python value per point
-    (listing and re-coding them was a tenth of loading the V100 ns trace, issue 20 item 4)."""
+    (listing and re-coding them was a tenth of loading the V100 ns trace)."""
 
     starts: np.ndarray  # bool: phase 's'
     steps: np.ndarray  # bool: phase 't' (the rest are ends, 'f')

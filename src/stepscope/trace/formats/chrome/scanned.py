@@ -3,7 +3,7 @@ takes it.
 
 msgspec decodes a batch into a struct per event, and the builder then walks the structs
 field by field (codes, numbers, args): ~0.4 us of Python per event and field, most of a
-Kineto load (issue 43 item 2). ``stepscope._kernels.scan_chrome_events``
+Kineto load. ``stepscope._kernels.scan_chrome_events``
 (``src/stepscope/kernels/chrome.c``) walks the array's text once instead and writes
 columns: each field's text span, "ts" and "dur" as doubles, the exact ns of an epoch
 "ts", integer flow ids, the args joined, the integers of the id args (``ARG_INT_KEYS``),
