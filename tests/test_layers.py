@@ -6,8 +6,9 @@ of ``import stepscope``) and under ``if TYPE_CHECKING:``, plus every string that
 of the package's submodules (what ``importlib.import_module`` and the tracer registry load).
 
 - Cycles: among the imports that run (not those under ``TYPE_CHECKING``, which never do).
-- Layers, as DESIGN.md draws the data flow ("each stage consumes one type and produces the
-  next; nothing downstream reaches back"), for every import, type-only ones included:
+- Layers, as docs/contributing.md ("The layers") draws the data flow ("each stage consumes
+  one type and produces the next; nothing downstream reaches back"), for every import,
+  type-only ones included:
 
       layer                        may import (and itself, and the base)
       cli (the package), demo,     anything
