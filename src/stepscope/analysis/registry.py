@@ -134,8 +134,8 @@ class AnalysisInfo(ToolInfo):
 
 
 class ToolsAnswer(TypedDict):
-    """``GET /api/tools?run=&host=``: every tool, in menu order, and which of them have
-    nothing to show for the host's profile."""
+    """``GET /api/tools?run=&host=``: every tool, in menu order, then every analysis over
+    several profiles, and which of them have nothing to show for the host's profile."""
 
     tools: list[ToolInfo]
     # The analyses over several profiles (the diff, the distributed view), in menu order.
