@@ -1,6 +1,7 @@
 """``/api/tools`` lists the registry's analyses over several profiles beside its tools, and
 dispatches ``tool=`` to them by the registry: a dummy entry registered here (in this
-process's server) is listed without a line of ``dashboard/app.py``."""
+process's server) is listed, and offered by the page's menu, without a line of
+``dashboard/app.py`` or of the page."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from stepscope.dashboard.analysis_cache import AnalysisCache
 from tests.support import analyses
+from tests.support.dashboard.browser import READY_TIMEOUT_MS, page_url, watched_page
 from tests.support.dashboard.inprocess import InProcessServer
 from tests.support.traces import shared
 
@@ -54,3 +56,15 @@ def test_a_registered_entry_is_listed_and_answered_by_the_registry(served):
         assert data.json() == {"error": f"{analyses.NAME} is not served by the dashboard"}
     # Taken back: listed no more.
     assert [entry["name"] for entry in served.get("/api/tools", **WHERE).json()["analyses"]] == ["diff", "distributed"]
+
+
+def test_the_page_menu_is_the_registry_s(served, browser):
+    """The tools, then the analyses, each under its title: the dummy too, in its order."""
+    with analyses.registered(), watched_page(browser) as page:
+        answer = served.get("/api/tools", **WHERE).json()
+        page.goto(page_url(served.url, **WHERE, tool="overview_page"))
+        page.wait_for_selector('#tool[data-tool="overview_page"][data-state="ready"]', timeout=READY_TIMEOUT_MS)
+        shown = page.eval_on_selector_all("#tool-select option", "options => options.map(o => [o.value, o.textContent])")
+    expected = [entry["name"] for entry in answer["tools"]] + ["diff", analyses.NAME, "distributed"]
+    assert [name for name, _ in shown] == expected
+    assert dict(shown)[analyses.NAME] == "Step count change" and dict(shown)["diff"] == "Compare"
