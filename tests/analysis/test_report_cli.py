@@ -128,6 +128,8 @@ def test_tools_lists_the_registry():
     listed = subprocess.run([sys.executable, "-m", "stepscope.cli", "tools"], capture_output=True, text=True, timeout=120)
     assert listed.returncode == 0, listed.stderr
     heads = [line.split()[0] for line in listed.stdout.splitlines() if not line.startswith(" ")]
-    assert heads == [entry.name for entry in specs()]
+    # The tools, then the analyses over several profiles (each a command of its own).
+    assert heads == [*(entry.name for entry in specs()), "diff", "distributed"]
+    assert "diff  (Compare; two profiles: stepscope diff and dashboard)" in listed.stdout
     assert "  --option top_n=VALUE  (integer, default 10, at least 1)" in listed.stdout
     assert "trace_viewer  (Trace viewer; dashboard only)" in listed.stdout

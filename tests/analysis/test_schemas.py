@@ -17,7 +17,7 @@ import jsonschema
 import pytest
 
 import stepscope
-from stepscope.analysis import Output, run_tool, spec, specs, tool_names
+from stepscope.analysis import Output, analysis_specs, run_tool, spec, specs, tool_names
 from stepscope.analysis.diff import diff
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import OptionError
@@ -143,12 +143,17 @@ def test_options_are_typed_checked_and_listed():
 
 def test_the_tools_listing_matches_its_schema(cpu_capture):
     """``/api/tools``'s answer as the server makes it, the tools with nothing to show for a
-    CPU capture among it (``stepscope tools`` lists the ``tools`` part)."""
+    CPU capture among it (``stepscope tools`` lists the ``tools`` and ``analyses`` parts)."""
     from stepscope.analysis.registry import ToolsAnswer
 
     schema = json.loads((SCHEMAS / f"tools{SUFFIX}").read_text())
     reasons = {entry.name: entry.why_not(cpu_capture) for entry in specs()}
-    answer = ToolsAnswer(tools=[entry.to_json() for entry in specs()], unavailable={tool: why for tool, why in reasons.items() if why}, checked=True)
+    answer = ToolsAnswer(
+        tools=[entry.to_json() for entry in specs()],
+        analyses=[entry.to_json() for entry in analysis_specs()],
+        unavailable={tool: why for tool, why in reasons.items() if why},
+        checked=True,
+    )
     assert "kernel_stats" in answer["unavailable"]  # a plain Python loop: no GPU
     jsonschema.Draft202012Validator(schema).validate(answer)
     assert [tool["name"] for tool in answer["tools"]] == [entry.name for entry in specs()]

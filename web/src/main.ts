@@ -20,10 +20,9 @@ import { renderEmpty } from "./components/empty";
 import { renderSkipped } from "./components/skipped";
 import { el, replaceChildren } from "./dom";
 import { pageFor } from "./pages";
-import { allHosts, baseCandidates, baseLabel, baseOf, baseOptions, baseValue, COMPARE_TOOL, findBase, PAIR_VIEW_OPTIONS, parseBaseValue, sameBase, withCompare, type Base } from "./state/compare";
+import { allHosts, baseCandidates, baseLabel, baseOf, baseOptions, baseValue, COMPARE_TOOL, findBase, PAIR_VIEW_OPTIONS, parseBaseValue, sameBase, type Base } from "./state/compare";
 import { basePrompt } from "./pages/diff_pick";
 import { toolMenu, whyNot, type ToolMenu } from "./state/availability";
-import { withDistributed } from "./state/distributed";
 import { optionsFromParams, sameOptions } from "./state/options";
 import { hostLabels, runLabels } from "./state/names";
 import { buildQuery, keptParams, notFoundNotice, parseQuery, pickHost, pickTool, resolveRunHost, sameSelection, type Wanted } from "./state/url";
@@ -88,9 +87,9 @@ async function toolsFor(run: string, host: string): Promise<ToolMenu> {
   const known = toolsCache.get(key);
   if (known?.checked) return known;
   const answer = await getTools(run, host);
-  // The compare and distributed views are the page's own tools (two profiles, a run's
-  // every host; the registry's take one).
-  const menu = toolMenu(answer, withDistributed(withCompare(answer.tools)), allHosts(runs).length);
+  // The registry's tools (one profile each), then its analyses over several (the compare
+  // view: two profiles; the distributed view: the run's every host).
+  const menu = toolMenu(answer, [...answer.tools, ...answer.analyses], allHosts(runs).length);
   toolsCache.set(key, menu);
   return menu;
 }

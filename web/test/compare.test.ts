@@ -5,7 +5,6 @@ import {
   baseLabel,
   baseOf,
   baseValue,
-  COMPARE_INFO,
   firstSteadyPair,
   intervalText,
   isPairView,
@@ -25,7 +24,6 @@ import {
   steadyTimes,
   stepSeries,
   stepWindow,
-  withCompare,
 } from "../src/state/compare";
 
 const runs: RunInfo[] = [
@@ -102,11 +100,6 @@ describe("the paired trace view's state", () => {
 });
 
 describe("compare state", () => {
-  it("adds Compare to the tool menu once", () => {
-    expect(withCompare([]).map((tool) => tool.name)).toEqual(["diff"]);
-    expect(withCompare([COMPARE_INFO])).toHaveLength(1);
-    expect(COMPARE_INFO.options.map((option) => option.name)).toEqual(["base_run", "base_host", "pair", "scale"]);
-  });
   it("round-trips a base through the select's value, and reads it from options", () => {
     const base = { run: "tpu/2024 05", host: "h&1" };
     expect(parseBaseValue(baseValue(base))).toEqual(base);

@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { ToolInfo } from "../src/api";
 import type { Distributed, DistributedRank, DistributedStep } from "../src/generated/distributed";
-import { DISTRIBUTED_INFO, heatColor, heatGrid, HIGH_RGB, isMetric, LOW_RGB, metricUs, stepTraceAddress, unitLabel, withDistributed } from "../src/state/distributed";
+import { heatColor, heatGrid, HIGH_RGB, isMetric, LOW_RGB, metricUs, stepTraceAddress, unitLabel } from "../src/state/distributed";
 
 function rank(number: number, host: string, device = "", hostRank = number): DistributedRank {
   return {
@@ -47,13 +46,6 @@ const data: Pick<Distributed, "ranks" | "steps" | "unit"> = {
 };
 
 describe("distributed state", () => {
-  it("is in the menu of every run (one host may hold several devices), once, with the unit option", () => {
-    const tools: ToolInfo[] = [{ ...DISTRIBUTED_INFO, name: "overview_page" }];
-    expect(withDistributed(tools).map((tool) => tool.name)).toEqual(["overview_page", "distributed"]);
-    expect(withDistributed(withDistributed(tools)).map((tool) => tool.name)).toEqual(["overview_page", "distributed"]);
-    expect(DISTRIBUTED_INFO.options.map((option) => [option.name, option.default, option.choices])).toEqual([["by", "auto", ["rank", "device"]]]);
-  });
-
   it("labels device units by chip, and by host where the run has several", () => {
     const chips = { unit: "device", ranks: [rank(0, "tpu", "/device:TPU:0", 0), rank(1, "tpu", "/device:TPU:1", 0)], steps: [step(1, 0, 4_000_000, 0, 0, 0), step(0, 0, 2_000_000, 0, 0, 0)] };
     expect(unitLabel(chips, 1)).toBe("1 TPU:1");

@@ -1,11 +1,14 @@
 """The analysis tools: ``run_tool(name, profile)``; names as XProf's (see ``tool_names()``).
 
-The modules imported below are the tools: each registers its entry in ``registry`` where
-it is defined, so adding a tool is a module and its line here.
+The modules imported below are the tools, and the analyses over several profiles (diff,
+distributed): each registers its entry in ``registry`` where it is defined, so adding a
+tool is a module and its line here.
 """
 
 from stepscope.analysis import (  # noqa: F401  (each registers its tool)
     critical_path,
+    diff,
+    distributed,
     flame_graph,
     framework_op_stats,
     graph_viewer,
@@ -19,6 +22,34 @@ from stepscope.analysis import (  # noqa: F401  (each registers its tool)
     roofline,
     trace_viewer,
 )
-from stepscope.analysis.registry import TOOLS, Option, Output, ToolResult, ToolSpec, run_tool, spec, specs, tool_names
+from stepscope.analysis.registry import (
+    TOOLS,
+    AnalysisSpec,
+    Inputs,
+    Option,
+    Output,
+    ToolResult,
+    ToolSpec,
+    analysis_spec,
+    analysis_specs,
+    run_tool,
+    spec,
+    specs,
+    tool_names,
+)
 
-__all__ = ["TOOLS", "Option", "Output", "ToolResult", "ToolSpec", "run_tool", "spec", "specs", "tool_names"]
+__all__ = [
+    "TOOLS",
+    "AnalysisSpec",
+    "Inputs",
+    "Option",
+    "Output",
+    "ToolResult",
+    "ToolSpec",
+    "analysis_spec",
+    "analysis_specs",
+    "run_tool",
+    "spec",
+    "specs",
+    "tool_names",
+]

@@ -39,7 +39,7 @@ from stepscope.analysis.kernel_stats import KernelStatsResult
 from stepscope.analysis.memory_profile import MemoryProfileResult
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.overview import OverviewResult, OverviewStep
-from stepscope.analysis.registry import ToolResult, run_tool
+from stepscope.analysis.registry import AnalysisSpec, Inputs, Option, ToolResult, register_analysis, run_tool
 from stepscope.analysis.row_changes import (
     KernelChange,
     MemoryDeviceChange,
@@ -371,3 +371,28 @@ def diff_results(base: RunResults, new: RunResults, base_name: str = "base", new
 def diff(base: Profile | OpStats, new: Profile | OpStats, base_name: str = "base", new_name: str = "new") -> DiffResult:
     """The diff of two profiles (each analysed once, by the four tools a diff reads)."""
     return diff_results(RunResults.of(base), RunResults.of(new), base_name, new_name)
+
+
+def _page_option(name: str, help: str) -> Option:
+    return Option(name, str, "", help)
+
+
+# The compare view's entry: the base run/host are its query parameters (the new profile is
+# the page's run/host); pair and scale are the page's paired trace view, kept in its address.
+ENTRY = register_analysis(
+    AnalysisSpec(
+        TOOL,
+        title="Compare",
+        order=80,  # after every tool (trace_viewer, 70)
+        inputs=Inputs.PAIR,
+        description="What changed from a base run/host to this one (stepscope diff).",
+        result=DiffResult,
+        result_description="GET /api/diff and stepscope diff --format json: what changed between two runs.",
+        options=(
+            _page_option("base_run", "the run to compare against"),
+            _page_option("base_host", "its host"),
+            _page_option("pair", "the paired trace view's pair of aligned steps (an index into the diff's steps)"),
+            _page_option("scale", 'the paired trace view\'s time scale: one for both (default) or "step" (each step fills its viewer)'),
+        ),
+    )
+)

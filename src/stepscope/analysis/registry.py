@@ -12,6 +12,15 @@ Output kinds: ``TABLES`` tools return a ``ToolResult`` (JSON, tables, summary li
 the CLI renders and the dashboard caches; the ``INDEX`` tool (the trace viewer) has no
 function here: what it produces is an index built by the viewer layer, which the dashboard
 builds for it (``dashboard.worker.PRODUCERS``, keyed by output kind). Both are one entry.
+
+Input kinds: a ``ToolSpec`` takes one profile (``Inputs.ONE``). An analysis over several
+profiles is an ``AnalysisSpec``, registered the same way (``register_analysis``) where its
+result is defined: the diff takes a pair (``Inputs.PAIR``: a base run and a new one), the
+distributed view a run of ranks (``Inputs.RUN``: every host of a run). How each is computed
+differs (two runs' cached results, every rank's tables), so their entries carry no function;
+what the CLI, the API and the page know of them (name, title, options, JSON Schema, where
+they apply) comes from the entry as a tool's does. They are listed apart from the tools
+(``analysis_specs``; ``ToolsAnswer.analyses``), since every tool runs on each profile alone.
 """
 
 from __future__ import annotations
@@ -87,6 +96,14 @@ class Output(enum.StrEnum):
     INDEX = "index"  # an index the dashboard builds and queries (the trace viewer)
 
 
+class Inputs(enum.StrEnum):
+    """What an entry analyses (see the module docstring)."""
+
+    ONE = "one"  # one profile: a ToolSpec
+    PAIR = "pair"  # two profiles, a base and a new one: the diff
+    RUN = "run"  # every host of a run, each a rank: the distributed view
+
+
 class OptionInfo(TypedDict):
     """An option as ``/api/tools`` and ``stepscope tools --format json`` list it."""
 
@@ -110,11 +127,19 @@ class ToolInfo(TypedDict):
     options: list[OptionInfo]
 
 
+class AnalysisInfo(ToolInfo):
+    """An analysis over several profiles as ``/api/tools`` lists it (``AnalysisSpec.to_json``)."""
+
+    inputs: str  # "pair" | "run"
+
+
 class ToolsAnswer(TypedDict):
-    """``GET /api/tools?run=&host=``: every tool, in menu order, and which of them have
-    nothing to show for the host's profile."""
+    """``GET /api/tools?run=&host=``: every tool, in menu order, then every analysis over
+    several profiles, and which of them have nothing to show for the host's profile."""
 
     tools: list[ToolInfo]
+    # The analyses over several profiles (the diff, the distributed view), in menu order.
+    analyses: list[AnalysisInfo]
     # tool -> why it has nothing to show for this profile (one line), for those that have
     # not (``ToolSpec.why_not``; ``distributed``: the run's view); the others are absent.
     unavailable: dict[str, str]
@@ -181,6 +206,7 @@ class ToolSpec:
     """One tool (see the module docstring); ``function`` and ``result`` are None for an
     ``INDEX`` tool, which has no report."""
 
+    inputs: ClassVar[Inputs] = Inputs.ONE
     name: str
     title: str
     order: int
@@ -237,8 +263,46 @@ class ToolSpec:
         )
 
 
+@dataclass(frozen=True)
+class AnalysisSpec:
+    """An analysis over several profiles (see the module docstring): what a ``ToolSpec``
+    says of a tool, less the function, plus what it takes (``inputs``). Its options are the
+    query parameters the page keeps in its address and sends with its requests.
+    ``result_description``: its JSON Schema's description (the routes and commands that
+    answer it), where a tool's is its ``description``."""
+
+    name: str
+    title: str
+    order: int
+    inputs: Inputs
+    description: str
+    result: type[ToolResult]
+    result_description: str
+    options: tuple[Option, ...] = ()
+    # Whether the analysis has something to show for a run of this profile alone: "" or the
+    # reason it has not; None: not decided per profile.
+    applies: Callable[[Profile], str] | None = None
+
+    def why_not(self, profile: Profile) -> str:
+        return self.applies(profile) if self.applies is not None else ""
+
+    def schema(self) -> dict[str, Any]:
+        return json_schema(self.result, self.name, self.result_description)
+
+    def to_json(self) -> AnalysisInfo:
+        return AnalysisInfo(
+            name=self.name,
+            title=self.title,
+            output=Output.TABLES.value,
+            description=self.description,
+            options=[option.to_json() for option in self.options],
+            inputs=self.inputs.value,
+        )
+
+
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 TOOLS: dict[str, ToolSpec] = {}
+ANALYSES: dict[str, AnalysisSpec] = {}
 
 
 def json_schema(kind: type, title: str, description: str) -> dict[str, Any]:
@@ -259,10 +323,20 @@ Function = Callable[..., ToolResult]
 
 
 def register(spec: ToolSpec) -> ToolSpec:
-    if spec.name in TOOLS:
+    if spec.name in TOOLS or spec.name in ANALYSES:
         raise ValueError(f"tool {spec.name!r} registered twice")
     TOOLS[spec.name] = spec
     return spec
+
+
+def register_analysis(entry: AnalysisSpec) -> AnalysisSpec:
+    """Registers an analysis over several profiles (as ``register`` does a tool)."""
+    if entry.inputs is Inputs.ONE:
+        raise ValueError(f"analysis {entry.name!r}: one profile is a tool's input (@tool)")
+    if entry.name in TOOLS or entry.name in ANALYSES:
+        raise ValueError(f"tool {entry.name!r} registered twice")
+    ANALYSES[entry.name] = entry
+    return entry
 
 
 def tool(
@@ -311,6 +385,17 @@ def specs(output: Output | None = None) -> list[ToolSpec]:
     """The entries in menu order (of one output kind, or all)."""
     chosen = [entry for entry in TOOLS.values() if output is None or entry.output is output]
     return sorted(chosen, key=lambda entry: (entry.order, entry.name))
+
+
+def analysis_specs(inputs: Inputs | None = None) -> list[AnalysisSpec]:
+    """The analyses over several profiles in menu order (of one input kind, or all)."""
+    chosen = [entry for entry in ANALYSES.values() if inputs is None or entry.inputs is inputs]
+    return sorted(chosen, key=lambda entry: (entry.order, entry.name))
+
+
+def analysis_spec(name: str) -> AnalysisSpec | None:
+    """The analysis over several profiles called ``name``; None for a tool or an unknown name."""
+    return ANALYSES.get(name)
 
 
 def tool_names(output: Output | None = Output.TABLES) -> list[str]:

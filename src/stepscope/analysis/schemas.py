@@ -14,31 +14,21 @@ import json
 import sys
 from pathlib import Path
 
-from stepscope.analysis import Output, specs
-from stepscope.analysis.diff import DiffResult
-from stepscope.analysis.distributed.result import DistributedResult
+from stepscope.analysis import Output, analysis_specs, specs
 from stepscope.analysis.registry import ToolsAnswer, json_schema
 from stepscope.trace.files import atomic_write
 
 SUFFIX = ".schema.json"
 # The registry's own answer (GET /api/tools), beside the tools' results.
 TOOLS_ANSWER = "tools"
-# The diff of two runs (GET /api/diff, ``stepscope diff --format json``): not a registry
-# tool, since it takes two runs, so its schema is written here beside theirs.
-DIFF = "diff"
-# The distributed view of a run of many ranks (stepscope distributed --format json): not a
-# registry tool either (it takes every host of a run), so its schema is written here too.
-DISTRIBUTED = "distributed"
 
 
 def schema_texts() -> dict[str, str]:
-    """File name -> text, for every tool with a JSON result, the tools listing, the diff and the distributed view."""
+    """File name -> text, for every tool with a JSON result, every analysis over several
+    profiles (the diff, the distributed view) and the tools listing."""
     schemas = {spec.name: spec.schema() for spec in specs(Output.TABLES)}
+    schemas.update({entry.name: entry.schema() for entry in analysis_specs()})
     schemas[TOOLS_ANSWER] = json_schema(ToolsAnswer, "tools_answer", "GET /api/tools: every tool of the registry, in menu order.")
-    schemas[DIFF] = json_schema(DiffResult, DIFF, "GET /api/diff and stepscope diff --format json: what changed between two runs.")
-    schemas[DISTRIBUTED] = json_schema(
-        DistributedResult, DISTRIBUTED, "stepscope distributed --format json: a run of many ranks as one (rank x step, stragglers, collectives)."
-    )
     return {f"{name}{SUFFIX}": json.dumps(schema, indent=2) + "\n" for name, schema in schemas.items()}
 
 

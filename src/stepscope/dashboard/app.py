@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,10 @@ from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from stepscope.analysis import spec, specs
+from stepscope.analysis import Inputs, analysis_spec, analysis_specs, spec, specs
 from stepscope.analysis.diff import TOOL as DIFF
 from stepscope.analysis.distributed import TOOL as DISTRIBUTED
+from stepscope.analysis.distributed import UNIT_OPTION
 from stepscope.analysis.distributed.reduce import BY_AUTO, UNITS
 from stepscope.analysis.registry import OptionError, ToolsAnswer
 from stepscope.dashboard import trace_api
@@ -109,21 +110,33 @@ def _distributed_documents(request: Request) -> tuple[bytes, bytes]:
     dashboard: Dashboard = request.app.state.dashboard
     run = dashboard.run(request)
     views: DistributedViews = request.app.state.distributed
-    by = request.query_params.get("by", BY_AUTO)
+    by = request.query_params.get(UNIT_OPTION, BY_AUTO)
     if by not in UNITS:
         raise BadParameter(f"by={by!r}: the unit is one of {', '.join(UNITS)}")
     return views.documents(run, [dashboard.cache.status(host.path) for host in run.hosts], by)
 
 
+# How the dashboard answers each analysis over several profiles of the registry (by name):
+# from what its analysis workers cached for each profile (the diff: the four tool results
+# of both; the distributed view: every host's rank tables), so no profile is loaded again.
+ANALYSIS_VIEWS: dict[str, Callable[[Request], tuple[bytes, bytes]]] = {
+    DIFF: _diff_documents,
+    DISTRIBUTED: _distributed_documents,
+}
+
+
 def _documents(request: Request) -> tuple[str, bytes, bytes]:
     """(tool, JSON, tables) of the request: the cached files at the default options, a run
-    with the request's options otherwise (``tool_runs``); ``tool=diff`` (the compare
-    view's tables and CSV): the diff of base_run/base_host against run/host;
-    ``tool=distributed``: the run's distributed view (the host is not needed)."""
-    if request.query_params.get("tool") == DIFF:
-        return DIFF, *_diff_documents(request)
-    if request.query_params.get("tool") == DISTRIBUTED:
-        return DISTRIBUTED, *_distributed_documents(request)
+    with the request's options otherwise (``tool_runs``); an analysis over several profiles
+    (the registry's ``analysis_specs``) is its view's (``ANALYSIS_VIEWS``): ``tool=diff``
+    (the compare view's tables and CSV), the diff of base_run/base_host against run/host;
+    ``tool=distributed``, the run's distributed view (the host is not needed)."""
+    entry = analysis_spec(request.query_params.get("tool", ""))
+    if entry is not None:
+        view = ANALYSIS_VIEWS.get(entry.name)
+        if view is None:
+            raise NotFound(f"{entry.name} is not served by the dashboard")
+        return entry.name, *view(request)
     dashboard: Dashboard = request.app.state.dashboard
     ready, tool = _ready(dashboard, request)
     options = _options(tool, request)
@@ -158,7 +171,8 @@ def api_runs(request: Request) -> Response:
 def api_tools(request: Request) -> Response:
     """Every tool, and which have nothing to show for the host's profile (``ToolsAnswer``):
     known once its analysis is done (``checked``), which this request starts if nobody has.
-    The distributed view is the run's: a run of several hosts has ranks to compare."""
+    The analyses over several profiles are listed apart (``analyses``); one of a run (the
+    distributed view) is the run's: a run of several hosts has ranks to compare."""
     dashboard: Dashboard = request.app.state.dashboard
     run, status = dashboard.run(request), dashboard.cache.status(dashboard.host(request).path)
     unavailable, checked = {}, isinstance(status, Ready)
@@ -169,8 +183,16 @@ def api_tools(request: Request) -> Response:
             dashboard.cache.discard(damaged.folder)
             checked = False
     if len(run.hosts) > 1:
-        unavailable.pop(DISTRIBUTED, None)
-    return JsonResponse(ToolsAnswer(tools=[entry.to_json() for entry in specs()], unavailable=unavailable, checked=checked))
+        for entry in analysis_specs(Inputs.RUN):
+            unavailable.pop(entry.name, None)
+    return JsonResponse(
+        ToolsAnswer(
+            tools=[entry.to_json() for entry in specs()],
+            analyses=[entry.to_json() for entry in analysis_specs()],
+            unavailable=unavailable,
+            checked=checked,
+        )
+    )
 
 
 def api_data(request: Request) -> Response:
@@ -202,8 +224,9 @@ def api_csv(request: Request) -> Response:
     table = next((t for t in document["tables"] if t["name"] == name), None)
     if table is None:
         raise NotFound(f"tool {tool!r} has no table {name!r} (tables: {', '.join(t['name'] for t in document['tables'])})")
-    # The distributed view is the run's, not one host's.
-    host = "" if tool == DISTRIBUTED else request.query_params.get("host", "")
+    # An analysis of a run (the distributed view) is the run's, not one host's.
+    entry = analysis_spec(tool)
+    host = "" if entry is not None and entry.inputs is Inputs.RUN else request.query_params.get("host", "")
     parts = [request.query_params["run"], host, tool, name]
     filename = "_".join(part.replace("/", "_") for part in parts if part) + ".csv"
     filename = "".join(c if c.isalnum() or c in "._-" else "_" for c in filename)

@@ -27,8 +27,7 @@ from typing import Any
 import msgspec
 
 from stepscope import jsonform
-from stepscope.analysis import Output, ToolSpec, applicability, specs
-from stepscope.analysis.distributed import TOOL as DISTRIBUTED
+from stepscope.analysis import Output, ToolSpec, analysis_specs, specs
 from stepscope.analysis.distributed import rank_tables_of
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.tables import Column, Table
@@ -47,8 +46,9 @@ TABLES_SUFFIX = ".tables.json"
 ERROR_FILE = "error.json"  # beside the folder: <key>.error.json
 PROGRESS_FILE = "progress.json"  # beside the folder: <key>.progress.json
 RANK_FILE = "distributed.rank.json"  # the distributed view's map step: RankTables, or {"error": ...}
-# {tool: why it has nothing to show, or ""}: every registry tool's ``why_not`` and the
-# distributed view's for a run of this profile alone (``applicability.several_devices``).
+# {tool: why it has nothing to show, or ""}: every registry tool's ``why_not`` and, for the
+# analyses over several profiles with a rule (the distributed view), theirs for a run of
+# this profile alone.
 APPLIES_FILE = "applies.json"
 # The HTTP status a tool's document {"error": ..., "status": N} is served with: a tool that
 # rejected the profile (StepscopeError) is the input's fault; any other failure is a 500.
@@ -184,7 +184,7 @@ def write_applies(profile: Profile, staging: Path) -> None:
     rules: a glance at planes, lines and event types (microseconds; the tools' runs are
     the analysis)."""
     reasons = {spec.name: spec.why_not(profile) for spec in specs()}
-    reasons[DISTRIBUTED] = applicability.several_devices(profile)
+    reasons.update({entry.name: entry.why_not(profile) for entry in analysis_specs() if entry.applies is not None})
     (staging / APPLIES_FILE).write_bytes(_dump(reasons))
 
 

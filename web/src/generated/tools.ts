@@ -5,6 +5,7 @@
  * GET /api/tools: every tool of the registry, in menu order.
  */
 export interface ToolsAnswer {
+  analyses: AnalysisInfo[];
   checked: boolean;
   tools: ToolInfo[];
   unavailable: {
@@ -12,10 +13,11 @@ export interface ToolsAnswer {
   };
 }
 /**
- * A registry entry as ``/api/tools`` lists it (``ToolSpec.to_json``).
+ * An analysis over several profiles as ``/api/tools`` lists it (``AnalysisSpec.to_json``).
  */
-export interface ToolInfo {
+export interface AnalysisInfo {
   description: string;
+  inputs: string;
   name: string;
   options: OptionInfo[];
   output: string;
@@ -33,4 +35,14 @@ export interface OptionInfo {
   name: string;
   resets: string[];
   type: string;
+}
+/**
+ * A registry entry as ``/api/tools`` lists it (``ToolSpec.to_json``).
+ */
+export interface ToolInfo {
+  description: string;
+  name: string;
+  options: OptionInfo[];
+  output: string;
+  title: string;
 }

@@ -19,8 +19,8 @@ export interface ToolMenu {
   checked: boolean;
 }
 
-/** The menu from the server's answer, the page's own tools (`tools`: the answer's with them) and the number of profiles in the log directory. */
-export function toolMenu(answer: ToolsResponse, tools: ToolInfo[], profiles: number): ToolMenu {
+/** The menu from the server's answer, its entries (`tools`: the answer's tools, then its analyses over several profiles) and the number of profiles in the log directory. */
+export function toolMenu(answer: Omit<ToolsResponse, "analyses">, tools: ToolInfo[], profiles: number): ToolMenu {
   const unavailable = { ...answer.unavailable };
   if (profiles < 2) unavailable[COMPARE_TOOL] = NO_BASE;
   return { tools, unavailable, checked: answer.checked };

@@ -1,10 +1,10 @@
 /**
  * The compare view's state: the diff of a base run/host against the current one, shown as
  * the tool `diff` with the base in the address (`?run=R&host=H&tool=diff&base_run=B&base_host=BH`).
- * The server's registry lists only single-profile tools, so the page adds this one to the
- * menu itself (`withCompare`), with the base as its two options: the shell reads them from
- * the address, sends them with the data, tables and CSV requests, and keeps them in history
- * as any tool's options. Pure functions, unit-tested in test/compare.test.ts.
+ * The server's registry lists it among its analyses over several profiles (`/api/tools`'s
+ * `analyses`), with the base as its two options: the shell reads them from the address,
+ * sends them with the data, tables and CSV requests, and keeps them in history as any
+ * tool's options. Pure functions, unit-tested in test/compare.test.ts.
  *
  * The paired trace view is the same tool with a third option, `&pair=<i>`: both runs' trace
  * viewers, stacked, each on its step of `diff.steps[i]` (a steady pair). It is an address of
@@ -13,7 +13,7 @@
  */
 
 import type { Diff, StepPair } from "../generated/diff";
-import type { RunInfo, ToolInfo } from "../api";
+import type { RunInfo } from "../api";
 import { hostLabel } from "./names";
 import { buildQuery, traceViewerAddress } from "./url";
 
@@ -26,28 +26,6 @@ export const PAIR_SCALE = "scale";
 export const STEP_SCALE = "step";
 /** The options that belong to the paired view, kept with the base they were chosen for. */
 export const PAIR_VIEW_OPTIONS = [PAIR, PAIR_SCALE];
-
-function baseOption(name: string, help: string): ToolInfo["options"][number] {
-  return { name, type: "string", default: "", help, minimum: null, choices: [], choices_from: null, resets: [] };
-}
-
-export const COMPARE_INFO: ToolInfo = {
-  name: COMPARE_TOOL,
-  title: "Compare",
-  output: "tables",
-  description: "What changed from a base run/host to this one (stepscope diff).",
-  options: [
-    baseOption(BASE_RUN, "the run to compare against"),
-    baseOption(BASE_HOST, "its host"),
-    baseOption(PAIR, "the paired trace view's pair of aligned steps (an index into the diff's steps)"),
-    baseOption(PAIR_SCALE, 'the paired trace view\'s time scale: one for both (default) or "step" (each step fills its viewer)'),
-  ],
-};
-
-/** The registry's tools with Compare after them (once), for the tool menu. */
-export function withCompare(tools: ToolInfo[]): ToolInfo[] {
-  return tools.some((tool) => tool.name === COMPARE_TOOL) ? tools : [...tools, COMPARE_INFO];
-}
 
 export interface Base {
   run: string;

@@ -1,52 +1,23 @@
 /**
  * The distributed view's state (tool `distributed`): a run of several hosts read as one
  * run of ranks, from `/api/data?tool=distributed` (the server's reduce of every host's
- * rank tables). The server's registry lists single-profile tools, so the page adds this
- * one to the menu itself (`withDistributed`) when the run has two hosts or more. The
- * heat map's cells, their colours and the trace viewer address a cell opens are the pure
- * functions here, unit-tested in test/distributed.test.ts.
+ * rank tables). The server's registry lists it among its analyses over several profiles
+ * (`/api/tools`'s `analyses`), with its unit option, and the menu offers it on every run: a
+ * run of several hosts is read by rank, and a single host may hold several devices (a TPU
+ * host, an 8-GPU node), which the server says once the host is analysed. The heat map's
+ * cells, their colours and the trace viewer address a cell opens are the pure functions
+ * here, unit-tested in test/distributed.test.ts.
  */
 
-import type { ToolInfo } from "../api";
 import type { Distributed, DistributedStep } from "../generated/distributed";
 import { hostLabel } from "./names";
 import { traceViewerAddress } from "./url";
 
-export const DISTRIBUTED_TOOL = "distributed";
 export const PS_PER_US = 1_000_000;
 
 /** The unit option (`by`, as `stepscope distributed --by`): the server's default, auto, is devices for a run of one profile with several devices, else ranks. */
 export const UNIT_OPTION = "by";
 export const DEVICE_UNIT = "device";
-
-export const DISTRIBUTED_INFO: ToolInfo = {
-  name: DISTRIBUTED_TOOL,
-  title: "Distributed",
-  output: "tables",
-  description: "Every host of the run as one rank, or every device of every host as one unit: unit x step times, stragglers, collective wait (stepscope distributed).",
-  options: [
-    {
-      name: UNIT_OPTION,
-      type: "string",
-      default: "auto",
-      choices: ["rank", DEVICE_UNIT],
-      choices_from: null,
-      minimum: null,
-      resets: [],
-      help: "the unit: rank (each host, all its devices together), device (each GPU or TPU chip of each host), auto (device for one host of several devices, else rank)",
-    },
-  ],
-};
-
-/**
- * The tools with Distributed after them (once). Every run has it: a run of several hosts
- * is read by rank, and a single host may hold several devices (a TPU host, an 8-GPU node),
- * which the page cannot know before the host is analysed.
- */
-export function withDistributed(tools: ToolInfo[]): ToolInfo[] {
-  if (tools.some((tool) => tool.name === DISTRIBUTED_TOOL)) return tools;
-  return [...tools, DISTRIBUTED_INFO];
-}
 
 /** What a unit is called on the page: "rank" or "device". */
 export function unitWord(data: Pick<Distributed, "unit">): string {
