@@ -70,7 +70,7 @@ import numpy as np
 
 from stepscope.analysis.grouping import KeyTable
 from stepscope.analysis.op_table import idle_in_span_ps
-from stepscope.analysis.ops import DEVICE, HOST, Ops, launchers, stat_column
+from stepscope.analysis.ops import DEVICE, HOST, Ops, Side, launchers, stat_column
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import Option, ToolResult, tool
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
@@ -282,13 +282,13 @@ def _natural(name: str) -> list[int | str]:
 
 
 def _device_names(profile: Profile, ops: Ops) -> list[str]:
-    planes = set(ops.plane[ops.side == 1].tolist())
+    planes = set(ops.plane[ops.side == Side.DEVICE].tolist())
     return sorted((profile.planes[i].name for i in planes), key=_natural)
 
 
 def _select(profile: Profile, ops: Ops, devices: list[str], device: str) -> tuple[str, str, np.ndarray]:
     """(root label, side, mask over ops) for the requested device ("": the first)."""
-    on_device = ops.side == 1
+    on_device = ops.side == Side.DEVICE
     if not device:
         device = devices[0] if devices else names.HOST_PLANE
     if device == ALL_DEVICES:
@@ -296,7 +296,7 @@ def _select(profile: Profile, ops: Ops, devices: list[str], device: str) -> tupl
             return "all devices", DEVICE, on_device
         device = names.HOST_PLANE
     if device == names.HOST_PLANE:
-        mask = ops.side == 0
+        mask = ops.side == Side.HOST
         return (names.HOST_PLANE, HOST, mask) if mask.any() else ("", "", mask)
     if device not in devices:
         choices = ", ".join([*devices, ALL_DEVICES, names.HOST_PLANE])
@@ -564,7 +564,7 @@ class _Launchers:
         host = profile.plane(names.HOST_PLANE)
         self._host: tuple[Plane, KeyTable] | None = None
         if host is not None:
-            rows = ops.row[(ops.side == 0) & (ops.plane == profile.planes.index(host))]
+            rows = ops.row[(ops.side == Side.HOST) & (ops.plane == profile.planes.index(host))]
             self._host = (host, launchers(host.events, rows))
 
     def stat(self, external_id: int, stat: str) -> Any:

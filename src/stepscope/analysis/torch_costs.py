@@ -37,7 +37,7 @@ import numpy as np
 
 from stepscope.analysis.grouping import Groups
 from stepscope.analysis.hlo_ops import XlaOps
-from stepscope.analysis.ops import Ops, launchers
+from stepscope.analysis.ops import Ops, Side, launchers
 from stepscope.analysis.shape_costs import ESTIMATORS, Call, Cost, call_of, estimate
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Plane, Profile, distinct_indices
@@ -114,7 +114,7 @@ def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
     host_index = profile.planes.index(host)
     events = host.events
     meta_names = host.metadata.name_array
-    on_host = np.flatnonzero((ops.side == 0) & (ops.plane == host_index))
+    on_host = np.flatnonzero((ops.side == Side.HOST) & (ops.plane == host_index))
     host_rows = ops.row[on_host]
     launcher = launchers(events, host_rows)
     if not len(launcher):
@@ -151,7 +151,7 @@ def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
         return found
 
     # Each device op's launching host op (NO_ID: none), then the op its time counts for.
-    device = np.flatnonzero(ops.side == 1)
+    device = np.flatnonzero(ops.side == Side.DEVICE)
     device = device[np.argsort(ops.plane[device], kind="stable")]  # plane by plane, as ops lists them
     launched = np.full(len(device), NO_ID, dtype=np.int64)
     for plane_index in distinct_indices(ops.plane[device]):
