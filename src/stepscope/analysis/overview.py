@@ -27,6 +27,7 @@ from stepscope.analysis.breakdown import BREAKDOWN, IDLE
 from stepscope.analysis.chips import device_name
 from stepscope.analysis.classify import DEVICE_ACTIVITIES, event_activities
 from stepscope.analysis.finding_gains import gain_predictor
+from stepscope.analysis.findings.figures import Leads, Shares
 from stepscope.analysis.frameworks import frameworks
 from stepscope.analysis.gpu_metrics import GpuMetrics, gpu_metrics
 from stepscope.analysis.intervals import Union
@@ -38,7 +39,7 @@ from stepscope.analysis.step_outliers import SetAsideStep, set_aside_note, set_a
 from stepscope.analysis.step_throughput import Throughput, throughput
 from stepscope.analysis.steps import launching_steps
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
-from stepscope.analysis.verdict import Leads, Recommendation, Shares, recommendation
+from stepscope.analysis.verdict import Recommendation, recommendation
 from stepscope.trace import names
 from stepscope.trace.model import Profile
 from stepscope.trace.steps import Steps
