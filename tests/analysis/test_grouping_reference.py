@@ -21,6 +21,7 @@ from stepscope.analysis.classify import Activity, event_activities
 from stepscope.analysis.gpu_metrics import top_kernels
 from stepscope.analysis.grouping import Groups
 from stepscope.analysis.kernels import parse_kernel_details
+from stepscope.analysis.ops import Side
 from stepscope.analysis.opstats import OpStats
 from stepscope.trace import names
 from stepscope.trace.model import Profile
@@ -116,7 +117,7 @@ def test_top_kernels_match_a_per_event_dict(profile: Profile):
 def test_op_table_rows_match_a_per_op_dict(profile: Profile):
     stats = OpStats(profile)
     ops = stats.ops
-    for side in (0, 1):
+    for side in Side:
         groups: dict[tuple[str, str], list[int]] = {}  # (type, name) -> [count, total, self]
         for s, op_type, name, duration, self_ps in zip(
             ops.side.tolist(), ops.type_codes.at(slice(None)).tolist(), ops.name_codes.at(slice(None)).tolist(), ops.duration_ps.tolist(), ops.self_ps.tolist()

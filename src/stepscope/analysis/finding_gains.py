@@ -22,8 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from stepscope.analysis.critical_path import COLLECTIVES_OVERLAPPED, FASTER, INPUT_FREE, LAUNCH_HALVED, changes, predicted_steps
+from stepscope.analysis.findings.finding import COLLECTIVES, DEVICE, HOST, INPUT, KERNEL_LAUNCH, PredictedGain
 from stepscope.analysis.opstats import OpStats
-from stepscope.analysis.verdict import COLLECTIVES, DEVICE, HOST, INPUT, KERNEL_LAUNCH, PredictedGain
 
 PS_PER_MS = 1e9
 # How much faster the "faster" what-ifs of the host- and device-bound findings make the work.

@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from stepscope.analysis.op_table import SIDES, OpRow, OpTableRow
+from stepscope.analysis.op_table import OpRow, OpTableRow
+from stepscope.analysis.ops import Side
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
@@ -58,11 +59,11 @@ class FrameworkOpStatsResult(ToolResult):
 
     def summary(self) -> list[str]:
         lines = []
-        for side in SIDES:
-            rows = [row for row in self.rows if row["host_or_device"] == side]
+        for side in Side:
+            rows = [row for row in self.rows if row["host_or_device"] == side.label]
             if rows:
                 top = rows[0]
-                lines.append(f"{side}: {len(rows)} ops; most self time: {top['name']} ({top['self_time_percent']:.1f}%)")
+                lines.append(f"{side.label}: {len(rows)} ops; most self time: {top['name']} ({top['self_time_percent']:.1f}%)")
         return lines or ["No framework ops in this profile."]
 
 
@@ -75,16 +76,16 @@ class FrameworkOpStatsResult(ToolResult):
 def framework_op_stats(stats: OpStats) -> FrameworkOpStatsResult:
     ops = stats.ops
     result = FrameworkOpStatsResult()
-    for side_index, side in enumerate(SIDES):
-        if not (ops.side == side_index).any():
+    for side in Side:
+        if not (ops.side == side).any():
             continue
-        idle = stats.side_idle_ps(side_index)
-        result.rows += stats.op_rows(side_index)
-        side_self = int(ops.self_ps[ops.side == side_index].sum())
+        idle = stats.side_idle_ps(side)
+        result.rows += stats.op_rows(side)
+        side_self = int(ops.self_ps[ops.side == side].sum())
         result.idle_rows.append(
             {
                 "rank": 0,
-                "host_or_device": side,
+                "host_or_device": side.label,
                 "type": IDLE,
                 "name": IDLE,
                 "occurrences": 0,

@@ -77,11 +77,11 @@ from typing import TypedDict
 import numpy as np
 
 from stepscope.analysis.classify import Activity, event_activities
+from stepscope.analysis.findings.rules import NOT, input_bound_verdict
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.step_outliers import set_aside_note, set_aside_rows
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
-from stepscope.analysis.verdict import NOT, input_bound_verdict
 from stepscope.trace import names
 from stepscope.trace.merge import SAME_THREAD_LINE_ID_STEP
 from stepscope.trace.model import NO_ID, Plane, Profile

@@ -31,7 +31,7 @@ import numpy.typing as npt
 from stepscope.analysis import applicability
 from stepscope.analysis.grouping import Groups, factorize
 from stepscope.analysis.kernels import TENSOR_CORE_KERNEL, DeviceKernels
-from stepscope.analysis.ops import Ops
+from stepscope.analysis.ops import Ops, Side
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
@@ -106,7 +106,7 @@ def _op_codes(ops: Ops, device: DeviceKernels, strings: dict[Hashable, int], no_
     """Per kernel of ``device``, the code of the device op at its event row (the framework
     op that launched it; ``no_op`` where no op is there): a sorted search over that
     plane's op rows, not a dict over every op of the profile."""
-    mine = np.flatnonzero((ops.side == 1) & (ops.plane == device.plane_index))
+    mine = np.flatnonzero((ops.side == Side.DEVICE) & (ops.plane == device.plane_index))
     op_rows = ops.row[mine]
     order = np.argsort(op_rows, kind="stable")
     op_rows, mine = op_rows[order], mine[order]

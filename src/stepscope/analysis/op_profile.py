@@ -70,7 +70,7 @@ import numpy as np
 
 from stepscope.analysis.grouping import KeyTable
 from stepscope.analysis.op_table import idle_in_span_ps
-from stepscope.analysis.ops import DEVICE, HOST, Ops, launchers, stat_column
+from stepscope.analysis.ops import DEVICE, HOST, Ops, Side, launchers, stat_column
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import Option, ToolResult, tool
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
@@ -232,43 +232,26 @@ def op_profile(stats: OpStats, device: str = "", top_n: int = DEFAULT_TOP_N) -> 
     result.idle_time_us = ps_to_us(result.idle_time_ps)
 
     selected = np.flatnonzero(mask)
-    programs, categories, op_names = _Names(), _Names(), _Names()
-    program_codes = np.zeros(len(selected), dtype=np.int64)
-    name_codes = np.zeros(len(selected), dtype=np.int64)
-    fallback = _source_program(profile)
-    self_ps = ops.self_ps[selected].copy()
-    for plane_index in plane_indices:
-        here = ops.plane[selected] == plane_index
-        plane = profile.planes[plane_index]
-        rows = ops.row[selected[here]]
-        clock = stats.xla_ops.device_clock_self_ps(plane_index, len(plane.events))[rows]
-        self_ps[here] = np.where(clock >= 0, clock, self_ps[here])
-        program_codes[here] = programs.codes(*_programs(plane, rows, fallback))
-        if side == DEVICE:  # the event's own name
-            name_codes[here] = op_names.codes(plane.events.metadata_id[rows], _labels(plane).tolist())
-        else:
-            name_codes[here] = op_names.of(ops.name_codes.at(selected[here]))
-    category_codes = categories.of(ops.type_codes.at(selected))
-    keys = _Keys(program_codes, programs.names, category_codes, categories.names, name_codes, op_names.names)
-
+    keys, self_ps = _keyed(stats, selected, plane_indices, side)
     root_ps = int(self_ps.sum())
-    totals = (root_ps, root_ps + result.idle_time_ps, result.peak_teraflops_per_second)
-    leaves, leaf_program, leaf_category, representatives = _op_nodes(ops, selected, self_ps, keys, totals)
-    root = _tree(label, leaves, leaf_program, leaf_category)
+    totals = _Totals(root_ps=root_ps, with_idle_ps=root_ps + result.idle_time_ps, peak_tflops=result.peak_teraflops_per_second)
+    leaves = _op_nodes(ops, selected, self_ps, keys, totals)
+    root = _tree(label, leaves)
     for node in root.walk():
         if node.kind != OP:
-            _finish(node, *totals)
-    _fold(root, top_n, *totals)
+            _finish(node, totals)
+    _fold(root, top_n, totals)
     shown = {id(node) for node in root.walk() if node.kind == OP and not node.folded}
-    _describe(profile, ops, [(node, at) for node, at in zip(leaves, representatives) if id(node) in shown])
+    _describe(profile, ops, [(node, at) for node, at in zip(leaves.nodes, leaves.representatives) if id(node) in shown])
     for node in root.walk():
         node.time_us = ps_to_us(node.time_ps)
         node.color_hint = None if node.flops_utilization is None else min(1.0, max(0.0, node.flops_utilization))
 
-    order = sorted(range(len(leaves)), key=lambda i: (-leaves[i].time_ps, leaf_program[i], leaf_category[i], leaves[i].name))
-    result.ops = [leaves[i] for i in order]
-    result.op_program = [leaf_program[i] for i in order]
-    result.op_category = [leaf_category[i] for i in order]
+    nodes, programs, categories = leaves.nodes, leaves.programs, leaves.categories
+    order = sorted(range(len(nodes)), key=lambda i: (-nodes[i].time_ps, programs[i], categories[i], nodes[i].name))
+    result.ops = [nodes[i] for i in order]
+    result.op_program = [programs[i] for i in order]
+    result.op_category = [categories[i] for i in order]
     result.root = root
     return result
 
@@ -282,13 +265,13 @@ def _natural(name: str) -> list[int | str]:
 
 
 def _device_names(profile: Profile, ops: Ops) -> list[str]:
-    planes = set(ops.plane[ops.side == 1].tolist())
+    planes = set(ops.plane[ops.side == Side.DEVICE].tolist())
     return sorted((profile.planes[i].name for i in planes), key=_natural)
 
 
 def _select(profile: Profile, ops: Ops, devices: list[str], device: str) -> tuple[str, str, np.ndarray]:
     """(root label, side, mask over ops) for the requested device ("": the first)."""
-    on_device = ops.side == 1
+    on_device = ops.side == Side.DEVICE
     if not device:
         device = devices[0] if devices else names.HOST_PLANE
     if device == ALL_DEVICES:
@@ -296,7 +279,7 @@ def _select(profile: Profile, ops: Ops, devices: list[str], device: str) -> tupl
             return "all devices", DEVICE, on_device
         device = names.HOST_PLANE
     if device == names.HOST_PLANE:
-        mask = ops.side == 0
+        mask = ops.side == Side.HOST
         return (names.HOST_PLANE, HOST, mask) if mask.any() else ("", "", mask)
     if device not in devices:
         choices = ", ".join([*devices, ALL_DEVICES, names.HOST_PLANE])
@@ -400,13 +383,53 @@ class _Keys:
     names: list[str]
 
 
-def _op_nodes(
-    ops: Ops, selected: np.ndarray, self_ps: np.ndarray, keys: _Keys, totals: tuple[int, int, float | None]
-) -> tuple[list[OpProfileNode], list[str], list[str], list[tuple[int, int]]]:
+def _keyed(stats: OpStats, selected: np.ndarray, plane_indices: list[int], side: str) -> tuple[_Keys, np.ndarray]:
+    """The selected ops' keys and self times (the device clock's where XLA records one),
+    read plane by plane."""
+    profile, ops = stats.profile, stats.ops
+    programs, categories, op_names = _Names(), _Names(), _Names()
+    program_codes = np.zeros(len(selected), dtype=np.int64)
+    name_codes = np.zeros(len(selected), dtype=np.int64)
+    fallback = _source_program(profile)
+    self_ps = ops.self_ps[selected].copy()
+    for plane_index in plane_indices:
+        here = ops.plane[selected] == plane_index
+        plane = profile.planes[plane_index]
+        rows = ops.row[selected[here]]
+        clock = stats.xla_ops.device_clock_self_ps(plane_index, len(plane.events))[rows]
+        self_ps[here] = np.where(clock >= 0, clock, self_ps[here])
+        program_codes[here] = programs.codes(*_programs(plane, rows, fallback))
+        if side == DEVICE:  # the event's own name
+            name_codes[here] = op_names.codes(plane.events.metadata_id[rows], _labels(plane).tolist())
+        else:
+            name_codes[here] = op_names.of(ops.name_codes.at(selected[here]))
+    category_codes = categories.of(ops.type_codes.at(selected))
+    return _Keys(program_codes, programs.names, category_codes, categories.names, name_codes, op_names.names), self_ps
+
+
+@dataclass(frozen=True)
+class _Totals:
+    """What the nodes' percentages and utilization are of."""
+
+    root_ps: int  # the selected ops' self time
+    with_idle_ps: int  # that and their idle time
+    peak_tflops: float | None  # the device's peak, where known
+
+
+@dataclass(frozen=True)
+class _Leaves:
+    """The op nodes, and beside each its program, category and the (plane index, event
+    row) of its first occurrence."""
+
+    nodes: list[OpProfileNode]
+    programs: list[str]
+    categories: list[str]
+    representatives: list[tuple[int, int]]
+
+
+def _op_nodes(ops: Ops, selected: np.ndarray, self_ps: np.ndarray, keys: _Keys, totals: _Totals) -> _Leaves:
     """One op node per (program, category, op name), with its summed numbers, percentages
-    and rates (vectorised: there can be many); beside each, its program, category and the
-    (plane index, event row) of its first occurrence. ``self_ps``: the selected ops' self
-    times."""
+    and rates (vectorised: there can be many). ``self_ps``: the selected ops' self times."""
     program_codes, program_names = keys.program, keys.program_names
     category_codes, category_names = keys.category, keys.category_names
     name_codes, distinct_names = keys.name, keys.names
@@ -426,9 +449,9 @@ def _op_nodes(
     has_flops = np.bincount(codes, weights=np.isfinite(flops_values), minlength=count) > 0
     accessed = np.bincount(codes, weights=np.nan_to_num(bytes_values), minlength=count)
     has_bytes = np.bincount(codes, weights=np.isfinite(bytes_values), minlength=count) > 0
-    root_ps, with_idle_ps, peak = totals
-    shares = _shares(time, root_ps)
-    shares_with_idle = _shares(time, with_idle_ps)
+    peak = totals.peak_tflops
+    shares = _shares(time, totals.root_ps)
+    shares_with_idle = _shares(time, totals.with_idle_ps)
     seconds = np.maximum(time, 1) / 1e12
     gflops = np.where(has_flops & (time > 0), flops / seconds / 1e9, np.nan)
     bandwidth = np.where(has_bytes & (time > 0), accessed / seconds / 1e9, np.nan)
@@ -454,11 +477,11 @@ def _op_nodes(
             utilization.tolist(), bandwidth.tolist(),
         )
     ]  # fmt: skip
-    return (
-        nodes,
-        [str(program_names[code]) for code in first_program[starts].tolist()],
-        [str(category_names[code]) for code in first_category[starts].tolist()],
-        list(zip(ops.plane[first].tolist(), ops.row[first].tolist())),
+    return _Leaves(
+        nodes=nodes,
+        programs=[str(program_names[code]) for code in first_program[starts].tolist()],
+        categories=[str(category_names[code]) for code in first_category[starts].tolist()],
+        representatives=list(zip(ops.plane[first].tolist(), ops.row[first].tolist())),
     )
 
 
@@ -484,9 +507,9 @@ def _parent(name: str, kind: str, children: list[OpProfileNode]) -> OpProfileNod
     )
 
 
-def _tree(label: str, leaves: list[OpProfileNode], programs: list[str], categories: list[str]) -> OpProfileNode:
+def _tree(label: str, leaves: _Leaves) -> OpProfileNode:
     grouped: dict[str, dict[str, list[OpProfileNode]]] = {}
-    for node, program, category in zip(leaves, programs, categories):
+    for node, program, category in zip(leaves.nodes, leaves.programs, leaves.categories):
         grouped.setdefault(program, {}).setdefault(category, []).append(node)
     program_nodes = [
         _parent(program, PROGRAM, [_parent(category, CATEGORY, ops) for category, ops in by_category.items()]) for program, by_category in grouped.items()
@@ -494,10 +517,11 @@ def _tree(label: str, leaves: list[OpProfileNode], programs: list[str], categori
     return _parent(label, ROOT, program_nodes)
 
 
-def _finish(node: OpProfileNode, root_ps: int, with_idle_ps: int, peak_tflops: float | None) -> None:
+def _finish(node: OpProfileNode, totals: _Totals) -> None:
     """Percentages and rates from the node's sums."""
-    node.time_percent = percent(node.time_ps, root_ps)
-    node.time_percent_with_idle = percent(node.time_ps, with_idle_ps)
+    peak_tflops = totals.peak_tflops
+    node.time_percent = percent(node.time_ps, totals.root_ps)
+    node.time_percent_with_idle = percent(node.time_ps, totals.with_idle_ps)
     node.gflops_per_second = _giga_per_second(node.flops, node.time_ps)
     node.memory_bandwidth_gb_per_second = _giga_per_second(node.bytes_accessed, node.time_ps)
     if node.gflops_per_second is not None and peak_tflops:
@@ -512,7 +536,7 @@ def _giga_per_second(amount: float | None, time_ps: int) -> float | None:
     return amount / (time_ps / 1e12) / 1e9
 
 
-def _fold(node: OpProfileNode, top_n: int, root_ps: int, with_idle_ps: int, peak_tflops: float | None) -> None:
+def _fold(node: OpProfileNode, top_n: int, totals: _Totals) -> None:
     """Children by time (then name); past the first ``top_n``, one "(K more)" node."""
     children = sorted(node.children, key=lambda child: (-child.time_ps, child.name))
     if len(children) > top_n:
@@ -521,12 +545,12 @@ def _fold(node: OpProfileNode, top_n: int, root_ps: int, with_idle_ps: int, peak
         summed = _parent("", rest[0].kind, rest)
         folded.time_ps, folded.occurrences = summed.time_ps, summed.occurrences
         folded.flops, folded.bytes_accessed, folded.folded = summed.flops, summed.bytes_accessed, len(rest)
-        _finish(folded, root_ps, with_idle_ps, peak_tflops)
+        _finish(folded, totals)
         children = [*children[:top_n], folded]
     node.children = children
     for child in children:
         if not child.folded:
-            _fold(child, top_n, root_ps, with_idle_ps, peak_tflops)
+            _fold(child, top_n, totals)
 
 
 # --- op details (read for the shown ops only) -------------------------------------------------
@@ -564,7 +588,7 @@ class _Launchers:
         host = profile.plane(names.HOST_PLANE)
         self._host: tuple[Plane, KeyTable] | None = None
         if host is not None:
-            rows = ops.row[(ops.side == 0) & (ops.plane == profile.planes.index(host))]
+            rows = ops.row[(ops.side == Side.HOST) & (ops.plane == profile.planes.index(host))]
             self._host = (host, launchers(host.events, rows))
 
     def stat(self, external_id: int, stat: str) -> Any:

@@ -21,12 +21,10 @@ import numpy as np
 
 from stepscope.analysis.grouping import Groups
 from stepscope.analysis.intervals import Union
-from stepscope.analysis.ops import DEVICE, HOST, Ops
+from stepscope.analysis.ops import Ops, Side
 from stepscope.analysis.tables import percent, ps_to_us
 from stepscope.trace import names
 from stepscope.trace.model import Profile, distinct_indices
-
-SIDES = (HOST, DEVICE)
 
 
 def idle_in_span_ps(profile: Profile, ops: Ops, mask: np.ndarray) -> int:
@@ -45,7 +43,7 @@ def idle_in_span_ps(profile: Profile, ops: Ops, mask: np.ndarray) -> int:
     return idle
 
 
-def side_idle_ps(profile: Profile, ops: Ops, side: int) -> int:
+def side_idle_ps(profile: Profile, ops: Ops, side: Side) -> int:
     """A side's IDLE: ``idle_in_span_ps`` over its ops."""
     return idle_in_span_ps(profile, ops, ops.side == side)
 
@@ -101,11 +99,10 @@ class OpRow(OpTableRow):
     bound_by: str | None  # "Compute" | "Memory" on the device side, else null
 
 
-def side_rows(ops: Ops, side_index: int, ridge: float | None, idle: int) -> list[OpRow]:
+def side_rows(ops: Ops, side: Side, ridge: float | None, idle: int) -> list[OpRow]:
     """One row per (type, name) of one side, ranked by total self time (first seen first
     among equals)."""
-    side = SIDES[side_index]
-    mask = ops.side == side_index
+    mask = ops.side == side
     type_code, name_code = ops.type_codes.codes[mask], ops.name_codes.codes[mask]
     groups = Groups.of(type_code, name_code)
     codes = groups.group
@@ -131,7 +128,7 @@ def side_rows(ops: Ops, side_index: int, ridge: float | None, idle: int) -> list
         rows.append(
             {
                 "rank": rank,
-                "host_or_device": side,
+                "host_or_device": side.label,
                 "type": op_type,
                 "name": name,
                 "occurrences": int(count[code]),
@@ -145,7 +142,7 @@ def side_rows(ops: Ops, side_index: int, ridge: float | None, idle: int) -> list
                 "gflops_per_second": _rate(flop_count, seconds, 1e9),
                 "memory_bandwidth_gb_per_second": _rate(byte_count, seconds, 1e9),
                 "operational_intensity": intensity,
-                "bound_by": bound_by(intensity, ridge) if side == DEVICE else None,
+                "bound_by": bound_by(intensity, ridge) if side == Side.DEVICE else None,
                 "total_time_ps": int(total[code]),
                 "total_self_time_ps": int(self_total[code]),
             }

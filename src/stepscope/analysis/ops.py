@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import cast
 
 import numpy as np
@@ -51,6 +52,19 @@ ANNOTATION_TYPE = "annotation"  # a user's span, the op where a profile has no f
 ALLOCATOR_EVENTS = frozenset({names.MEMORY_ALLOCATION, names.MEMORY_DEALLOCATION})
 
 
+class Side(IntEnum):
+    """Where an op ran: the values of the ``Ops.side`` column (an int array, compared whole:
+    ``ops.side == Side.DEVICE``)."""
+
+    HOST = 0
+    DEVICE = 1
+
+    @property
+    def label(self) -> str:
+        """The side as the tables name it: "Host", "Device"."""
+        return DEVICE if self is Side.DEVICE else HOST
+
+
 @dataclass(frozen=True)
 class Ops:
     """One entry per op occurrence. Names and types are codes (``find_ops`` builds them
@@ -58,7 +72,7 @@ class Ops:
     of the rows a caller needs (whole object columns cost a 1M-event profile 30 ms that
     no table needs)."""
 
-    side: np.ndarray  # 0 host, 1 device
+    side: np.ndarray  # Side values
     plane: np.ndarray
     row: np.ndarray
     name_codes: Coded
@@ -151,7 +165,7 @@ class Part:
     types: list[str]
 
 
-def _part(side: int, plane_index: int, plane: Plane, rows: np.ndarray, op_names: Labels, types: Labels, self_ps: np.ndarray) -> Part:
+def _part(side: Side, plane_index: int, plane: Plane, rows: np.ndarray, op_names: Labels, types: Labels, self_ps: np.ndarray) -> Part:
     flops = _numeric_metadata_stat(plane, names.FLOPS)
     accessed = _numeric_metadata_stat(plane, names.BYTES_ACCESSED)
     columns = {
@@ -221,7 +235,7 @@ def _host_ops(profile: Profile, host: Plane) -> tuple[Part, KeyTable]:
     launched = launchers(events, np.flatnonzero(is_kineto_op))
     external = KeyTable(launched.keys, event_name_codes[launched.values])
     index = profile.planes.index(host)
-    return _part(0, index, host, rows, op_names, types, _self_times(host, is_op)), external
+    return _part(Side.HOST, index, host, rows, op_names, types, _self_times(host, is_op)), external
 
 
 def _annotation_ops(profile: Profile, host: Plane) -> Part:
@@ -232,7 +246,7 @@ def _annotation_ops(profile: Profile, host: Plane) -> Part:
     never_type = np.asarray([bool(STEP_MARKER.match(name)) or name in ALLOCATOR_EVENTS or name == names.STEPSCOPE_STEP for name in meta.names], dtype=bool)
     is_op = ~never_type[kinds] & (events.step_num == NO_ID) if len(meta) else np.zeros(0, bool)
     types = Labels.per_kind([ANNOTATION_TYPE] * len(meta.names), kinds)
-    return _part(0, profile.planes.index(host), host, np.flatnonzero(is_op), Labels.per_kind(meta.names, kinds), types, _self_times(host, is_op))
+    return _part(Side.HOST, profile.planes.index(host), host, np.flatnonzero(is_op), Labels.per_kind(meta.names, kinds), types, _self_times(host, is_op))
 
 
 def launchers(events: EventTable, rows: np.ndarray) -> KeyTable:
@@ -283,4 +297,4 @@ def _device_ops(index: int, plane: Plane, kineto_codes: KeyTable, host_names: li
             marked = np.fromiter(by_row, dtype=np.int64, count=len(by_row))
             inside = np.isin(marked, rows)
             types.assign(marked[inside], [value for value, keep in zip(by_row.values(), inside.tolist()) if keep])
-    return _part(1, index, plane, rows, op_names, types, _self_times(plane, is_op))
+    return _part(Side.DEVICE, index, plane, rows, op_names, types, _self_times(plane, is_op))

@@ -23,7 +23,7 @@ from stepscope.analysis.hlo_ops import XlaOps, find_xla_ops
 from stepscope.analysis.intervals import Union
 from stepscope.analysis.kernels import DeviceKernels, find_kernels
 from stepscope.analysis.op_table import OpRow, ridge_point, side_idle_ps, side_rows
-from stepscope.analysis.ops import Ops, find_ops
+from stepscope.analysis.ops import Ops, Side, find_ops
 from stepscope.analysis.schedule import StepGraph, step_graph
 from stepscope.analysis.step_outliers import SetAside, set_aside
 from stepscope.analysis.steps import Steps, find_steps
@@ -36,8 +36,8 @@ class OpStats:
 
     def __init__(self, profile: Profile) -> None:
         self.profile = profile
-        self._op_rows: dict[int, list[OpRow]] = {}
-        self._side_idle: dict[int, int] = {}
+        self._op_rows: dict[Side, list[OpRow]] = {}
+        self._side_idle: dict[Side, int] = {}
 
     @classmethod
     def of(cls, source: Profile | OpStats) -> OpStats:
@@ -97,14 +97,14 @@ class OpStats:
     def ridge(self) -> float | None:
         return ridge_point(self.profile)
 
-    def side_idle_ps(self, side: int) -> int:
+    def side_idle_ps(self, side: Side) -> int:
         """A side's idle time (op_rows and framework_op_stats both read it), once per side."""
         if side not in self._side_idle:
             self._side_idle[side] = side_idle_ps(self.profile, self.ops, side)
         return self._side_idle[side]
 
-    def op_rows(self, side: int) -> list[OpRow]:
-        """framework_op_stats' rows of one side (0 host, 1 device), ranked by self time."""
+    def op_rows(self, side: Side) -> list[OpRow]:
+        """framework_op_stats' rows of one side, ranked by self time."""
         if side not in self._op_rows:
             self._op_rows[side] = side_rows(self.ops, side, self.ridge, self.side_idle_ps(side))
         return self._op_rows[side]

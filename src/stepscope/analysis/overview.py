@@ -27,19 +27,19 @@ from stepscope.analysis.breakdown import BREAKDOWN, IDLE
 from stepscope.analysis.chips import device_name
 from stepscope.analysis.classify import DEVICE_ACTIVITIES, event_activities
 from stepscope.analysis.finding_gains import gain_predictor
+from stepscope.analysis.findings.figures import Leads, Shares
 from stepscope.analysis.frameworks import frameworks
 from stepscope.analysis.gpu_metrics import GpuMetrics, gpu_metrics
 from stepscope.analysis.intervals import Union
 from stepscope.analysis.loader_settings import loader_settings
-from stepscope.analysis.op_table import SIDES
-from stepscope.analysis.ops import DEVICE, HOST
+from stepscope.analysis.ops import Side
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.step_outliers import SetAsideStep, set_aside_note, set_aside_rows
 from stepscope.analysis.step_throughput import Throughput, throughput
 from stepscope.analysis.steps import launching_steps
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
-from stepscope.analysis.verdict import Leads, Recommendation, Shares, recommendation
+from stepscope.analysis.verdict import Recommendation, recommendation
 from stepscope.trace import names
 from stepscope.trace.model import Profile
 from stepscope.trace.steps import Steps
@@ -250,7 +250,7 @@ def _flop_rate(stats: OpStats, devices: list[DeviceBusy]) -> Flops:
     """Device FLOP rate over the devices' busy time, and its share of the devices' peak,
     where the profile records op flops (XLA ops) and the device peak (a plane stat)."""
     profile, ops = stats.profile, stats.ops
-    device_flops = ops.flops[(ops.side == 1) & np.isfinite(ops.flops)]
+    device_flops = ops.flops[(ops.side == Side.DEVICE) & np.isfinite(ops.flops)]
     busy_s = sum(d["busy_time_ps"] for d in devices) / 1e12
     if not len(device_flops) or busy_s <= 0:
         return {"device_flops": None, "gflops_per_second": None, "peak_tflops_per_second": None, "utilization_percent": None}
@@ -280,8 +280,8 @@ def top_operations(stats: OpStats, limit: int = 10) -> list[TopOp]:
     TensorFlow's op type, XLA's ``hlo_category``), ``name``, ``gflops_per_second`` (NaN where
     the source records no flops), ``self_time_us`` (the op's total self time) and
     ``full_name`` (``shortened_names``). Empty for a profile without ops."""
-    side_index = SIDES.index(DEVICE) if (stats.ops.side == SIDES.index(DEVICE)).any() else SIDES.index(HOST)
-    rows = stats.op_rows(side_index)[:limit]
+    side = Side.DEVICE if (stats.ops.side == Side.DEVICE).any() else Side.HOST
+    rows = stats.op_rows(side)[:limit]
     full = shortened_names(stats.profile, {row["name"] for row in rows})
     return [
         {
@@ -312,7 +312,7 @@ def shortened_names(profile: Profile, labels: set[str]) -> dict[str, str]:
 
 def _leads(stats: OpStats) -> Leads:
     """The rows the recommendation's evidence points at, from framework_op_stats' rows."""
-    host, device = ([(row["type"], row["name"]) for row in stats.op_rows(SIDES.index(side))] for side in (HOST, DEVICE))
+    host, device = ([(row["type"], row["name"]) for row in stats.op_rows(side)] for side in (Side.HOST, Side.DEVICE))
     return Leads.of(host, device)
 
 

@@ -35,9 +35,9 @@ from typing import TypedDict
 
 import numpy as np
 
-from stepscope.analysis.grouping import Groups
+from stepscope.analysis.grouping import Groups, KeyTable
 from stepscope.analysis.hlo_ops import XlaOps
-from stepscope.analysis.ops import Ops, launchers
+from stepscope.analysis.ops import Ops, Side, launchers
 from stepscope.analysis.shape_costs import ESTIMATORS, Call, Cost, call_of, estimate
 from stepscope.trace import names
 from stepscope.trace.model import NO_ID, Plane, Profile, distinct_indices
@@ -105,6 +105,49 @@ def _signature(name: str, call: Call | None) -> str:
     return f"{name}({shapes}) {dtype}".rstrip()
 
 
+@dataclass(frozen=True)
+class Counted:
+    """The op a launching op's kernels count for (see the module docstring): its row, its
+    estimated cost and its call; cost None where no estimator knows it."""
+
+    row: int
+    cost: Cost | None
+    call: Call | None
+
+
+def _counted_for(host: Plane, row: int, op_type: dict[int, str], outputs: dict[int, tuple[int, ...]]) -> Counted:
+    """The launching op's row -> the outermost op above it (ops: the rows of ``op_type``)
+    whose estimator gives a cost, else the launching op itself with no cost."""
+    events, meta_names = host.events, host.metadata.name_array
+    chain = []
+    at = row
+    while at != NO_ID:
+        if at in op_type:
+            chain.append(at)
+        at = int(events.parent[at])
+    for candidate in reversed(chain):  # outermost first
+        name = str(meta_names[events.metadata_id[candidate]])
+        if name not in ESTIMATORS:
+            continue
+        call = _call(host, candidate, name, outputs)
+        cost = estimate(name, call) if call is not None else None
+        if cost is not None:
+            return Counted(candidate, cost, call)
+    return Counted(row, None, _call(host, row, str(meta_names[events.metadata_id[row]])))
+
+
+def _launching_ops(profile: Profile, ops: Ops, launcher: KeyTable) -> tuple[np.ndarray, np.ndarray]:
+    """The device ops (indices into ``ops``, plane by plane as ops lists them) and each one's
+    launching host op (its row; NO_ID: none)."""
+    device = np.flatnonzero(ops.side == Side.DEVICE)
+    device = device[np.argsort(ops.plane[device], kind="stable")]
+    launched = np.full(len(device), NO_ID, dtype=np.int64)
+    for plane_index in distinct_indices(ops.plane[device]):
+        here = np.flatnonzero(ops.plane[device] == plane_index)
+        launched[here] = launcher.get(profile.planes[plane_index].events.external_id[ops.row[device[here]]], NO_ID)
+    return device, launched
+
+
 def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
     plane_names = tuple(plane.name for plane in profile.planes)
     host = profile.plane(names.HOST_PLANE)
@@ -114,65 +157,32 @@ def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
     host_index = profile.planes.index(host)
     events = host.events
     meta_names = host.metadata.name_array
-    on_host = np.flatnonzero((ops.side == 0) & (ops.plane == host_index))
+    on_host = np.flatnonzero((ops.side == Side.HOST) & (ops.plane == host_index))
     host_rows = ops.row[on_host]
     launcher = launchers(events, host_rows)
     if not len(launcher):
         return empty
     op_type = dict(zip(host_rows.tolist(), ops.type_codes.at(on_host).tolist()))
     outputs = _output_shapes(host, host_rows)
-
-    chosen: dict[int, tuple[int, Cost | None, Call | None]] = {}
-
-    def choose(row: int) -> tuple[int, Cost | None, Call | None]:
-        """The launching op's row -> (the op it counts for, its cost, its call)."""
-        if row in chosen:
-            return chosen[row]
-        chain = []
-        at = row
-        while at != NO_ID:
-            if at in op_type:
-                chain.append(at)
-            at = int(events.parent[at])
-        found: tuple[int, Cost | None, Call | None] = (row, None, None)
-        for candidate in reversed(chain):  # outermost first
-            name = str(meta_names[events.metadata_id[candidate]])
-            if name not in ESTIMATORS:
-                continue
-            call = _call(host, candidate, name, outputs)
-            cost = estimate(name, call) if call is not None else None
-            if cost is not None:
-                found = (candidate, cost, call)
-                break
-        if found[1] is None:
-            own = str(meta_names[events.metadata_id[row]])
-            found = (row, None, _call(host, row, own))
-        chosen[row] = found
-        return found
-
-    # Each device op's launching host op (NO_ID: none), then the op its time counts for.
-    device = np.flatnonzero(ops.side == 1)
-    device = device[np.argsort(ops.plane[device], kind="stable")]  # plane by plane, as ops lists them
-    launched = np.full(len(device), NO_ID, dtype=np.int64)
-    for plane_index in distinct_indices(ops.plane[device]):
-        here = np.flatnonzero(ops.plane[device] == plane_index)
-        launched[here] = launcher.get(profile.planes[plane_index].events.external_id[ops.row[device[here]]], NO_ID)
+    device, launched = _launching_ops(profile, ops, launcher)
     hit = launched != NO_ID
     if not hit.any():
         return empty
+    # Each launching op once, then the op its time counts for.
     distinct, inverse = np.unique(launched[hit], return_inverse=True)
-    counted = np.asarray([choose(row)[0] for row in distinct.tolist()], dtype=np.int64)[inverse.reshape(-1)]
+    chosen = [_counted_for(host, row, op_type, outputs) for row in distinct.tolist()]
+    counted = np.asarray([found.row for found in chosen], dtype=np.int64)[inverse.reshape(-1)]
+    by_row = {found.row: found for found in chosen}
     # One entry per (plane, op counted for), in the order of its first kernel.
     entries = Groups.of(ops.plane[device[hit]], counted)
     sums = entries.sum(ops.duration_ps[device[hit]])
-    by_row = {found[0]: found for found in chosen.values()}
     columns: dict[str, list[object]] = {key: [] for key in ("plane", "row", "name", "expression", "category", "program", "time_ps", "flops", "bytes_accessed")}
     assumed = []
     firsts = device[hit][entries.first]
     for plane_index, row, total in zip(ops.plane[firsts].tolist(), counted[entries.first].tolist(), sums.tolist()):
-        _, cost, call = by_row[row]
+        cost = by_row[row].cost
         op_name = str(meta_names[events.metadata_id[row]])
-        signature = _signature(op_name, call)
+        signature = _signature(op_name, by_row[row].call)
         columns["plane"].append(plane_index)
         columns["row"].append(row)
         columns["name"].append(signature)

@@ -154,7 +154,15 @@ def rank_collectives(stats: OpStats) -> RankCollectives:
     )
 
 
-_Found = tuple[int, int, str, int, int | None]  # (step, start, name, duration, bytes)
+@dataclass(frozen=True)
+class _Found:
+    """A collective call as found, before it is numbered (``CollectiveCall``)."""
+
+    step: int
+    start_ps: int  # orders the calls of a step
+    name: str
+    duration_ps: int
+    bytes: int | None
 
 
 def _found_calls(stats: OpStats) -> dict[str, list[_Found]]:
@@ -166,18 +174,25 @@ def _found_calls(stats: OpStats) -> dict[str, list[_Found]]:
         calls = found.setdefault(plane.name, [])
         for row in rows.tolist():
             name, size = _describe(plane, row, annotations)
-            calls.append((int(steps.number[step_index[row]]), int(plane.events.start_ps[row]), name, int(plane.events.duration_ps[row]), size))
+            calls.append(
+                _Found(
+                    step=int(steps.number[step_index[row]]),
+                    start_ps=int(plane.events.start_ps[row]),
+                    name=name,
+                    duration_ps=int(plane.events.duration_ps[row]),
+                    bytes=size,
+                )
+            )
     return found
 
 
 def _numbered(found: list[_Found]) -> list[CollectiveCall]:
-    found = sorted(found, key=lambda call: (call[0], call[1]))
     seen: dict[tuple[int, str], int] = {}
     calls = []
-    for step, _start, name, duration, size in found:
-        ordinal = seen.get((step, name), 0)
-        seen[(step, name)] = ordinal + 1
-        calls.append(CollectiveCall(step, name, ordinal, duration, size))
+    for call in sorted(found, key=lambda call: (call.step, call.start_ps)):
+        ordinal = seen.get((call.step, call.name), 0)
+        seen[(call.step, call.name)] = ordinal + 1
+        calls.append(CollectiveCall(call.step, call.name, ordinal, call.duration_ps, call.bytes))
     return calls
 
 

@@ -148,7 +148,7 @@ def reduce_ranks(run: str, tables: Sequence[RankTables], failures: Sequence[str]
     earliest_ns = min(table.start_ns for table in tables)
     origins = {rank: earliest_ns if aligned else table.start_ns for rank, table in ranked}
     waits = _waits(ranked)
-    steps = [_step_row(rank, step, origins[rank], waits[0].get((rank, step.number), 0)) for rank, table in ranked for step in table.steps]
+    steps = [_step_row(rank, step, origins[rank], waits.by_step.get((rank, step.number), 0)) for rank, table in ranked for step in table.steps]
     by_rank: dict[int, list[DistributedStep]] = defaultdict(list)
     for row in steps:
         by_rank[row["rank"]].append(row)
@@ -163,7 +163,7 @@ def reduce_ranks(run: str, tables: Sequence[RankTables], failures: Sequence[str]
         ranks=[_rank_row(rank, table, origins[rank], by_rank[rank], host_ranks[rank]) for rank, table in ranked],
         steps=steps,
         stragglers=_stragglers(steps, rule, DEVICE_SIGNALS if by == BY_DEVICE else SIGNALS),
-        collectives=_collectives(ranked, waits[1]),
+        collectives=_collectives(ranked, waits.by_name),
         warnings=[
             *failures,
             *(f"rank {rank}: {warning}" for rank, table in sorted(zip(numbers, hosts, strict=True), key=lambda pair: pair[0]) for warning in table.warnings),
@@ -171,8 +171,16 @@ def reduce_ranks(run: str, tables: Sequence[RankTables], failures: Sequence[str]
     )
 
 
-def _waits(ranked: list[tuple[int, RankTables]]) -> tuple[dict[tuple[int, int], int], dict[tuple[int, str], int]]:
-    """Each rank's wait per step and per collective name, over calls matched on 2+ ranks."""
+@dataclasses.dataclass(frozen=True)
+class Waits:
+    """Each rank's collective wait (ps), over the calls matched on 2+ ranks."""
+
+    by_step: dict[tuple[int, int], int]  # (rank, step number) -> its wait in that step
+    by_name: dict[tuple[int, str], int]  # (rank, collective name) -> its wait in those calls
+
+
+def _waits(ranked: list[tuple[int, RankTables]]) -> Waits:
+    """Each rank's wait per step and per collective name (``Waits``)."""
     calls: dict[tuple[int, str, int], list[tuple[int, int]]] = defaultdict(list)
     for rank, table in ranked:
         for call in table.collectives:
@@ -186,7 +194,7 @@ def _waits(ranked: list[tuple[int, RankTables]]) -> tuple[dict[tuple[int, int], 
         for rank, duration in found:
             by_step[(rank, step)] += duration - fastest
             by_name[(rank, name)] += duration - fastest
-    return by_step, by_name
+    return Waits(by_step=by_step, by_name=by_name)
 
 
 def _step_row(rank: int, step: RankStep, origin_ns: int, wait_ps: int) -> DistributedStep:
