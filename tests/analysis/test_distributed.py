@@ -15,11 +15,11 @@ import pytest
 from stepscope.analysis import run_tool
 from stepscope.analysis.distributed import rank_tables
 from stepscope.analysis.distributed.collectives import collective_name, input_bytes, message_bytes
-from stepscope.analysis.distributed.rank_tables import CLOCK_EPOCH, CLOCK_RELATIVE, CLOCK_XSPACE
 from stepscope.analysis.distributed.reduce import FROM_DISTRIBUTED_INFO, FROM_FILE_NAME, FROM_HOST_ORDER
 from stepscope.analysis.distributed.stragglers import Rule, outliers
 from stepscope.analysis.distributed.unit_tables import CATEGORIES
 from stepscope.engines import analyse_run
+from stepscope.trace.kinds import CLOCK_EPOCH, CLOCK_RELATIVE, CLOCK_XSPACE
 from stepscope.trace.logdir import discover
 from stepscope.trace.readers import load
 from stepscope.trace.writers import save

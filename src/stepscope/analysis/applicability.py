@@ -10,7 +10,10 @@ rule gives a reason. A rule returns "" when the tool applies, else its reason in
 
 from __future__ import annotations
 
+import numpy as np
+
 from stepscope.trace import names
+from stepscope.trace.kinds import MEMORY_KINDS
 from stepscope.trace.model import Plane, Profile
 
 NO_GPU_KERNELS = "no GPU kernels in this profile (kernel stats lists the kernels of /device:GPU planes)"
@@ -19,9 +22,6 @@ NO_XLA_OPS = "no XLA ops in this profile (no XLA Ops line and no compiled XLA pr
 NO_ROOFLINE_OPS = "no XLA ops and no GPU kernels in this profile: no op has a device time to place on a roofline"
 NO_MEMORY_EVENTS = "no memory events in this profile (PyTorch records them with profile_memory=True)"
 ONE_RANK = "one rank: nothing to compare (the run has one host, with fewer than two devices)"
-
-# The event types that are allocations and frees (Kineto's and XSpace's).
-MEMORY_EVENT_NAMES = frozenset({names.KINETO_MEMORY_EVENT, names.MEMORY_ALLOCATION, names.MEMORY_DEALLOCATION})
 
 
 def _gpu_planes(profile: Profile) -> list[Plane]:
@@ -66,7 +66,7 @@ def roofline_ops(profile: Profile) -> str:
 def memory_events(profile: Profile) -> str:
     """memory_profile: an event type that is an allocation or a free, with events."""
     for plane in profile.planes:
-        if len(plane.events) and not MEMORY_EVENT_NAMES.isdisjoint(plane.metadata.names):
+        if len(plane.events) and np.isin(plane.metadata.kinds, list(MEMORY_KINDS)).any():
             return ""
     return NO_MEMORY_EVENTS
 

@@ -1,10 +1,10 @@
 """What each event is, for the step-time breakdown: device compute, a copy, a kernel launch...
 
-Classification is by event type (metadata: name, category, line), evaluated once per
-distinct type and broadcast to the events, so it costs nothing per event. The rules cover
-the sources stepscope reads: Kineto categories and names (CUDA and ROCm), XSpace lines
-(XLA Ops on TPU/GPU device planes), and the host-side names of data loading and
-compilation in PyTorch, TensorFlow and JAX.
+Classification is by event type (metadata: name, kind, line), evaluated once per
+distinct type and broadcast to the events, so it costs nothing per event. The rules read
+the kinds the readers found (``trace.kinds.EventKind``: kernels, copies, Python frames...),
+XSpace lines (XLA Ops on TPU/GPU device planes), and the names of launches (CUDA and ROCm),
+data loading and compilation in PyTorch, TensorFlow and JAX.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from functools import lru_cache
 import numpy as np
 
 from stepscope.trace import names
+from stepscope.trace.kinds import NOT_DEVICE_WORK, EventKind
 from stepscope.trace.model import NO_ID, Plane
 from stepscope.trace.op_names import HLO_INSTRUCTION, op_type_of
 from stepscope.trace.steps import INPUT_WAIT
@@ -79,7 +80,6 @@ _COPY_ACTIVITY = {
 DEVICE_WRAPPER_LINES = frozenset(
     {names.STEPS_LINE, names.XLA_MODULES_LINE, names.FRAMEWORK_OPS_LINE, names.FRAMEWORK_NAME_SCOPE_LINE, "Source code", "Launch Stats"}
 )
-DEVICE_IGNORED_CATEGORIES = frozenset({"gpu_user_annotation", "cuda_sync"})
 
 # XLA instructions that move data rather than compute (0 FLOPs; the time is a transfer's):
 # asynchronous copies, point-to-point send/recv and host transfers. On the shared TPU
@@ -131,21 +131,21 @@ def xla_transfer_activity(name: str, hlo_category: str) -> Activity | None:
     return Activity.DEVICE_TO_DEVICE
 
 
-# Cached per (name, category, hlo_category): a kernel's name can run to kilobytes of C++ template and
+# Cached per (name, kind, hlo_category): a kernel's name can run to kilobytes of C++ template and
 # the regexes cost ~17 us each on them; a process that analyses many ranks of one job (the
 # distributed view's workers) meets the same names in every rank (15% of a rank's map).
 @lru_cache(maxsize=1 << 16)
-def _device_type_activity(name: str, category: str, hlo_category: str = "") -> Activity:
-    # A host category on a device plane is host work misplaced by its writer, not device time.
-    if category in DEVICE_IGNORED_CATEGORIES or category in names.KINETO_HOST_CATEGORIES:
+def _device_type_activity(name: str, kind: EventKind, hlo_category: str = "") -> Activity:
+    # Host work misplaced on a device plane by its writer, and spans around work: no device time.
+    if kind in NOT_DEVICE_WORK:
         return Activity.NONE
     transfer = xla_transfer_activity(name, hlo_category)
     if transfer is not None:
         return transfer
-    if category in names.KINETO_MEMCPY_CATEGORIES or name.startswith("Memcpy"):
-        kind = MEMCPY_KIND.search(name)
-        return _COPY_ACTIVITY.get(kind.group(1), Activity.DEVICE_TO_DEVICE) if kind else Activity.DEVICE_TO_DEVICE
-    if category in names.KINETO_MEMSET_CATEGORIES or name.startswith("Memset"):
+    if kind == EventKind.MEMCPY or name.startswith("Memcpy"):
+        copy = MEMCPY_KIND.search(name)
+        return _COPY_ACTIVITY.get(copy.group(1), Activity.DEVICE_TO_DEVICE) if copy else Activity.DEVICE_TO_DEVICE
+    if kind == EventKind.MEMSET or name.startswith("Memset"):
         return Activity.DEVICE_TO_DEVICE
     if COLLECTIVE.search(name):
         return Activity.DEVICE_COLLECTIVES
@@ -153,10 +153,10 @@ def _device_type_activity(name: str, category: str, hlo_category: str = "") -> A
 
 
 @lru_cache(maxsize=1 << 16)
-def _host_type_activity(name: str, category: str) -> Activity:
-    if STEP_MARKER.match(name) or category in ("Trace",):
+def _host_type_activity(name: str, kind: EventKind) -> Activity:
+    if STEP_MARKER.match(name) or kind == EventKind.PROFILER_SPAN:
         return Activity.NONE
-    if category == names.KINETO_PYTHON_CATEGORY:
+    if kind == EventKind.PYTHON:
         return Activity.PYTHON_STACK
     if INPUT.search(name):
         return Activity.INPUT
@@ -166,7 +166,7 @@ def _host_type_activity(name: str, category: str) -> Activity:
         return Activity.COMPILE
     if LAUNCH.search(name):
         return Activity.KERNEL_LAUNCH
-    if name == names.KINETO_MEMORY_EVENT:
+    if kind == EventKind.MEMORY_DELTA:
         return Activity.NONE
     return Activity.HOST_COMPUTE
 
@@ -180,9 +180,9 @@ def event_activities(plane: Plane) -> np.ndarray:
     if plane.is_device:
         # XLA ops carry their opcode class as the hlo_category stat of their metadata.
         hlo = [next((str(s.value) for s in stats if s.name == names.HLO_CATEGORY), "") for stats in meta.stats]
-        types = [_device_type_activity(*key) for key in zip(meta.names, meta.categories, hlo)]
+        types = [_device_type_activity(name, EventKind(kind), category) for name, kind, category in zip(meta.names, meta.kinds.tolist(), hlo)]
     else:
-        types = [_host_type_activity(name, category) for name, category in zip(meta.names, meta.categories)]
+        types = [_host_type_activity(name, EventKind(kind)) for name, kind in zip(meta.names, meta.kinds.tolist())]
     by_type = np.asarray(types, dtype=np.int8)
     activities = by_type[plane.events.metadata_id] if len(by_type) else np.zeros(0, dtype=np.int8)
     if plane.is_device:

@@ -31,6 +31,7 @@ import numpy.typing as npt
 
 from stepscope.analysis.path_kinds import Kind
 from stepscope.trace import names
+from stepscope.trace.kinds import FORWARD_BACKWARD_FLOWS, WAIT_RECORD_CORRELATION, WAIT_STREAM, EventKind
 from stepscope.trace.model import NO_ID, Profile, distinct_indices
 
 # (src, dst, nominal weight, gap kind) of a group of edges.
@@ -92,9 +93,10 @@ def _fwdbwd_pairs(profile: Profile) -> list[tuple[int, int, int]]:
     """(host plane, thread line, worker line) where the thread's ops source fwdbwd flows
     into the worker's."""
     flows = profile.flows
-    if names.KINETO_FWDBWD_FLOW not in flows.categories:
+    codes = [code for code, category in enumerate(flows.categories) if category in FORWARD_BACKWARD_FLOWS]
+    if not codes:
         return []
-    mine = (flows.category == flows.categories.index(names.KINETO_FWDBWD_FLOW)) & (flows.src_plane == flows.dst_plane)
+    mine = np.isin(flows.category, codes) & (flows.src_plane == flows.dst_plane)
     pairs: set[tuple[int, int, int]] = set()
     for plane_index in distinct_indices(flows.src_plane[mine]):
         lines = profile.planes[plane_index].events.line
@@ -145,13 +147,15 @@ def _stream_waits(profile: Profile, nodes: Nodes, parts: list[_Edges]) -> None:
         if not plane.is_device:
             continue
         meta = plane.metadata
-        wait_type = np.asarray([c == names.KINETO_CUDA_SYNC and n == names.KINETO_WAIT_EVENT for c, n in zip(meta.categories, meta.names)], dtype=bool)
+        wait_type = meta.kinds == EventKind.STREAM_WAIT
         if not wait_type.any():
             continue
         line_of_stream = {line.id: index for index, line in enumerate(plane.lines)}
         for row in np.flatnonzero(wait_type[plane.events.metadata_id]).tolist():
-            stream = plane.stats.value(row, names.KINETO_WAIT_ON_STREAM, names.KINETO_WAIT_EVENT, names.KINETO_CUDA_SYNC)
-            record = plane.stats.value(row, names.KINETO_WAIT_ON_RECORD, names.KINETO_WAIT_EVENT, names.KINETO_CUDA_SYNC)
+            metadata_id = int(plane.events.metadata_id[row])
+            name, category = meta.names[metadata_id], meta.categories[metadata_id]
+            stream = plane.stats.value(row, WAIT_STREAM, name, category)
+            record = plane.stats.value(row, WAIT_RECORD_CORRELATION, name, category)
             recorded_line = line_of_stream.get(stream) if isinstance(stream, int) else None
             record_at = _call_start(call_corr, call_start, record)
             if recorded_line is None or record_at is None:

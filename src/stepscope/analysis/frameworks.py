@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from stepscope.trace.kinds import writer_framework
 from stepscope.trace.model import Profile
 
 PYTORCH, JAX, TENSORFLOW, PYTHON = "PyTorch", "JAX", "TensorFlow", "Python"
@@ -17,8 +18,6 @@ FRAMEWORK_MARKERS = {
     JAX: re.compile(r"^PjitFunction|^jit_|^pjit"),
     TENSORFLOW: re.compile(r"^__inference_|^EagerExecute$|^IteratorGetNext|^tf\.|^Iterator::"),
 }
-# A format that only one framework writes names it even when no event shows its hand.
-FORMAT_FRAMEWORKS = {"kineto": PYTORCH}
 
 
 def found_frameworks(profile: Profile) -> list[str]:
@@ -29,8 +28,9 @@ def found_frameworks(profile: Profile) -> list[str]:
     ]
     if found:
         return found
-    if profile.format in FORMAT_FRAMEWORKS:
-        return [FORMAT_FRAMEWORKS[profile.format]]
+    writer = writer_framework(profile.format)  # a format only one framework writes names it
+    if writer is not None:
+        return [writer]
     captured = any(name.startswith("stepscope.") for plane in profile.planes for name in plane.metadata.names)
     return [PYTHON] if captured else []
 

@@ -3,6 +3,9 @@ peak, per-step peaks, and the ops holding memory at the peak.
 
 Sources
 -------
+Read into columns by ``memory.allocations``; which events are allocation records, and
+which of their stats hold what, is the readers' translation (``trace.kinds``).
+
 - Kineto ``[memory]`` instants (``torch.profiler.profile(profile_memory=True)``) on host
   threads. Args: ``Bytes`` (signed: > 0 allocation, < 0 free; stepscope's stats view names
   it ``allocation_bytes``), ``Device Type`` (c10's DeviceType: 0 CPU, 1 CUDA, ...),
@@ -69,13 +72,12 @@ import numpy as np
 
 from stepscope.analysis import applicability
 from stepscope.analysis.frameworks import JAX, PYTHON, PYTORCH, TENSORFLOW, found_frameworks
+from stepscope.analysis.memory.allocations import DeviceAllocations, collect
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import ToolResult, tool
 from stepscope.analysis.steps import Steps
 from stepscope.analysis.tables import Column, Table, ps_to_us
-from stepscope.trace import names
-from stepscope.trace.counters import event_args, kineto_device_name
-from stepscope.trace.model import NO_ID, Plane, Profile
+from stepscope.trace.model import Profile
 
 TOOL = "memory_profile"
 MAX_TIMELINE_POINTS = 2000
@@ -84,26 +86,8 @@ MAX_TIMELINE_POINTS = 2000
 # profile_memory holds millions of (mostly tiny) allocations.
 MAX_ALLOCATIONS = 100
 
-# Kineto [memory] args (keys as PyTorch writes them; Bytes arrives as names.ALLOCATION_BYTES).
-KINETO_BYTES = names.KINETO_MEMORY_BYTES
-KINETO_DEVICE_TYPE = names.KINETO_MEMORY_DEVICE_TYPE
-KINETO_DEVICE_ID = names.KINETO_MEMORY_DEVICE_ID
-KINETO_ADDR = names.KINETO_MEMORY_ADDR
-KINETO_TOTAL_ALLOCATED = names.KINETO_MEMORY_TOTAL_ALLOCATED
-KINETO_TOTAL_RESERVED = names.KINETO_MEMORY_TOTAL_RESERVED
-# XSpace (TSL's HostEventType / StatType names) not in names.py.
-MEMORY_ALLOCATION = names.MEMORY_ALLOCATION
-MEMORY_DEALLOCATION = names.MEMORY_DEALLOCATION
-ALLOCATOR_NAME = names.ALLOCATOR_NAME
-PEAK_BYTES_IN_USE = names.PEAK_BYTES_IN_USE
-DEVICE_ORDINAL = names.DEVICE_ORDINAL
-INDEX_ON_HOST = names.INDEX_ON_HOST
-_NO_TF_OP = frozenset({"", "(null)"})
 _DIGITS = re.compile(r"(\d+)")
 
-# Ops that only allocate: their memory is charged to the op that called them.
-ALLOCATION_OPS = frozenset({"aten::empty", "aten::empty_strided", "aten::empty_like", "aten::new_empty", "aten::new_empty_strided"})
-NO_OP = "(no enclosing op)"
 BEFORE_PROFILE = "(allocated before the profile)"
 
 # Why a profile holds no memory events, per framework, and what records them: one line,
@@ -264,21 +248,6 @@ def _size(value: int) -> str:
     return f"{value:,} B"
 
 
-@dataclass
-class _DeviceEvents:
-    """One device's memory events as collected (source order within each plane and line)."""
-
-    time_ps: list[int] = field(default_factory=list)
-    size: list[int | None] = field(default_factory=list)  # bytes, >= 0; None if the source omits it
-    free: list[bool] = field(default_factory=list)
-    allocated: list[int | None] = field(default_factory=list)  # the source's total, if any
-    reserved: list[int | None] = field(default_factory=list)
-    address: list[int | None] = field(default_factory=list)
-    op: list[str] = field(default_factory=list)
-    lifetime_peak: list[int | None] = field(default_factory=list)  # XSpace's peak_bytes_in_use
-    kind: str = ""  # "kineto" or "xspace"
-
-
 @tool(
     TOOL,
     title="Memory profile",
@@ -287,7 +256,7 @@ class _DeviceEvents:
     applies=applicability.memory_events,
 )
 def memory_profile(stats: OpStats) -> MemoryProfileResult:
-    devices = _collect(stats.profile)
+    devices = collect(stats.profile)
     if not devices:
         return MemoryProfileResult(note=no_events_note(stats.profile))
     steps = stats.steps
@@ -306,9 +275,9 @@ def _note(results: list[MemoryDevice]) -> str:
             text += ")"
         else:
             text = f"{device['device']}: allocated bytes are the source's {source!r}"
-        if device["reserved_from"] == names.BYTES_RESERVED:
+        if device["peak_in_use_bytes"] is not None:  # reserved beside the heap
             text += (
-                f"; reserved bytes are the source's {names.BYTES_RESERVED!r}, memory the runtime reserves beside "
+                f"; reserved bytes are the source's {device['reserved_from']!r}, memory the runtime reserves beside "
                 f"the heap (not part of the allocated bytes); allocated + reserved peaks at {device['peak_in_use_bytes']:,} bytes"
             )
         elif device["reserved_from"] is None:
@@ -328,122 +297,10 @@ def _device_order(name: str) -> tuple[bool, tuple[tuple[int, int, str], ...]]:
     return (name != "CPU", parts)
 
 
-# --- collecting -------------------------------------------------------------------------------
-
-
-def _collect(profile: Profile) -> dict[str, _DeviceEvents]:
-    devices: dict[str, _DeviceEvents] = defaultdict(_DeviceEvents)
-    for plane in profile.planes:
-        meta_names = plane.metadata.names
-        kineto_ids = [i for i, name in enumerate(meta_names) if name == names.KINETO_MEMORY_EVENT]
-        alloc_ids = [i for i, name in enumerate(meta_names) if name == MEMORY_ALLOCATION]
-        free_ids = [i for i, name in enumerate(meta_names) if name == MEMORY_DEALLOCATION]
-        memory_ids = kineto_ids + alloc_ids + free_ids
-        if not memory_ids:
-            continue
-        is_memory = np.zeros(len(meta_names), dtype=bool)
-        is_memory[memory_ids] = True
-        rows = np.flatnonzero(is_memory[plane.events.metadata_id])
-        if not len(rows):
-            continue
-        ops = _enclosing_ops(plane, rows, is_memory)
-        starts = plane.events.start_ps[rows].tolist()
-        metadata_ids = plane.events.metadata_id[rows].tolist()
-        kineto, freeing = set(kineto_ids), set(free_ids)
-        shared = {i: {stat.name: stat.value for stat in plane.metadata.stats[i]} for i in memory_ids}
-        for start, metadata_id, op, own in zip(starts, metadata_ids, ops, event_args(plane, rows)):
-            # Metadata stats first, the event's own win (as Plane.event_stats orders them).
-            stats = {**shared[metadata_id], **own} if shared[metadata_id] else own
-            if metadata_id in kineto:
-                _add_kineto(devices, stats, start, op)
-            else:
-                _add_xspace(devices, stats, start, op, metadata_id in freeing)
-    return dict(devices)
-
-
-def _int(value: Any) -> int | None:
-    if type(value) is int:
-        return value
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value == value and abs(value) < 2**63:
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(value.strip())
-        except ValueError:
-            return None
-    return None
-
-
-def _add_kineto(devices: dict[str, _DeviceEvents], stats: dict[str, Any], start: int, op: str) -> None:
-    size = _int(stats.get(names.ALLOCATION_BYTES, stats.get(KINETO_BYTES)))
-    if size is None:
-        return
-    device = devices[kineto_device_name(_int(stats.get(KINETO_DEVICE_TYPE)), _int(stats.get(KINETO_DEVICE_ID)))]
-    device.kind = "kineto"
-    device.time_ps.append(start)
-    device.size.append(abs(size))
-    device.free.append(size < 0)
-    device.allocated.append(_int(stats.get(KINETO_TOTAL_ALLOCATED)))
-    device.reserved.append(_int(stats.get(KINETO_TOTAL_RESERVED)))
-    device.address.append(_int(stats.get(KINETO_ADDR)))
-    device.lifetime_peak.append(None)
-    device.op.append(op)
-
-
-def _add_xspace(devices: dict[str, _DeviceEvents], stats: dict[str, Any], start: int, op: str, free: bool) -> None:
-    # A deallocation may carry no size (TPU runtimes): it is taken from its allocation.
-    size = _int(stats.get(names.ALLOCATION_BYTES))
-    if size is None:
-        size = _int(stats.get(names.REQUESTED_BYTES))
-    allocated = _int(stats.get(names.BYTES_ALLOCATED))
-    if size is None and allocated is None and not free:
-        return
-    allocator = stats.get(ALLOCATOR_NAME)
-    if not (isinstance(allocator, str) and allocator):
-        ordinal = _int(stats.get(DEVICE_ORDINAL, stats.get(INDEX_ON_HOST)))
-        allocator = f"device {ordinal}" if ordinal is not None else "allocator"
-    device = devices[allocator]
-    device.kind = "xspace"
-    device.time_ps.append(start)
-    device.size.append(abs(size) if size is not None else None)
-    device.free.append(free)
-    device.allocated.append(allocated)
-    device.reserved.append(_int(stats.get(names.BYTES_RESERVED)))
-    device.lifetime_peak.append(_int(stats.get(PEAK_BYTES_IN_USE)))
-    device.address.append(_int(stats.get(names.ADDRESS)))
-    tf_op = stats.get(names.TF_OP)
-    device.op.append(tf_op if isinstance(tf_op, str) and tf_op not in _NO_TF_OP else op)
-
-
-def _enclosing_ops(plane: Plane, rows: np.ndarray, is_memory: np.ndarray) -> list[str]:
-    """Per memory event, the name of the op it happened in (see the module docstring)."""
-    events = plane.events
-    name_array = plane.metadata.name_array
-    allocation_op = np.isin(name_array, list(ALLOCATION_OPS)) if len(name_array) else np.zeros(0, dtype=bool)
-    current = events.parent[rows].copy()
-    while True:
-        valid = current != NO_ID
-        safe = np.where(valid, current, 0)
-        metadata = events.metadata_id[safe]
-        above = events.parent[safe]
-        skip = valid & (is_memory[metadata] | (events.duration_ps[safe] == 0) | (allocation_op[metadata] & (above != NO_ID)))
-        if not skip.any():
-            break
-        current = np.where(skip, above, current)
-    valid = current != NO_ID
-    op_names = name_array[events.metadata_id[np.where(valid, current, 0)]] if len(rows) else np.zeros(0, dtype=object)
-    names_out: list[str] = np.where(valid, op_names, NO_OP).tolist()
-    return names_out
-
-
 # --- analysing ----------------------------------------------------------------------------------
 
 
-def _analyse(name: str, raw: _DeviceEvents, steps: Steps) -> MemoryDevice:
+def _analyse(name: str, raw: DeviceAllocations, steps: Steps) -> MemoryDevice:
     order = np.argsort(np.asarray(raw.time_ps, dtype=np.int64), kind="stable")
     positions = order.tolist()
 
@@ -458,18 +315,18 @@ def _analyse(name: str, raw: _DeviceEvents, steps: Steps) -> MemoryDevice:
     totals = ordered(raw.allocated)
     if all(value is not None for value in totals):
         allocated = np.asarray(totals, dtype=np.int64)
-        source = KINETO_TOTAL_ALLOCATED if raw.kind == "kineto" else names.BYTES_ALLOCATED
+        source = raw.record.allocated[0]
         counts_earlier_memory = True
     else:
         allocated = np.cumsum(delta)
-        source = f"running sum of {KINETO_BYTES if raw.kind == 'kineto' else names.ALLOCATION_BYTES}"
+        source = f"running sum of {raw.record.size_label}"
         counts_earlier_memory = False
     reserved_values = ordered(raw.reserved)
     reserved = np.asarray(reserved_values, dtype=np.int64) if all(v is not None for v in reserved_values) else None
-    reserved_from = None if reserved is None else KINETO_TOTAL_RESERVED if raw.kind == "kineto" else names.BYTES_RESERVED
-    # XSpace's bytes_reserved is held beside the heap (allocated + reserved + available is the
-    # allocator's capacity), so what is in use is their sum (XProf's peak: heap + stack).
-    in_use = allocated + reserved if reserved is not None and raw.kind == "xspace" else None
+    reserved_from = None if reserved is None else raw.record.reserved[0]
+    # Reserved bytes held beside the heap (XSpace's bytes_reserved: allocated + reserved +
+    # available is the allocator's capacity) are in use too (XProf's peak: heap + stack).
+    in_use = allocated + reserved if reserved is not None and raw.record.reserved_beside else None
     lifetime = [value for value in raw.lifetime_peak if value is not None]
 
     peak_index = int(np.argmax(allocated))

@@ -76,18 +76,18 @@ from stepscope.analysis.registry import Option, ToolResult, tool
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
 from stepscope.errors import StepscopeError
 from stepscope.trace import names
+from stepscope.trace.kinds import INPUT_SHAPES
 from stepscope.trace.model import NO_ID, Plane, Profile
 
 TOOL = "op_profile"
 DEFAULT_TOP_N = 10
 ALL_DEVICES = "all"
 ROOT, PROGRAM, CATEGORY, OP = "root", "program", "category", "op"
-KINETO_PROGRAM = "PyTorch"
+FRAMEWORK_PROGRAM = "PyTorch"  # the program of framework ops from a profile with no file name
 # Stat names this tool reads that stepscope.trace.names does not hold (yet).
 PEAK_TERAFLOPS_PER_SECOND = names.PEAK_TERAFLOPS
 LONG_NAME = names.LONG_NAME
 SHAPE_WITH_LAYOUT = names.SHAPE_WITH_LAYOUT
-KINETO_INPUT_DIMS = names.KINETO_INPUT_DIMS
 
 _SOURCE_SUFFIXES = re.compile(r"(\.(pt|trace|json|gz|xplane|pb))+$")
 _DIGITS = re.compile(r"(\d+)")
@@ -309,7 +309,7 @@ def _labels(plane: Plane) -> np.ndarray:
 
 def _source_program(profile: Profile) -> str:
     stem = _SOURCE_SUFFIXES.sub("", Path(profile.source).name) if profile.source else ""
-    return stem or KINETO_PROGRAM
+    return stem or FRAMEWORK_PROGRAM
 
 
 class _Names:
@@ -571,11 +571,11 @@ def _describe(profile: Profile, ops: Ops, nodes: list[tuple[OpProfileNode, tuple
         if expression is None and str(stats.get(names.HLO_OP, node.name)) != node.name:
             expression = stats.get(names.HLO_OP)
         if expression is None:
-            dims = stats.get(KINETO_INPUT_DIMS)
+            dims = stats.get(INPUT_SHAPES)
             if dims is None and plane.is_device:
-                dims = launcher.stat(int(plane.events.external_id[row]), KINETO_INPUT_DIMS)
+                dims = launcher.stat(int(plane.events.external_id[row]), INPUT_SHAPES)
             if dims is not None:
-                expression = f"{KINETO_INPUT_DIMS}: {dims!s}"
+                expression = f"{INPUT_SHAPES}: {dims!s}"
         node.expression = None if expression is None else str(expression)
         shape = stats.get(SHAPE_WITH_LAYOUT)
         node.shape = None if shape is None else str(shape)

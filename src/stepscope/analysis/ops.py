@@ -3,16 +3,17 @@
 The same op list feeds framework_op_stats, the overview's top-10 and op_profile; each
 reads it from the profile's ``OpStats``, which builds it once.
 
-What counts as a framework op, per source:
-- Kineto (PyTorch): host events of category ``cpu_op`` (2021: ``Operator``); on the device,
+What counts as a framework op, by the kinds the readers found (``trace.kinds``) and the
+stats, one function per source of host ops (``HOST_OP_SOURCES``):
+- framework ops (``FRAMEWORK_OP``: PyTorch's, Kineto's ``cpu_op``); on the device,
   kernels, copies and memsets, each attributed to the host op that launched it through
-  Kineto's External id (so "aten::conv2d" on the device is the time of its kernels). Both
-  are typed by ``op_categories`` (``aten::addmm`` -> GEMM), since Kineto records no type;
-- XSpace (JAX, TensorFlow): host events named ``<op name>:<op type>`` (TensorFlow's
-  executor) or carrying ``hlo_op`` (XLA ops run by the CPU backend) or ``tf_op``; on
-  devices, the ``XLA Ops`` line, typed by their ``hlo_category`` stat or their name without
-  its numeric suffix (``fusion.3`` -> ``fusion``); tf.data's iterator stages
-  (``Iterator::...``) are ops of type ``Dataset``, as XProf lists them.
+  the external id (so "aten::conv2d" on the device is the time of its kernels). Both
+  are typed by ``op_categories`` (``aten::addmm`` -> GEMM), since PyTorch records no type;
+- host events named ``<op name>:<op type>`` (``NAMED_OP``: TensorFlow's executor) or
+  carrying ``hlo_op`` (XLA ops run by the CPU backend) or ``tf_op``; on devices, the
+  ``XLA Ops`` line, typed by their ``hlo_category`` stat or their name without its numeric
+  suffix (``fusion.3`` -> ``fusion``); input stages (``INPUT_STAGE``: tf.data's
+  ``Iterator::...``) are ops of type ``Dataset``, as XProf lists them.
 
 Where none of these finds an op anywhere in the profile (a plain Python program captured
 with ``stepscope.trace`` / ``stepscope.data`` annotations, a Chrome trace of named spans),
@@ -31,7 +32,7 @@ Self time is an op's duration minus its direct children that are ops too, on its
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import cast
@@ -42,14 +43,14 @@ from stepscope.analysis.classify import DEVICE_ACTIVITIES, STEP_MARKER, event_ac
 from stepscope.analysis.grouping import Coded, KeyTable, Labels, factorize
 from stepscope.analysis.op_categories import DEVICE_OWN_CATEGORIES, OTHER, categories, category_of
 from stepscope.trace import names
+from stepscope.trace.kinds import EventKind
 from stepscope.trace.model import NO_ID, EventTable, Plane, Profile
-from stepscope.trace.op_names import KINETO_OP_CATEGORIES, TF_DATASET_PREFIX, TF_DATASET_TYPE, TF_OP_EVENT, op_type_of
+from stepscope.trace.op_names import TF_DATASET_TYPE, op_type_of
 from stepscope.trace.stat_types import StatValue
 from stepscope.trace.stats import TypedStats
 
 HOST, DEVICE = "Host", "Device"
 ANNOTATION_TYPE = "annotation"  # a user's span, the op where a profile has no framework op
-ALLOCATOR_EVENTS = frozenset({names.MEMORY_ALLOCATION, names.MEMORY_DEALLOCATION})
 
 
 class Side(IntEnum):
@@ -90,15 +91,15 @@ def find_ops(profile: Profile) -> Ops:
     """The profile's ops (tools read them once, from ``OpStats.ops``)."""
     parts: list[Part] = []
     host = profile.plane(names.HOST_PLANE)
-    kineto_codes = KeyTable.empty()
+    launched_by = KeyTable.empty()
     host_names: list[str] = []
     if host is not None:
-        host_part, kineto_codes = _host_ops(profile, host)
+        host_part, launched_by = _host_ops(profile, host)
         host_names = host_part.names
         parts.append(host_part)
     for index, plane in enumerate(profile.planes):
         if plane.is_device:
-            parts.append(_device_ops(index, plane, kineto_codes, host_names))
+            parts.append(_device_ops(index, plane, launched_by, host_names))
     parts = [part for part in parts if len(part.columns["row"])]
     if not parts and host is not None:
         parts = [part for part in [_annotation_ops(profile, host)] if len(part.columns["row"])]
@@ -182,71 +183,128 @@ def _part(side: Side, plane_index: int, plane: Plane, rows: np.ndarray, op_names
     return Part(columns, op_names.values(), types.values())
 
 
-def _host_ops(profile: Profile, host: Plane) -> tuple[Part, KeyTable]:
-    """Host op occurrences, and (for Kineto) external id -> the code (in the part's names)
-    of the name of the op that has it. Names and types are built as codes
-    (``grouping.Labels``), mostly per event type."""
-    events = host.events
-    meta = host.metadata
-    kinds = events.metadata_id
-    # Per event type: Kineto's op categories; never ops (step markers, allocator events).
-    kineto_type = np.isin(np.asarray(meta.categories, dtype=object), list(KINETO_OP_CATEGORIES))
-    never_type = np.asarray([bool(STEP_MARKER.match(name)) or name in ALLOCATOR_EVENTS for name in meta.names], dtype=bool)
-    never = never_type[kinds] | (events.step_num != NO_ID) if len(meta) else np.zeros(0, bool)
-    is_kineto_op = kineto_type[kinds] & ~never if len(meta) else np.zeros(0, bool)
-    op_names = Labels.per_kind(meta.names, kinds)
-    event_name_codes = op_names.codes.copy()
-    types = Labels.per_kind([op_type_of(n) for n in meta.names], kinds)
-    is_op = is_kineto_op.copy()
-    if is_kineto_op.any():
-        kineto_rows = np.flatnonzero(is_kineto_op)
-        types.assign_kinds(kineto_rows, categories(meta.name_array).tolist(), kinds[kineto_rows])
-    if profile.format == "xspace":
-        # TensorFlow's executor names its op events "<op name>:<op type>".
-        tf_ops = [TF_OP_EVENT.match(name) for name in meta.names]
-        op_of_type = np.asarray([m is not None for m in tf_ops], dtype=bool)
-        tf_rows = np.flatnonzero(op_of_type[kinds]) if len(meta) else np.zeros(0, dtype=np.int64)
-        if len(tf_rows):
-            is_op[tf_rows] = True
-            split = [(m.group(1), m.group(2)) if m else ("", "") for m in tf_ops]
-            op_names.assign_kinds(tf_rows, [name for name, _ in split], kinds[tf_rows])
-            types.assign_kinds(tf_rows, [op_type for _, op_type in split], kinds[tf_rows])
-        # tf.data's iterator stages ("Iterator::Root::ParallelMapV2") are ops of type
-        # "Dataset" in XProf's tables; the input pipeline analyzer explains them further.
-        dataset_type = np.asarray([name.startswith(TF_DATASET_PREFIX) for name in meta.names], dtype=bool)
-        dataset_rows = np.flatnonzero(dataset_type[kinds]) if len(meta) else np.zeros(0, dtype=np.int64)
-        is_op[dataset_rows] = True
-        types.assign(dataset_rows, [TF_DATASET_TYPE] * len(dataset_rows))
-        op_names.codes[dataset_rows] = event_name_codes[dataset_rows]
-    for stat in (names.HLO_OP, names.TF_OP):
-        rows, values = stat_column(host, stat)
-        if not len(rows):
-            continue
-        is_op[rows] = True
+@dataclass
+class _HostOps:
+    """The host's op occurrences as the sources of ops (``HOST_OP_SOURCES``) mark them, in
+    turn: per event whether it is an op, its name and its type, as codes (``grouping.Labels``,
+    mostly per event type); a later source's name or type wins."""
+
+    plane: Plane
+    is_op: np.ndarray
+    op_names: Labels
+    types: Labels
+    own_names: np.ndarray  # each event's own name, as its code in op_names
+    never: np.ndarray  # events that are never ops (``_never_ops``)
+
+    def of_kind(self, kind: EventKind) -> np.ndarray:
+        """Rows of events of ``kind``."""
+        meta = self.plane.metadata
+        if not len(meta):
+            return np.zeros(0, dtype=np.int64)
+        rows: np.ndarray = np.flatnonzero((meta.kinds == kind)[self.plane.events.metadata_id])
+        return rows
+
+    def framework_rows(self) -> np.ndarray:
+        """Rows of framework ops (never-ops left out)."""
+        rows = self.of_kind(EventKind.FRAMEWORK_OP)
+        kept: np.ndarray = rows[~self.never[rows]]
+        return kept
+
+
+def _framework_ops(found: _HostOps) -> None:
+    """A framework's ops (PyTorch's ``aten::...``), typed by ``op_categories`` (``aten::addmm``
+    -> GEMM), since the framework records no type."""
+    rows = found.framework_rows()
+    found.is_op[rows] = True
+    if len(rows):
+        meta = found.plane.metadata
+        found.types.assign_kinds(rows, categories(meta.name_array).tolist(), found.plane.events.metadata_id[rows])
+
+
+def _named_ops(found: _HostOps) -> None:
+    """Events named ``<op name>:<op type>`` (TensorFlow's executor)."""
+    rows = found.of_kind(EventKind.NAMED_OP)
+    if not len(rows):
+        return
+    found.is_op[rows] = True
+    meta = found.plane.metadata
+    split = [name.rsplit(":", 1) if kind == EventKind.NAMED_OP else ("", "") for name, kind in zip(meta.names, meta.kinds.tolist())]
+    ids = found.plane.events.metadata_id[rows]
+    found.op_names.assign_kinds(rows, [name for name, _ in split], ids)
+    found.types.assign_kinds(rows, [op_type for _, op_type in split], ids)
+
+
+def _input_stages(found: _HostOps) -> None:
+    """Input pipeline stages (tf.data's ``Iterator::Root::ParallelMapV2``) are ops of type
+    "Dataset" in XProf's tables, under their own name; the input pipeline analyzer explains
+    them further."""
+    rows = found.of_kind(EventKind.INPUT_STAGE)
+    found.is_op[rows] = True
+    found.types.assign(rows, [TF_DATASET_TYPE] * len(rows))
+    found.op_names.codes[rows] = found.own_names[rows]
+
+
+def _hlo_op_stats(found: _HostOps) -> None:
+    """Events carrying ``hlo_op``: XLA ops run by a CPU backend, typed by the name without
+    its numeric suffix."""
+    rows, values = stat_column(found.plane, names.HLO_OP)
+    if len(rows):
         texts = [str(v) for v in values]
-        if stat == names.TF_OP:  # "scope/dense/MatMul:MatMul" -> name and type
-            op_names.assign(rows, [t.rsplit(":", 1)[0] for t in texts])
-            types.assign(rows, [t.rsplit(":", 1)[-1] for t in texts])
-        else:
-            op_names.assign(rows, texts)
-            types.assign(rows, [op_type_of(t) for t in texts])
-    is_op &= ~never
-    rows = np.flatnonzero(is_op)
-    launched = launchers(events, np.flatnonzero(is_kineto_op))
-    external = KeyTable(launched.keys, event_name_codes[launched.values])
+        found.is_op[rows] = True
+        found.op_names.assign(rows, texts)
+        found.types.assign(rows, [op_type_of(t) for t in texts])
+
+
+def _tf_op_stats(found: _HostOps) -> None:
+    """Events carrying ``tf_op`` ("scope/dense/MatMul:MatMul" -> name and type)."""
+    rows, values = stat_column(found.plane, names.TF_OP)
+    if len(rows):
+        texts = [str(v) for v in values]
+        found.is_op[rows] = True
+        found.op_names.assign(rows, [t.rsplit(":", 1)[0] for t in texts])
+        found.types.assign(rows, [t.rsplit(":", 1)[-1] for t in texts])
+
+
+# The sources of host ops, in the order they mark them (a later one's name and type win).
+HOST_OP_SOURCES: tuple[Callable[[_HostOps], None], ...] = (_framework_ops, _named_ops, _input_stages, _hlo_op_stats, _tf_op_stats)
+
+
+def _never_ops(plane: Plane, also: frozenset[str] = frozenset()) -> np.ndarray:
+    """Events that are never ops: step markers (by name, or carrying ``step_num``) and
+    allocator events; ``also``: more names."""
+    meta, events = plane.metadata, plane.events
+    if not len(meta):
+        return np.zeros(0, bool)
+    allocator = np.isin(meta.kinds, [EventKind.ALLOCATION, EventKind.DEALLOCATION])
+    never_type = allocator | np.asarray([bool(STEP_MARKER.match(name)) or name in also for name in meta.names], dtype=bool)
+    never: np.ndarray = never_type[events.metadata_id] | (events.step_num != NO_ID)
+    return never
+
+
+def _host_ops(profile: Profile, host: Plane) -> tuple[Part, KeyTable]:
+    """Host op occurrences, and external id -> the code (in the part's names) of the name of
+    the framework op that has it."""
+    ids = host.events.metadata_id
+    op_names = Labels.per_kind(host.metadata.names, ids)
+    types = Labels.per_kind([op_type_of(n) for n in host.metadata.names], ids)
+    own_names = op_names.codes.copy()
+    found = _HostOps(host, np.zeros(len(ids), dtype=bool), op_names, types, own_names, _never_ops(host))
+    for source in HOST_OP_SOURCES:
+        source(found)
+    found.is_op &= ~found.never
+    launched = launchers(host.events, found.framework_rows())
+    external = KeyTable(launched.keys, own_names[launched.values])
     index = profile.planes.index(host)
-    return _part(Side.HOST, index, host, rows, op_names, types, _self_times(host, is_op)), external
+    return _part(Side.HOST, index, host, np.flatnonzero(found.is_op), found.op_names, found.types, _self_times(host, found.is_op)), external
 
 
 def _annotation_ops(profile: Profile, host: Plane) -> Part:
     """The host's events as ops of type ``ANNOTATION_TYPE`` (step markers and allocator
     events never), for a profile in which nothing else is an op."""
-    events, meta = host.events, host.metadata
-    kinds = events.metadata_id
-    never_type = np.asarray([bool(STEP_MARKER.match(name)) or name in ALLOCATOR_EVENTS or name == names.STEPSCOPE_STEP for name in meta.names], dtype=bool)
-    is_op = ~never_type[kinds] & (events.step_num == NO_ID) if len(meta) else np.zeros(0, bool)
-    types = Labels.per_kind([ANNOTATION_TYPE] * len(meta.names), kinds)
-    return _part(Side.HOST, profile.planes.index(host), host, np.flatnonzero(is_op), Labels.per_kind(meta.names, kinds), types, _self_times(host, is_op))
+    ids, meta = host.events.metadata_id, host.metadata
+    is_op = ~_never_ops(host, frozenset({names.STEPSCOPE_STEP}))
+    types = Labels.per_kind([ANNOTATION_TYPE] * len(meta.names), ids)
+    return _part(Side.HOST, profile.planes.index(host), host, np.flatnonzero(is_op), Labels.per_kind(meta.names, ids), types, _self_times(host, is_op))
 
 
 def launchers(events: EventTable, rows: np.ndarray) -> KeyTable:
@@ -258,9 +316,9 @@ def launchers(events: EventTable, rows: np.ndarray) -> KeyTable:
     return KeyTable.last_of(events.external_id[by_depth], by_depth)
 
 
-def _device_ops(index: int, plane: Plane, kineto_codes: KeyTable, host_names: list[str]) -> Part:
-    """A device plane's ops. For Kineto, each is named after the host op that launched it
-    (``kineto_codes``: external id -> that op's code among ``host_names``), else its own
+def _device_ops(index: int, plane: Plane, launched_by: KeyTable, host_names: list[str]) -> Part:
+    """A device plane's ops. Where the host's framework ops link their launches by external id
+    (PyTorch), each is named after the host op that launched it (``launched_by``: external id -> that op's code among ``host_names``), else its own
     name; names and types are codes, per event type or per launching op."""
     events = plane.events
     meta = plane.metadata
@@ -269,12 +327,12 @@ def _device_ops(index: int, plane: Plane, kineto_codes: KeyTable, host_names: li
     rows = np.flatnonzero(is_op)
     kinds = events.metadata_id[rows]
     op_names, types = Labels(len(events)), Labels(len(events))
-    if len(kineto_codes):
+    if len(launched_by):
         # The host's names first, so that the launching ops' codes hold here too.
         op_names.table.update((name, code) for code, name in enumerate(host_names))
         op_names.assign_kinds(rows, meta.names, kinds)
         own = op_names.codes[rows]
-        launched = kineto_codes.get(events.external_id[rows], -1)
+        launched = launched_by.get(events.external_id[rows], -1)
         unnamed = op_names.table.get("", -1)  # an op named "" names nothing: the kernel's own
         named = (launched >= 0) & (launched != unnamed)
         op_names.codes[rows] = np.where(named, launched, own)

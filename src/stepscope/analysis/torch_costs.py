@@ -40,6 +40,7 @@ from stepscope.analysis.hlo_ops import XlaOps
 from stepscope.analysis.ops import Ops, Side, launchers
 from stepscope.analysis.shape_costs import ESTIMATORS, Call, Cost, call_of, estimate
 from stepscope.trace import names
+from stepscope.trace.kinds import INPUT_SHAPES, INPUT_TYPES, INPUT_VALUES
 from stepscope.trace.model import NO_ID, Plane, Profile, distinct_indices
 
 # Autograd nodes of a convolution (CudnnConvolutionBackward, ConvolutionBackward0): their
@@ -72,7 +73,7 @@ def count_assumptions(assumed: np.ndarray) -> list[Assumption]:
 
 def _call(plane: Plane, row: int, name: str, outputs: dict[int, tuple[int, ...]] | None = None) -> Call | None:
     stats = {stat.name: stat.value for stat in plane.stats.stats(row, name)}
-    call = call_of(stats.get(names.KINETO_INPUT_DIMS), stats.get(names.KINETO_INPUT_TYPES), stats.get(names.KINETO_CONCRETE_INPUTS))
+    call = call_of(stats.get(INPUT_SHAPES), stats.get(INPUT_TYPES), stats.get(INPUT_VALUES))
     sequence = stats.get(SEQUENCE_NUMBER)
     if call is not None and outputs and isinstance(sequence, int) and sequence in outputs:
         call = replace(call, output=outputs[sequence])
@@ -88,7 +89,7 @@ def _output_shapes(plane: Plane, rows: np.ndarray) -> dict[int, tuple[int, ...]]
     for row in rows[is_node[plane.events.metadata_id[rows]]].tolist() if len(is_node) else []:
         stats = {stat.name: stat.value for stat in plane.stats.stats(row, str(meta_names[plane.events.metadata_id[row]]))}
         sequence = stats.get(SEQUENCE_NUMBER)
-        call = call_of(stats.get(names.KINETO_INPUT_DIMS), stats.get(names.KINETO_INPUT_TYPES))
+        call = call_of(stats.get(INPUT_SHAPES), stats.get(INPUT_TYPES))
         grad = call.tensor(0) if call is not None else None
         if not isinstance(sequence, int) or grad is None:
             continue

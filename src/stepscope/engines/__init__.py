@@ -18,12 +18,12 @@ from typing import Protocol
 
 from stepscope.analysis.distributed import DEFAULT_RULE, DistributedResult, RankTables, Rule, reduce_ranks
 from stepscope.analysis.distributed.job_paths import MAX_JOINED_RANKS, job_paths
-from stepscope.analysis.distributed.rank_tables import CLOCK_RELATIVE
 from stepscope.analysis.distributed.reduce import BY_AUTO, BY_RANK, assign_ranks
 from stepscope.engines.local import default_workers, local_engine
 from stepscope.engines.ray_engine import RAY, ray_engine
 from stepscope.engines.tasks import Outcome, RankFailure, RankTask, analyse_rank, rank_tasks
 from stepscope.errors import StepscopeError
+from stepscope.trace.kinds import CLOCK_RELATIVE
 from stepscope.trace.logdir import Run
 from stepscope.trace.readers import load
 from stepscope.trace.remote import UrlRun

@@ -117,6 +117,7 @@ def _merge_planes(index: int, name: str, parts: list[Plane], shifts: list[int]) 
     categories: list[str] = []
     meta_stats: list[list[Stat]] = []
     serialized: list[bytes] = []
+    kinds: list[np.ndarray] = []
     columns: dict[str, list[np.ndarray]] = {column: [] for column in EVENT_COLUMNS}
     plane_stats: list[Stat] = []
     for plane, shift in zip(parts, shifts):
@@ -133,6 +134,7 @@ def _merge_planes(index: int, name: str, parts: list[Plane], shifts: list[int]) 
         categories += meta.categories
         meta_stats += meta.stats
         serialized += meta.serialized
+        kinds.append(meta.kinds)
         events = plane.events
         for column in EVENT_COLUMNS:
             columns[column].append(getattr(events, column))
@@ -145,7 +147,7 @@ def _merge_planes(index: int, name: str, parts: list[Plane], shifts: list[int]) 
         id=index,
         name=name,
         lines=lines,
-        metadata=EventMetadata(names, display, categories, meta_stats, serialized),
+        metadata=EventMetadata(names, display, categories, meta_stats, serialized, np.concatenate(kinds)),
         start_ps=joined["start_ps"],
         duration_ps=joined["duration_ps"],
         metadata_id=joined["metadata_id"],

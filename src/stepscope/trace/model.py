@@ -106,6 +106,9 @@ class EventMetadata:
     ``category`` is the source's category (Kineto's ``cat``) where it had one, else "";
     ``stats`` are stats shared by every event of the type (XSpace metadata stats, e.g.
     an XLA op's flops); ``serialized`` is XEventMetadata.metadata, kept for round trips.
+    ``kinds`` is each type's ``kinds.EventKind`` as the reader translated the source's
+    terms (int8; every type ``OTHER`` where none was given): what analysis reads, never
+    the category.
     """
 
     names: list[str]
@@ -113,6 +116,11 @@ class EventMetadata:
     categories: list[str]
     stats: list[list[Stat]]
     serialized: list[bytes]
+    kinds: npt.NDArray[np.int8] = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+
+    def __post_init__(self) -> None:
+        if len(self.kinds) == 0 and len(self.names):  # a source that says nothing: every kind OTHER
+            object.__setattr__(self, "kinds", np.zeros(len(self.names), dtype=np.int8))
 
     def __len__(self) -> int:
         return len(self.names)
@@ -313,6 +321,8 @@ def _validate_plane(plane: Plane) -> None:
         raise ProfileInvariantError(f"{where}: an event starts before the profile start")
     if events.duration_ps.min() < 0:
         raise ProfileInvariantError(f"{where}: an event has a negative duration")
+    if len(plane.metadata.kinds) != len(plane.metadata):
+        raise ProfileInvariantError(f"{where}: {len(plane.metadata.kinds)} event kinds for {len(plane.metadata)} event types")
     if events.metadata_id.min() < 0 or events.metadata_id.max() >= len(plane.metadata):
         raise ProfileInvariantError(f"{where}: an event refers to missing metadata")
     if events.line.min() < 0 or events.line.max() >= len(plane.lines):

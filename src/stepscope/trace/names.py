@@ -135,25 +135,6 @@ KINETO_DEVICE_CATEGORIES: Final = (
 )
 # Python call stacks Kineto records with with_stack=True.
 KINETO_PYTHON_CATEGORY: Final = "python_function"
-# Host-side categories (libkineto's CPU activity types; the 2021 schema's Operator /
-# Runtime; the profiler's own Trace span). An event of one of these is never device work,
-# even on a device plane (an XSpace written by a version that put Kineto's Python stacks,
-# recorded under the GPU's pid, on the GPU plane).
-KINETO_HOST_CATEGORIES: Final = frozenset(
-    {
-        "cpu_op",
-        "user_annotation",
-        KINETO_PYTHON_CATEGORY,
-        "cuda_runtime",
-        "cuda_driver",
-        "cpu_instant_event",
-        "external_correlation",
-        "overhead",
-        "Operator",
-        "Runtime",
-        "Trace",
-    }
-)
 KINETO_MEMORY_EVENT: Final = "[memory]"
 KINETO_INPUT_DIMS: Final = "Input Dims"
 KINETO_INPUT_TYPES: Final = "Input type"

@@ -29,6 +29,7 @@ from stepscope.analysis.classify import Activity, event_activities
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.steps import launching_steps
 from stepscope.trace import names
+from stepscope.trace.kinds import INPUT_SHAPES, INPUT_TYPES
 from stepscope.trace.model import NO_ID, Plane
 
 # Kineto's args on NCCL kernels (PyTorch 2.x with the NCCL profiler records them).
@@ -55,8 +56,6 @@ DTYPE_BYTES = {
 }
 # The host annotation PyTorch's process groups put around a collective: backend:op.
 COMM_ANNOTATION = re.compile(r"^(?:nccl|rccl|gloo|ucc|xccl|mpi):_*(\w+?)(?:_base)?$")
-INPUT_DIMS_STAT = "Input Dims"
-INPUT_TYPE_STAT = "Input type"
 # Kineto's ``Input type`` names (C++ element types) -> bytes per element.
 INPUT_TYPE_BYTES = {
     "bool": 1,
@@ -224,7 +223,7 @@ class _Annotations:
         while row != NO_ID:
             if self.is_comm[events.metadata_id[row]]:
                 values = {stat.name: stat.value for stat in self.host.event_stats(row)}
-                return self.host.event_name(row), input_bytes(values.get(INPUT_DIMS_STAT), values.get(INPUT_TYPE_STAT))
+                return self.host.event_name(row), input_bytes(values.get(INPUT_SHAPES), values.get(INPUT_TYPES))
             row = int(events.parent[row])
         return None
 

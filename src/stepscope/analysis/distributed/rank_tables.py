@@ -12,7 +12,6 @@ Loading the rank's file and running this on a worker is ``stepscope.engines``' p
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from stepscope.analysis.breakdown import BREAKDOWN
 from stepscope.analysis.classify import Activity
@@ -20,16 +19,10 @@ from stepscope.analysis.distributed.collectives import rank_collectives
 from stepscope.analysis.distributed.device_tables import device_tables
 from stepscope.analysis.distributed.unit_tables import RankTables, step_rows
 from stepscope.analysis.opstats import OpStats
-from stepscope.trace import names
+from stepscope.trace.kinds import distributed_rank, names_its_host, time_base
 from stepscope.trace.model import Profile
 
 COPY_CATEGORIES = (BREAKDOWN[Activity.DEVICE_TO_DEVICE], BREAKDOWN[Activity.HOST_TO_DEVICE], BREAKDOWN[Activity.DEVICE_TO_HOST])
-
-# How a rank's time 0 was put on the UNIX clock (``clock_method``).
-CLOCK_BASE_TIME = "Kineto baseTimeNanoseconds"
-CLOCK_EPOCH = "epoch timestamps"
-CLOCK_XSPACE = "XSpace per-host start"
-CLOCK_RELATIVE = "relative (not on the UNIX clock)"
 
 
 def rank_tables(profile: Profile, host: str) -> RankTables:
@@ -44,11 +37,11 @@ def rank_tables_of(stats: OpStats, host: str) -> RankTables:
     collective = stats.unions[Activity.DEVICE_COLLECTIVES].covered(steps.start_ps, steps.end_ps)
     kept = stats.set_aside.kept
     rows = step_rows(profile.start_ns, steps, breakdown, collective, kept)
-    rank, world_size = _distributed_info(profile.info)
+    rank, world_size = distributed_rank(profile.info)
     collectives = rank_collectives(stats)  # found once for the rank's units and its devices'
     tables = RankTables(
         path=profile.source,
-        host=profile.host if profile.format == "xspace" and profile.info.get("hostnames") else host,
+        host=profile.host if names_its_host(profile.format, profile.info) else host,
         rank=rank,
         world_size=world_size,
         format=profile.format,
@@ -64,27 +57,5 @@ def rank_tables_of(stats: OpStats, host: str) -> RankTables:
 
 
 def clock_method(profile: Profile) -> str:
-    """How the profile's ``start_ns`` was found (see the CLOCK_* constants)."""
-    if "clock" in profile.info:  # the Chrome reader's note that timestamps are relative
-        return CLOCK_RELATIVE
-    if profile.format == "xspace":
-        return CLOCK_XSPACE
-    if "baseTimeNanoseconds" in profile.info:
-        return CLOCK_BASE_TIME
-    return CLOCK_EPOCH
-
-
-def _distributed_info(info: dict[str, Any]) -> tuple[int | None, int | None]:
-    """Kineto's ``distributedInfo`` rank and world size, else the Task Environment stats an
-    XSpace written from Kineto keeps them in."""
-    value = info.get(names.KINETO_DISTRIBUTED_INFO)
-    if isinstance(value, dict):
-        return _whole(value.get("rank")), _whole(value.get("world_size"))
-    environment = info.get(names.TASK_ENVIRONMENT_INFO)
-    if isinstance(environment, dict):
-        return _whole(environment.get(names.DISTRIBUTED_RANK)), _whole(environment.get(names.DISTRIBUTED_WORLD_SIZE))
-    return None, None
-
-
-def _whole(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+    """How the profile's ``start_ns`` was found (``trace.kinds``' CLOCK_* texts)."""
+    return time_base(profile.format, profile.info)

@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from stepscope.analysis.breakdown import IDLE
-from stepscope.analysis.distributed.rank_tables import CLOCK_RELATIVE, COPY_CATEGORIES
+from stepscope.analysis.distributed.rank_tables import COPY_CATEGORIES
 from stepscope.analysis.distributed.result import (
     DistributedCollective,
     DistributedRank,
@@ -34,8 +34,9 @@ from stepscope.analysis.distributed.result import (
 from stepscope.analysis.distributed.stragglers import DEFAULT_RULE, Rule, late_stage, outliers
 from stepscope.analysis.distributed.unit_tables import CATEGORIES, RankStep, RankTables
 from stepscope.errors import StepscopeError
+from stepscope.trace.kinds import CLOCK_RELATIVE, RANK_FROM_FILE
 
-FROM_DISTRIBUTED_INFO = "distributedInfo"
+FROM_DISTRIBUTED_INFO = RANK_FROM_FILE
 FROM_FILE_NAME = "file name"
 FROM_HOST_ORDER = "host order"
 # What a unit of the reduce is: a rank (one profile, all its devices) or one device of one.

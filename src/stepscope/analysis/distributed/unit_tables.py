@@ -54,7 +54,7 @@ class RankTables:
     world_size: int | None  # distributedInfo.world_size
     format: str
     start_ns: int
-    clock: str  # one of the CLOCK_* methods
+    clock: str  # one of trace.kinds' CLOCK_* methods
     step_source: str
     steps: list[RankStep]
     collectives: list[CollectiveCall]

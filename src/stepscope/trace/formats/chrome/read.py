@@ -32,9 +32,11 @@ import numpy.typing as npt
 from stepscope.errors import ProfileFormatError
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane, finish_plane
+from stepscope.trace.categories import event_kinds
 from stepscope.trace.formats.chrome.columns import EventColumns, as_text, factorize
 from stepscope.trace.formats.chrome.document import TraceDocument, id_columns_reader
 from stepscope.trace.formats.chrome.flows import FlowPoints, build_flows
+from stepscope.trace.kinds import RELATIVE_CLOCK_INFO, kind_array
 from stepscope.trace.model import EventMetadata, Line, Plane, Profile
 from stepscope.trace.stat_types import INT64_MAX, Stat, StatKind, is_int64
 from stepscope.trace.stats import ArgsTranslator, JsonStats, plain_translator
@@ -155,7 +157,7 @@ def import_document(path: Path, document: TraceDocument, dialect: Dialect) -> Pr
     epoch_ns = header.get(dialect.epoch_base_key) if dialect.epoch_base_key else None
     epoch_ns = epoch_ns if is_int64(epoch_ns) else 0
     if not epoch_ns and clock.base_us < EPOCH_US_THRESHOLD:
-        info["clock"] = "relative: the trace's timestamps are not UNIX epoch times"
+        info[RELATIVE_CLOCK_INFO] = "relative: the trace's timestamps are not UNIX epoch times"
     if warnings:
         info["warnings"] = warnings
     return Profile(
@@ -327,7 +329,8 @@ _INSTANT_STAT = Stat(names.INSTANT, StatKind.INT64, 1)
 def _metadata(event_names: list[str], categories: list[str], instants: list[bool]) -> EventMetadata:
     count = len(event_names)
     stats = [[_INSTANT_STAT] if instant else [] for instant in instants]
-    return EventMetadata(event_names, [""] * count, categories, stats, [b""] * count)
+    kinds = kind_array(event_kinds(event_names, categories))
+    return EventMetadata(event_names, [""] * count, categories, stats, [b""] * count, kinds)
 
 
 def _host_name(path: Path, header: dict[str, Any]) -> str:

@@ -32,6 +32,7 @@ from stepscope.trace.builder import RawPlane, earliest_start, finish_plane
 from stepscope.trace.formats.xspace.arrows import arrows
 from stepscope.trace.formats.xspace.decode import DecodedLines, DecodedPlane, decode_space
 from stepscope.trace.formats.xspace.hot_ids import hot_id_column
+from stepscope.trace.formats.xspace.kinds import xspace_kinds
 from stepscope.trace.formats.xspace.schema import (
     EPOCH_NS_THRESHOLD,
     FLOW_CATEGORY,
@@ -45,6 +46,7 @@ from stepscope.trace.formats.xspace.schema import (
     TASK_ENVIRONMENT_INFO,
 )
 from stepscope.trace.formats.xspace.xprof_hints import strip_hints
+from stepscope.trace.kinds import kind_array
 from stepscope.trace.model import NO_ID, EventMetadata, FlowTable, Line, Plane, Profile, latest_end
 from stepscope.trace.planes_in_parallel import map_planes
 from stepscope.trace.presorted import finish_presorted
@@ -336,7 +338,7 @@ def _read_plane(path: Path, plane: DecodedPlane, base_ns: int, bulk: bool) -> tu
         id=proto.id,
         name=proto.name,
         lines=lines,
-        metadata=EventMetadata(meta_names, display, categories, meta_stats, serialized),
+        metadata=EventMetadata(meta_names, display, categories, meta_stats, serialized, kind_array(xspace_kinds(meta_names, categories))),
         start_ps=start_ps,
         duration_ps=duration_ps,
         metadata_id=metadata_id,

@@ -1,0 +1,1 @@
+"""Memory over time: allocations per device or allocator, and what held memory at the peak."""
