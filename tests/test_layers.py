@@ -108,12 +108,12 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 class _Imports(ast.NodeVisitor):
-    def __init__(self, module: str, is_package: bool) -> None:
+    def __init__(self, module: str, is_package: bool, is_stub: bool = False) -> None:
         self.module = module
         self.package = module if is_package else module.rpartition(".")[0]
         self.found: list[Import] = []
         self._functions = 0
-        self._typing = 0
+        self._typing = 1 if is_stub else 0  # a stub's imports never run: all of them are types
 
     def _kind(self) -> str:
         return "typing" if self._typing else ("function" if self._functions else "module")
@@ -166,7 +166,7 @@ def _known(name: str) -> str | None:
 def imports() -> list[Import]:
     found = []
     for module, path in MODULES.items():
-        visitor = _Imports(module, path.name == "__init__.py")
+        visitor = _Imports(module, path.name == "__init__.py", path.suffix == ".pyi")
         visitor.visit(ast.parse(path.read_text(), str(path)))
         found += visitor.found
     return found
