@@ -21,7 +21,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from stepscope.analysis import spec, specs
@@ -141,7 +141,7 @@ def _tool_answer(data: bytes) -> Response:
     return Response(data, status_code=status, media_type="application/json")
 
 
-def _failure_status(document: dict) -> int:
+def _failure_status(document: dict[str, object]) -> int:
     status = document.get("status")
     return status if isinstance(status, int) else 500
 
@@ -305,7 +305,7 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
         app.state.profile_jobs.close()
 
     access = access or Access.for_bind("127.0.0.1", 0)
-    routes = [
+    routes: list[BaseRoute] = [
         Route("/", page),
         # The page's own name: TensorBoard cannot route its plugin's folder ("/data/plugin/
         # stepscope/" is matched without its slash), so there the page is index.html.
@@ -331,7 +331,8 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
         routes=routes,
         middleware=middleware,
         # The most specific class's handler answers: ApiError's before StepscopeError's.
-        exception_handlers={ApiError: api_error, CacheDamaged: damaged_cache, StepscopeError: bad_request},
+        # (Starlette types a handler as taking any Exception; each is registered for its own class.)
+        exception_handlers={ApiError: api_error, CacheDamaged: damaged_cache, StepscopeError: bad_request},  # type: ignore[dict-item]
         lifespan=lifespan,
     )
     app.state.dashboard = dashboard

@@ -66,7 +66,7 @@ def entry_module(environ: Environ, start_response: StartResponse) -> Iterable[by
     return _answer(start_response, "200 OK", "text/javascript; charset=utf-8", ENTRY_MODULE)
 
 
-class StepscopePlugin(base_plugin.TBPlugin):  # type: ignore[misc]
+class StepscopePlugin(base_plugin.TBPlugin):  # type: ignore[misc]  # TensorBoard is untyped: its base class is Any
     """The dashboard for TensorBoard's ``--logdir`` (``context.logdir``)."""
 
     plugin_name = PLUGIN_NAME
@@ -118,7 +118,7 @@ class StepscopePlugin(base_plugin.TBPlugin):  # type: ignore[misc]
             return self._bridge
 
 
-class StepscopeLoader(base_plugin.TBLoader):  # type: ignore[misc]
+class StepscopeLoader(base_plugin.TBLoader):  # type: ignore[misc]  # TensorBoard is untyped: its base class is Any
     """The entry point: stepscope's flags on TensorBoard's command line, then the plugin."""
 
     def define_flags(self, parser: argparse.ArgumentParser) -> None:

@@ -20,7 +20,7 @@ import shutil
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -210,10 +210,11 @@ def _ready(request: Request) -> tuple[Ready, Path]:
 
 
 def _index(request: Request) -> TraceIndex:
-    return request.app.state.indexes.get(_ready(request)[1])
+    index: TraceIndex = request.app.state.indexes.get(_ready(request)[1])
+    return index
 
 
-def _viewer_errors(function):
+def _viewer_errors(function: Callable[[Request], Response]) -> Callable[[Request], Response]:
     """ValueError from the viewer (a bad range, an unknown track) -> BadParameter (400).
     (A job whose worker died or ran out of memory raises JobFailed: 422.)"""
 
