@@ -205,8 +205,8 @@ def _py_trace(name: str, **args: Any) -> _PySpan | _PyIdle:
 
 
 def _load_compiled() -> bool:
-    """Whether the compiled annotations are there (and told the Python ones), not when
-    ``STEPSCOPE_PURE_PYTHON=1`` asks for the classes above or the extension was not built."""
+    """Whether the compiled annotations are in use (given the Recording class here): not
+    where ``STEPSCOPE_PURE_PYTHON=1`` asks for the classes above or the extension was not built."""
     if pure_python():
         return False
     try:
