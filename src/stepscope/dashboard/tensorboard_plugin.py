@@ -35,10 +35,10 @@ from typing import Any
 from tensorboard.backend import application
 from tensorboard.plugins import base_plugin
 
-from stepscope.dashboard.analysis_cache import AnalysisCache, default_cache_dir
-from stepscope.dashboard.app import create_app
-from stepscope.dashboard.security import Access
-from stepscope.dashboard.state import servable_runs
+from stepscope.dashboard.api.app import create_app
+from stepscope.dashboard.api.security import Access
+from stepscope.dashboard.api.state import servable_runs
+from stepscope.dashboard.jobs.analysis_cache import AnalysisCache, default_cache_dir
 from stepscope.dashboard.wsgi import AsgiBridge, Environ, StartResponse
 
 PLUGIN_NAME = "stepscope"

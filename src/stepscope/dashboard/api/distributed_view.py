@@ -31,10 +31,10 @@ import msgspec
 from stepscope import jsonform
 from stepscope.analysis.distributed import RankTables, reduce_ranks
 from stepscope.analysis.distributed.reduce import BY_AUTO
-from stepscope.dashboard.analysis_cache import Failed, Pending, Ready, Status
 from stepscope.dashboard.api_errors import AnalysisPending, ProfileFailed
-from stepscope.dashboard.profile_jobs import ProfileJobs, rank_tables_job
-from stepscope.dashboard.worker import RANK_FILE, Progress, tables_json
+from stepscope.dashboard.jobs.analysis_cache import Failed, Pending, Ready, Status
+from stepscope.dashboard.jobs.profile_jobs import ProfileJobs, rank_tables_job
+from stepscope.dashboard.jobs.worker import RANK_FILE, Progress, tables_json
 from stepscope.engines import with_job_paths
 from stepscope.errors import StepscopeError
 from stepscope.trace.logdir import Run

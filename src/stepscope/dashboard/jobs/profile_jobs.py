@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, TypeVar, TypeVarTuple
 
 from stepscope.dashboard.api_errors import JobFailed
-from stepscope.dashboard.pools import WorkerFailed, WorkerPool, default_memory_limit, default_time_limit, spawn_pool, stop_pool
+from stepscope.dashboard.jobs.pools import WorkerFailed, WorkerPool, default_memory_limit, default_time_limit, spawn_pool, stop_pool
 
 R = TypeVar("R")
 Ts = TypeVarTuple("Ts")
@@ -45,7 +45,7 @@ def _profile(path: str) -> Any:
 def tool_run(profile_path: str, tool: str, options: dict[str, Any]) -> tuple[bytes, bytes]:
     """A ``TABLES`` tool's JSON and tables documents for ``options`` (see ``ToolRuns``)."""
     from stepscope.analysis import spec
-    from stepscope.dashboard.worker import tool_documents as documents
+    from stepscope.dashboard.jobs.worker import tool_documents as documents
 
     return documents(spec(tool), _stats(profile_path), **options)
 

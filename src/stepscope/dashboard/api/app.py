@@ -29,23 +29,23 @@ from stepscope.analysis.diff import TOOL as DIFF
 from stepscope.analysis.distributed import TOOL as DISTRIBUTED
 from stepscope.analysis.distributed.reduce import BY_AUTO, UNITS
 from stepscope.analysis.registry import OptionError, ToolsAnswer
-from stepscope.dashboard import trace_api
-from stepscope.dashboard.analysis_cache import AnalysisCache, CacheDamaged, Ready
+from stepscope.dashboard.api import trace_api
+from stepscope.dashboard.api.diffs import Diffs
+from stepscope.dashboard.api.distributed_view import DistributedViews
+from stepscope.dashboard.api.responses import JsonResponse
+from stepscope.dashboard.api.security import STATE_CHANGING_METHODS, Access, Guard, state_changing
+from stepscope.dashboard.api.state import Dashboard, analysis_status
 from stepscope.dashboard.api_errors import ApiError, BadParameter, NotFound, TooLarge
-from stepscope.dashboard.captures import CaptureRequest, Captures
-from stepscope.dashboard.diffs import Diffs
-from stepscope.dashboard.distributed_view import DistributedViews
-from stepscope.dashboard.profile_jobs import ProfileJobs
-from stepscope.dashboard.responses import JsonResponse
-from stepscope.dashboard.security import STATE_CHANGING_METHODS, Access, Guard, state_changing
-from stepscope.dashboard.state import Dashboard, analysis_status
-from stepscope.dashboard.tool_runs import ToolRuns
-from stepscope.dashboard.worker import Progress, table_from_json
+from stepscope.dashboard.jobs.analysis_cache import AnalysisCache, CacheDamaged, Ready
+from stepscope.dashboard.jobs.captures import CaptureRequest, Captures
+from stepscope.dashboard.jobs.profile_jobs import ProfileJobs
+from stepscope.dashboard.jobs.tool_runs import ToolRuns
+from stepscope.dashboard.jobs.worker import Progress, table_from_json
 from stepscope.errors import StepscopeError
 from stepscope.render.formats import table_csv
 from stepscope.sizes import size_text
 
-STATIC_DIR = Path(__file__).parent / "static"
+STATIC_DIR = Path(__file__).parents[1] / "static"
 # A capture request is a few numbers and at most captures.MAX_ADDRESSES host:port strings
 # (a few kB); its body is refused past this before it is read whole.
 MAX_CAPTURE_BODY = 64 << 10
@@ -288,7 +288,7 @@ async def unknown_api(request: Request) -> Response:
 def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None) -> Starlette:
     """The application for ``logdir``. ``access`` says which Host names are answered and
     whether a token is needed (default: a server on 127.0.0.1, no token); see
-    ``stepscope.dashboard.security``."""
+    ``stepscope.dashboard.api.security``."""
     dashboard = Dashboard(Path(logdir), cache, Captures(Path(logdir)))
     # The workers read profiles inside the logdir only, checked on the file they open.
     cache.confine_to(dashboard.logdir)

@@ -216,7 +216,7 @@ def write_applies(profile: Profile, staging: Path) -> None:
 
 def write_rank_tables(stats: OpStats, staging: Path) -> None:
     """The profile's rank tables: the distributed view's map step, done here with the
-    ``OpStats`` the tools share (``dashboard.distributed_view`` reduces a run's). The host
+    ``OpStats`` the tools share (``dashboard.api.distributed_view`` reduces a run's). The host
     is left empty: the worker knows the file, not the run's name for it, which the server
     fills in. A failure is kept as the rank's error, as a failing tool's is, and never
     costs the profile its other tools."""

@@ -28,12 +28,12 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from stepscope.dashboard.analysis_cache import CacheDamaged, Ready
+from stepscope.dashboard.api.responses import JsonResponse
+from stepscope.dashboard.api.state import analysis_status
 from stepscope.dashboard.api_errors import BadParameter, JobFailed
-from stepscope.dashboard.profile_jobs import event_json, export_range
-from stepscope.dashboard.responses import JsonResponse
-from stepscope.dashboard.state import analysis_status
-from stepscope.dashboard.worker import INDEX_FOLDER
+from stepscope.dashboard.jobs.analysis_cache import CacheDamaged, Ready
+from stepscope.dashboard.jobs.profile_jobs import event_json, export_range
+from stepscope.dashboard.jobs.worker import INDEX_FOLDER
 from stepscope.sizes import size_setting, size_text
 from stepscope.viewer import TraceIndex, find, query, summarize
 from stepscope.viewer.storage import IndexFormatError

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stepscope import __version__
-from stepscope.dashboard.pools import WorkerFailed, WorkerPool, default_memory_limit, default_time_limit, spawn_pool, stop_pool
-from stepscope.dashboard.worker import (
+from stepscope.dashboard.jobs.pools import WorkerFailed, WorkerPool, default_memory_limit, default_time_limit, spawn_pool, stop_pool
+from stepscope.dashboard.jobs.worker import (
     APPLIES_FILE,
     CHECKSUMS_FILE,
     ERROR_FILE,
