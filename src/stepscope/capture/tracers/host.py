@@ -13,7 +13,7 @@ import time
 from collections.abc import Sequence
 from itertools import chain, repeat
 from operator import itemgetter, methodcaller
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -107,7 +107,7 @@ def _args_stats(args: tuple[dict[str, Any] | None, ...]) -> tuple[TypedStats, np
     count = len(args)
     step_num = np.full(count, -1, dtype=np.int64)
     rows = np.flatnonzero(np.fromiter(map(bool, args), dtype=bool, count=count))
-    dicts = list(filter(None, args))  # the args of ``rows``
+    dicts = cast(list[dict[str, Any]], list(map(args.__getitem__, rows.tolist())))  # rows: the records with args
     sizes = np.fromiter(map(len, dicts), dtype=np.int64, count=len(dicts))
     keys = list(chain.from_iterable(dicts))
     values = list(chain.from_iterable(map(methodcaller("values"), dicts)))
