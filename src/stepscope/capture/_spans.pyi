@@ -29,7 +29,7 @@ class Tracer:
     """The type of ``trace``: a callable with a ``__dict__``, so it takes ``function``."""
 
     function: TraceFunction
-    def __call__(self, name: str, **args: Any) -> Span | Idle: ...
+    def __call__(self, name: str, **args: object) -> Span | Idle: ...
 
 IDLE: Final[Idle]
 trace: Final[Tracer]

@@ -61,7 +61,7 @@ class Annotation(Protocol):
 class TraceFunction(Protocol):
     """``stepscope.trace.function``: ``@stepscope.trace.function(name=None, **args)``."""
 
-    def __call__(self, name: str | None = None, **args: Any) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+    def __call__(self, name: str | None = None, **args: object) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
 
 
 class Trace(Protocol):
@@ -69,7 +69,7 @@ class Trace(Protocol):
 
     function: TraceFunction
 
-    def __call__(self, name: str, **args: Any) -> Annotation: ...
+    def __call__(self, name: str, **args: object) -> Annotation: ...
 
 
 class Recording:
