@@ -112,7 +112,7 @@ TRAINING = textwrap.dedent(
         from stepscope.demo import DemoConfig, _model
 
         config = DemoConfig()
-        model = _model(torch, config)
+        model = _model(config)
         data = torch.randn(config.batch_size, 3, config.image_size, config.image_size)
         target = torch.randint(0, config.classes, (config.batch_size,))
         rounds, steps, warm = 16, 12, 2

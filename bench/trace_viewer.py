@@ -91,7 +91,7 @@ def windows(span: int, fraction: float, count: int, seed: int) -> list[tuple[int
 
 
 def child_build(path: str, folder: str) -> dict:
-    from stepscope.dashboard.worker import warm_up
+    from stepscope.dashboard.jobs.worker import warm_up
     from stepscope.trace.readers import load
     from stepscope.viewer import build_index
 

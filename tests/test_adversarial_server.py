@@ -17,8 +17,8 @@ from pathlib import Path
 import grpc
 import pytest
 
-from stepscope.dashboard import state
-from stepscope.dashboard.analysis_cache import AnalysisCache
+from stepscope.dashboard.api import state
+from stepscope.dashboard.jobs.analysis_cache import AnalysisCache
 from stepscope.protos import profiler_service_pb2
 from stepscope.trace import names
 from tests.support import hostile

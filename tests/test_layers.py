@@ -13,7 +13,12 @@ of the package's submodules (what ``importlib.import_module`` and the tracer reg
       layer                        may import (and itself, and the base)
       cli (the package), demo,     anything
       __main__, notebook
-      dashboard                    viewer, render, analysis, engines, capture, api, trace, its registries
+      dashboard (server, the       dashboard.api, dashboard.jobs, and what they may
+      TensorBoard plugin, wsgi)
+      dashboard.api                dashboard.jobs, and what it may
+      dashboard.jobs               dashboard.errors, viewer, render, analysis, engines, capture,
+                                   api, trace, its registries
+      dashboard.errors (api_errors: raised by both sides)
       viewer                       analysis, trace
       render                       analysis, trace
       engines                      analysis, trace, its registries (they load each rank's file)
@@ -54,8 +59,31 @@ ALLOWED: dict[str, frozenset[str]] = {
     "viewer": frozenset({"analysis", "trace"}),
     "api": frozenset({"capture", "trace", "trace.registries"}),
     "engines": frozenset({"analysis", "trace", "trace.registries"}),
-    "dashboard": frozenset({"viewer", "render", "analysis", "engines", "capture", "api", "trace", "trace.registries"}),
-    "top": frozenset({"dashboard", "viewer", "render", "analysis", "engines", "capture", "api", "trace", "trace.registries", "trace.formats"}),
+    "dashboard.errors": frozenset(),
+    "dashboard.jobs": frozenset({"dashboard.errors", "viewer", "render", "analysis", "engines", "capture", "api", "trace", "trace.registries"}),
+    "dashboard.api": frozenset(
+        {"dashboard.jobs", "dashboard.errors", "viewer", "render", "analysis", "engines", "capture", "api", "trace", "trace.registries"}
+    ),
+    "dashboard": frozenset(
+        {"dashboard.api", "dashboard.jobs", "dashboard.errors", "viewer", "render", "analysis", "engines", "capture", "api", "trace", "trace.registries"}
+    ),
+    "top": frozenset(
+        {
+            "dashboard",
+            "dashboard.api",
+            "dashboard.jobs",
+            "dashboard.errors",
+            "viewer",
+            "render",
+            "analysis",
+            "engines",
+            "capture",
+            "api",
+            "trace",
+            "trace.registries",
+            "trace.formats",
+        }
+    ),
 }
 
 
@@ -79,6 +107,10 @@ def layer(module: str) -> str:
         return "top"
     if module in ("stepscope.errors", "stepscope.sizes", "stepscope.jsonform", "stepscope._kernels") or parts[1] == "protos":
         return BASE
+    if parts[1] == "dashboard":
+        if module == "stepscope.dashboard.api_errors":
+            return "dashboard.errors"
+        return f"dashboard.{parts[2]}" if len(parts) > 2 and parts[2] in ("api", "jobs") else "dashboard"
     if parts[1] == "trace":
         if len(parts) > 2 and parts[2] == "formats":
             return "trace.formats"
@@ -109,12 +141,12 @@ def _is_type_checking(test: ast.expr) -> bool:
 
 
 class _Imports(ast.NodeVisitor):
-    def __init__(self, module: str, is_package: bool) -> None:
+    def __init__(self, module: str, is_package: bool, is_stub: bool = False) -> None:
         self.module = module
         self.package = module if is_package else module.rpartition(".")[0]
         self.found: list[Import] = []
         self._functions = 0
-        self._typing = 0
+        self._typing = 1 if is_stub else 0  # a stub's imports never run: all of them are types
 
     def _kind(self) -> str:
         return "typing" if self._typing else ("function" if self._functions else "module")
@@ -167,7 +199,7 @@ def _known(name: str) -> str | None:
 def imports() -> list[Import]:
     found = []
     for module, path in MODULES.items():
-        visitor = _Imports(module, path.name == "__init__.py")
+        visitor = _Imports(module, path.name == "__init__.py", path.suffix == ".pyi")
         visitor.visit(ast.parse(path.read_text(), str(path)))
         found += visitor.found
     return found

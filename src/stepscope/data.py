@@ -60,16 +60,16 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import AbstractContextManager
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar
 
-from stepscope.capture import annotations
+from stepscope.capture.annotations import _IDLE, Annotation, _Span, current_recording
 from stepscope.trace import names
 
 __all__ = ["STAGES", "instrument", "stage"]
 
 T = TypeVar("T")
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 # The stages the input pipeline analyzer puts in a category of their own.
 STAGES = ("read", "prefetch", "decode", "transform", "collate")
@@ -106,7 +106,7 @@ class _InstrumentedIterator(Iterator[T]):
         return self
 
     def __next__(self) -> T:
-        recording = annotations.current_recording()
+        recording = current_recording()
         if recording is None:
             item = next(self._iterator)
             self._index += 1
@@ -155,14 +155,14 @@ class _SizedInstrumented(Instrumented[T]):
     __slots__ = ()
 
     def __len__(self) -> int:
-        return len(self._iterable)  # type: ignore[arg-type]
+        return len(self._iterable)  # type: ignore[arg-type]  # made only for an iterable with __len__ (instrument)
 
 
 class _SizedInstrumentedIterator(_InstrumentedIterator[T]):
     __slots__ = ()
 
     def __len__(self) -> int:
-        return len(self._iterator)  # type: ignore[arg-type]
+        return len(self._iterator)  # type: ignore[arg-type]  # made only for an iterator with __len__ (instrument)
 
 
 def instrument(iterable: Iterable[T], name: str = "batch") -> Iterable[T]:
@@ -189,30 +189,30 @@ class _Stage:
 
     __slots__ = ()
 
-    def __call__(self, name: str, **args: Any) -> AbstractContextManager[Any]:
+    def __call__(self, name: str, **args: Any) -> Annotation:
         """``with stepscope.data.stage("decode"):`` marks a block of input work."""
         if not name or name == _RESERVED or not isinstance(name, str):
             _stage_name(name)  # raises, recording or not
-        recording = annotations.current_recording()
+        recording = current_recording()
         if recording is None:
-            return annotations._IDLE
-        return annotations._Span(names.STEPSCOPE_INPUT_STAGE_PREFIX + name, args or None, recording)
+            return _IDLE
+        return _Span(names.STEPSCOPE_INPUT_STAGE_PREFIX + name, args or None, recording)
 
-    def function(self, name: str, **args: Any) -> Callable[[F], F]:
+    def function(self, name: str, **args: Any) -> Callable[[Callable[P, R]], Callable[P, R]]:
         """``@stepscope.data.stage.function("collate")``: marks every call of the function
         (a ``collate_fn``, a transform)."""
         event = _stage_name(name)
 
-        def decorate(func: F) -> F:
+        def decorate(func: Callable[P, R]) -> Callable[P, R]:
             @functools.wraps(func)
-            def wrapper(*call_args: Any, **call_kwargs: Any) -> Any:
-                recording = annotations.current_recording()
+            def wrapper(*call_args: P.args, **call_kwargs: P.kwargs) -> R:
+                recording = current_recording()
                 if recording is None:
                     return func(*call_args, **call_kwargs)
-                with annotations._Span(event, args or None, recording):
+                with _Span(event, args or None, recording):
                     return func(*call_args, **call_kwargs)
 
-            return wrapper  # type: ignore[return-value]
+            return wrapper
 
         return decorate
 

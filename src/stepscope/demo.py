@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,6 +33,8 @@ from typing import TYPE_CHECKING
 from stepscope.errors import StepscopeError
 
 if TYPE_CHECKING:
+    import torch
+
     from stepscope.analysis.diff import DiffResult
 
 # Without --logdir the runs go to a new folder of the system's temporary folder ($TMPDIR),
@@ -91,26 +94,28 @@ def default_logdir() -> Path:
     return Path(tempfile.mkdtemp(prefix=DEFAULT_LOGDIR_PREFIX))
 
 
-def _import_torch():
+def _require_torch() -> None:
+    """One line instead of a traceback where PyTorch is missing (it is imported only here,
+    when the demo runs, and then by each function that uses it)."""
     try:
-        import torch
+        import torch  # noqa: F401 - only whether it imports
     except ImportError:
         raise StepscopeError("stepscope demo trains a PyTorch model: install PyTorch first (pip install torch)") from None
-    return torch
 
 
-def _dataset(torch, config: DemoConfig):
+def _dataset(config: DemoConfig) -> torch.utils.data.Dataset[tuple[torch.Tensor, int]]:
     import numpy as np
+    import torch
 
     import stepscope.data
 
-    class SyntheticImages(torch.utils.data.Dataset):
+    class SyntheticImages(torch.utils.data.Dataset[tuple[torch.Tensor, int]]):
         """Images made from their index, so every run and worker sees the same data."""
 
         def __len__(self) -> int:
             return config.steps * config.batch_size
 
-        def __getitem__(self, index: int):
+        def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
             with stepscope.data.stage("read"):
                 time.sleep(config.read_latency_ms / 1000)
                 raw = np.random.default_rng(index).integers(0, 256, (config.image_size + 8, config.image_size + 8, 3), dtype=np.uint8)
@@ -127,8 +132,9 @@ def _dataset(torch, config: DemoConfig):
     return SyntheticImages()
 
 
-def _model(torch, config: DemoConfig):
-    nn = torch.nn
+def _model(config: DemoConfig) -> torch.nn.Module:
+    from torch import nn
+
     return nn.Sequential(
         nn.Conv2d(3, 16, 3, padding=1),
         nn.ReLU(),
@@ -145,12 +151,16 @@ def train(logdir: Path, run: str, config: DemoConfig, workers: int, prefetch: in
     """One profiled training run; returns the profile it wrote."""
     import stepscope
 
-    torch = _import_torch()
+    _require_torch()
+    import torch
+
     torch.manual_seed(0)
-    model = _model(torch, config)
+    model = _model(config)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    extra = {"prefetch_factor": prefetch, "persistent_workers": False} if workers else {}
-    loader = torch.utils.data.DataLoader(_dataset(torch, config), batch_size=config.batch_size, num_workers=workers, **extra)
+    # Without workers, the loader's defaults (no prefetch factor, no persistent workers).
+    loader = torch.utils.data.DataLoader(
+        _dataset(config), batch_size=config.batch_size, num_workers=workers, prefetch_factor=prefetch if workers else None, persistent_workers=False
+    )
     with stepscope.profile(logdir / run) as session:
         for number, (images, labels) in enumerate(stepscope.data.instrument(loader, name="train")):
             with stepscope.step(number):
@@ -254,12 +264,14 @@ def _run_lines(figures: RunFigures) -> str:
     return f"   {figures.verdict}\n   {figures.figures_line()}"
 
 
-def run_demo(logdir: Path, config: DemoConfig = DemoConfig(), out=print, verbose: bool = False) -> tuple[RunFigures, RunFigures]:
+def run_demo(logdir: Path, config: DemoConfig = DemoConfig(), out: Callable[[str], object] = print, verbose: bool = False) -> tuple[RunFigures, RunFigures]:
     """Trains, profiles and diagnoses both runs, printing what a person reads (``verbose``:
     and the full reports, which go to ``<logdir>/reports/`` either way)."""
     from stepscope.render import render
 
-    torch = _import_torch()
+    _require_torch()
+    import torch
+
     torch.set_num_threads(1)  # the same compute on every machine; the input is what changes
     out(f"== the runs are written to {logdir} (--logdir chooses another folder)")
     out(f"== run 1: DataLoader(num_workers=0), {config.steps} steps profiled into {logdir / RUN_BEFORE}")

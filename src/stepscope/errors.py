@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from os import PathLike
+from typing import Any, Self
 
 
 class StepscopeError(Exception):
@@ -21,7 +22,7 @@ class ProfileFormatError(StepscopeError):
         self.problem = problem
         super().__init__(f"{self.path}: {problem}")
 
-    def __reduce__(self):  # pickled across processes (the dashboard's analysis workers)
+    def __reduce__(self) -> tuple[type[Self], tuple[Any, ...]]:  # pickled across processes (the dashboard's analysis workers)
         return (type(self), (self.path, self.problem))
 
 
@@ -38,7 +39,7 @@ class ProfileLimitError(ProfileFormatError):
         self.setting = setting
         self.limit = limit
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[Self], tuple[Any, ...]]:
         return (type(self), (self.path, self.problem, self.setting, self.limit))
 
 

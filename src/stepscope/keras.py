@@ -42,7 +42,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from stepscope.capture import annotations
+from stepscope.capture.annotations import current_recording
 from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.session import CaptureSession, ProfilerWarning
 from stepscope.errors import StepscopeError
@@ -128,7 +128,7 @@ class _Profiling:
 
     def _mark_step(self, now: int) -> None:
         start, self._step_start = self._step_start, None
-        recording = annotations.current_recording()
+        recording = current_recording()
         if recording is not None and start is not None:
             recording.add(names.STEPSCOPE_STEP, start, now, {names.STEP_NUM: self._batch})
 
@@ -152,12 +152,14 @@ def _callback_base() -> type:
         try:
             import tf_keras
 
-            return tf_keras.callbacks.Callback
+            legacy: type = tf_keras.callbacks.Callback
+            return legacy
         except ImportError:
             pass
     import keras
 
-    return keras.callbacks.Callback
+    base: type = keras.callbacks.Callback
+    return base
 
 
 def _make_callback_class(base: type) -> type:

@@ -67,9 +67,11 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
 
 
 def _compiled_trace() -> Any:
-    if annotations._compiled is None:
+    if not annotations.COMPILED:
         pytest.fail("stepscope.capture._spans is not built: `pip install -e .` builds it (make venv)")
-    return annotations._compiled.trace
+    from stepscope.capture import _spans
+
+    return _spans.trace
 
 
 def _trace(path: str) -> Any:

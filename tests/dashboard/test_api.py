@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from stepscope.analysis import applicability, run_tool, tool_names
-from stepscope.dashboard.security import SECURITY_HEADERS
-from stepscope.dashboard.worker import APPLIES_FILE, CHECKSUMS_FILE, RANK_FILE
+from stepscope.dashboard.api.security import SECURITY_HEADERS
+from stepscope.dashboard.jobs.worker import APPLIES_FILE, CHECKSUMS_FILE, RANK_FILE
 from stepscope.render import render
 from stepscope.trace.readers import load
 from tests.support.dashboard.logdir import CPU_ONLY_HOST, GPU_HOSTS, TPU_SESSION

@@ -8,10 +8,10 @@ import dataclasses
 
 from stepscope.analysis.distributed import rank_tables
 from stepscope.analysis.opstats import OpStats
-from stepscope.dashboard.analysis_cache import Failed, Pending, Ready
-from stepscope.dashboard.distributed_view import load_rank_tables, pending_progress
-from stepscope.dashboard.profile_jobs import ProfileJobs
-from stepscope.dashboard.worker import RANK_FILE, Progress, write_checksums, write_rank_tables
+from stepscope.dashboard.api.distributed_view import load_rank_tables, pending_progress
+from stepscope.dashboard.jobs.analysis_cache import Failed, Pending, Ready
+from stepscope.dashboard.jobs.profile_jobs import ProfileJobs
+from stepscope.dashboard.jobs.worker import RANK_FILE, Progress, write_checksums, write_rank_tables
 from stepscope.trace.readers import load
 from tests.support.traces import shared
 

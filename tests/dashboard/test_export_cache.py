@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from stepscope.dashboard.analysis_cache import AnalysisCache
-from stepscope.dashboard.trace_api import DEFAULT_EXPORT_BUDGET, EXPORT_BUDGET_SETTING, STALE_TEMPORARY_S, Exports
+from stepscope.dashboard.api.trace_api import DEFAULT_EXPORT_BUDGET, EXPORT_BUDGET_SETTING, STALE_TEMPORARY_S, Exports
+from stepscope.dashboard.jobs.analysis_cache import AnalysisCache
 from tests.support.dashboard.inprocess import InProcessServer
 from tests.support.traces import shared
 
@@ -117,7 +117,7 @@ def test_a_cache_of_an_older_analysis_format_is_not_read(monkeypatch, tmp_path):
     """The key holds ``ANALYSIS_FORMAT``: a folder cached before a change of what the analysis
     writes (same version number, same file) is another key, so it is analysed again rather
     than read as current."""
-    from stepscope.dashboard import analysis_cache
+    from stepscope.dashboard.jobs import analysis_cache
 
     profile = tmp_path / "host.pt.trace.json"
     profile.write_text('{"traceEvents": []}')

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 from starlette.requests import Request
 
-from stepscope.dashboard.app import STATIC_DIR
-from stepscope.dashboard.security import CONTENT_SECURITY_POLICY, Access, origin_problem
+from stepscope.dashboard.api.app import STATIC_DIR
+from stepscope.dashboard.api.security import CONTENT_SECURITY_POLICY, Access, origin_problem
 from stepscope.errors import StepscopeError
 from tests.support.dashboard.server import DashboardServer
 from tests.support.namespaces import NAMESPACE_PROBLEM

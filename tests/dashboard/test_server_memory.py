@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import time
 
-from stepscope.dashboard import captures as captures_module
-from stepscope.dashboard import tool_runs
-from stepscope.dashboard.captures import FAILED, CaptureJob, CaptureRequest, Captures
-from stepscope.dashboard.tool_runs import ToolRuns
+from stepscope.dashboard.jobs import captures as captures_module
+from stepscope.dashboard.jobs import tool_runs
+from stepscope.dashboard.jobs.captures import FAILED, CaptureJob, CaptureRequest, Captures
+from stepscope.dashboard.jobs.tool_runs import ToolRuns
 
 MIB = 1 << 20
 

@@ -1,4 +1,4 @@
-"""The dashboard's worker pool (``stepscope.dashboard.pools``): a job that kills its worker,
+"""The dashboard's worker pool (``stepscope.dashboard.jobs.pools``): a job that kills its worker,
 or runs it out of memory, fails alone; the jobs queued behind it and beside it succeed.
 
 Real worker processes run fake jobs (``fake_jobs``: a module of plain functions, sent to the
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from stepscope.dashboard import pools
-from stepscope.dashboard.analysis_cache import AnalysisCache
-from stepscope.dashboard.pools import MEMORY_SETTING, TIME_SETTING, WorkerFailed, WorkerPool, default_memory_limit, default_time_limit
-from stepscope.dashboard.profile_jobs import JobFailed, ProfileJobs
+from stepscope.dashboard.jobs import pools
+from stepscope.dashboard.jobs.analysis_cache import AnalysisCache
+from stepscope.dashboard.jobs.pools import MEMORY_SETTING, TIME_SETTING, WorkerFailed, WorkerPool, default_memory_limit, default_time_limit
+from stepscope.dashboard.jobs.profile_jobs import JobFailed, ProfileJobs
 from stepscope.errors import StepscopeError
 from stepscope.sizes import parse_size, size_text
 from tests.support.dashboard import fake_jobs

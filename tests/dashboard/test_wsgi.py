@@ -21,9 +21,9 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 import pytest
 
-from stepscope.dashboard.analysis_cache import AnalysisCache
-from stepscope.dashboard.app import create_app
-from stepscope.dashboard.security import Access
+from stepscope.dashboard.api.app import create_app
+from stepscope.dashboard.api.security import Access
+from stepscope.dashboard.jobs.analysis_cache import AnalysisCache
 from stepscope.dashboard.wsgi import AsgiBridge
 from tests.support.traces import shared
 

@@ -52,6 +52,8 @@ def test_the_wheel_is_one_abi3_manylinux_build_with_the_page_and_the_declared_me
     linked = re.findall(r'(?:src|href)="\./(assets/[^"]+)"', page)
     assert linked and all(f"stepscope/dashboard/static/{asset}" in names for asset in linked), linked
     assert "stepscope/capture/_spans.abi3.so" in names
+    # What users' type checkers read: the marker and the compiled modules' stubs.
+    assert {"stepscope/py.typed", "stepscope/_kernels.pyi", "stepscope/capture/_spans.pyi"} <= set(names)
     assert {"stepscope/render/static/report.js", "stepscope/render/report.css"} <= set(names)  # report --format html
     assert [name for name in names if name.endswith(".c")] == []
     assert "Root-Is-Purelib: false" in wheel_file and f"Tag: cp311-abi3-{platform_tag.split('.')[0]}" in wheel_file

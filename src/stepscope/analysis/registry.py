@@ -11,7 +11,7 @@ function's return annotation.
 Output kinds: ``TABLES`` tools return a ``ToolResult`` (JSON, tables, summary lines), which
 the CLI renders and the dashboard caches; the ``INDEX`` tool (the trace viewer) has no
 function here: what it produces is an index built by the viewer layer, which the dashboard
-builds for it (``dashboard.worker.PRODUCERS``, keyed by output kind). Both are one entry.
+builds for it (``dashboard.jobs.worker.PRODUCERS``, keyed by output kind). Both are one entry.
 
 Input kinds: a ``ToolSpec`` takes one profile (``Inputs.ONE``). An analysis over several
 profiles is an ``AnalysisSpec``, registered the same way (``register_analysis``) where its

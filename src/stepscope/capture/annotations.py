@@ -21,15 +21,18 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager
-from typing import Any, TypeVar
+from types import TracebackType
+from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 from stepscope.capture.handoff import pending as _handoffs
 from stepscope.capture.handoff import run_pending as _run_handoffs
 from stepscope.trace import names
 from stepscope.trace.kernels import pure_python
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
+# One annotated block as a recording keeps it: (name, start perf ns, end perf ns, thread id, args or None).
+Record = tuple[str, int, int, int, dict[str, Any] | None]
 _now = time.perf_counter_ns
 # The kernel's thread id: unlike threading.get_ident it is not handed to the next thread as
 # soon as one ends, and it is the tid PyTorch's and TSL's tracers record too. Read once per
@@ -40,10 +43,33 @@ _thread_ids = threading.local()
 
 def _thread_id() -> int:
     try:
-        return _thread_ids.id  # type: ignore[no-any-return]
+        return _thread_ids.id  # type: ignore[no-any-return]  # a threading.local's attributes are Any (set just below)
     except AttributeError:
         _thread_ids.id = thread = _native_id()
         return thread
+
+
+class Annotation(Protocol):
+    """What ``trace(...)``, ``step(...)`` and ``stepscope.data.stage(...)`` return, compiled or
+    not: a context manager that records its block while a capture records and never
+    swallows the block's exception (``__exit__`` returns None)."""
+
+    def __enter__(self) -> object: ...
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None, /) -> None: ...
+
+
+class TraceFunction(Protocol):
+    """``stepscope.trace.function``: ``@stepscope.trace.function(name=None, **args)``."""
+
+    def __call__(self, name: str | None = None, **args: object) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+
+class Trace(Protocol):
+    """``stepscope.trace``: ``_spans.trace`` (typed by ``_spans.pyi``) or ``_py_trace``."""
+
+    function: TraceFunction
+
+    def __call__(self, name: str, **args: object) -> Annotation: ...
 
 
 class Recording:
@@ -57,8 +83,7 @@ class Recording:
     def __init__(self, level: int, spool_dir: str | None = None) -> None:
         self.level = level  # host_tracer_level
         self.spool_dir = spool_dir
-        # (name, start perf ns, end perf ns, thread id, args or None)
-        self.events: list[tuple[str, int, int, int, dict[str, Any] | None]] = []
+        self.events: list[Record] = []
         # Thread id -> name, noted at a thread's first event (it may be gone by the end).
         self.threads: dict[int, str] = {}
 
@@ -107,7 +132,7 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def read_spools(spool_dir: str) -> list[tuple[int, list[tuple[str, int, int, int, dict[str, Any] | None]], dict[int, str]]]:
+def read_spools(spool_dir: str) -> list[tuple[int, list[Record], dict[int, str]]]:
     """(pid, records, thread names) for every forked process that recorded something."""
     result = []
     for entry in sorted(os.listdir(spool_dir)):
@@ -129,8 +154,8 @@ def read_spools(spool_dir: str) -> list[tuple[int, list[tuple[str, int, int, int
 def set_recording(recording: Recording | None) -> None:
     global _recording
     _recording = recording
-    if _compiled is not None:
-        _compiled.set_recording(recording)
+    if COMPILED:
+        _spans.set_recording(recording)
 
 
 def current_recording() -> Recording | None:
@@ -179,55 +204,61 @@ def _py_trace(name: str, **args: Any) -> _PySpan | _PyIdle:
     return _PySpan(name, args or None, recording)
 
 
-def _load_compiled() -> Any:
+def _load_compiled() -> bool:
+    """Whether the compiled annotations are in use (given the Recording class here): not
+    where ``STEPSCOPE_PURE_PYTHON=1`` asks for the classes above or the extension was not built."""
     if pure_python():
-        return None
+        return False
     try:
-        from stepscope.capture import _spans  # type: ignore[attr-defined]
+        from stepscope.capture import _spans
     except ImportError:  # not built (no compiler at install): the classes above
-        return None
+        return False
     _spans.configure(Recording, lambda: threading.current_thread().name)
-    return _spans
+    return True
 
 
-_compiled = _load_compiled()
-COMPILED = _compiled is not None
+COMPILED = _load_compiled()
+if COMPILED:
+    from stepscope.capture import _spans
 
 # What the rest of the package (and stepscope.data, stepscope.step) make spans with:
 # ``_Span(name, args or None, recording)`` and the shared idle object.
-_Span: Any = _compiled.Span if _compiled is not None else _PySpan
-_Idle: Any = _compiled.Idle if _compiled is not None else _PyIdle
-_IDLE: Any = _compiled.IDLE if _compiled is not None else _PY_IDLE
-trace: Any = _compiled.trace if _compiled is not None else _py_trace
+_Span: Callable[[str, dict[str, Any] | None, Recording], Annotation] = _spans.Span if COMPILED else _PySpan
+_IDLE: Annotation = _spans.IDLE if COMPILED else _PY_IDLE
 
 
-def _trace_function(name: str | None = None, **args: Any) -> Callable[[F], F]:
+def _trace_function(name: str | None = None, **args: Any) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """``@stepscope.trace.function()``: annotate every call of the function."""
 
-    def decorate(func: F) -> F:
-        label = name or getattr(func, "__qualname__", repr(func))
+    def decorate(func: Callable[P, R]) -> Callable[P, R]:
+        qualname: str = getattr(func, "__qualname__", repr(func))
+        label = name or qualname
 
         @functools.wraps(func)
-        def wrapper(*call_args: Any, **call_kwargs: Any) -> Any:
+        def wrapper(*call_args: P.args, **call_kwargs: P.kwargs) -> R:
             recording = _recording
             if recording is None:
                 return func(*call_args, **call_kwargs)
             with _Span(label, args or None, recording):
                 return func(*call_args, **call_kwargs)
 
-        return wrapper  # type: ignore[return-value]
+        return wrapper
 
     return decorate
 
 
 # The pure-Python ``trace`` is a plain function (the cheapest call Python has: it is called
 # on every annotated block even when nothing records); the compiled one an object with a
-# vectorcall slot and a __dict__, so both take the attribute.
-trace.function = _trace_function
-_py_trace.function = _trace_function  # type: ignore[attr-defined]
+# vectorcall slot and a __dict__, so both take the attribute. (To mypy a function has no
+# attributes of its own: the cast says that this one has ``function`` from here on.)
+_PY_TRACE = cast(Trace, _py_trace)
+_PY_TRACE.function = _trace_function
+if COMPILED:
+    _spans.trace.function = _trace_function
+trace: Trace = _spans.trace if COMPILED else _PY_TRACE
 
 
-def step(number: int, tokens: int | float | None = None, samples: int | float | None = None, **args: Any) -> AbstractContextManager[Any]:
+def step(number: int, tokens: int | float | None = None, samples: int | float | None = None, **args: Any) -> Annotation:
     """``with stepscope.step(n):`` marks one training step; the tools find it by its
     ``step_num`` stat, as they find JAX's and TensorFlow's step annotations.
 

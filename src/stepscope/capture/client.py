@@ -147,12 +147,13 @@ def _describe(error: grpc.RpcError) -> str:
     return f"{code.name.lower().replace('_', ' ')}: {detail}"
 
 
-def _metadata(call: grpc.Future, key: str) -> list[str]:
+def _metadata(call: grpc.Call, key: str) -> list[str]:
+    """The values of text key ``key`` in the call's trailing metadata (a "-bin" key's would be bytes)."""
     try:
         trailing = call.trailing_metadata() or ()
     except Exception:
         return []
-    return [value for name, value in trailing if name == key]
+    return [value for name, value in trailing if name == key and isinstance(value, str)]
 
 
 class _Watch:

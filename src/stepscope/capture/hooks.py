@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from stepscope.capture import annotations, handoff
+from stepscope.capture import handoff
+from stepscope.capture.annotations import current_recording
 from stepscope.capture.options import ProfilerOptions
 from stepscope.capture.schedule import Action, Schedule
 from stepscope.capture.session import CaptureSession, ProfilerWarning
@@ -71,7 +72,7 @@ class StepHook:
     def _due(self) -> bool:
         if self.save_steps is not None:
             return self._step % self.save_steps == 0
-        return time.monotonic() - self._last_capture >= self.save_secs  # type: ignore[operator]
+        return time.monotonic() - self._last_capture >= self.save_secs  # type: ignore[operator]  # save_secs is set when save_steps is not (no schedule here: __init__)
 
     def step(self) -> None:
         """Call once per training iteration, at its end."""
@@ -117,7 +118,7 @@ class StepHook:
         self._session, self._window_left, self._step_start = session, self.window_steps, time.perf_counter_ns()
 
     def _mark_step(self, now: int, number: int | None = None) -> None:
-        recording = annotations.current_recording()
+        recording = current_recording()
         if recording is not None:
             recording.add(names.STEPSCOPE_STEP, self._step_start, now, {names.STEP_NUM: self._step if number is None else number})
 

@@ -151,7 +151,9 @@ class ProfilerServicer:
             with self._lock:
                 self._busy, self._session = False, None
 
-    def _capture(self, request, options, duration_ms, wait_s, context) -> profiler_service_pb2.ProfileResponse:
+    def _capture(
+        self, request: profiler_service_pb2.ProfileRequest, options: ProfilerOptions, duration_ms: int, wait_s: float, context: grpc.ServicerContext
+    ) -> profiler_service_pb2.ProfileResponse:
         host = safe_host(request.host_name or self.host)
         output = None
         if request.repository_root:
@@ -175,7 +177,7 @@ class ProfilerServicer:
         profile = session.collect()
         metadata = [(names.CAPTURE_WARNING_KEY, _ascii(text)) for text in session.warnings]
         if profile is None:
-            context.set_trailing_metadata(metadata)
+            context.set_trailing_metadata(tuple(metadata))
             return profiler_service_pb2.ProfileResponse(empty_trace=True)
         session.phase = WRITING
         try:
@@ -185,7 +187,7 @@ class ProfilerServicer:
         problem = _write(output, data) if output is not None else ""
         if problem:
             metadata.append((names.CAPTURE_WRITE_ERROR_KEY, _ascii(problem)))
-        context.set_trailing_metadata(metadata)
+        context.set_trailing_metadata(tuple(metadata))
         session.phase = DONE
         response = profiler_service_pb2.ProfileResponse(empty_trace=False)
         if not shared or problem:

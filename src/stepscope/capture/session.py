@@ -24,6 +24,7 @@ training thread at its step boundaries instead (``handoff.py``).
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import socket
 import threading
@@ -32,10 +33,11 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeGuard
 
 from stepscope.capture import handoff
 from stepscope.capture.options import ProfilerOptions
-from stepscope.capture.tracers.base import Tracer
+from stepscope.capture.tracers.base import ThreadAffineTracer, Tracer
 from stepscope.capture.tracers.host import HostTracer
 from stepscope.capture.tracers.python import PythonTracer
 from stepscope.errors import StepscopeError
@@ -123,11 +125,16 @@ def _after_fork_in_child() -> None:
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+def _thread_affine(tracer: Tracer) -> TypeGuard[ThreadAffineTracer]:
+    """Whether ``tracer`` records only the thread that starts it (see ``Tracer.thread_affine``)."""
+    return bool(getattr(tracer, "thread_affine", False))
+
+
 @dataclass
 class _Deferred:
     """A thread-affine tracer of a remote capture and the hand-off that starts it."""
 
-    tracer: Tracer
+    tracer: ThreadAffineTracer
     start: handoff.Task
 
 
@@ -177,11 +184,11 @@ class CaptureSession:
 
     def _begin(self) -> None:
         for tracer in self.tracers:
-            if self.remote and getattr(tracer, "thread_affine", False):
-                if not tracer.will_record(self.options):  # type: ignore[attr-defined]
+            if self.remote and _thread_affine(tracer):
+                if not tracer.will_record(self.options):
                     continue
                 _install_boundary(tracer)
-                task = handoff.post(lambda tracer=tracer: self._start_tracer(tracer))
+                task = handoff.post(functools.partial(self._start_tracer, tracer))
                 self._deferred.append(_Deferred(tracer, task))
             else:
                 self._start_tracer(tracer)
@@ -268,7 +275,7 @@ class CaptureSession:
             if deferred.tracer not in self._started:
                 continue
             owner = deferred.start.ran_on
-            halt = handoff.post(deferred.tracer.halt, thread=owner)  # type: ignore[attr-defined]
+            halt = handoff.post(deferred.tracer.halt, thread=owner)
             while not halt.wait(0.05):
                 if owner is None or not handoff.thread_alive(owner) or time.monotonic() > deadline:
                     break

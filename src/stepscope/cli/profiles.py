@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar, overload
 
 from stepscope.cli.errors import warn
 from stepscope.errors import StepscopeError
@@ -83,7 +83,21 @@ def pick_host(path: str, run_name: str | None, host_name: str | None) -> Host:
     return run.hosts[0]
 
 
-def pick_run(path: str, run_name: str | None, find: Callable[[str], list] | None = None):
+class _NamedRun(Protocol):
+    """A run of a logdir (``logdir.Run``) or of a URL (``remote.UrlRun``), as pick_run sees it."""
+
+    @property
+    def name(self) -> str: ...
+
+
+_R = TypeVar("_R", bound=_NamedRun)
+
+
+@overload
+def pick_run(path: str, run_name: str | None, find: None = None) -> Run: ...
+@overload
+def pick_run(path: str, run_name: str | None, find: Callable[[str], Sequence[_R]]) -> _R: ...
+def pick_run(path: str, run_name: str | None, find: Callable[[str], Sequence[_NamedRun]] | None = None) -> _NamedRun:
     """The run a command is about: by --run, or the only one there is (runs listed by
     ``find``: ``discover_path``, or ``discover_url`` for a URL)."""
     all_runs = (find or discover_path)(path)

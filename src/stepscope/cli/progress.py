@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
 
 from tqdm import tqdm
 
@@ -10,6 +11,6 @@ FILES = "file"
 EVENTS = "ev"
 
 
-def progress(total: int, description: str, unit: str) -> tqdm:
+def progress(total: int, description: str, unit: str) -> tqdm[NoReturn]:
     """A bar of ``total`` ``unit``s (stdout stays the command's output alone)."""
     return tqdm(total=total, desc=description, unit=unit, disable=None, leave=False, file=sys.stderr)

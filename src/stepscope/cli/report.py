@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from stepscope.cli.arguments import REPORT_FORMATS, TEXT, add_output
 from stepscope.cli.command import Command
 from stepscope.cli.output import check_output, write_output
 from stepscope.cli.profiles import load_profile, pick_host
 from stepscope.errors import StepscopeError
+
+if TYPE_CHECKING:
+    from stepscope.analysis.registry import ToolSpec
 
 ALL_TOOLS = "all"
 DEFAULT_TOOL = "overview_page"
@@ -68,7 +72,7 @@ def run_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def tool_options(tools: list, given: list[str]) -> dict[str, dict]:
+def tool_options(tools: list[ToolSpec], given: list[str]) -> dict[str, dict[str, Any]]:
     """``--option NAME=VALUE``s, typed by the registry, per tool: each applies to the chosen
     tools that have it, and one that none of them has is an error."""
     values: dict[str, str] = {}

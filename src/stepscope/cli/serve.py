@@ -18,7 +18,7 @@ MAX_DEMO_STEPS = 10_000
 def check_cache_dir(cache_dir: str | None) -> None:
     """The dashboard's cache folder is usable (checked before the server starts, for
     ``serve`` and ``demo``)."""
-    from stepscope.dashboard.analysis_cache import default_cache_dir
+    from stepscope.dashboard.jobs.analysis_cache import default_cache_dir
 
     hint = "" if cache_dir else " (the default; choose another with --cache-dir)"
     check_writable_folder(Path(cache_dir) if cache_dir else default_cache_dir(), "the cache folder", hint)

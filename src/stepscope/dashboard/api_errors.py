@@ -9,7 +9,8 @@ No web framework here: ``profile_jobs`` (imported by the workers) raises ``JobFa
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Self
 
 from stepscope.errors import StepscopeError
 
@@ -20,7 +21,7 @@ class ApiError(StepscopeError):
 
     status = 400
 
-    def __init__(self, message: str, body: dict[str, Any] | None = None) -> None:
+    def __init__(self, message: str, body: Mapping[str, object] | None = None) -> None:
         super().__init__(message)
         self.body = {"error": message} if body is None else body
 
@@ -49,10 +50,10 @@ class AnalysisPending(ApiError):
 
     status = 202
 
-    def __init__(self, progress: dict[str, Any]) -> None:
+    def __init__(self, progress: Mapping[str, object]) -> None:
         super().__init__("the analysis is still running", progress)
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[Self], tuple[Any, ...]]:
         return (type(self), (self.body,))
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import uvicorn
 
-from stepscope.dashboard.analysis_cache import AnalysisCache, default_cache_dir
-from stepscope.dashboard.app import create_app
-from stepscope.dashboard.security import TOKEN_PARAM, Access, is_loopback, is_wildcard
+from stepscope.dashboard.api.app import create_app
+from stepscope.dashboard.api.security import TOKEN_PARAM, Access, is_loopback, is_wildcard
+from stepscope.dashboard.jobs.analysis_cache import AnalysisCache, default_cache_dir
 from stepscope.errors import StepscopeError
 
 DEFAULT_HOST = "127.0.0.1"

@@ -35,10 +35,10 @@ from typing import Any
 from tensorboard.backend import application
 from tensorboard.plugins import base_plugin
 
-from stepscope.dashboard.analysis_cache import AnalysisCache, default_cache_dir
-from stepscope.dashboard.app import create_app
-from stepscope.dashboard.security import Access
-from stepscope.dashboard.state import servable_runs
+from stepscope.dashboard.api.app import create_app
+from stepscope.dashboard.api.security import Access
+from stepscope.dashboard.api.state import servable_runs
+from stepscope.dashboard.jobs.analysis_cache import AnalysisCache, default_cache_dir
 from stepscope.dashboard.wsgi import AsgiBridge, Environ, StartResponse
 
 PLUGIN_NAME = "stepscope"
@@ -66,7 +66,7 @@ def entry_module(environ: Environ, start_response: StartResponse) -> Iterable[by
     return _answer(start_response, "200 OK", "text/javascript; charset=utf-8", ENTRY_MODULE)
 
 
-class StepscopePlugin(base_plugin.TBPlugin):  # type: ignore[misc]
+class StepscopePlugin(base_plugin.TBPlugin):  # type: ignore[misc]  # TensorBoard is untyped: its base class is Any
     """The dashboard for TensorBoard's ``--logdir`` (``context.logdir``)."""
 
     plugin_name = PLUGIN_NAME
@@ -118,7 +118,7 @@ class StepscopePlugin(base_plugin.TBPlugin):  # type: ignore[misc]
             return self._bridge
 
 
-class StepscopeLoader(base_plugin.TBLoader):  # type: ignore[misc]
+class StepscopeLoader(base_plugin.TBLoader):  # type: ignore[misc]  # TensorBoard is untyped: its base class is Any
     """The entry point: stepscope's flags on TensorBoard's command line, then the plugin."""
 
     def define_flags(self, parser: argparse.ArgumentParser) -> None:

@@ -28,7 +28,7 @@ from stepscope.trace.logdir import Run
 from stepscope.trace.readers import load
 from stepscope.trace.remote import UrlRun
 
-Progress = Callable[[], None]
+Progress = Callable[[], object]  # called once per rank done: what it returns is ignored
 MAX_SPAN_PS = 1 << 62  # between the ranks' starts: the joined graph's times stay within int64
 
 

@@ -26,7 +26,7 @@ def default_workers(tasks: int) -> int:
     return max(1, min(tasks, os.cpu_count() or 1))
 
 
-def local_engine(tasks: Sequence[RankTask], workers: int | None, progress: Callable[[], None]) -> list[Outcome]:
+def local_engine(tasks: Sequence[RankTask], workers: int | None, progress: Callable[[], object]) -> list[Outcome]:
     """``workers`` processes (None: ``default_workers``); one: in this process."""
     if workers is None:
         workers = default_workers(len(tasks))

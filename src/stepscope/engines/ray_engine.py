@@ -93,7 +93,7 @@ def _check_reachable(address: str) -> None:
         raise StepscopeError(f"{address}: cannot attach to Ray (nothing answers at {host}:{port}: {error.strerror or error})") from None
 
 
-def ray_engine(tasks: Sequence[RankTask], workers: int | None, progress: Callable[[], None]) -> list[Outcome]:
+def ray_engine(tasks: Sequence[RankTask], workers: int | None, progress: Callable[[], object]) -> list[Outcome]:
     """At most ``workers`` tasks in flight (None: all of them; Ray's scheduler then runs
     as many as the cluster has CPUs), results put back in task order."""
     ray = import_ray()

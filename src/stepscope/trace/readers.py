@@ -124,7 +124,7 @@ def _load_or_nested(path: Path, read: Callable[[], bytes | bytearray], streamed:
 def _renamed(error: ProfileFormatError, url: str) -> ProfileFormatError:
     """The same error about ``url`` (the readers named it by ``Path(url)``, which folds
     ``//``); its other arguments kept (a limit error's setting and value)."""
-    kind, arguments = error.__reduce__()  # type: ignore[no-untyped-call]
+    kind, arguments = error.__reduce__()
     renamed: ProfileFormatError = kind(url, *arguments[1:])
     return renamed
 

@@ -11,7 +11,7 @@ from stepscope.trace.formats.perfetto.write import write_perfetto
 from stepscope.trace.formats.xspace.write import write_xspace
 from stepscope.trace.model import Profile
 
-Progress = Callable[[int], None]
+Progress = Callable[[int], object]  # a progress bar's update(n): what it returns is ignored
 
 
 def _xspace(profile: Profile, path: Path, progress: Progress | None) -> None:

@@ -29,6 +29,7 @@ Layout, all numpy arrays (``L`` lanes, ``N`` events):
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -116,7 +117,7 @@ class TraceIndex:
     cache: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def __getattr__(self, name: str) -> np.ndarray:
-        arrays = self.__dict__.get("arrays")
+        arrays: dict[str, np.ndarray] | None = self.__dict__.get("arrays")
         if arrays is not None and name in arrays:
             return arrays[name]
         raise AttributeError(name)
@@ -153,7 +154,8 @@ class TraceIndex:
         """Start (ps from the profile start) of index rows ``ids``."""
         ids = np.asarray(ids, dtype=np.int64)
         lanes = self.lane_of(ids) if lanes is None else lanes
-        return self.key[ids] - self.lane_shift[lanes]
+        starts: np.ndarray = self.key[ids] - self.lane_shift[lanes]
+        return starts
 
     def ref(self, event_id: int) -> tuple[int, int]:
         """(plane index, row) in the Profile of index row ``event_id``."""
@@ -165,7 +167,8 @@ class TraceIndex:
         """The Profile plane of index rows ``ids`` (``STEPS_PLANE`` for the Steps track's):
         their tracks' planes, which the index does not repeat per row."""
         track_plane = np.asarray([track.plane for track in self.tracks], dtype=np.int64)
-        return track_plane[self.lane_track[self.lane_of(ids)]]
+        planes: np.ndarray = track_plane[self.lane_track[self.lane_of(ids)]]
+        return planes
 
     def id_of(self, plane: int, row: int) -> int | None:
         """Index row of a Profile event (None for an event the index does not hold)."""
@@ -261,7 +264,7 @@ class TraceIndex:
             "tracks": [track.to_json() for track in self.tracks],
         }
 
-    def save(self, folder) -> None:
+    def save(self, folder: str | os.PathLike[str]) -> None:
         manifest = {
             "keyed": self.keyed,
             "start_ns": self.start_ns,
@@ -278,7 +281,7 @@ class TraceIndex:
         save_index(folder, manifest, self.arrays, self.names)
 
     @classmethod
-    def load(cls, folder) -> TraceIndex:
+    def load(cls, folder: str | os.PathLike[str]) -> TraceIndex:
         manifest, arrays, names = load_index(folder)
         return cls(
             sections=manifest["sections"],
@@ -407,7 +410,7 @@ def build_index(profile: Profile, progress: Progress | None = None) -> TraceInde
         raise ProfileFormatError(profile.source, f"{total:,} events to show, more than the trace viewer holds ({MAX_EVENTS:,})")
     lane_counts = np.concatenate([counts for block in placed for counts in block.lane_counts] or [np.zeros(0, dtype=np.int64)])
     lane_total = len(lane_counts)
-    arrays = {
+    arrays: dict[str, np.ndarray] = {
         "lane_track": np.zeros(lane_total, dtype=np.int32),
         "lane_depth": np.zeros(lane_total, dtype=np.int32),
         "lane_offset": np.concatenate(([0], np.cumsum(lane_counts))).astype(np.int64),

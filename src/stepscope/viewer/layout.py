@@ -40,7 +40,7 @@ def plane_order(profile: Profile) -> list[int]:
     has them: on a TPU host the device tracks would otherwise sit below a hundred host
     threads."""
 
-    def key(index: int) -> tuple:
+    def key(index: int) -> tuple[int, int, str, int, int]:
         name = profile.planes[index].name
         if names.is_device_plane(name):
             match = _ORDINAL.match(name)
@@ -82,7 +82,7 @@ def lane_order(line: np.ndarray, depth: np.ndarray, max_depth: int, line_count: 
     an int64 key would."""
     top = line_count * (max_depth + 1)
     dtype = np.int16 if top < 2**15 else np.int32 if top < 2**31 else np.int64
-    key = line.astype(dtype)
+    key: np.ndarray = line.astype(dtype)
     key *= max_depth + 1
     np.add(key, depth, out=key, casting="unsafe")
     order = np.argsort(key, kind="stable")

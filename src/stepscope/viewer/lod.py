@@ -77,18 +77,23 @@ class LaneEvents:
         )
 
     def index_ids(self, positions: np.ndarray) -> np.ndarray:
-        return positions if self.ids is None else self.ids[positions]
+        if self.ids is None:
+            return positions
+        ids: np.ndarray = self.ids[positions]
+        return ids
 
     def starts(self, positions: np.ndarray, lanes: np.ndarray) -> np.ndarray:
-        return self.key[positions] - self.lane_shift[lanes]
+        starts: np.ndarray = self.key[positions] - self.lane_shift[lanes]
+        return starts
 
     def search(self, lanes: np.ndarray, times: np.ndarray) -> np.ndarray:
         """Per (lane, time): the position of the lane's first event starting at or after
         the time (the lane's end if none)."""
         if not self.keyed:
             return self._search_by_lane(lanes, times)
-        clipped = np.clip(times, self.lane_min[lanes], self.lane_max[lanes] + 1)
-        return np.searchsorted(self.key, clipped + self.lane_shift[lanes], "left")
+        clipped: np.ndarray = np.clip(times, self.lane_min[lanes], self.lane_max[lanes] + 1)
+        positions: np.ndarray = np.searchsorted(self.key, clipped + self.lane_shift[lanes], "left")
+        return positions
 
     def _search_by_lane(self, lanes: np.ndarray, times: np.ndarray) -> np.ndarray:
         result = np.empty(len(lanes), dtype=np.int64)
@@ -175,14 +180,27 @@ def level_of_detail(view: LaneEvents, lanes: np.ndarray, window: Window, name_id
     event_room = int(np.where(dense, 2 * width, counts).sum())
     run_room = int(np.where(dense, width, counts).sum())
     ids = _EMPTY if view.ids is None else view.ids
-    inputs = [view.key, view.duration, view.busy_before, view.lane_shift, ids, name_id]
+    inputs = (view.key, view.duration, view.busy_before, view.lane_shift, ids, name_id)
     with lod_loop.SCRATCH.columns(event_room, run_room, len(lanes)) as out:
         events, runs = lod_loop.lod_lanes_in_parts(inputs, lanes, first, stop, dense, width, window, out)
         *columns, lane_counts = out
         used = (lane_counts[0] > 0) | (lane_counts[1] > 0)
-        event_columns = [column[:events] for column in columns[:4]]
-        run_columns = [column[:runs] for column in columns[4:]]
-        yield Lod(lanes[used], lane_counts[0][used], lane_counts[1][used], *event_columns, *run_columns, int(counts.sum()))
+        event_start, event_duration, event_id, event_name = (column[:events] for column in columns[:4])
+        run_start, run_end, run_count, run_busy = (column[:runs] for column in columns[4:])
+        yield Lod(
+            lanes[used],
+            lane_counts[0][used],
+            lane_counts[1][used],
+            event_start,
+            event_duration,
+            event_id,
+            event_name,
+            run_start,
+            run_end,
+            run_count,
+            run_busy,
+            int(counts.sum()),
+        )
 
 
 def range_slices(view: LaneEvents, lanes: np.ndarray, start: int, end: int) -> tuple[np.ndarray, ...]:

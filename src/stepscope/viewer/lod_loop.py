@@ -22,14 +22,23 @@ import contextlib
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from stepscope.trace.kernels import kernel
 from stepscope.trace.planes_in_parallel import available_cores
 
+if TYPE_CHECKING:
+    from stepscope.viewer.lod import Window
 
-def _first_at_or_after(key, shift, target, lo, stop):
+# The answer's columns (Scratch.columns): the event columns, the run columns, lane_counts.
+Columns = tuple[np.ndarray, ...]
+# The events' columns lod_lanes reads: key, duration, busy_before, lane_shift, ids, name_id.
+Inputs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _first_at_or_after(key: np.ndarray, shift: int, target: int, lo: int, stop: int) -> int:
     """The first position in ``lo:stop`` whose start (``key - shift``) is at least
     ``target`` (``stop`` if none); starts ascend. Gallops from ``lo``, then halves the last
     step: a dense lane's next pixel edge is usually a few events on. (Searches started
@@ -53,7 +62,7 @@ def _first_at_or_after(key, shift, target, lo, stop):
     return above
 
 
-def _pixel_of(edges, time, lowest, scale):
+def _pixel_of(edges: np.ndarray, time: int, lowest: int, scale: float) -> int:
     """The last pixel ``j`` (of ``len(edges) - 1``) with ``edges[j] <= time``, given that
     ``lowest`` is one: guessed from ``scale`` (pixels per ps) in floating point, then
     moved against the exact edges (the guess can be one too far: a range of ~3e18 ps).
@@ -69,7 +78,7 @@ def _pixel_of(edges, time, lowest, scale):
     return pixel
 
 
-def _put_event(out, k, position, ids, name_id, start, duration):
+def _put_event(out: Columns, k: int, position: int, ids: np.ndarray, name_id: np.ndarray, start: int, duration: int) -> None:
     """Writes event ``k`` of the answer: index position ``position`` (mapped through
     ``ids`` unless empty), ``start`` relative to the window."""
     row = ids[position] if len(ids) else position
@@ -79,7 +88,7 @@ def _put_event(out, k, position, ids, name_id, start, duration):
     out[3][k] = name_id[row]
 
 
-def _put_run(out, k, begin, end, count, busy):
+def _put_run(out: Columns, k: int, begin: int, end: int, count: int, busy: int) -> None:
     """Writes run ``k``: ``begin`` and ``end`` relative to the window, ``busy`` ps."""
     out[4][k] = begin
     out[5][k] = end
@@ -88,7 +97,20 @@ def _put_run(out, k, begin, end, count, busy):
 
 
 @kernel("lod_lanes")
-def lod_lanes(key, duration, busy_before, lane_shift, ids, name_id, lanes, first, stop, edges, min_event, out):
+def lod_lanes(
+    key: np.ndarray,
+    duration: np.ndarray,
+    busy_before: np.ndarray,
+    lane_shift: np.ndarray,
+    ids: np.ndarray,
+    name_id: np.ndarray,
+    lanes: np.ndarray,
+    first: np.ndarray,
+    stop: np.ndarray,
+    edges: np.ndarray,
+    min_event: int,
+    out: Columns,
+) -> tuple[int, int]:
     """Fills ``out`` (see :func:`stepscope.viewer.lod.level_of_detail`, which sizes it) for
     ``lanes`` in the order given: per lane its wide events and merged runs, in the wire
     types of :mod:`stepscope.viewer.encoding`, times relative to ``edges[0]``, and how
@@ -178,7 +200,9 @@ _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 
 
-def lod_lanes_in_parts(inputs, lanes, first, stop, dense, width, window, out) -> tuple[int, int]:
+def lod_lanes_in_parts(
+    inputs: Inputs, lanes: np.ndarray, first: np.ndarray, stop: np.ndarray, dense: np.ndarray, width: int, window: Window, out: Columns
+) -> tuple[int, int]:
     """:func:`lod_lanes` over the lanes, split into consecutive parts of about equal cost
     computed side by side when the query is large (the full view of the 10M-event profile,
     4,081 lanes: p50 28 ms on one thread, 19 ms on two, on the 2-core VM), with the same
@@ -190,7 +214,7 @@ def lod_lanes_in_parts(inputs, lanes, first, stop, dense, width, window, out) ->
     cost = np.cumsum(np.where(dense, DENSE_COST * width, counts))
     parts = min(MAX_PARTS, available_cores(), int(cost[-1]) // PARALLEL_COST + 1) if len(cost) else 1
     if parts <= 1:
-        return lod_lanes(*inputs, lanes, first, stop, edges, min_event, out)  # type: ignore[no-any-return]
+        return lod_lanes(*inputs, lanes, first, stop, edges, min_event, out)
     bounds = [0, *np.searchsorted(cost, cost[-1] * np.arange(1, parts) / parts, "right").tolist(), len(lanes)]
     event_room = np.concatenate(([0], np.cumsum(np.where(dense, 2 * width, counts))))
     run_room = np.concatenate(([0], np.cumsum(np.where(dense, width, counts))))

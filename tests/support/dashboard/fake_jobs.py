@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from stepscope.analysis import tool_names
-from stepscope.dashboard.worker import TABLES_SUFFIX, TOOL_SUFFIX, write_checksums
+from stepscope.dashboard.jobs.worker import TABLES_SUFFIX, TOOL_SUFFIX, write_checksums
 
 KILLED_BY = signal.SIGKILL
 # Where the fake warm-ups record themselves (a spawned worker inherits the environment).

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import uvicorn
 
-from stepscope.dashboard.analysis_cache import AnalysisCache
-from stepscope.dashboard.app import create_app
+from stepscope.dashboard.api.app import create_app
+from stepscope.dashboard.jobs.analysis_cache import AnalysisCache
 from tests.support.dashboard.server import DashboardServer
 
 

@@ -10,12 +10,14 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from itertools import chain, repeat
 from operator import itemgetter, methodcaller
+from typing import Any, cast
 
 import numpy as np
 
-from stepscope.capture import annotations
+from stepscope.capture.annotations import Record, Recording, read_spools, set_recording
 from stepscope.capture.options import ProfilerOptions
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane
@@ -48,7 +50,7 @@ class EpochClock:
 
 def events_plane(
     name: str,
-    records: list[tuple[str, int, int, int, dict | None]],
+    records: Sequence[Record],
     clock: EpochClock,
     start_ns: int,
     thread_names: dict[int, str] | None = None,
@@ -58,7 +60,7 @@ def events_plane(
 
     Built column by column with C-level conversions (a capture holds millions of records);
     only the records with args are visited again, their values typed a type at a time."""
-    thread_names = {**{thread.native_id: thread.name for thread in threading.enumerate()}, **(thread_names or {})}
+    thread_names = {**{thread.native_id: thread.name for thread in threading.enumerate() if thread.native_id is not None}, **(thread_names or {})}
     count = len(records)
     # A column at a time (zip(*records) would make an iterator per record: GC work).
     labels, threads, args = (tuple(map(itemgetter(field), records)) for field in (0, 3, 4))
@@ -99,13 +101,13 @@ _BULK_KINDS = {int: StatKind.INT64, bool: StatKind.INT64, float: StatKind.DOUBLE
 _OTHER = -1
 
 
-def _args_stats(args: tuple[dict | None, ...]) -> tuple[TypedStats, np.ndarray]:
+def _args_stats(args: tuple[dict[str, Any] | None, ...]) -> tuple[TypedStats, np.ndarray]:
     """The records' args as typed stats (as ``stat_from_python`` types them), and their
     ``step_num`` where it is an integer that fits an int64 (else -1)."""
     count = len(args)
     step_num = np.full(count, -1, dtype=np.int64)
     rows = np.flatnonzero(np.fromiter(map(bool, args), dtype=bool, count=count))
-    dicts = list(map(args.__getitem__, rows.tolist()))
+    dicts = cast(list[dict[str, Any]], list(map(args.__getitem__, rows.tolist())))  # rows: the records with args
     sizes = np.fromiter(map(len, dicts), dtype=np.int64, count=len(dicts))
     keys = list(chain.from_iterable(dicts))
     values = list(chain.from_iterable(map(methodcaller("values"), dicts)))
@@ -153,7 +155,7 @@ class HostTracer:
     thread_affine = False
 
     def __init__(self) -> None:
-        self._recording: annotations.Recording | None = None
+        self._recording: Recording | None = None
         self._spool = ""
         self._clock = EpochClock()
 
@@ -165,18 +167,18 @@ class HostTracer:
             return
         self._clock = EpochClock()
         self._spool = tempfile.mkdtemp(prefix="stepscope-spool-")
-        self._recording = annotations.Recording(options.host_tracer_level, self._spool)
-        annotations.set_recording(self._recording)
+        self._recording = Recording(options.host_tracer_level, self._spool)
+        set_recording(self._recording)
 
     def stop(self) -> list[Profile]:
         recording, self._recording = self._recording, None
-        annotations.set_recording(None)
+        set_recording(None)
         if recording is None:
             return []
         records = list(recording.events)
         threads = dict(recording.threads)
         # Worker processes' events: their threads become lines named after the process.
-        for pid, worker_records, worker_threads in annotations.read_spools(self._spool):
+        for pid, worker_records, worker_threads in read_spools(self._spool):
             for thread, name in worker_threads.items():
                 threads[_worker_key(pid, thread)] = f"process {pid} / {name}"
             records += [(r[0], r[1], r[2], _worker_key(pid, r[3]), r[4]) for r in worker_records]
@@ -203,7 +205,7 @@ def warm_up() -> None:
     from stepscope.trace.merge import merge_profiles
 
     clock = EpochClock()
-    records = {
+    records: dict[str, list[Record]] = {
         names.HOST_PLANE: [("warm-up", 0, 2, 0, {names.STEP_NUM: 0}), ("inner", 0, 1, 0, {"text": "x"})],
         names.PYTHON_TRACER_PLANE: [("call", 0, 1, 0, None)],
     }

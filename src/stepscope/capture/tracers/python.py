@@ -86,7 +86,7 @@ class PythonTracer:
         if self._active:
             self._active = False  # threads hooked since the start unhook at their next call
             sys.setprofile(None)
-            threading.setprofile(None)  # type: ignore[arg-type]
+            threading.setprofile(None)
 
     def stop(self) -> list[Profile]:
         self.halt()

@@ -28,7 +28,7 @@ import importlib
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from stepscope.capture.options import ProfilerOptions
 from stepscope.errors import StepscopeError
@@ -45,6 +45,14 @@ _HOST_OPS_LEVEL = 2
 _HOST_VERBOSE_LEVEL = 3
 
 
+class _TorchProfile(Protocol):
+    """What the tracer uses of a ``torch.profiler.profile`` (whose own methods are unannotated)."""
+
+    def __enter__(self) -> object: ...
+    def __exit__(self, kind: None, error: None, traceback: None, /) -> object: ...
+    def export_chrome_trace(self, path: str) -> object: ...
+
+
 class TorchTracer:
     """``torch.profiler`` behind stepscope's :class:`~stepscope.capture.tracers.base.Tracer`."""
 
@@ -53,7 +61,7 @@ class TorchTracer:
     thread_affine = True
 
     def __init__(self) -> None:
-        self._profiler: Any = None  # the entered torch.profiler.profile, while recording
+        self._profiler: _TorchProfile | None = None  # the entered torch.profiler.profile, while recording
         self._halted = False
 
     def is_available(self) -> bool:
@@ -82,7 +90,7 @@ class TorchTracer:
             # without complaint, then stop the program's own when stopped.
             raise StepscopeError("a torch profiler is already running in this program; stepscope does not trace torch ops while it runs")
         verbose = options.host_tracer_level >= _HOST_VERBOSE_LEVEL
-        profiler = torch_profiler.profile(
+        profiler: _TorchProfile = torch_profiler.profile(
             activities=activities,
             record_shapes=verbose,
             profile_memory=verbose,

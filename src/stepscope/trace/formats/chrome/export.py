@@ -42,7 +42,7 @@ def _micros(ps: int) -> str:
     return f"{whole}.{fraction:06d}".rstrip("0")
 
 
-def iter_chunks(profile: Profile, progress: Callable[[int], None] | None = None) -> Iterator[bytes]:
+def iter_chunks(profile: Profile, progress: Callable[[int], object] | None = None) -> Iterator[bytes]:
     """The export as a sequence of byte chunks; ``progress`` is told how many events each held."""
     header = {key: value for key, value in profile.info.items() if key not in ("warnings", "clock", BASE_TIME_KEY)}
     header.update(
@@ -154,7 +154,7 @@ def _flow_events(profile: Profile, base_ps: int) -> bytes:
     return b",\n".join(parts)
 
 
-def write_chrome_trace(profile: Profile, path: Path, progress: Callable[[int], None] | None = None) -> None:
+def write_chrome_trace(profile: Profile, path: Path, progress: Callable[[int], object] | None = None) -> None:
     """Writes the export to ``path`` (gzip when it ends in .gz), atomically."""
     with atomic_output(path) as raw:
         stream: BinaryIO = raw

@@ -45,7 +45,7 @@ _INT64 = 1 << 63
 # The debug annotation naming the categories of the flows that leave a slice (Perfetto's
 # flows have no category of their own; the UI shows it in the slice's args).
 FLOW_CATEGORY_ARG = "flow_category"
-Progress = Callable[[int], None]
+Progress = Callable[[int], object]  # a progress bar's update(n): what it returns is ignored
 
 
 def flow_ids(flow_count: int, category: np.ndarray) -> np.ndarray:

@@ -1,7 +1,7 @@
 """The dashboard's state (``app.state.dashboard``: the logdir's runs, the analysis cache,
 the captures) and the lookups every route makes with it: a request's run and host, its
 tool, the finished analysis of its profile. Shared by the app's routes
-(:mod:`stepscope.dashboard.app`) and the trace viewer's (:mod:`stepscope.dashboard.trace_api`).
+(:mod:`stepscope.dashboard.api.app`) and the trace viewer's (:mod:`stepscope.dashboard.api.trace_api`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 from starlette.requests import Request
 
 from stepscope.analysis import tool_names
-from stepscope.dashboard.analysis_cache import AnalysisCache, Failed, Pending, Ready
 from stepscope.dashboard.api_errors import AnalysisPending, NotFound, ProfileFailed
-from stepscope.dashboard.captures import Captures
+from stepscope.dashboard.jobs.analysis_cache import AnalysisCache, Failed, Pending, Ready
+from stepscope.dashboard.jobs.captures import Captures
 from stepscope.errors import StepscopeError
 from stepscope.trace.logdir import Discovery, Host, Run, Skipped, find_profiles
 

@@ -21,7 +21,7 @@ from starlette.middleware import Middleware
 from starlette.middleware.gzip import GZipMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from stepscope.analysis import Inputs, analysis_spec, analysis_specs, spec, specs
@@ -30,23 +30,23 @@ from stepscope.analysis.distributed import TOOL as DISTRIBUTED
 from stepscope.analysis.distributed import UNIT_OPTION
 from stepscope.analysis.distributed.reduce import BY_AUTO, UNITS
 from stepscope.analysis.registry import OptionError, ToolsAnswer
-from stepscope.dashboard import trace_api
-from stepscope.dashboard.analysis_cache import AnalysisCache, CacheDamaged, Ready
+from stepscope.dashboard.api import trace_api
+from stepscope.dashboard.api.diffs import Diffs
+from stepscope.dashboard.api.distributed_view import DistributedViews
+from stepscope.dashboard.api.responses import JsonResponse
+from stepscope.dashboard.api.security import STATE_CHANGING_METHODS, Access, Guard, state_changing
+from stepscope.dashboard.api.state import Dashboard, analysis_status
 from stepscope.dashboard.api_errors import ApiError, BadParameter, NotFound, TooLarge
-from stepscope.dashboard.captures import CaptureRequest, Captures
-from stepscope.dashboard.diffs import Diffs
-from stepscope.dashboard.distributed_view import DistributedViews
-from stepscope.dashboard.profile_jobs import ProfileJobs
-from stepscope.dashboard.responses import JsonResponse
-from stepscope.dashboard.security import STATE_CHANGING_METHODS, Access, Guard, state_changing
-from stepscope.dashboard.state import Dashboard, analysis_status
-from stepscope.dashboard.tool_runs import ToolRuns
-from stepscope.dashboard.worker import Progress, table_from_json
+from stepscope.dashboard.jobs.analysis_cache import AnalysisCache, CacheDamaged, Ready
+from stepscope.dashboard.jobs.captures import CaptureRequest, Captures
+from stepscope.dashboard.jobs.profile_jobs import ProfileJobs
+from stepscope.dashboard.jobs.tool_runs import ToolRuns
+from stepscope.dashboard.jobs.worker import Progress, table_from_json
 from stepscope.errors import StepscopeError
 from stepscope.render.formats import table_csv
 from stepscope.sizes import size_text
 
-STATIC_DIR = Path(__file__).parent / "static"
+STATIC_DIR = Path(__file__).parents[1] / "static"
 # A capture request is a few numbers and at most captures.MAX_ADDRESSES host:port strings
 # (a few kB); its body is refused past this before it is read whole.
 MAX_CAPTURE_BODY = 64 << 10
@@ -154,7 +154,7 @@ def _tool_answer(data: bytes) -> Response:
     return Response(data, status_code=status, media_type="application/json")
 
 
-def _failure_status(document: dict) -> int:
+def _failure_status(document: dict[str, object]) -> int:
     status = document.get("status")
     return status if isinstance(status, int) else 500
 
@@ -311,7 +311,7 @@ async def unknown_api(request: Request) -> Response:
 def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None) -> Starlette:
     """The application for ``logdir``. ``access`` says which Host names are answered and
     whether a token is needed (default: a server on 127.0.0.1, no token); see
-    ``stepscope.dashboard.security``."""
+    ``stepscope.dashboard.api.security``."""
     dashboard = Dashboard(Path(logdir), cache, Captures(Path(logdir)))
     # The workers read profiles inside the logdir only, checked on the file they open.
     cache.confine_to(dashboard.logdir)
@@ -328,7 +328,7 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
         app.state.profile_jobs.close()
 
     access = access or Access.for_bind("127.0.0.1", 0)
-    routes = [
+    routes: list[BaseRoute] = [
         Route("/", page),
         # The page's own name: TensorBoard cannot route its plugin's folder ("/data/plugin/
         # stepscope/" is matched without its slash), so there the page is index.html.
@@ -354,7 +354,8 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
         routes=routes,
         middleware=middleware,
         # The most specific class's handler answers: ApiError's before StepscopeError's.
-        exception_handlers={ApiError: api_error, CacheDamaged: damaged_cache, StepscopeError: bad_request},
+        # (Starlette types a handler as taking any Exception; each is registered for its own class.)
+        exception_handlers={ApiError: api_error, CacheDamaged: damaged_cache, StepscopeError: bad_request},  # type: ignore[dict-item]
         lifespan=lifespan,
     )
     app.state.dashboard = dashboard

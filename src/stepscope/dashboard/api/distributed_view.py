@@ -31,10 +31,10 @@ import msgspec
 from stepscope import jsonform
 from stepscope.analysis.distributed import RankTables, reduce_ranks
 from stepscope.analysis.distributed.reduce import BY_AUTO
-from stepscope.dashboard.analysis_cache import Failed, Pending, Ready, Status
 from stepscope.dashboard.api_errors import AnalysisPending, ProfileFailed
-from stepscope.dashboard.profile_jobs import ProfileJobs, rank_tables_job
-from stepscope.dashboard.worker import RANK_FILE, Progress, tables_json
+from stepscope.dashboard.jobs.analysis_cache import Failed, Pending, Ready, Status
+from stepscope.dashboard.jobs.profile_jobs import ProfileJobs, rank_tables_job
+from stepscope.dashboard.jobs.worker import RANK_FILE, Progress, tables_json
 from stepscope.engines import with_job_paths
 from stepscope.errors import StepscopeError
 from stepscope.trace.logdir import Run
@@ -79,9 +79,10 @@ class DistributedViews:
         in ``run.hosts`` order; ``by``: the unit, a rank or each device of each (the cached
         tables hold both, ``RankTables.devices``). Raises AnalysisPending while any host is analysed, and
         ProfileFailed when no rank can be shown. Call from a worker thread."""
-        if any(isinstance(status, Pending) for status in statuses):
+        done = [status for status in statuses if not isinstance(status, Pending)]
+        if len(done) < len(statuses):
             raise AnalysisPending(pending_progress(statuses).to_json())
-        key = (run.name, by, *(status.folder.name if isinstance(status, Ready) else f"failed:{status.message}" for status in statuses))
+        key = (run.name, by, *(status.folder.name if isinstance(status, Ready) else f"failed:{status.message}" for status in done))
         with self._lock:
             if key in self._kept:
                 self._kept.move_to_end(key)
@@ -89,7 +90,7 @@ class DistributedViews:
         tables: list[RankTables] = []
         paths: list[str] = []
         failures: list[str] = []
-        for host, status in zip(run.hosts, statuses, strict=True):
+        for host, status in zip(run.hosts, done, strict=True):
             found = status.message if isinstance(status, Failed) else load_rank_tables(status, host.name, host.path, self._jobs)
             if isinstance(found, str):
                 failures.append(found)

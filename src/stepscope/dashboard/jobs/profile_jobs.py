@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, TypeVarTuple
 
 from stepscope.dashboard.api_errors import JobFailed
-from stepscope.dashboard.pools import WorkerFailed, WorkerPool, default_memory_limit, default_time_limit, spawn_pool, stop_pool
+from stepscope.dashboard.jobs.pools import WorkerFailed, WorkerPool, default_memory_limit, default_time_limit, spawn_pool, stop_pool
+
+R = TypeVar("R")
+Ts = TypeVarTuple("Ts")
 
 # Profiles kept loaded in the worker process (a 10M-event profile holds a few GB).
 KEPT_PROFILES = 2
@@ -41,7 +45,7 @@ def _profile(path: str) -> Any:
 def tool_run(profile_path: str, tool: str, options: dict[str, Any]) -> tuple[bytes, bytes]:
     """A ``TABLES`` tool's JSON and tables documents for ``options`` (see ``ToolRuns``)."""
     from stepscope.analysis import spec
-    from stepscope.dashboard.worker import tool_documents as documents
+    from stepscope.dashboard.jobs.worker import tool_documents as documents
 
     return documents(spec(tool), _stats(profile_path), **options)
 
@@ -89,13 +93,13 @@ class ProfileJobs:
         self._time_limit = default_time_limit() if time_limit is None else time_limit or None
         self._pool: WorkerPool | None = None
 
-    def submit(self, function, *args) -> Future:
+    def submit(self, function: Callable[[*Ts], R], *args: *Ts) -> Future[R]:
         with self._lock:
             if self._pool is None:
                 self._pool = spawn_pool(1, self._memory_limit, time_limit=self._time_limit, confine=self._confine)
             return self._pool.submit(function, *args)
 
-    def run(self, what: str, function, *args) -> Any:
+    def run(self, what: str, function: Callable[[*Ts], R], *args: *Ts) -> R:
         """Runs a job and waits for it (call from a worker thread, not the event loop).
         ``what`` names the work in the error when the worker dies: "export of <file>"."""
         try:

@@ -22,9 +22,9 @@ import msgspec
 from stepscope import jsonform
 from stepscope.analysis.diff import RunResults, diff_results
 from stepscope.analysis.registry import spec
-from stepscope.dashboard.analysis_cache import Ready
 from stepscope.dashboard.api_errors import ProfileFailed
-from stepscope.dashboard.worker import tables_json
+from stepscope.dashboard.jobs.analysis_cache import Ready
+from stepscope.dashboard.jobs.worker import tables_json
 
 KEPT_DIFFS = 16  # (base, new) answers kept in the server's memory
 

@@ -42,13 +42,17 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection, wait
+from multiprocessing.context import SpawnContext
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar, TypeVarTuple
 
 from stepscope.errors import StepscopeError
 from stepscope.sizes import NO_LIMIT, size_setting, size_text
 from stepscope.trace import limits
 from stepscope.trace.files import confine_reads
+
+R = TypeVar("R")
+Ts = TypeVarTuple("Ts")
 
 # The setting (environment variable) that caps each worker's memory: a size ("8G", "512M",
 # bytes), or "none" for no cap.
@@ -191,16 +195,16 @@ TIMED_OUT = TimedOut()
 
 @dataclass
 class _Job:
-    future: Future
-    function: Any
-    args: tuple
+    future: Future[Any]
+    function: Callable[..., object]
+    args: tuple[object, ...]
     deaths: list[str] = field(default_factory=list)
 
 
 class _Worker:
     """One worker process and the server's end of its pipe."""
 
-    def __init__(self, context, memory_limit: int | None, confine: str | None, name: str, warm: Callable[[], None] | None) -> None:
+    def __init__(self, context: SpawnContext, memory_limit: int | None, confine: str | None, name: str, warm: Callable[[], None] | None) -> None:
         self.connection, child = context.Pipe()
         self.process = context.Process(target=_worker_main, args=(child, memory_limit, confine, warm), name=name, daemon=True)
         self.process.start()
@@ -213,7 +217,8 @@ class _Worker:
             self.connection.send_bytes(data)
             if not wait([self.connection, self.process.sentinel], timeout=time_limit):
                 return TIMED_OUT
-            return pickle.loads(self.connection.recv_bytes())
+            answer: tuple[bool, Any] = pickle.loads(self.connection.recv_bytes())  # (ok, result or exception)
+            return answer
         except (EOFError, OSError):
             return None
         except Exception as error:  # an answer that does not unpickle here
@@ -275,8 +280,8 @@ class WorkerPool:
         self._free = 0  # slots not running a job: waiting for one, or starting their worker
         self._closed = False
 
-    def submit(self, function, *args) -> Future:
-        future: Future = Future()
+    def submit(self, function: Callable[[*Ts], R], *args: *Ts) -> Future[R]:
+        future: Future[R] = Future()
         with self._lock:
             if self._closed:
                 raise RuntimeError("the worker pool is closed")

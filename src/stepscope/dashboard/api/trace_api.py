@@ -20,7 +20,7 @@ import shutil
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -28,12 +28,12 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from stepscope.dashboard.analysis_cache import CacheDamaged, Ready
+from stepscope.dashboard.api.responses import JsonResponse
+from stepscope.dashboard.api.state import analysis_status
 from stepscope.dashboard.api_errors import BadParameter, JobFailed
-from stepscope.dashboard.profile_jobs import event_json, export_range
-from stepscope.dashboard.responses import JsonResponse
-from stepscope.dashboard.state import analysis_status
-from stepscope.dashboard.worker import INDEX_FOLDER
+from stepscope.dashboard.jobs.analysis_cache import CacheDamaged, Ready
+from stepscope.dashboard.jobs.profile_jobs import event_json, export_range
+from stepscope.dashboard.jobs.worker import INDEX_FOLDER
 from stepscope.sizes import size_setting, size_text
 from stepscope.viewer import TraceIndex, find, query, summarize
 from stepscope.viewer.storage import IndexFormatError
@@ -210,10 +210,11 @@ def _ready(request: Request) -> tuple[Ready, Path]:
 
 
 def _index(request: Request) -> TraceIndex:
-    return request.app.state.indexes.get(_ready(request)[1])
+    index: TraceIndex = request.app.state.indexes.get(_ready(request)[1])
+    return index
 
 
-def _viewer_errors(function):
+def _viewer_errors(function: Callable[[Request], Response]) -> Callable[[Request], Response]:
     """ValueError from the viewer (a bad range, an unknown track) -> BadParameter (400).
     (A job whose worker died or ran out of memory raises JobFailed: 422.)"""
 

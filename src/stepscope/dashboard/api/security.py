@@ -32,7 +32,7 @@ from starlette.requests import Request, cookie_parser
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from stepscope.dashboard.responses import JsonResponse
+from stepscope.dashboard.api.responses import JsonResponse
 from stepscope.errors import StepscopeError
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")

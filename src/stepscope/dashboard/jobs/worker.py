@@ -22,7 +22,7 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 
@@ -59,13 +59,39 @@ CHECKSUMS_FILE = "checksums.json"  # {file name: [size, crc32]} of the folder's 
 LOAD_SHARE = 0.5
 
 
+class ProgressJson(TypedDict):
+    """An analysis's progress as the page reads it (the body of a 202)."""
+
+    state: str
+    progress: float
+    message: str
+
+
+class ColumnJson(TypedDict):
+    key: str
+    label: str
+    kind: str
+
+
+class TableJson(TypedDict):
+    name: str
+    columns: list[ColumnJson]
+    rows: list[list[object]]  # the cells: JSON numbers, strings, booleans, null
+
+
+class TablesJson(TypedDict):
+    """``<tool>.tables.json``: a result's tables (``/api/tables``, ``/api/csv``)."""
+
+    tables: list[TableJson]
+
+
 @dataclass(frozen=True)
 class Progress:
     state: str  # "queued" | "loading" | "analysing"
     fraction: float
     message: str
 
-    def to_json(self) -> dict:
+    def to_json(self) -> ProgressJson:
         return {"state": self.state, "progress": round(self.fraction, 3), "message": self.message}
 
 
@@ -81,7 +107,7 @@ def read_progress(path: Path) -> Progress | None:
         return None
 
 
-def tables_json(tables: list[Table]) -> dict:
+def tables_json(tables: list[Table]) -> TablesJson:
     return {
         "tables": [
             {
@@ -94,7 +120,7 @@ def tables_json(tables: list[Table]) -> dict:
     }
 
 
-def table_from_json(document: dict) -> Table:
+def table_from_json(document: TableJson) -> Table:
     columns = tuple(Column(c["key"], c["label"], c["kind"]) for c in document["columns"])
     return Table(document["name"], columns, [tuple(row) for row in document["rows"]])
 
@@ -190,7 +216,7 @@ def write_applies(profile: Profile, staging: Path) -> None:
 
 def write_rank_tables(stats: OpStats, staging: Path) -> None:
     """The profile's rank tables: the distributed view's map step, done here with the
-    ``OpStats`` the tools share (``dashboard.distributed_view`` reduces a run's). The host
+    ``OpStats`` the tools share (``dashboard.api.distributed_view`` reduces a run's). The host
     is left empty: the worker knows the file, not the run's name for it, which the server
     fills in. A failure is kept as the rank's error, as a failing tool's is, and never
     costs the profile its other tools."""

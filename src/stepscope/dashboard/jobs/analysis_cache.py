@@ -34,13 +34,14 @@ import json
 import os
 import shutil
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 
 from stepscope import __version__
-from stepscope.dashboard.pools import WorkerFailed, WorkerPool, default_memory_limit, default_time_limit, spawn_pool, stop_pool
-from stepscope.dashboard.worker import (
+from stepscope.dashboard.jobs.pools import WorkerFailed, WorkerPool, default_memory_limit, default_time_limit, spawn_pool, stop_pool
+from stepscope.dashboard.jobs.worker import (
     APPLIES_FILE,
     CHECKSUMS_FILE,
     ERROR_FILE,
@@ -130,7 +131,13 @@ class AnalysisCache:
     what each worker runs as it starts (None: nothing)."""
 
     def __init__(
-        self, cache_dir: Path, workers: int | None = None, memory_limit: int | None = None, analyse=analyse, warm=warm_up, time_limit: float | None = None
+        self,
+        cache_dir: Path,
+        workers: int | None = None,
+        memory_limit: int | None = None,
+        analyse: Callable[[str, str, str], None] = analyse,
+        warm: Callable[[], None] | None = warm_up,
+        time_limit: float | None = None,
     ) -> None:
         self.root = Path(cache_dir) / "analysis"
         self.root.mkdir(parents=True, exist_ok=True)
@@ -141,7 +148,7 @@ class AnalysisCache:
         self.confine: str | None = None  # the folder the workers read profiles from (``confine``)
         self._analyse, self._warm = analyse, warm
         self._lock = threading.Lock()
-        self._jobs: dict[str, Future] = {}
+        self._jobs: dict[str, Future[None]] = {}
         self._pool: WorkerPool | None = None
         self._failed: dict[str, str] = {}  # key -> why its worker died (not written to disk)
 
@@ -195,7 +202,7 @@ class AnalysisCache:
         self._jobs[key] = job
         job.add_done_callback(lambda done: self._finished(key, path, done))
 
-    def _finished(self, key: str, path: Path, job: Future) -> None:
+    def _finished(self, key: str, path: Path, job: Future[None]) -> None:
         error = None if job.cancelled() else job.exception()  # cancelled: the server is closing
         with self._lock:
             self._jobs.pop(key, None)
@@ -233,6 +240,7 @@ def _describe(path: Path, error: BaseException) -> str:
 
 def _read_error(error_file: Path) -> str:
     try:
-        return json.loads(error_file.read_bytes())["error"]
+        error: str = json.loads(error_file.read_bytes())["error"]
+        return error
     except (OSError, ValueError, KeyError, TypeError):
         return f"{error_file}: unreadable error record"

@@ -16,7 +16,7 @@ import threading
 from collections import OrderedDict
 from typing import Any
 
-from stepscope.dashboard.profile_jobs import ProfileJobs, tool_run
+from stepscope.dashboard.jobs.profile_jobs import ProfileJobs, tool_run
 
 # Bytes of (profile, tool, options) results kept in the server's memory; a result larger
 # than this is answered and not kept.
