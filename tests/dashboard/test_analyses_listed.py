@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from stepscope.dashboard.analysis_cache import AnalysisCache
+from stepscope.dashboard.jobs.analysis_cache import AnalysisCache
 from tests.support import analyses
 from tests.support.dashboard.browser import READY_TIMEOUT_MS, page_url, watched_page
 from tests.support.dashboard.inprocess import InProcessServer
