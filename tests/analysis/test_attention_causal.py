@@ -11,7 +11,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.analysis.shape_costs import (
+from stepscope.analysis.ops.shape_costs import (
     ATTENTION_BACKWARD_MASKS,
     ATTENTION_MASKS,
     FULL_ATTENTION_ASSUMED,
@@ -23,7 +23,7 @@ from tests.support.frameworks import run_framework_script
 from tests.support.kineto_events import complete, cpu_op
 
 US_PS = 1_000_000
-A100_80GB_TFLOPS = 312.0  # chips.py's table, NVIDIA's datasheet (dense BF16)
+A100_80GB_TFLOPS = 312.0  # ops/chips.py's table, NVIDIA's datasheet (dense BF16)
 BF16 = "c10::BFloat16"
 QKV = [[2, 8, 1024, 64]] * 3  # B=2, H=8, L=S=1024, E=Ev=64
 

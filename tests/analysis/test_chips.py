@@ -7,7 +7,7 @@ import json
 import pytest
 
 import stepscope
-from stepscope.analysis.chips import chip_of, device_peaks
+from stepscope.analysis.ops.chips import chip_of, device_peaks
 from tests.support.traces import shared
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.analysis.classify import Activity, _device_type_activity
+from stepscope.analysis.steps.classify import Activity, _device_type_activity
 
 
 @pytest.mark.parametrize(

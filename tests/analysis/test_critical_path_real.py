@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 
 import stepscope
-from stepscope.analysis import dependency_graph, run_tool
-from stepscope.analysis.dependency_graph import build_graph
-from stepscope.analysis.schedule import binding, schedule
-from stepscope.analysis.steps import find_steps
+from stepscope.analysis import run_tool
+from stepscope.analysis.paths import dependency_graph
+from stepscope.analysis.paths.dependency_graph import build_graph
+from stepscope.analysis.paths.schedule import binding, schedule
+from stepscope.analysis.steps.steps import find_steps
 from tests.support.critical_paths import segment_rows
 from tests.support.traces import ALL_SHARED_TRACES, shared
 

@@ -11,12 +11,12 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.analysis.breakdown import BREAKDOWN, IDLE
-from stepscope.analysis.diff import BY_NUMBER, BY_ORDER, diff
-from stepscope.analysis.diff_verdict import verdict
-from stepscope.analysis.gate import FAILED, NOISE, NOT_RECORDED, PASSED, Rule, RuleError, gate
-from stepscope.analysis.row_changes import KernelChange, StepCounts, Totals, by_change, time_change
-from stepscope.analysis.step_change import mean_change
+from stepscope.analysis.diff.compare import BY_NUMBER, BY_ORDER, diff
+from stepscope.analysis.diff.gate import FAILED, NOISE, NOT_RECORDED, PASSED, Rule, RuleError, gate
+from stepscope.analysis.diff.row_changes import KernelChange, StepCounts, Totals, by_change, time_change
+from stepscope.analysis.diff.step_change import mean_change
+from stepscope.analysis.diff.verdict import verdict
+from stepscope.analysis.steps.breakdown import BREAKDOWN, IDLE
 from tests.support.diff_traces import OP, profiler_step_us, scaled_copy, step_trace
 from tests.support.traces import shared
 

@@ -7,7 +7,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.analysis.diff import BY_NUMBER, diff
+from stepscope.analysis.diff.compare import BY_NUMBER, diff
 from tests.support.framework_loops import JAX_BODY, JAX_IMPORTS, STEPS, edited
 from tests.support.frameworks import run_framework_script
 

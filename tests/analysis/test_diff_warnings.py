@@ -10,9 +10,9 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.analysis.diff import diff
-from stepscope.analysis.diff_warnings import comparability_warnings
-from stepscope.analysis.overview import Environment
+from stepscope.analysis.diff.compare import diff
+from stepscope.analysis.diff.warnings import comparability_warnings
+from stepscope.analysis.tools.overview_page import Environment
 from stepscope.render import render
 from stepscope.render.markdown import escape
 from tests.support.traces import shared

@@ -11,9 +11,9 @@ import json
 
 import pytest
 
-from stepscope.analysis.breakdown import IDLE
 from stepscope.analysis.distributed import rank_tables, reduce_ranks
 from stepscope.analysis.distributed.reduce import BY_AUTO, BY_DEVICE, BY_RANK
+from stepscope.analysis.steps.breakdown import IDLE
 from stepscope.engines import analyse_run
 from stepscope.errors import StepscopeError
 from stepscope.protos import xplane_pb2

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.analysis.finding_gains import gain_text, milliseconds
+from stepscope.analysis.findings.finding_gains import gain_text, milliseconds
 from stepscope.render.markdown import render_markdown
 from tests.support.kineto_events import complete
 

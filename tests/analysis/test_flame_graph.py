@@ -10,8 +10,8 @@ import re
 import pytest
 
 from stepscope.analysis import run_tool
-from stepscope.analysis.flame_graph import FlameGraphResult
-from stepscope.analysis.stacks import MAX_DEPTH
+from stepscope.analysis.ops.stacks import MAX_DEPTH
+from stepscope.analysis.tools.flame_graph import FlameGraphResult
 from stepscope.errors import StepscopeError
 from stepscope.trace.readers import load
 from tests.support.flame import A100, A100_PID, MAIN, MARKERS, US, WORKER, kineto_ns, write_stacks_trace

@@ -16,9 +16,9 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.analysis.gpu_metrics import top_kernels
-from stepscope.analysis.kernels import TENSOR_CORE_KERNEL
+from stepscope.analysis.ops.kernels import TENSOR_CORE_KERNEL
 from stepscope.analysis.opstats import OpStats
+from stepscope.analysis.steps.gpu_metrics import top_kernels
 from tests.support.frameworks import read_json_exact
 from tests.support.intervals import union_length
 from tests.support.traces import shared

@@ -1,4 +1,4 @@
-"""The heap replay (``analysis/heap_simulation``) against the replay it replaced, on random
+"""The heap replay (``analysis/xla/heap_simulation``) against the replay it replaced, on random
 heap traces; its answers to cycles, negative sizes and peaks past int64 (issue 40); and
 that it is linear in the events."""
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import event, given, note, settings
 from hypothesis import strategies as st
 
-from stepscope.analysis.heap_simulation import replay
+from stepscope.analysis.xla.heap_simulation import replay
 from stepscope.errors import StepscopeError
 from stepscope.protos import hlo_pb2
 from tests.support import hostile_hlo

@@ -24,7 +24,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.analysis.input_pipeline import (
+from stepscope.analysis.tools.input_pipeline_analyzer import (
     ADVANCED_READ,
     CATEGORIES,
     DEMANDED_READ,
@@ -433,8 +433,8 @@ def owned_by_hand(thread: list[int], start: list[int], end: list[int]) -> list[i
 def test_owned_time_is_the_rule_and_sums_to_each_threads_union():
     import numpy as np
 
-    from stepscope.analysis.input_pipeline import _owned_ps
     from stepscope.analysis.intervals import Union
+    from stepscope.analysis.tools.input_pipeline_analyzer import _owned_ps
 
     rng = np.random.default_rng(13)
     for _ in range(100):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import stepscope
-from stepscope.analysis.loader_settings import RECORDED, TORCH_FETCH_NAMES, LoaderSettings, loader_settings
+from stepscope.analysis.findings.loader_settings import RECORDED, TORCH_FETCH_NAMES, LoaderSettings, loader_settings
 from stepscope.trace import names
 from tests.support.overview_traces import kernel, overview, x
 from tests.support.traces import shared

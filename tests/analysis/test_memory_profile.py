@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 import stepscope
-from stepscope.analysis import memory_profile as mp
-from stepscope.analysis.memory_profile import BEFORE_PROFILE, MAX_TIMELINE_POINTS, NO_OP, memory_profile
 from stepscope.analysis.registry import TOOLS
+from stepscope.analysis.tools import memory_profile as mp
+from stepscope.analysis.tools.memory_profile import BEFORE_PROFILE, MAX_TIMELINE_POINTS, NO_OP, memory_profile
 from stepscope.protos import xplane_pb2
 from stepscope.render.formats import render_csv, render_json, render_text
 from tests.support.frameworks import (

@@ -11,9 +11,9 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.analysis.heap_simulation import replay
-from stepscope.analysis.hlo_shapes import ShapeTooLarge, dtype, unpadded_bytes
 from stepscope.analysis.opstats import OpStats
+from stepscope.analysis.xla.heap_simulation import replay
+from stepscope.analysis.xla.hlo_shapes import ShapeTooLarge, dtype, unpadded_bytes
 from stepscope.errors import StepscopeError
 from stepscope.protos import hlo_pb2
 from stepscope.render import render

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import stepscope
-from stepscope.analysis.op_categories import COMMUNICATION, MEMORY_COPY, OTHER, category_of
-from stepscope.analysis.op_profile import PROGRAM, OpProfileNode, OpProfileResult, op_profile
+from stepscope.analysis.ops.op_categories import COMMUNICATION, MEMORY_COPY, OTHER, category_of
+from stepscope.analysis.tools.op_profile import PROGRAM, OpProfileNode, OpProfileResult, op_profile
 from stepscope.errors import StepscopeError
 from stepscope.protos import xplane_pb2
 from stepscope.render.formats import render
@@ -515,8 +515,8 @@ def test_tpu_matches_xprofs_op_profile(device: str):
 def test_tpu_op_profile_and_hlo_stats_agree_exactly(device: str):
     """Both read TPU op times from the shared XLA op table: the root is hlo_stats' total
     self time, and each category its rows' summed self time."""
-    from stepscope.analysis.hlo_stats import hlo_stats
     from stepscope.analysis.opstats import OpStats
+    from stepscope.analysis.tools.hlo_stats import hlo_stats
 
     stats = OpStats(stepscope.load(shared(TPU)))
     tree, table = op_profile(stats, device=device, top_n=10_000), hlo_stats(stats, device=device)

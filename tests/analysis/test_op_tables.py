@@ -42,7 +42,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.analysis.op_categories import (
+from stepscope.analysis.ops.op_categories import (
     ATTENTION,
     COMMUNICATION,
     CONVOLUTION,
@@ -55,7 +55,7 @@ from stepscope.analysis.op_categories import (
     category_of,
 )
 from stepscope.analysis.opstats import OpStats
-from stepscope.analysis.overview import top_operations
+from stepscope.analysis.tools.overview_page import top_operations
 from stepscope.protos import xplane_pb2
 from tests.support.traces import KINETO_TRACES, XPLANE_TRACES
 

@@ -17,7 +17,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool, tool_names
-from stepscope.analysis.step_outliers import COMPILED, KEPT, OUTLIER, leave_one_out_median, set_aside
+from stepscope.analysis.steps.step_outliers import COMPILED, KEPT, OUTLIER, leave_one_out_median, set_aside
 from tests.support.overview_traces import kernel, overview, x
 from tests.support.tables import biggest_first, cell, searched
 from tests.support.traces import shared

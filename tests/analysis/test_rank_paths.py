@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 import stepscope
-from stepscope.analysis.path_kinds import KIND_NAMES, Kind
-from stepscope.analysis.rank_paths import join_ranks, step_times, straggle_removed
-from stepscope.analysis.schedule import Segments, binding, critical_paths, schedule
-from stepscope.analysis.steps import find_steps
+from stepscope.analysis.paths.path_kinds import KIND_NAMES, Kind
+from stepscope.analysis.paths.rank_paths import join_ranks, step_times, straggle_removed
+from stepscope.analysis.paths.schedule import Segments, binding, critical_paths, schedule
+from stepscope.analysis.steps.steps import find_steps
 from tests.support.critical_paths import US, two_ranks
 from tests.support.traces import shared
 

@@ -13,10 +13,10 @@ import pytest
 
 import stepscope
 from stepscope import _kernels
-from stepscope.analysis import schedule
-from stepscope.analysis.dependency_graph import build_graph
-from stepscope.analysis.path_kinds import Kind
-from stepscope.analysis.steps import find_steps
+from stepscope.analysis.paths import schedule
+from stepscope.analysis.paths.dependency_graph import build_graph
+from stepscope.analysis.paths.path_kinds import Kind
+from stepscope.analysis.steps.steps import find_steps
 from stepscope.trace import kernels
 from tests.support.traces import ALL_SHARED_TRACES
 

@@ -13,13 +13,13 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.analysis.shape_costs import call_of, estimate
+from stepscope.analysis.ops.shape_costs import call_of, estimate
 from stepscope.trace.writers import save
 from tests.support.kineto_events import complete, cpu_op
 from tests.support.traces import shared
 
 US_PS = 1_000_000
-A100_80GB_TFLOPS, A100_80GB_GBPS = 312.0, 2039.0  # chips.py's table, NVIDIA's datasheet
+A100_80GB_TFLOPS, A100_80GB_GBPS = 312.0, 2039.0  # ops/chips.py's table, NVIDIA's datasheet
 
 
 def _kernel(ts, dur, ext, correlation):

@@ -11,7 +11,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from stepscope.analysis.steps import find_steps
+from stepscope.analysis.steps.steps import find_steps
 from stepscope.trace.readers import load
 from stepscope.viewer import STEPS_PLANE, build_index, decode, query
 from stepscope.viewer import index as index_module

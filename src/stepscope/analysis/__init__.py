@@ -4,21 +4,21 @@ The modules imported below are the tools: each registers its entry in ``registry
 it is defined, so adding a tool is a module and its line here.
 """
 
-from stepscope.analysis import (  # noqa: F401  (each registers its tool)
+from stepscope.analysis.registry import TOOLS, Option, Output, ToolResult, ToolSpec, run_tool, spec, specs, tool_names
+from stepscope.analysis.tools import (  # noqa: F401  (each registers its tool)
     critical_path,
     flame_graph,
     framework_op_stats,
     graph_viewer,
     hlo_stats,
-    input_pipeline,
+    input_pipeline_analyzer,
     kernel_stats,
     memory_profile,
     memory_viewer,
     op_profile,
-    overview,
-    roofline,
+    overview_page,
+    roofline_model,
     trace_viewer,
 )
-from stepscope.analysis.registry import TOOLS, Option, Output, ToolResult, ToolSpec, run_tool, spec, specs, tool_names
 
 __all__ = ["TOOLS", "Option", "Output", "ToolResult", "ToolSpec", "run_tool", "spec", "specs", "tool_names"]

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from stepscope.analysis import Output, specs
-from stepscope.analysis.diff import DiffResult
+from stepscope.analysis.diff.compare import DiffResult
 from stepscope.analysis.distributed.result import DistributedResult
 from stepscope.analysis.registry import ToolsAnswer, json_schema
 from stepscope.trace.files import atomic_write

@@ -1,0 +1,1 @@
+"""What the overview concludes: findings, their rules and their predicted gains."""
