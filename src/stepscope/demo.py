@@ -201,7 +201,7 @@ def predicted_step_ms(path: Path, input_wait_ms: float) -> tuple[float, float]:
 
     from stepscope.analysis import run_tool
     from stepscope.analysis.opstats import OpStats
-    from stepscope.analysis.tools.critical_path import INPUT_FREE
+    from stepscope.analysis.paths.what_if import INPUT_FREE
     from stepscope.trace.readers import load
 
     stats = OpStats(load(path))

@@ -23,7 +23,7 @@ import numpy as np
 
 from stepscope.analysis.findings.verdict import COLLECTIVES, DEVICE, HOST, INPUT, KERNEL_LAUNCH, PredictedGain
 from stepscope.analysis.opstats import OpStats
-from stepscope.analysis.tools.critical_path import COLLECTIVES_OVERLAPPED, FASTER, INPUT_FREE, LAUNCH_HALVED, changes, predicted_steps
+from stepscope.analysis.paths.what_if import COLLECTIVES_OVERLAPPED, FASTER, INPUT_FREE, LAUNCH_HALVED, changes, predicted_steps
 
 PS_PER_MS = 1e9
 # How much faster the "faster" what-ifs of the host- and device-bound findings make the work.

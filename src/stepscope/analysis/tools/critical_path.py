@@ -1,17 +1,17 @@
 """The ``critical_path`` tool: for every step, the chain of work and waits that set its
 length, its time by kind, and what a change would buy (docs/tools/critical_path.md).
 
-The graph is ``dependency_graph``'s, the path and the re-scheduling ``schedule``'s. Each
-what-if changes durations (never dependencies) and re-schedules the whole graph; its
-``predicted_step_ps`` is the mean over steps of the predicted time between each step's
-boundary nodes. For the page: ``steps[i].segments`` are the path's pieces in profile time
-(plane and line indexes as the trace viewer's), latest first, as columns.
+The graph is ``dependency_graph``'s, the path and the re-scheduling ``schedule``'s, the
+what-ifs ``what_if``'s. Each what-if changes durations (never dependencies) and
+re-schedules the whole graph; its ``predicted_step_ps`` is the mean over steps of the
+predicted time between each step's boundary nodes. For the page: ``steps[i].segments``
+are the path's pieces in profile time (plane and line indexes as the trace viewer's),
+latest first, as columns.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypedDict
 
@@ -19,17 +19,14 @@ import numpy as np
 
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.paths.dependency_graph import Graph, NodeNames
-from stepscope.analysis.paths.path_kinds import KIND_NAMES, Kind
-from stepscope.analysis.paths.schedule import Binding, critical_paths, schedule
 from stepscope.analysis.paths.schedule import Segments as PathPieces
+from stepscope.analysis.paths.schedule import critical_paths
+from stepscope.analysis.paths.what_if import KINDS, changes, predicted_steps
 from stepscope.analysis.registry import Option, OptionError, ToolResult, tool
 from stepscope.analysis.tables import Column, Table, percent, ps_to_us
 
 TOOL = "critical_path"
 TOP_OPS = 10
-KINDS = [KIND_NAMES[kind] for kind in Kind]
-# What-if names (``WhatIf.change``).
-INPUT_FREE, LAUNCH_HALVED, FASTER, COLLECTIVES_OVERLAPPED = "input_free", "launch_halved", "faster", "collectives_overlapped"
 
 
 class PathOp(TypedDict):
@@ -111,58 +108,6 @@ class CriticalPathResult(ToolResult):
         return lines
 
 
-@dataclass(frozen=True)
-class Change:
-    """A what-if: its name, what it says, and the durations it gives the graph's nodes."""
-
-    name: str
-    description: str
-    durations: Callable[[Graph, NodeNames], np.ndarray]  # (graph, node names) -> fixed_ps
-
-
-def _scaled(mask: np.ndarray, graph: Graph, divisor: int) -> np.ndarray:
-    fixed = graph.fixed_ps.copy()
-    fixed[mask] //= divisor
-    return fixed
-
-
-def changes(faster: str, factor: int) -> list[Change]:
-    """The what-ifs: input free, launch calls halved (CUDA graphs), ``faster`` (a kind, or a
-    regular expression over op and kernel names) ``factor`` x faster, collectives overlapped."""
-    if faster in KINDS:
-        kind = Kind(KINDS.index(faster))
-
-        def chosen(graph: Graph, node_names: NodeNames) -> np.ndarray:
-            same: np.ndarray = graph.kind == kind
-            return same
-
-        what = f"{faster} time"
-    else:
-        try:
-            pattern = re.compile(faster, re.IGNORECASE)
-        except re.error as error:
-            raise OptionError(f"{TOOL}: option faster is neither a kind ({', '.join(KINDS)}) nor a regular expression: {error}") from None
-
-        def chosen(graph: Graph, node_names: NodeNames) -> np.ndarray:
-            matches = np.asarray([bool(pattern.search(name)) for name in node_names.table], dtype=bool)
-            picked: np.ndarray = (graph.row >= 0) & matches[node_names.code]
-            return picked
-
-        what = f"ops and kernels matching {faster!r}"
-    return [
-        Change(INPUT_FREE, "input were free (no input wait)", lambda graph, _: _scaled(graph.kind == Kind.INPUT, graph, 1 << 62)),
-        Change(LAUNCH_HALVED, "launch calls took half as long (CUDA graphs)", lambda graph, _: _scaled(graph.kind == Kind.LAUNCH, graph, 2)),
-        Change(FASTER, f"{what} were {factor}x faster", lambda graph, node_names: _scaled(chosen(graph, node_names), graph, factor)),
-        Change(COLLECTIVES_OVERLAPPED, "collectives were hidden behind compute", lambda graph, _: _scaled(graph.kind == Kind.COLLECTIVE, graph, 1 << 62)),
-    ]
-
-
-def predicted_steps(graph: Graph, bind: Binding, fixed_ps: np.ndarray) -> np.ndarray:
-    """Each step's time between its boundary nodes once re-scheduled with ``fixed_ps``."""
-    starts = schedule(graph, bind.residual_ps, fixed_ps)
-    return starts[graph.step_end_node] - starts[graph.step_start_node]
-
-
 def _step_path(graph: Graph, node_names: NodeNames, segments: PathPieces, number: int, start: int, duration: int) -> StepPath:
     by_kind = segments.by_kind()
     lengths = segments.end_ps - segments.start_ps
@@ -215,8 +160,12 @@ def critical_path_tool(stats: OpStats, faster: str = "kernel", factor: int = 2) 
         for index, segments in enumerate(critical_paths(graph, bind))
     ]
     mean = round(float(durations.mean()))
+    try:
+        what_ifs = changes(faster, factor)
+    except re.error as error:
+        raise OptionError(f"{TOOL}: option faster is neither a kind ({', '.join(KINDS)}) nor a regular expression: {error}") from None
     what_if = []
-    for change in changes(faster, factor):
+    for change in what_ifs:
         predicted = predicted_steps(graph, bind, change.durations(graph, node_names))
         what_if.append(
             WhatIf(change=change.name, description=change.description, predicted_step_ps=round(float(predicted.mean())), predicted_steps_ps=predicted.tolist())
