@@ -89,7 +89,7 @@ def check(profile, index, start, end, width, name_filter=None):
                 span = want_last - want_first
                 assert busy == pytest.approx(want_busy / span if span else 0.0, rel=1e-5, abs=1e-6)
     # The wide events are the profile's own: start, duration, name (as the timeline shows it:
-    # XLA's ``all-reduce``, not its HLO text; tests/analysis/test_xla_short_names.py).
+    # XLA's ``all-reduce``, not its HLO text; tests/analysis/xla/test_xla_short_names.py).
     for k in range(header["counts"]["events"]):
         plane, row = index.ref(int(data["event_id"][k]))
         if plane == STEPS_PLANE:

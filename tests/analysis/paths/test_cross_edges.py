@@ -1,7 +1,7 @@
 """critical_path across lines: a thread blocked in ``backward()`` joined to the autograd
 thread's work (Kineto's fwdbwd flows), and a stream waiting for another stream's event
 (Kineto's ``cuda_sync`` ``Wait Event``), on hand-made Kineto traces whose paths and
-what-ifs are derived by hand (times in us; the conventions of test_critical_path.py)."""
+what-ifs are derived by hand (times in us; the conventions of tools/test_critical_path.py)."""
 
 from __future__ import annotations
 

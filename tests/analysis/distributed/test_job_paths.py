@@ -30,7 +30,7 @@ def distributed_json(folder) -> dict:
 def test_two_hand_made_ranks(tmp_path):
     steps, removed = job_paths(two_ranks(tmp_path), [0, 1])
     # Both ranks' step 1 lasts 100 us; the slowest is the first at a tie, rank 0. Its path
-    # (tests/analysis/test_rank_paths.py): add 5 (host) <- the sync's return 5 <- its
+    # (tests/analysis/paths/test_rank_paths.py): add 5 (host) <- the sync's return 5 <- its
     # all-reduce's transfer [80, 90): 10, all on rank 0 (20 us); <- rank 1's compute [6, 80):
     # 74 <- its queueing 1 and launch 5 (80 us on rank 1). So rank 1 sets the step, kernel
     # time the most of it.

@@ -1,6 +1,6 @@
 """Critical paths across ranks (``rank_paths``): two hand-made ranks joined at their
 all-reduce, the path of the rank that waited running through the straggler's work, and
-"one rank's straggle removed" derived by hand (times in us; test_critical_path.py's
+"one rank's straggle removed" derived by hand (times in us; tools/test_critical_path.py's
 conventions, one Kineto file per rank)."""
 
 from __future__ import annotations
