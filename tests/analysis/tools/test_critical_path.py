@@ -1,4 +1,6 @@
-"""The critical_path tool on hand-made Kineto traces whose paths are derived by hand.
+"""The critical_path tool on hand-made Kineto traces whose paths are derived by hand; on a
+real PyTorch CPU job whose "input free" and "op 2x faster" predictions are checked against
+re-runs of the job without its input wait or with the op halved; and on every shared trace.
 
 Times in the traces are whole microseconds (Kineto's unit); a microsecond is 10**6 ps.
 Each trace is one step (``ProfilerStep#1``, [0, 100) us) on host thread 1; GPU 0 is pid 0,
@@ -8,11 +10,61 @@ its streams are tids. In each comment, a path is read from the step's end backwa
 from __future__ import annotations
 
 import itertools
+import time
 
+import numpy as np
 import pytest
 
+import stepscope
+from stepscope.analysis import run_tool
+from stepscope.analysis.paths.dependency_graph import build_graph
+from stepscope.analysis.paths.schedule import binding, schedule
 from stepscope.analysis.registry import OptionError
+from stepscope.analysis.steps.steps import find_steps
 from tests.support.critical_paths import STEP, US, critical, device, host, kinds, predicted, runtime, segment_rows
+from tests.support.traces import ALL_SHARED_TRACES
+
+torch = pytest.importorskip("torch")
+
+LOADER_SLEEP_S = 0.05  # per batch: tens of ms, far above a CPU's scheduling noise
+MODEL_S = 0.08  # per step, the "model" after the fetch
+STEPS = 6
+SLOW_OP_S = 0.06  # per step, one op of the model made 2x faster in the re-run
+
+
+class SlowDataset(torch.utils.data.Dataset):
+    def __init__(self, sleep_s: float) -> None:
+        self.sleep_s = sleep_s
+
+    def __len__(self) -> int:
+        return STEPS + 2
+
+    def __getitem__(self, index: int):
+        time.sleep(self.sleep_s)
+        return torch.ones(8, 8)
+
+
+def profiled_job(tmp_path, name: str, sleep_s: float, slow_op_s: float = 0.0) -> stepscope.Profile:
+    """A training-like loop under torch.profiler (a small matmul and ``MODEL_S`` of host time
+    a step, then an op "slow_op" of ``slow_op_s``), fed by a DataLoader that sleeps
+    ``sleep_s`` per batch; its Kineto trace, loaded."""
+    weight = torch.randn(8, 8)
+    loader = torch.utils.data.DataLoader(SlowDataset(sleep_s), batch_size=None, num_workers=0)
+    path = tmp_path / f"{name}.pt.trace.json"
+    batches = iter(loader)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+        for number in range(STEPS):
+            # The step marker as torch.profiler's own schedule writes it, around the fetch too.
+            with torch.profiler.record_function(f"ProfilerStep#{number}"):
+                out = next(batches)
+                with torch.profiler.record_function("model"):
+                    out = torch.tanh(out @ weight)
+                    time.sleep(MODEL_S)  # the model's time, as steady as a sleep on a shared CPU
+                    if slow_op_s:
+                        with torch.profiler.record_function("slow_op"):
+                            time.sleep(slow_op_s)
+    prof.export_chrome_trace(str(path))
+    return stepscope.load(path)
 
 
 def test_host_bound_step(tmp_path):
@@ -154,3 +206,48 @@ def test_segments_tile_the_step(tmp_path):
 def test_a_bad_pattern_is_an_option_error(tmp_path):
     with pytest.raises(OptionError, match="option faster"):
         critical(tmp_path, [STEP], faster="(")
+
+
+def test_input_free_predicts_the_rerun_without_the_sleep(tmp_path):
+    slow = run_tool("critical_path", profiled_job(tmp_path, "slow", LOADER_SLEEP_S)).to_json()
+    fast_profile = profiled_job(tmp_path, "fast", 0.0)
+    # The measured re-run: its steps' mean duration, from its own profile's step markers.
+    # Medians, not means: on a shared CPU one step in six can lose its core for 100 ms.
+    measured = float(np.median(find_steps(fast_profile).duration_ps))
+    predicted = float(np.median(next(change["predicted_steps_ps"] for change in slow["what_if"] if change["change"] == "input_free")))
+    slow_median = float(np.median([step["duration_ps"] for step in slow["steps"]]))
+    assert slow_median > measured + LOADER_SLEEP_S * 1e12 / 2  # the sleep is in the slow job's steps
+    assert abs(predicted - measured) <= 0.15 * measured, (predicted, measured, slow_median)
+
+
+def test_an_op_2x_faster_predicts_the_rerun_with_the_op_halved(tmp_path):
+    """The what-if "slow_op 2x faster" on a job whose steps hold a 60 ms op, against a re-run
+    of the job with that op taking 30 ms."""
+    slow = run_tool("critical_path", profiled_job(tmp_path, "slow-op", 0.0, SLOW_OP_S), faster="^slow_op$", factor=2).to_json()
+    halved = profiled_job(tmp_path, "halved-op", 0.0, SLOW_OP_S / 2)
+    measured = float(np.median(find_steps(halved).duration_ps))
+    predicted = float(np.median(next(change["predicted_steps_ps"] for change in slow["what_if"] if change["change"] == "faster")))
+    slow_median = float(np.median([step["duration_ps"] for step in slow["steps"]]))
+    assert slow_median > measured + SLOW_OP_S * 1e12 / 4  # the op's other half is in the slow job's steps
+    assert abs(predicted - measured) <= 0.15 * measured, (predicted, measured, slow_median)
+
+
+@pytest.mark.parametrize("path", ALL_SHARED_TRACES, ids=lambda path: path.name.split(".")[0])
+def test_every_shared_trace(path):
+    profile = stepscope.load(path)
+    result = run_tool("critical_path", profile).to_json()
+    steps = find_steps(profile)
+    assert [step["step"] for step in result["steps"]] == steps.number.tolist()
+    for step, start, duration in zip(result["steps"], steps.start_ps.tolist(), steps.duration_ps.tolist()):
+        assert step["duration_ps"] == duration
+        assert sum(step["by_kind_ps"].values()) == duration
+        assert all(start <= segment["start_ps"] < segment["end_ps"] <= start + duration for segment in segment_rows(step["segments"]))
+        assert sum(segment["end_ps"] - segment["start_ps"] for segment in segment_rows(step["segments"])) == duration
+    # Re-scheduled with the recorded durations, the graph gives back the recorded starts,
+    # and so each what-if's baseline is the recorded step time.
+    graph = build_graph(profile, steps)
+    bind = binding(graph)
+    assert (bind.residual_ps >= 0).all()
+    assert np.array_equal(schedule(graph, bind.residual_ps, graph.fixed_ps), graph.start_ps)
+    for change in result["what_if"]:
+        assert 0 < change["predicted_step_ps"] <= result["mean_step_ps"]

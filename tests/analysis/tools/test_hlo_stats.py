@@ -1,5 +1,6 @@
 """hlo_stats on the shared TPU profile: every number against sums read from the file with
-the protobuf classes (tests/support/xla_ops.py), and against XProf's own hlo_stats."""
+the protobuf classes (tests/support/xla_ops.py), and against XProf's own hlo_stats; and on a
+real JAX CPU capture made here, whose rows are the XLA CPU backend's thunks."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import stepscope
 from stepscope.analysis import run_tool
 from stepscope.analysis.opstats import OpStats
 from stepscope.render import render
+from tests.support.framework_loops import STEPS
 from tests.support.traces import shared
 from tests.support.xla_ops import device_clock_spans, hlo_op_sums, plane_stats, xprof_tables
 
@@ -126,3 +128,37 @@ def test_a_profile_without_xla_ops_has_no_rows():
     result = run_tool("hlo_stats", stepscope.load(shared("kineto/alexnet_small.pt.trace.json.gz")))
     assert result.rows == [] and result.devices == [] and result.summary() == ["No XLA (HLO) ops in this profile."]
     assert not math.isnan(result.total_self_time_us)
+
+
+# On a real JAX CPU capture made here (the session's jax_run): the XLA CPU backend's thunks
+# (host events carrying ``hlo_op``), read back with the protobuf classes, and XProf's own
+# tool on the same file (which shows no rows for a CPU profile).
+
+
+@pytest.mark.framework
+def test_hlo_stats_rows_are_the_cpu_thunks(jax_stats: OpStats, jax_path: Path):
+    expected = hlo_op_sums(jax_path)
+    assert expected, "the JAX profile ran XLA ops"
+    result = run_tool("hlo_stats", jax_stats)
+    assert result.devices == ["/host:CPU"]
+    rows = {(row["program_id"], row["name"]): row for row in result.to_json()["rows"]}
+    assert set(rows) == set(expected)
+    for key, sums in expected.items():
+        row = rows[key]
+        # train_step runs once per step: every one of its thunks once per step.
+        assert row["occurrences"] == sums.occurrences == len(STEPS), key
+        assert row["total_time_ps"] == sums.time_ps, key
+        assert row["program"] == f"jit_train_step({key[0]})", key
+        # XLA's CPU backend records no cost analysis: no rates, no bound.
+        assert sums.flops is None and row["flops"] is None and row["gflops_per_second"] is None, key
+        assert row["bound_by"] is None, key
+    # The CPU thunks do not nest here: self time is time.
+    assert result.total_self_time_ps == sum(s.time_ps for s in expected.values())
+    assert result.peaks[0].source == "" and result.ridge_point is None
+    assert "Bound by: unknown" in result.summary()[1]
+
+
+@pytest.mark.framework
+def test_xprof_shows_no_hlo_stats_for_a_cpu_profile(jax_path: Path):
+    (table,) = xprof_tables(jax_path, "hlo_stats")
+    assert table.rows == []

@@ -1,6 +1,7 @@
 """roofline_model on the shared TPU profile: sums against the file read with the protobuf
 classes (tests/support/xla_ops.py), the roofline arithmetic against the plane's own peaks,
-and every op, program and device figure against XProf's roofline_model."""
+and every op, program and device figure against XProf's roofline_model; and on a real JAX
+CPU capture made here, which gives times and no roofline."""
 
 from __future__ import annotations
 
@@ -163,3 +164,42 @@ def test_peaks_from_the_table_when_the_profile_has_none(tpu_path: Path, tmp_path
     assert {(p.source, p.chip, p.peak_tflops, p.peak_gbps) for p in result.peaks} == {("table", "TPU v6e", 918.0, 1640.0)}
     assert result.ridge_point == pytest.approx(918e12 / 1640e9)
     assert "from the known-chips table (TPU v6e)" in result.summary()[0]
+
+
+# On a real JAX CPU capture made here (the session's jax_run): the XLA CPU backend's thunks
+# (host events carrying ``hlo_op``), read back with the protobuf classes, and XProf's own
+# tool on the same file (which shows no rows for a CPU profile).
+
+
+@pytest.mark.framework
+def test_roofline_on_cpu_gives_times_and_no_roofline(jax_stats: OpStats, jax_path: Path):
+    expected = hlo_op_sums(jax_path)
+    result = run_tool("roofline_model", jax_stats)
+    (device,) = result.device_rows
+    assert device["name"] == "/host:CPU"
+    assert device["occurrences"] == sum(s.occurrences for s in expected.values())
+    assert device["time_ps"] == sum(s.time_ps for s in expected.values())
+    (program,) = result.programs
+    assert program["name"].startswith("jit_train_step(") and program["time_ps"] == device["time_ps"]
+    assert {(row["program"].rsplit("(", 1)[-1].rstrip(")"), row["name"]): row["time_ps"] for row in result.ops} == {
+        key: sums.time_ps for key, sums in expected.items()
+    }
+    # No cost analysis on CPU and no known peaks: every roofline number is null, and the
+    # summary says why.
+    for row in [device, program, *result.ops]:
+        assert row["flops"] is None and row["roofline_fraction"] is None and row["bound_by"] is None
+    assert result.peak_tflops is None and result.ridge_point is None
+    assert result.summary() == [
+        "/host:CPU: peaks unknown (pass --option peak_flops=TFLOP/s --option peak_bw=GB/s)",
+        "No FLOP counts in this profile (XLA records none on CPU): times only, no roofline.",
+    ]
+    # Peaks given by hand: the shares stay null without FLOPs or bytes to rate.
+    given = run_tool("roofline_model", jax_stats, peak_flops="2", peak_bw="50")
+    assert given.peak_tflops == 2.0 and given.ridge_point == pytest.approx(2e12 / 50e9)
+    assert all(row["roofline_fraction"] is None for row in given.ops)
+
+
+@pytest.mark.framework
+def test_xprof_shows_no_roofline_for_a_cpu_profile(jax_path: Path):
+    table = xprof_tables(jax_path, "roofline_model")[0]
+    assert table.rows == [] and float(table.properties["peak_flop_rate"]) == 0.0
