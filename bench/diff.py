@@ -54,8 +54,8 @@ def profile_paths(events: int, force: bool) -> tuple[Path, Path]:
 
 def child(base: str, new: str) -> dict:
     import stepscope
-    from stepscope.analysis.diff import RunResults, diff_results
-    from stepscope.analysis.gate import Rule, gate
+    from stepscope.analysis.diff.compare import RunResults, diff_results
+    from stepscope.analysis.diff.gate import Rule, gate
     from stepscope.render import render
 
     t0 = time.perf_counter()

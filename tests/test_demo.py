@@ -16,7 +16,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.analysis.loader_settings import RECORDED, LoaderSettings, loader_settings
+from stepscope.analysis.findings.loader_settings import RECORDED, LoaderSettings, loader_settings
 from stepscope.demo import (
     DEFAULT_LOGDIR_PREFIX,
     DIFF_REPORT,

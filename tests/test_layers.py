@@ -32,6 +32,12 @@ of the package's submodules (what ``importlib.import_module`` and the tracer reg
       errors, sizes, jsonform,     the base
       protos, _kernels (the C,
       read through its stub)
+
+- Roles inside analysis: its building blocks (the core modules at its top, steps, ops,
+  memory, xla, findings, paths) never import a tool (``analysis.tools``) or a multi-profile
+  analysis (``analysis.diff``, ``analysis.distributed``), and a tool never imports another
+  tool: what two tools share lives in a building block. ``stepscope.analysis`` itself
+  imports every tool (that registers them).
 """
 
 from __future__ import annotations
@@ -282,6 +288,77 @@ def test_layers_only_point_down():
         if source != target and target != BASE and target not in ALLOWED[source]:
             wrong.append(f"  {edge}: {source} may not import {target}")
     assert not wrong, "imports against the layers:\n" + "\n".join(wrong)
+
+
+ANALYSIS = "stepscope.analysis"
+TOOLS = f"{ANALYSIS}.tools"
+# The packages that sit on top of the building blocks: a building block imports none of them.
+ON_TOP = (TOOLS, f"{ANALYSIS}.diff", f"{ANALYSIS}.distributed")
+# Imports against the roles on purpose, each with its reason. An entry that no longer
+# matches an import fails the test: delete it.
+ROLES_KEPT: dict[tuple[str, str], str] = {
+    (f"{ANALYSIS}.schemas", f"{ANALYSIS}.diff.compare"): "the JSON Schemas list the multi-profile forms until those are registry entries",
+    (f"{ANALYSIS}.schemas", f"{ANALYSIS}.distributed.result"): "the JSON Schemas list the multi-profile forms until those are registry entries",
+}
+
+
+def _under(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _tool(module: str) -> str | None:
+    """The tool a module belongs to (``analysis.tools.<tool>``, or a module of its package)."""
+    parts = module.split(".")
+    return parts[3] if _under(module, TOOLS) and len(parts) > 3 else None
+
+
+def against_roles(edges: list[Import]) -> list[str]:
+    """The imports that break the roles inside analysis (see the module's docstring)."""
+    wrong = []
+    for edge in edges:
+        source, target = edge.source, edge.target
+        if not _under(source, ANALYSIS) or source in (ANALYSIS, TOOLS) or (source, target) in ROLES_KEPT:
+            continue
+        if not any(_under(source, package) for package in ON_TOP) and any(_under(target, package) for package in ON_TOP):
+            wrong.append(f"  {edge}: a building block may not import a tool, diff or distributed")
+        elif _tool(source) and _tool(target) and _tool(source) != _tool(target):
+            wrong.append(f"  {edge}: a tool may not import another tool (share through a building block)")
+    return wrong
+
+
+def test_every_kept_role_import_exists():
+    found = {(edge.source, edge.target) for edge in IMPORTS}
+    assert set(ROLES_KEPT) <= found, f"kept imports that no longer exist (delete them from ROLES_KEPT): {sorted(set(ROLES_KEPT) - found)}"
+
+
+def test_analysis_roles():
+    wrong = against_roles(IMPORTS)
+    assert not wrong, "imports against the roles inside analysis:\n" + "\n".join(wrong)
+
+
+def test_the_roles_rule_catches_a_violation():
+    """Synthetic imports (the modules exist; the imports do not): each breaks one rule, and
+    the rule finds it; a building block importing the core, and a tool a building block, pass."""
+    step_imports_tool = Import(f"{ANALYSIS}.steps.steps", f"{TOOLS}.overview_page", 1, "module")
+    ops_imports_diff = Import(f"{ANALYSIS}.ops.ops", f"{ANALYSIS}.diff.compare", 2, "function")
+    core_imports_distributed = Import(f"{ANALYSIS}.opstats", f"{ANALYSIS}.distributed", 3, "typing")
+    tool_imports_tool = Import(f"{TOOLS}.kernel_stats", f"{TOOLS}.overview_page", 4, "module")
+    allowed = [
+        Import(f"{TOOLS}.kernel_stats", f"{ANALYSIS}.ops.kernels", 5, "module"),
+        Import(f"{ANALYSIS}.findings.verdict", f"{ANALYSIS}.opstats", 6, "module"),
+        Import(f"{ANALYSIS}.diff.compare", f"{TOOLS}.overview_page", 7, "module"),
+    ]
+    for edge in (*allowed, step_imports_tool, ops_imports_diff, core_imports_distributed, tool_imports_tool):
+        assert edge.source in MODULES and edge.target in MODULES, edge
+    assert against_roles(allowed) == []
+    wrong = against_roles([step_imports_tool, ops_imports_diff, core_imports_distributed, tool_imports_tool])
+    assert [line.split(": ", 1)[1] for line in wrong] == [
+        *["a building block may not import a tool, diff or distributed"] * 3,
+        "a tool may not import another tool (share through a building block)",
+    ]
+    assert [line.split(" (line")[0].strip() for line in wrong] == [
+        str(edge).split(" (line")[0] for edge in (step_imports_tool, ops_imports_diff, core_imports_distributed, tool_imports_tool)
+    ]
 
 
 def test_a_format_imports_no_other_format():

@@ -35,7 +35,7 @@ from stepscope.errors import StepscopeError
 if TYPE_CHECKING:
     import torch
 
-    from stepscope.analysis.diff import DiffResult
+    from stepscope.analysis.diff.compare import DiffResult
 
 # Without --logdir the runs go to a new folder of the system's temporary folder ($TMPDIR),
 # never into the folder the demo is started from (a clone's working tree, a project).
@@ -210,8 +210,8 @@ def predicted_step_ms(path: Path, input_wait_ms: float) -> tuple[float, float]:
     import numpy as np
 
     from stepscope.analysis import run_tool
-    from stepscope.analysis.critical_path import INPUT_FREE
     from stepscope.analysis.opstats import OpStats
+    from stepscope.analysis.paths.what_if import INPUT_FREE
     from stepscope.trace.readers import load
 
     stats = OpStats(load(path))
@@ -244,7 +244,7 @@ def comparison(before: RunFigures, after: RunFigures) -> str:
 
 def run_diff(before: RunFigures, after: RunFigures) -> DiffResult:
     """``stepscope diff BEFORE AFTER`` of the two runs."""
-    from stepscope.analysis.diff import diff
+    from stepscope.analysis.diff.compare import diff
     from stepscope.trace.readers import load
 
     return diff(load(before.path), load(after.path), str(before.path), str(after.path))

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import stepscope
+from stepscope.analysis.opstats import OpStats
 
 
 @pytest.fixture(scope="session")
@@ -28,3 +29,9 @@ def cpu_capture_path(tmp_path_factory) -> Path:
                 sum(range(10_000))
     (path,) = logdir.rglob("*.xplane.pb")
     return path
+
+
+@pytest.fixture(scope="module")
+def jax_stats(jax_path: Path) -> OpStats:
+    """The JAX capture's ``OpStats``, one per test module (hlo_stats' and roofline_model's)."""
+    return OpStats(stepscope.load(jax_path))

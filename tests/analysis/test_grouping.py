@@ -10,7 +10,7 @@ import pytest
 
 from stepscope.analysis.grouping import KeyTable
 from stepscope.analysis.intervals import Union
-from stepscope.analysis.ops import launchers
+from stepscope.analysis.ops.ops import launchers
 from stepscope.trace.model import EVENT_COLUMNS, NO_ID, EventTable, distinct_indices
 from tests.support.intervals import union_length
 

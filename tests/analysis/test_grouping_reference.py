@@ -17,12 +17,12 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.analysis.classify import Activity, event_activities
-from stepscope.analysis.gpu_metrics import top_kernels
 from stepscope.analysis.grouping import Groups
-from stepscope.analysis.kernels import parse_kernel_details
-from stepscope.analysis.ops import Side
+from stepscope.analysis.ops.kernels import parse_kernel_details
+from stepscope.analysis.ops.ops import Side
 from stepscope.analysis.opstats import OpStats
+from stepscope.analysis.steps.classify import Activity, event_activities
+from stepscope.analysis.steps.gpu_metrics import top_kernels
 from stepscope.trace import names
 from stepscope.trace.model import Profile
 from tests.support.traces import shared

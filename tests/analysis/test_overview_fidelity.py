@@ -17,7 +17,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool, tool_names
-from stepscope.analysis.step_outliers import COMPILED, KEPT, OUTLIER, leave_one_out_median, set_aside
+from stepscope.analysis.steps.step_outliers import COMPILED, KEPT, OUTLIER, leave_one_out_median, set_aside
 from tests.support.overview_traces import kernel, overview, x
 from tests.support.tables import biggest_first, cell, searched
 from tests.support.traces import shared
@@ -379,7 +379,7 @@ REAL_FINDINGS = [
     ("kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz", ["host"]),
     ("kineto/recsys_sampled_rank0_of_128.pt.trace.json.gz", ["host", "collectives"]),
     ("kineto/v100_resnet50_dataloader4_legacy_schema.pt.trace.json.gz", ["device"]),
-    # (the TPU profile has no step marker: no bound, tests/analysis/test_device_transfers.py)
+    # (the TPU profile has no step marker: no bound, tests/analysis/steps/test_device_transfers.py)
 ]
 
 

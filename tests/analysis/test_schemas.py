@@ -18,7 +18,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis import Output, analysis_specs, run_tool, spec, specs, tool_names
-from stepscope.analysis.diff import diff
+from stepscope.analysis.diff.compare import diff
 from stepscope.analysis.opstats import OpStats
 from stepscope.analysis.registry import OptionError
 from stepscope.analysis.schemas import SUFFIX, schema_texts

@@ -110,7 +110,7 @@ def test_no_base_exits_2_with_one_line(pair):
 
 def test_runs_on_different_hardware_and_frameworks_are_said_not_to_compare():
     """An A100 PyTorch trace against the TPU JAX XSpace: the warning is the report's first
-    line after its header (the chips as the files name them: tests/analysis/test_diff_warnings)."""
+    line after its header (the chips as the files name them: tests/analysis/diff/test_warnings)."""
     a100, tpu = shared("kineto/alexnet_small.pt.trace.json.gz"), shared("xplane/tpu_v_inference_4chips.xplane.pb")
     result = stepscope("diff", str(a100), str(tpu))
     assert result.returncode == 0, result.stderr

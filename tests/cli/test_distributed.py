@@ -87,7 +87,7 @@ def test_bad_input_is_one_line(recsys_logdir, tmp_path):
 
 def test_by_device_on_the_tpu_host_and_its_one_line_errors(tmp_path):
     # One file of 4 chips: auto reads it by device, each chip a unit (the chips' own numbers
-    # are checked against the XSpace in tests/analysis/test_distributed_devices.py).
+    # are checked against the XSpace in tests/analysis/distributed/test_distributed_devices.py).
     tpu = shared("xplane/tpu_v_inference_4chips.xplane.pb")
     result = stepscope("distributed", str(tpu), "--format", "json")
     assert result.returncode == 0, result.stderr

@@ -136,7 +136,7 @@ def test_speedscope_of_one_thread_in_a_window(tmp_path):
     output = flame(tmp_path, write_stacks_trace(tmp_path), "speedscope", "--thread", MAIN, "--start-ps", 25_000_000, "--end-ps", 125_000_000)
     document = json.loads(output.read_text())
     assert [(p["name"], p["unit"], p["startValue"], p["endValue"]) for p in document["profiles"]] == [(MAIN, "nanoseconds", 25_000, 125_000)]
-    # The window [25, 125) us cuts A, B, D and E (see tests/analysis/test_flame_graph.py).
+    # The window [25, 125) us cuts A, B, D and E (see tests/analysis/tools/test_flame_graph.py).
     assert replay(document) == {MAIN: Counter({"A": 20_000, "A;B": 10_000, "A;B;D": 5_000, "A;C": 40_000, "E": 5_000})}
 
 

@@ -27,7 +27,7 @@ def drawn(page) -> tuple[list[str], set[tuple[str, str]], str]:
 def test_graph_viewer_draws_the_apis_graph_and_recentres_on_a_click(page, server):
     expected = data(server, "graph_viewer", **TPU)
     # The default: jit_f's largest op, copy-done.4, 2 hops: param.2 -> copy-start.4 ->
-    # copy-done.4 -> broadcast_add_fusion -> copy-start.5 (tests/analysis/test_graph_viewer.py).
+    # copy-done.4 -> broadcast_add_fusion -> copy-start.5 (tests/analysis/tools/test_graph_viewer.py).
     assert expected["program"] == F and expected["op"] == "copy-done.4" and len(expected["nodes"]) == 5
     open_tool(page, server, "graph_viewer", **TPU)
     names, edges, centre = drawn(page)

@@ -1,5 +1,5 @@
-"""Hand-made Kineto traces for the critical path's tests (tests/analysis/test_critical_path*.py,
-test_rank_paths.py, tests/distributed): builders of host, runtime and device events, the
+"""Hand-made Kineto traces for the critical path's tests (tests/analysis/tools/test_critical_path.py,
+tests/analysis/paths/, tests/analysis/distributed/): builders of host, runtime and device events, the
 tool run on them, and two hand-made ranks joined at an all-reduce.
 
 Times in the traces are whole microseconds (Kineto's unit); a microsecond is 10**6 ps. Each

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Iterator
 
 # Every module holding kernels, imported so that ``kernels.PYTHON`` lists them all.
-from stepscope.analysis import schedule  # noqa: F401
+from stepscope.analysis.paths import schedule  # noqa: F401
 from stepscope.trace import (
     kernels,
     presorted,  # noqa: F401
@@ -28,8 +28,8 @@ KERNELS = {
     "walk_arrows": ("stepscope.trace.formats.xspace.arrows", "_walk"),
     "scatter_ids": ("stepscope.trace.formats.xspace.hot_ids", "_scatter"),
     "lod_lanes": ("stepscope.viewer.lod_loop", "lod_lanes"),
-    "schedule_starts": ("stepscope.analysis.schedule", "_schedule_starts"),
-    "walk_chain": ("stepscope.analysis.schedule", "_walk_chain"),
+    "schedule_starts": ("stepscope.analysis.paths.schedule", "_schedule_starts"),
+    "walk_chain": ("stepscope.analysis.paths.schedule", "_walk_chain"),
 }
 
 

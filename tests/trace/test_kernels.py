@@ -13,7 +13,7 @@
 The C's answers are compared with the Python's in test_kernels_wire.py (the decoder),
 test_xspace_write.py (the encoder), test_presorted.py (nesting), test_xspace_arrows.py
 (flows), test_xspace_hot_ids.py, tests/viewer/test_lod_kernel.py and
-tests/analysis/test_schedule_kernel.py (the critical path's schedule).
+tests/analysis/paths/test_schedule.py (the critical path's schedule).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.analysis.classify import Activity, event_activities
+from stepscope.analysis.steps.classify import Activity, event_activities
 
 US = 1_000_000
 BOOTSTRAP = "threading.py(1032): _bootstrap"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from stepscope.analysis.steps import find_steps
+from stepscope.analysis.steps.steps import find_steps
 from stepscope.errors import ProfileFormatError
 from stepscope.trace import model
 from stepscope.trace.model import EventTable

@@ -11,7 +11,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from stepscope.analysis.steps import find_steps
+from stepscope.analysis.steps.steps import find_steps
 from stepscope.trace.readers import load
 from stepscope.viewer import STEPS_PLANE, build_index, decode, query
 from stepscope.viewer import index as index_module
@@ -89,7 +89,7 @@ def check(profile, index, start, end, width, name_filter=None):
                 span = want_last - want_first
                 assert busy == pytest.approx(want_busy / span if span else 0.0, rel=1e-5, abs=1e-6)
     # The wide events are the profile's own: start, duration, name (as the timeline shows it:
-    # XLA's ``all-reduce``, not its HLO text; tests/analysis/test_xla_short_names.py).
+    # XLA's ``all-reduce``, not its HLO text; tests/analysis/xla/test_xla_short_names.py).
     for k in range(header["counts"]["events"]):
         plane, row = index.ref(int(data["event_id"][k]))
         if plane == STEPS_PLANE:

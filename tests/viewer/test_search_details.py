@@ -10,7 +10,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from stepscope.analysis.steps import find_steps
+from stepscope.analysis.steps.steps import find_steps
 from stepscope.trace.readers import load
 from stepscope.viewer import (
     STEPS_PLANE,

@@ -5,23 +5,8 @@ distributed): each registers its entry in ``registry`` where it is defined, so a
 tool is a module and its line here.
 """
 
-from stepscope.analysis import (  # noqa: F401  (each registers its tool)
-    critical_path,
-    diff,
-    distributed,
-    flame_graph,
-    framework_op_stats,
-    graph_viewer,
-    hlo_stats,
-    input_pipeline,
-    kernel_stats,
-    memory_profile,
-    memory_viewer,
-    op_profile,
-    overview,
-    roofline,
-    trace_viewer,
-)
+from stepscope.analysis import distributed  # noqa: F401  (registers the distributed view)
+from stepscope.analysis.diff import compare  # noqa: F401  (registers the diff)
 from stepscope.analysis.registry import (
     TOOLS,
     AnalysisSpec,
@@ -36,6 +21,21 @@ from stepscope.analysis.registry import (
     spec,
     specs,
     tool_names,
+)
+from stepscope.analysis.tools import (  # noqa: F401  (each registers its tool)
+    critical_path,
+    flame_graph,
+    framework_op_stats,
+    graph_viewer,
+    hlo_stats,
+    input_pipeline_analyzer,
+    kernel_stats,
+    memory_profile,
+    memory_viewer,
+    op_profile,
+    overview_page,
+    roofline_model,
+    trace_viewer,
 )
 
 __all__ = [

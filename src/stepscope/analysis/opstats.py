@@ -17,17 +17,17 @@ from functools import cached_property
 
 import numpy as np
 
-from stepscope.analysis.breakdown import IDLE, activity_unions, step_breakdown
-from stepscope.analysis.classify import Activity
-from stepscope.analysis.hlo_ops import XlaOps, find_xla_ops
 from stepscope.analysis.intervals import Union
-from stepscope.analysis.kernels import DeviceKernels, find_kernels
-from stepscope.analysis.op_table import OpRow, ridge_point, side_idle_ps, side_rows
-from stepscope.analysis.ops import Ops, Side, find_ops
-from stepscope.analysis.schedule import StepGraph, step_graph
-from stepscope.analysis.step_outliers import SetAside, set_aside
-from stepscope.analysis.steps import Steps, find_steps
-from stepscope.analysis.torch_costs import ShapeCosts, find_shape_costs
+from stepscope.analysis.ops.kernels import DeviceKernels, find_kernels
+from stepscope.analysis.ops.op_table import OpRow, ridge_point, side_idle_ps, side_rows
+from stepscope.analysis.ops.ops import Ops, Side, find_ops
+from stepscope.analysis.ops.torch_costs import ShapeCosts, find_shape_costs
+from stepscope.analysis.paths.schedule import StepGraph, step_graph
+from stepscope.analysis.steps.breakdown import IDLE, activity_unions, step_breakdown
+from stepscope.analysis.steps.classify import Activity
+from stepscope.analysis.steps.step_outliers import SetAside, set_aside
+from stepscope.analysis.steps.steps import Steps, find_steps
+from stepscope.analysis.xla.hlo_ops import XlaOps, find_xla_ops
 from stepscope.trace.model import Profile
 
 

@@ -42,8 +42,8 @@ def run_diff(args: argparse.Namespace) -> int:
     """Loads BASE and NEW (each as ``report`` picks its profile), diffs them, renders the
     diff (and the gate, with rules or in a GATE_FORMATS format), appends the Markdown summary
     to GitHub's step summary for the formats that do, and exits 1 when a rule failed."""
-    from stepscope.analysis.diff import RunResults, diff_results
-    from stepscope.analysis.gate import Rule, gate
+    from stepscope.analysis.diff.compare import RunResults, diff_results
+    from stepscope.analysis.diff.gate import Rule, gate
     from stepscope.render import FORMATS, render
 
     rules = [Rule.parse(text) for text in args.fail_if]  # a bad rule fails before any loading

@@ -31,8 +31,8 @@ def add_flame_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_flame(args: argparse.Namespace) -> int:
-    from stepscope.analysis.flame_graph import window
     from stepscope.analysis.opstats import OpStats
+    from stepscope.analysis.tools.flame_graph import window
     from stepscope.render.flame import FLAME_FORMATS
     from stepscope.trace.files import atomic_write
 

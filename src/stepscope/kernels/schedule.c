@@ -1,4 +1,4 @@
-/* ``_schedule_starts`` and ``_walk_chain`` of stepscope/analysis/schedule.py (which says
+/* ``_schedule_starts`` and ``_walk_chain`` of stepscope/analysis/paths/schedule.py (which says
    what they compute), line for line: earliest starts through a dependency graph whose
    in-edges are grouped by destination (CSR), one pass in node order; and the walk back
    along binding predecessors that gives a step's critical path.

@@ -13,9 +13,9 @@ from __future__ import annotations
 import weakref
 from html import escape
 
-from stepscope.analysis.overview import OverviewResult
 from stepscope.analysis.registry import ToolResult, run_tool
 from stepscope.analysis.tables import Column, Table
+from stepscope.analysis.tools.overview_page import OverviewResult
 from stepscope.render.cells import cell as cell_text
 from stepscope.render.cells import duration_us
 from stepscope.trace.model import Profile

@@ -11,7 +11,7 @@ Speedscope (the file format speedscope documents at speedscope.app/file-format-s
 ``shared.frames`` (one per distinct frame name) and one ``evented`` profile per thread, unit
 nanoseconds, times in the profile's time (``startValue``/``endValue`` the window), each
 opening (``O``) and closing (``C``) a frame when the thread's stack changes. The events
-follow ``analysis.stacks``' one-stack-per-instant timeline, so they nest properly even
+follow ``analysis.ops.stacks``' one-stack-per-instant timeline, so they nest properly even
 where the trace's siblings overlap (speedscope rejects a close that is not the top frame).
 """
 
@@ -21,8 +21,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from stepscope.analysis.flame_graph import Window, stack_tree, timelines
-from stepscope.analysis.stacks import Frames, Timeline
+from stepscope.analysis.ops.stacks import Frames, Timeline
+from stepscope.analysis.tools.flame_graph import Window, stack_tree, timelines
 from stepscope.trace.model import Profile
 
 COLLAPSED, SPEEDSCOPE = "collapsed", "speedscope"

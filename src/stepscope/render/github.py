@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from stepscope.analysis.diff import DiffResult
-from stepscope.analysis.gate import FAILED, NOISE, GateResult
+from stepscope.analysis.diff.compare import DiffResult
+from stepscope.analysis.diff.gate import FAILED, NOISE, GateResult
 from stepscope.analysis.registry import ToolResult
 from stepscope.render.cells import duration_us
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from stepscope.analysis.gate import FAILED, NOISE, NOT_RECORDED, GateResult
+from stepscope.analysis.diff.gate import FAILED, NOISE, NOT_RECORDED, GateResult
 from stepscope.analysis.registry import ToolResult
 
 SUITE = "stepscope diff"

@@ -67,7 +67,7 @@ def _endpoint(profile: Profile, plane: int, row: int, index: TraceIndex | None) 
 
 
 def _step_details(profile: Profile, row: int, index: TraceIndex | None) -> dict[str, Any]:
-    from stepscope.analysis.steps import find_steps
+    from stepscope.analysis.steps.steps import find_steps
 
     steps = find_steps(profile)
     if not 0 <= row < len(steps):

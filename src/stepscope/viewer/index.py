@@ -342,7 +342,7 @@ class _Names:
 
 
 def _steps_block(profile: Profile, table: _Names) -> _Block | None:
-    from stepscope.analysis.steps import find_steps
+    from stepscope.analysis.steps.steps import find_steps
 
     steps = find_steps(profile)
     if steps.inferred or not len(steps):

@@ -15,6 +15,7 @@ import pytest
 
 from stepscope.analysis.findings.figures import Figures, Leads, Shares
 from stepscope.analysis.findings.finding import Finding
+from stepscope.analysis.findings.loader_settings import LoaderSettings
 from stepscope.analysis.findings.rules import (
     RULES,
     CollectivesBoundRule,
@@ -25,8 +26,7 @@ from stepscope.analysis.findings.rules import (
     KernelLaunchBoundRule,
     NoStepRule,
 )
-from stepscope.analysis.loader_settings import LoaderSettings
-from stepscope.analysis.verdict import _findings
+from stepscope.analysis.findings.verdict import _findings
 
 # Four steps with a device that computes for 90% of them and nothing else: no rule but the
 # device-bound fallback fires.

@@ -3,7 +3,7 @@ copies the live buffers at every new peak (quadratic), and a ``root`` that follo
 without shortening them (endless on a cycle).
 
 Kept as the reference the linear replay is compared with on random heap traces
-(tests/analysis/test_heap_simulation.py). The one change: a share that would make a buffer
+(tests/analysis/xla/test_heap_simulation.py). The one change: a share that would make a buffer
 its own canonical buffer raises ``Cycle`` (the old replay stored it, and its ``root``
 looped forever at the next event on that buffer).
 """

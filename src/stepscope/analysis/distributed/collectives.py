@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from stepscope.analysis.classify import Activity, event_activities
 from stepscope.analysis.opstats import OpStats
-from stepscope.analysis.steps import launching_steps
+from stepscope.analysis.steps.classify import Activity, event_activities
+from stepscope.analysis.steps.steps import launching_steps
 from stepscope.trace import names
 from stepscope.trace.kinds import INPUT_SHAPES, INPUT_TYPES
 from stepscope.trace.model import NO_ID, Plane

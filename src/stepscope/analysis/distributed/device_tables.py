@@ -25,12 +25,12 @@ import re
 
 import numpy as np
 
-from stepscope.analysis.breakdown import BREAKDOWN, step_breakdown
-from stepscope.analysis.classify import DEVICE_ACTIVITIES, Activity, event_activities
 from stepscope.analysis.distributed.collectives import CollectiveCall
 from stepscope.analysis.distributed.unit_tables import RankTables, step_rows
 from stepscope.analysis.intervals import Union
 from stepscope.analysis.opstats import OpStats
+from stepscope.analysis.steps.breakdown import BREAKDOWN, step_breakdown
+from stepscope.analysis.steps.classify import DEVICE_ACTIVITIES, Activity, event_activities
 from stepscope.trace.model import Plane
 
 _ORDINAL = re.compile(r":(\d+)$")

@@ -16,10 +16,10 @@ from typing import TypedDict
 
 import numpy as np
 
-from stepscope.analysis.path_kinds import KIND_NAMES, Kind
-from stepscope.analysis.rank_paths import join_ranks, step_times, straggle_removed
-from stepscope.analysis.schedule import binding, critical_paths
-from stepscope.analysis.steps import find_steps
+from stepscope.analysis.paths.path_kinds import KIND_NAMES, Kind
+from stepscope.analysis.paths.rank_paths import join_ranks, step_times, straggle_removed
+from stepscope.analysis.paths.schedule import binding, critical_paths
+from stepscope.analysis.steps.steps import find_steps
 from stepscope.trace.model import Profile
 
 MAX_JOINED_RANKS = 8

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from stepscope.analysis.breakdown import BREAKDOWN
-from stepscope.analysis.classify import Activity
 from stepscope.analysis.distributed.collectives import rank_collectives
 from stepscope.analysis.distributed.device_tables import device_tables
 from stepscope.analysis.distributed.unit_tables import RankTables, step_rows
 from stepscope.analysis.opstats import OpStats
+from stepscope.analysis.steps.breakdown import BREAKDOWN
+from stepscope.analysis.steps.classify import Activity
 from stepscope.trace.kinds import distributed_rank, names_its_host, time_base
 from stepscope.trace.model import Profile
 

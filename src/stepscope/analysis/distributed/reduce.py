@@ -21,7 +21,6 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from stepscope.analysis.breakdown import IDLE
 from stepscope.analysis.distributed.rank_tables import COPY_CATEGORIES
 from stepscope.analysis.distributed.result import (
     DistributedCollective,
@@ -33,6 +32,7 @@ from stepscope.analysis.distributed.result import (
 )
 from stepscope.analysis.distributed.stragglers import DEFAULT_RULE, Rule, late_stage, outliers
 from stepscope.analysis.distributed.unit_tables import CATEGORIES, RankStep, RankTables
+from stepscope.analysis.steps.breakdown import IDLE
 from stepscope.errors import StepscopeError
 from stepscope.trace.kinds import CLOCK_RELATIVE, RANK_FROM_FILE
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from stepscope.analysis.breakdown import BREAKDOWN, IDLE
 from stepscope.analysis.distributed.collectives import CollectiveCall
-from stepscope.analysis.steps import Steps
+from stepscope.analysis.steps.breakdown import BREAKDOWN, IDLE
+from stepscope.analysis.steps.steps import Steps
 
 CATEGORIES = (*BREAKDOWN.values(), IDLE)
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stepscope.analysis.classify import COLLECTIVE
-from stepscope.analysis.loader_settings import LoaderSettings
+from stepscope.analysis.findings.loader_settings import LoaderSettings
+from stepscope.analysis.steps.classify import COLLECTIVE
 
 
 @dataclass(frozen=True)

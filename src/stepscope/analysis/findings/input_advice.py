@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from stepscope.analysis.loader_settings import LoaderSettings
+from stepscope.analysis.findings.loader_settings import LoaderSettings
 
 LOOK_AT_INPUT = "Look at the input pipeline analyzer for where the input time goes."
 LOAD_IN_PARALLEL = (

@@ -25,7 +25,7 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from stepscope.analysis import Inputs, analysis_spec, analysis_specs, spec, specs
-from stepscope.analysis.diff import TOOL as DIFF
+from stepscope.analysis.diff.compare import TOOL as DIFF
 from stepscope.analysis.distributed import TOOL as DISTRIBUTED
 from stepscope.analysis.distributed import UNIT_OPTION
 from stepscope.analysis.distributed.reduce import BY_AUTO, UNITS

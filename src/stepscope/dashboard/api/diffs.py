@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from stepscope import jsonform
-from stepscope.analysis.diff import RunResults, diff_results
+from stepscope.analysis.diff.compare import RunResults, diff_results
 from stepscope.analysis.registry import spec
 from stepscope.dashboard.api_errors import ProfileFailed
 from stepscope.dashboard.jobs.analysis_cache import Ready

@@ -1,0 +1,1 @@
+"""Two runs compared: matched rows, step changes, the verdict and the regression gate."""

@@ -1,0 +1,1 @@
+"""Framework ops and GPU kernels: what ran, its self time, its category and cost."""

@@ -1,0 +1,218 @@
+"""PyTorch framework ops as roofline points: their kernels' device time with FLOPs and
+bytes estimated from their recorded input shapes (``shape_costs``), in the same columns
+as the XLA ops (``hlo_ops.XlaOps``), so roofline_model reads either.
+
+Which op a kernel counts for
+    A kernel (copy, memset) belongs to the host op that launched it, the deepest op with
+    its External id (as framework_op_stats attributes device time). Its cost is that of
+    the outermost op above it, on the same thread, whose estimator reads its arguments:
+    ``aten::linear`` rather than the ``aten::addmm`` inside it, and
+    ``aten::cudnn_convolution_backward`` for the kernels of both its ``_input`` and
+    ``_weight`` halves, whose own arguments may not say the weight's shape. An op none of
+    whose ancestors has an estimate is listed under its own (the launching op's) name
+    with no FLOPs. Kernels that no framework op launched (or that were launched where the
+    profile kept no ``External id``) are not framework ops and are left out.
+
+The output's size of a convolution whose stride and padding are not recorded
+    is read from its autograd node (``CONV_BACKWARD_NODE``, same ``Sequence number``):
+    the node's first input is the gradient of the output.
+
+Per entry (one per estimated op occurrence and device plane):
+    program   the op's name ("aten::mm"): roofline_model's program rows are op names;
+    name      the op's name and its tensor inputs' shapes and dtype
+              ("aten::mm(32x2048, 2048x1000) float"): its op rows are one per shape;
+    category  framework_op_stats' type of the op (GEMM, Convolution, ...);
+    time_ps   the op's kernels' durations summed, on that plane; self_ps the same;
+    flops, bytes_accessed  the estimate, NaN where there is none.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass, replace
+from typing import TypedDict
+
+import numpy as np
+
+from stepscope.analysis.grouping import Groups, KeyTable
+from stepscope.analysis.ops.ops import Ops, Side, launchers
+from stepscope.analysis.ops.shape_costs import ESTIMATORS, Call, Cost, call_of, estimate
+from stepscope.analysis.xla.hlo_ops import XlaOps
+from stepscope.trace import names
+from stepscope.trace.kinds import INPUT_SHAPES, INPUT_TYPES, INPUT_VALUES
+from stepscope.trace.model import NO_ID, Plane, Profile, distinct_indices
+
+# Autograd nodes of a convolution (CudnnConvolutionBackward, ConvolutionBackward0): their
+# first input is the gradient of the forward op's output, so its dims are the output's.
+CONV_BACKWARD_NODE = re.compile(r"^\w*Conv\w*Backward\d*$")
+SEQUENCE_NUMBER = "Sequence number"
+
+
+@dataclass(frozen=True)
+class ShapeCosts:
+    """The estimated framework ops, and what each assumed for an argument it did not find."""
+
+    ops: XlaOps
+    assumed: np.ndarray  # per entry, ``Cost.assumed``: "" where nothing was assumed
+    start_ps: np.ndarray  # per entry, the host op's start (which step it belongs to)
+
+
+class Assumption(TypedDict):
+    """What shape estimates took for an argument the profile did not record, and for how many."""
+
+    assumption: str  # ``Cost.assumed``: "is_causal not recorded: counted as full attention"
+    ops: int  # estimate entries (op occurrences per device plane)
+
+
+def count_assumptions(assumed: np.ndarray) -> list[Assumption]:
+    """``ShapeCosts.assumed`` (of some entries) counted per assumption, most frequent first."""
+    counts = Counter(text for text in assumed.tolist() if text)
+    return [Assumption(assumption=text, ops=count) for text, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
+
+
+def _call(plane: Plane, row: int, name: str, outputs: dict[int, tuple[int, ...]] | None = None) -> Call | None:
+    stats = {stat.name: stat.value for stat in plane.stats.stats(row, name)}
+    call = call_of(stats.get(INPUT_SHAPES), stats.get(INPUT_TYPES), stats.get(INPUT_VALUES))
+    sequence = stats.get(SEQUENCE_NUMBER)
+    if call is not None and outputs and isinstance(sequence, int) and sequence in outputs:
+        call = replace(call, output=outputs[sequence])
+    return call
+
+
+def _output_shapes(plane: Plane, rows: np.ndarray) -> dict[int, tuple[int, ...]]:
+    """Sequence number -> the forward output's dims, from the convolutions' autograd nodes
+    (``CONV_BACKWARD_NODE``); a number two nodes share (two forward threads) says nothing."""
+    meta_names = plane.metadata.name_array
+    is_node = np.asarray([bool(CONV_BACKWARD_NODE.match(name)) for name in plane.metadata.names], dtype=bool)
+    found: dict[int, tuple[int, ...] | None] = {}
+    for row in rows[is_node[plane.events.metadata_id[rows]]].tolist() if len(is_node) else []:
+        stats = {stat.name: stat.value for stat in plane.stats.stats(row, str(meta_names[plane.events.metadata_id[row]]))}
+        sequence = stats.get(SEQUENCE_NUMBER)
+        call = call_of(stats.get(INPUT_SHAPES), stats.get(INPUT_TYPES))
+        grad = call.tensor(0) if call is not None else None
+        if not isinstance(sequence, int) or grad is None:
+            continue
+        found[sequence] = grad.dims if sequence not in found else None
+    return {sequence: dims for sequence, dims in found.items() if dims is not None}
+
+
+def _signature(name: str, call: Call | None) -> str:
+    if call is None:
+        return name
+    tensors = [t for t in call.tensors if t is not None]
+    shapes = ", ".join("x".join(str(d) for d in t.dims) or "scalar" for t in tensors)
+    dtype = next((t.dtype for t in tensors if t.dtype), "")
+    return f"{name}({shapes}) {dtype}".rstrip()
+
+
+@dataclass(frozen=True)
+class Counted:
+    """The op a launching op's kernels count for (see the module docstring): its row, its
+    estimated cost and its call; cost None where no estimator knows it."""
+
+    row: int
+    cost: Cost | None
+    call: Call | None
+
+
+def _counted_for(host: Plane, row: int, op_type: dict[int, str], outputs: dict[int, tuple[int, ...]]) -> Counted:
+    """The launching op's row -> the outermost op above it (ops: the rows of ``op_type``)
+    whose estimator gives a cost, else the launching op itself with no cost."""
+    events, meta_names = host.events, host.metadata.name_array
+    chain = []
+    at = row
+    while at != NO_ID:
+        if at in op_type:
+            chain.append(at)
+        at = int(events.parent[at])
+    for candidate in reversed(chain):  # outermost first
+        name = str(meta_names[events.metadata_id[candidate]])
+        if name not in ESTIMATORS:
+            continue
+        call = _call(host, candidate, name, outputs)
+        cost = estimate(name, call) if call is not None else None
+        if cost is not None:
+            return Counted(candidate, cost, call)
+    return Counted(row, None, _call(host, row, str(meta_names[events.metadata_id[row]])))
+
+
+def _launching_ops(profile: Profile, ops: Ops, launcher: KeyTable) -> tuple[np.ndarray, np.ndarray]:
+    """The device ops (indices into ``ops``, plane by plane as ops lists them) and each one's
+    launching host op (its row; NO_ID: none)."""
+    device = np.flatnonzero(ops.side == Side.DEVICE)
+    device = device[np.argsort(ops.plane[device], kind="stable")]
+    launched = np.full(len(device), NO_ID, dtype=np.int64)
+    for plane_index in distinct_indices(ops.plane[device]):
+        here = np.flatnonzero(ops.plane[device] == plane_index)
+        launched[here] = launcher.get(profile.planes[plane_index].events.external_id[ops.row[device[here]]], NO_ID)
+    return device, launched
+
+
+def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
+    plane_names = tuple(plane.name for plane in profile.planes)
+    host = profile.plane(names.HOST_PLANE)
+    empty = ShapeCosts(_empty(plane_names), np.zeros(0, dtype=object), np.zeros(0, dtype=np.int64))
+    if host is None:
+        return empty
+    host_index = profile.planes.index(host)
+    events = host.events
+    meta_names = host.metadata.name_array
+    on_host = np.flatnonzero((ops.side == Side.HOST) & (ops.plane == host_index))
+    host_rows = ops.row[on_host]
+    launcher = launchers(events, host_rows)
+    if not len(launcher):
+        return empty
+    op_type = dict(zip(host_rows.tolist(), ops.type_codes.at(on_host).tolist()))
+    outputs = _output_shapes(host, host_rows)
+    device, launched = _launching_ops(profile, ops, launcher)
+    hit = launched != NO_ID
+    if not hit.any():
+        return empty
+    # Each launching op once, then the op its time counts for.
+    distinct, inverse = np.unique(launched[hit], return_inverse=True)
+    chosen = [_counted_for(host, row, op_type, outputs) for row in distinct.tolist()]
+    counted = np.asarray([found.row for found in chosen], dtype=np.int64)[inverse.reshape(-1)]
+    by_row = {found.row: found for found in chosen}
+    # One entry per (plane, op counted for), in the order of its first kernel.
+    entries = Groups.of(ops.plane[device[hit]], counted)
+    sums = entries.sum(ops.duration_ps[device[hit]])
+    columns: dict[str, list[object]] = {key: [] for key in ("plane", "row", "name", "expression", "category", "program", "time_ps", "flops", "bytes_accessed")}
+    assumed = []
+    firsts = device[hit][entries.first]
+    for plane_index, row, total in zip(ops.plane[firsts].tolist(), counted[entries.first].tolist(), sums.tolist()):
+        cost = by_row[row].cost
+        op_name = str(meta_names[events.metadata_id[row]])
+        signature = _signature(op_name, by_row[row].call)
+        columns["plane"].append(plane_index)
+        columns["row"].append(row)
+        columns["name"].append(signature)
+        columns["expression"].append(signature)
+        columns["category"].append(op_type.get(row, ""))
+        columns["program"].append(op_name)
+        columns["time_ps"].append(total)
+        columns["flops"].append(cost.flops if cost is not None else np.nan)
+        columns["bytes_accessed"].append(cost.bytes_accessed if cost is not None else np.nan)
+        assumed.append(cost.assumed if cost is not None else "")
+    time = np.asarray(columns["time_ps"], dtype=np.int64)
+    xla = XlaOps(
+        plane=np.asarray(columns["plane"], dtype=np.int64),
+        row=np.asarray(columns["row"], dtype=np.int64),
+        name=np.asarray(columns["name"], dtype=object),
+        expression=np.asarray(columns["expression"], dtype=object),
+        category=np.asarray(columns["category"], dtype=object),
+        program=np.asarray(columns["program"], dtype=object),
+        program_id=np.full(len(time), "", dtype=object),
+        time_ps=time,
+        self_ps=time.copy(),
+        flops=np.asarray(columns["flops"], dtype=np.float64),
+        bytes_accessed=np.asarray(columns["bytes_accessed"], dtype=np.float64),
+        plane_names=plane_names,
+    )
+    return ShapeCosts(xla, np.asarray(assumed, dtype=object), events.start_ps[xla.row])
+
+
+def _empty(plane_names: tuple[str, ...]) -> XlaOps:
+    ints, floats = np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+    strings = np.zeros(0, dtype=object)
+    return XlaOps(ints, ints, strings, strings, strings, strings, strings, ints, ints, floats, floats, plane_names)

@@ -1,0 +1,1 @@
+"""Steps and where their time goes: step bounds, the breakdown, outliers, throughput."""

@@ -1,0 +1,1 @@
+"""XLA programs and HLO ops: modules, shapes, graphs, buffer assignment."""
