@@ -296,10 +296,7 @@ TOOLS = f"{ANALYSIS}.tools"
 ON_TOP = (TOOLS, f"{ANALYSIS}.diff", f"{ANALYSIS}.distributed")
 # Imports against the roles on purpose, each with its reason. An entry that no longer
 # matches an import fails the test: delete it.
-ROLES_KEPT: dict[tuple[str, str], str] = {
-    (f"{ANALYSIS}.schemas", f"{ANALYSIS}.diff.compare"): "the JSON Schemas list the multi-profile forms until those are registry entries",
-    (f"{ANALYSIS}.schemas", f"{ANALYSIS}.distributed.result"): "the JSON Schemas list the multi-profile forms until those are registry entries",
-}
+ROLES_KEPT: dict[tuple[str, str], str] = {}
 
 
 def _under(module: str, package: str) -> bool:

@@ -85,7 +85,7 @@ def _format_terms(text: str, where: str) -> list[tuple[int, str]]:
 def test_the_scan_reads_the_layers():
     modules = _modules()
     assert len(modules) > 40
-    assert PACKAGE / "analysis" / "classify.py" in modules
+    assert PACKAGE / "analysis" / "steps" / "classify.py" in modules
 
 
 def test_no_format_terms_above_the_readers():
