@@ -17,7 +17,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -343,6 +342,13 @@ def test_unreadable_folder(profile: Path, denied: Callable[[], None] | None, com
 # --- Ctrl-C and bugs ------------------------------------------------------------------------
 
 
+def _as_in_a_terminal() -> None:
+    """Ctrl-C's default action in the child, as a command typed in a terminal has it: a shell
+    that starts a job in the background (``make test &``, nohup) ignores SIGINT for it, and a
+    child inherits that, so Python would install no KeyboardInterrupt handler at all."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_ctrl_c_exits_130_quietly(tmp_path: Path) -> None:
     """A capture waiting on a profiler server that never answers, interrupted."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as silent:
@@ -355,15 +361,16 @@ def test_ctrl_c_exits_130_quietly(tmp_path: Path) -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=_as_in_a_terminal,
         )
         try:
             connection, _ = silent.accept()  # the CLI is inside the command now
             with connection:
-                time.sleep(0.2)
                 job.send_signal(signal.SIGINT)
-                time.sleep(0.5)
-            # Hung up: the capture's worker thread, which the interrupted main thread waits
-            # for, ends now rather than at its 10 s connect timeout.
+            # Hung up at once: the capture's worker thread, which the interrupted main thread
+            # waits for, ends now rather than at its 10 s connect timeout. No wait between the
+            # two: the signal is sent first, so Python's handler has run before the main thread
+            # goes on, and the command never completes as a failed capture.
             stdout, stderr = job.communicate(timeout=60)
         finally:
             if job.poll() is None:
