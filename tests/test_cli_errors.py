@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from stepscope.trace.logdir import make_path
-from tests.support.cli import assert_one_error_line
+from tests.support.cli import as_in_a_terminal, assert_one_error_line
 from tests.support.traces import shared
 
 CPU_ONLY = "kineto/cpu_only_rank34.pt.trace.json.gz"  # 2 KB, 18 events: the quickest real profile
@@ -342,13 +342,6 @@ def test_unreadable_folder(profile: Path, denied: Callable[[], None] | None, com
 # --- Ctrl-C and bugs ------------------------------------------------------------------------
 
 
-def _as_in_a_terminal() -> None:
-    """Ctrl-C's default action in the child, as a command typed in a terminal has it: a shell
-    that starts a job in the background (``make test &``, nohup) ignores SIGINT for it, and a
-    child inherits that, so Python would install no KeyboardInterrupt handler at all."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
-
-
 def test_ctrl_c_exits_130_quietly(tmp_path: Path) -> None:
     """A capture waiting on a profiler server that never answers, interrupted."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as silent:
@@ -361,7 +354,7 @@ def test_ctrl_c_exits_130_quietly(tmp_path: Path) -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            preexec_fn=_as_in_a_terminal,
+            preexec_fn=as_in_a_terminal,
         )
         try:
             connection, _ = silent.accept()  # the CLI is inside the command now
