@@ -325,7 +325,8 @@ def test_job_dying_during_the_capture_is_reported_once(tmp_path: Path):
         os._exit(0)  # killed mid-capture (OOM, preemption)
         """,
     )
-    result = capture_cli(job.address, "--logdir", str(tmp_path / "logs"), "--duration-ms", "3000", "--attempts", "3")
+    # A minute's capture: the job's death 0.2 s into it lies far inside, however slow the machine.
+    result = capture_cli(job.address, "--logdir", str(tmp_path / "logs"), "--duration-ms", "60000", "--attempts", "3")
     job.finish()
     assert result.returncode == 1
     assert f"{job.address}: failed (the connection was lost during the capture" in result.stdout
