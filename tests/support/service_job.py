@@ -18,7 +18,6 @@ JOB = textwrap.dedent(
 
     port_file, seconds = Path(sys.argv[1]), float(sys.argv[2])
     stop_file = port_file.with_suffix(".stop")
-    recorded_file = port_file.with_suffix(".recorded")
     max_ms = int(sys.argv[3]) if len(sys.argv) > 3 else 600000
     after_capture = len(sys.argv) > 4 and sys.argv[4] == "after-capture"
     server = stepscope.start_server(0, max_duration_ms=max_ms)
@@ -33,15 +32,17 @@ JOB = textwrap.dedent(
         time.sleep(0.005)
     deadline = time.monotonic() + seconds
     step = 0
+    recordings = []  # the captures that recorded a whole step, in order
     while time.monotonic() < deadline and not stop_file.exists():
-        recording = current_recording() is not None
+        recording = current_recording()
         with stepscope.step(step):
             with stepscope.trace("compute"):
                 time.sleep(0.002)
         step += 1
-        # A whole step inside a capture: the test waits on this mark, not on time.
-        if recording and current_recording() is not None and not recorded_file.exists():
-            recorded_file.write_text(str(step))
+        # A whole step inside the n-th capture: the test waits on this mark, not on time.
+        if recording is not None and current_recording() is recording and recording not in recordings:
+            recordings.append(recording)
+            port_file.with_suffix(f".recorded{len(recordings)}").write_text(str(step))
     print("job finished", step, time.time(), flush=True)
     """
 )
@@ -66,8 +67,8 @@ class Job:
         script = tmp_path / "job.py"
         script.write_text(JOB)
         port_file = tmp_path / f"{name}.port"
+        self._port_file = port_file
         self._stop_file = port_file.with_suffix(".stop")
-        self._recorded_file = port_file.with_suffix(".recorded")
         self.process = subprocess.Popen(
             [sys.executable, str(script), str(port_file), str(seconds), str(max_ms), "after-capture" if after_capture else "-"],
             stdout=subprocess.PIPE,
@@ -82,17 +83,13 @@ class Job:
             time.sleep(0.05)
         self.address = f"127.0.0.1:{port_file.read_text()}"
 
-    def forget_recorded_steps(self) -> None:
-        """Before a capture that ``wait_for_a_recorded_step`` will wait on: clears the mark
-        an earlier capture left."""
-        self._recorded_file.unlink(missing_ok=True)
-
-    def wait_for_a_recorded_step(self) -> None:
-        """Until the job has made a whole step while a capture records (so the capture's
-        profile holds one, however late the job was scheduled)."""
+    def wait_for_a_recorded_step(self, capture: int) -> None:
+        """Until the job has made a whole step inside its ``capture``-th capture (1: the first
+        that recorded), so that capture's profile holds one, however late the job ran."""
+        mark = self._port_file.with_suffix(f".recorded{capture}")
         deadline = time.monotonic() + START_TIMEOUT_S
-        while not self._recorded_file.exists():
-            assert self.process.poll() is None and time.monotonic() < deadline, "the job made no step during the capture"
+        while not mark.exists():
+            assert self.process.poll() is None and time.monotonic() < deadline, f"the job made no step during capture {capture}"
             time.sleep(0.01)
 
     def finish(self, stop: bool = True) -> str:
