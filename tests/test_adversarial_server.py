@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import grpc
@@ -88,10 +87,14 @@ def test_the_job_refuses_a_huge_request_without_holding_it(tmp_path):
     """A 256 MiB ProfileRequest (a path of 256 Mi "x") on loopback. Before the cap the job went
     from 61 MB to a 2,467 MB peak and kept 419 MB (1 GB: 182 MB -> 6.77 GB); now grpc refuses
     it as it arrives and the job's peak stays within a few MB of where it was."""
-    job = Job(tmp_path, "huge", 120)
+    job = Job(tmp_path, "huge")
     channel, call = _profile_call(job.address)
     try:
-        time.sleep(0.5)  # the job's server has warmed up (its imports are in the baseline)
+        # Warmed up before the baseline: a first call through its handler (refused for its
+        # zero duration), so the server's threads and imports are in the baseline.
+        with pytest.raises(grpc.RpcError) as warm_up:
+            call(profiler_service_pb2.ProfileRequest(duration_ms=0), timeout=TIMEOUT_S)
+        assert warm_up.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         before = _memory_mib(job.process.pid)
         with pytest.raises(grpc.RpcError) as refused:
             call(profiler_service_pb2.ProfileRequest(duration_ms=100, repository_root="x" * (256 << 20)), timeout=TIMEOUT_S)

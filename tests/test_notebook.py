@@ -132,9 +132,9 @@ def check_the_dashboard(notebook, written: Path, folder: Path) -> str:
     frame = outputs(code_cell(notebook, "stepscope.notebook.show"))["text/html"]
     url = IFRAME_SRC.search(frame).group(1)
     assert 'height="600"' in frame
-    with urllib.request.urlopen(url, timeout=10) as answer:
+    with urllib.request.urlopen(url, timeout=60) as answer:
         assert answer.status == 200 and "<title>stepscope" in answer.read().decode()
-    with urllib.request.urlopen(url + "api/runs", timeout=10) as answer:
+    with urllib.request.urlopen(url + "api/runs", timeout=60) as answer:
         assert written.name.removesuffix(".xplane.pb") in answer.read().decode()
 
     shown = [outputs(code_cell(notebook, starts))["text/html"] for starts in ("profile = stepscope.load", "stepscope.notebook.show")]
@@ -156,7 +156,7 @@ def test_show_of_a_profile_object_and_stop(tmp_path):
     server = stepscope.notebook.start(profile)  # the same one: show reuses it
     assert frame.src == server.url and frame.height == 300
     assert server.url.startswith("http://127.0.0.1:")
-    with urllib.request.urlopen(server.url + "api/runs", timeout=10) as answer:
+    with urllib.request.urlopen(server.url + "api/runs", timeout=60) as answer:
         body = answer.read().decode()
     assert '"notebook"' in body and '"alexnet_small"' in body  # the temporary logdir's run and host
     assert server.logdir.is_dir() and server.logdir.name.startswith("stepscope-notebook-")  # the temporary logdir

@@ -30,7 +30,18 @@ README = ROOT / "README.md"
 BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 LINK = re.compile(r"\]\(([^)#]+)(?:#[^)]*)?\)")
 BLOCKS = BLOCK.findall(README.read_text())
-SERVER_PORT = 6009  # the README's
+README_PORT = 6009  # the README's profiler server's port
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# The port the README's job and capture use here: a free one, not 6009, which another run of
+# this test (another checkout on the same machine) may hold, its job then answering ours.
+SERVER_PORT = _free_port()
 # Put before the README's profiler-server job: collects garbage every 0.2 s from the start.
 COLLECT_GARBAGE = (
     "import gc as _gc, threading as _threading, time as _time\n"
@@ -199,7 +210,7 @@ def test_readme_blocks_run_in_order(scratch):
     pytest-xdist would spread them over workers with a folder each)."""
     for index, (language, code) in enumerate(BLOCKS):
         try:
-            RUNNERS[language](code, scratch)
+            RUNNERS[language](code.replace(str(README_PORT), str(SERVER_PORT)), scratch)
         except AssertionError as error:
             raise AssertionError(f"README block {index} ({language}, from line {code.splitlines()[0][:60]!r}): {error}") from error
 

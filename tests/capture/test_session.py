@@ -14,7 +14,7 @@ import pytest
 import stepscope
 from stepscope.analysis import run_tool
 from stepscope.capture import annotations
-from stepscope.capture.session import CaptureSession
+from stepscope.capture.session import RECORDING, CaptureSession
 from stepscope.capture.tracers.host import HostTracer
 from stepscope.capture.tracers.python import PythonTracer
 from stepscope.trace import names
@@ -126,11 +126,16 @@ def test_a_failing_tracer_warns_and_the_others_go_on(tmp_path: Path):
 
 
 def test_delay_ms_starts_the_trace_later(tmp_path: Path):
-    session = CaptureSession(tmp_path, stepscope.ProfilerOptions(delay_ms=150), tracers=[HostTracer()])
+    # 2 s: "before" comes microseconds after start(), far inside it on any machine; "after"
+    # comes once the session says it records (its phase), not after a guess of the delay.
+    session = CaptureSession(tmp_path, stepscope.ProfilerOptions(delay_ms=2000), tracers=[HostTracer()])
     session.start()
     with stepscope.trace("before"):
         pass
-    time.sleep(0.4)
+    deadline = time.monotonic() + 60
+    while session.phase != RECORDING:
+        assert time.monotonic() < deadline, "the delayed start never came"
+        time.sleep(0.01)
     with stepscope.trace("after"):
         pass
     path = session.stop()

@@ -17,14 +17,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from stepscope.trace.logdir import make_path
-from tests.support.cli import assert_one_error_line
+from tests.support.cli import as_in_a_terminal, assert_one_error_line
 from tests.support.traces import shared
 
 CPU_ONLY = "kineto/cpu_only_rank34.pt.trace.json.gz"  # 2 KB, 18 events: the quickest real profile
@@ -355,15 +354,16 @@ def test_ctrl_c_exits_130_quietly(tmp_path: Path) -> None:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
+            preexec_fn=as_in_a_terminal,
         )
         try:
             connection, _ = silent.accept()  # the CLI is inside the command now
             with connection:
-                time.sleep(0.2)
                 job.send_signal(signal.SIGINT)
-                time.sleep(0.5)
-            # Hung up: the capture's worker thread, which the interrupted main thread waits
-            # for, ends now rather than at its 10 s connect timeout.
+            # Hung up at once: the capture's worker thread, which the interrupted main thread
+            # waits for, ends now rather than at its 10 s connect timeout. No wait between the
+            # two: the signal is sent first, so Python's handler has run before the main thread
+            # goes on, and the command never completes as a failed capture.
             stdout, stderr = job.communicate(timeout=60)
         finally:
             if job.poll() is None:

@@ -356,7 +356,7 @@ def test_a_new_run_appears_and_shows_progress_without_blocking(server, logdir):
 
 
 def test_capture_from_the_api_makes_a_new_run(server, logdir, tmp_path):
-    job = Job(tmp_path, "dash", seconds=6)
+    job = Job(tmp_path, "dash")
     body = json.dumps({"addresses": [job.address], "duration_ms": 600, "host_tracer_level": 1, "attempts": 3}).encode()
     started = server.request("POST", "/api/capture", body=body, headers={"Content-Type": "application/json"})
     assert started.status == 202

@@ -812,7 +812,7 @@ def test_a_corrupt_run_shows_its_error_and_the_rest_works(page, server, logdir):
 
 
 def test_capture_dialog_captures_a_live_job(page, server, tmp_path):
-    job = Job(tmp_path, "browser", seconds=8)
+    job = Job(tmp_path, "browser")
     runs_before = {run["name"] for run in server.get("/api/runs").json()["runs"]}
     polled: list = []  # the page's GET /api/capture/<id> answers, read once the capture is over
     page.on("response", lambda response: polled.append(response) if urlparse(response.url).path.startswith("/api/capture/") else None)

@@ -287,8 +287,8 @@ def test_the_capture_dialog_in_the_tensorboard_tab(tab, tensorboard, tmp_path):
     page, watch = tab
     frame = open_tab(page, tensorboard)
     # Started once the tab is up (TensorBoard's page may take a while on a busy machine);
-    # it steps until the capture is over (finish), a minute at most.
-    job = Job(tmp_path, "tensorboard", seconds=60)
+    # it steps until the capture is over (finish).
+    job = Job(tmp_path, "tensorboard")
     before = {run["name"] for run in tensorboard.get("/api/runs").json()["runs"]}
     frame.click("#capture-button")
     assert frame.locator("#capture-dialog").evaluate("dialog => dialog.open")

@@ -26,11 +26,14 @@ def test_results_come_back_in_order_from_several_threads(monkeypatch):
     monkeypatch.setenv(THREADS_SETTING, "4")
     ran_on: dict[int, str] = {}
     started = threading.Barrier(4, timeout=30)  # four items at once: only on four threads
+    finished = [threading.Event() for _ in range(5)]
+    finished[4].set()
 
     def work(item: int) -> int:
         ran_on[item] = threading.current_thread().name
         started.wait()
-        time.sleep(0.01 * (4 - item))  # the last item finishes first
+        assert finished[item + 1].wait(30)  # the last item finishes first, then the one before it...
+        finished[item].set()
         return item * item
 
     assert map_planes(work, [0, 1, 2, 3]) == [0, 1, 4, 9]

@@ -32,7 +32,9 @@ def _attempt(folder: str | None, name: str) -> int:
 
 def warm() -> None:
     """A warm-up: records the worker's pid and the time, then takes a moment."""
-    Path(os.environ[WARM_FOLDER], "warm").write_text(json.dumps({"pid": os.getpid(), "at": time.time()}))
+    written = Path(os.environ[WARM_FOLDER], ".warm.writing")
+    written.write_text(json.dumps({"pid": os.getpid(), "at": time.time()}))
+    written.replace(written.with_name("warm"))  # whole once it exists: the test reads it then
     time.sleep(0.3)
 
 

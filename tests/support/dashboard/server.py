@@ -86,7 +86,7 @@ class DashboardServer:
                 return answer
             time.sleep(0.2)
 
-    def wait_for_run(self, name: str, timeout_s: float = 10) -> None:
+    def wait_for_run(self, name: str, timeout_s: float = 60) -> None:
         """Until the run list holds ``name`` (the server rescans the logdir every second or so)."""
         deadline = time.monotonic() + timeout_s
         while not any(run["name"] == name for run in self.get("/api/runs").json()["runs"]):

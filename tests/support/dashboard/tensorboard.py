@@ -15,6 +15,7 @@ from urllib.parse import urlencode, urlparse
 
 import pytest
 
+from tests.support.cli import as_in_a_terminal
 from tests.support.dashboard.browser import CONTENT, READY_TIMEOUT_MS, foreign_requests
 from tests.support.dashboard.server import Answer, DashboardServer
 
@@ -44,7 +45,9 @@ class TensorBoardServer(DashboardServer):
         # stderr to a file: TensorBoard logs there as long as it runs, and a pipe nobody
         # reads would fill and stop it.
         with log.open("w") as stream:
-            self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stream, env=dict(env or os.environ, PYTHONUNBUFFERED="1"))
+            self.process = subprocess.Popen(
+                command, stdout=subprocess.DEVNULL, stderr=stream, env=dict(env or os.environ, PYTHONUNBUFFERED="1"), preexec_fn=as_in_a_terminal
+            )
         deadline = time.monotonic() + START_TIMEOUT_S
         while (match := LISTENING.search(log.read_text())) is None:
             if self.process.poll() is not None or time.monotonic() > deadline:
