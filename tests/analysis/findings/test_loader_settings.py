@@ -1,5 +1,5 @@
-"""The input finding's advice starts from what the DataLoader already does (issue 38, item
-7): loading in parallel is advised to a loader without workers, never to one with them,
+"""The input finding's advice starts from what the DataLoader already does:
+loading in parallel is advised to a loader without workers, never to one with them,
 which is told the next step instead. The real demo's second run (num_workers and
 prefetch_factor set) is checked in tests/test_demo.py.
 

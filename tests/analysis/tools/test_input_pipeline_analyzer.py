@@ -238,7 +238,7 @@ def test_step_input_is_the_overviews_input(tmp_path: Path):
         ("Iterator::Root::Prefetch::ArrayRecord", ADVANCED_READ, ADVANCED_READ),  # XProf's newest reader
         ("Iterator::ArrayRecord", DEMANDED_READ, DEMANDED_READ),
         # XProf: only file readers are file reads; every other stage, read-ahead stages
-        # included, is preprocessing (these four were advanced_file_read before issue 13)
+        # included, is preprocessing (these four were advanced_file_read before)
         ("Iterator::Root::Prefetch", PREPROCESSING, PREPROCESSING),
         ("Iterator::Root::ParallelInterleaveV4", PREPROCESSING, PREPROCESSING),
         ("Iterator::Root::Prefetch::BatchV2::Shuffle::MemoryCache", PREPROCESSING, PREPROCESSING),
@@ -271,7 +271,7 @@ def test_generic_ops_have_no_rule_and_inherit(name: str):
     assert rule_for(name) is None
 
 
-# --- one thread's input events are counted once (issue 13) ------------------------------------------
+# --- one thread's input events are counted once ------------------------------------------------------
 
 WAIT = "stepscope.data.wait"
 THREAD = 7024  # the training thread's OS id in the capture this shape was read from

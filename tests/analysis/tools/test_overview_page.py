@@ -1,5 +1,5 @@
-"""The overview's headline figures, each one number with one definition (issue 38, items 5,
-6 and 9): one device idle in the overview, framework_op_stats and op_profile (XProf's
+"""The overview's headline figures, each one number with one definition: one
+device idle in the overview, framework_op_stats and op_profile (XProf's
 definition); the verdict sentence's figures as the breakdown or the steps below give them;
 device work outside every step window named in the headline.
 

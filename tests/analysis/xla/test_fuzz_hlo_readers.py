@@ -1,5 +1,5 @@
 """Fuzzing the HLO proto readers: a damaged XLA program gives the XLA tools a result or one
-line, never another exception and never a hang (issue 40).
+line, never another exception and never a hang.
 
 Beside the profile readers' fuzzing (tests/trace/test_fuzz_readers.py), the same idea one
 level down: each example takes a real program (the shared TPU profile's ``jit_f``: a heap

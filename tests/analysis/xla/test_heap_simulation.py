@@ -1,5 +1,5 @@
 """The heap replay (``analysis/xla/heap_simulation``) against the replay it replaced, on random
-heap traces; its answers to cycles, negative sizes and peaks past int64 (issue 40); and
+heap traces; its answers to cycles, negative sizes and peaks past int64; and
 that it is linear in the events."""
 
 from __future__ import annotations
