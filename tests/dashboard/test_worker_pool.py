@@ -280,6 +280,16 @@ def test_profile_jobs_say_what_stopped_and_why_then_go_on():
 # ------------------------------------------------------------------ time limit
 
 
+def test_the_time_limit_counts_from_a_ready_worker_not_from_its_spawn():
+    # The worker takes 3 s to start (its warm-up sleeps), the limit is 1 s, the job returns
+    # at once: the job is on time. Were the start charged to it, 3 s > 1 s would fail it.
+    jobs = WorkerPool(1, warm=fake_jobs.slow_start, time_limit=1.0)
+    try:
+        assert jobs.submit(fake_jobs.healthy, 7).result(WAIT_S)[0] == 7
+    finally:
+        jobs.close()
+
+
 def test_a_job_past_its_time_limit_fails_and_its_worker_is_replaced(tmp_path):
     jobs = WorkerPool(1, time_limit=TIME_LIMIT_S)
     try:

@@ -13,8 +13,9 @@ Each worker caps its own address space (``memory_limit``), so one bad file canno
 machine: an allocation past the cap raises MemoryError in the worker, which charges that
 job (``WorkerFailed``, no retry: the same file would hit the same cap) and is replaced.
 
-Each job has a time limit (``time_limit``): a job still running past it (a file that
-sends a tool into an endless loop) has its worker stopped and replaced, and fails with
+Each job has a time limit (``time_limit``, counted from when its worker is ready, so a
+fresh worker's start is not charged to its first job): a job still running past it (a file
+that sends a tool into an endless loop) has its worker stopped and replaced, and fails with
 ``WorkerFailed`` (no retry: the same file would loop again), so one file cannot hold a
 worker, and every profile queued behind it, for ever.
 
@@ -159,6 +160,10 @@ def _worker_main(connection: Connection, memory_limit: int | None, confine: str 
     if warm is not None:
         with contextlib.suppress(Exception):  # nothing lost: the first job pays what the warm-up would have
             warm()
+    try:
+        connection.send_bytes(READY)  # the jobs' time limits start here, not at the spawn
+    except OSError:  # the server is gone
+        return
     while True:
         try:
             message = connection.recv_bytes()
@@ -186,6 +191,14 @@ def _worker_main(connection: Connection, memory_limit: int | None, confine: str 
             return
 
 
+# What a worker sends once it has started and warmed up, before its first job.
+READY = b"ready"
+# How long a worker may take to start and warm up: far above a loaded machine's seconds; a
+# start that takes longer is stuck, and counts as the worker's death (the job is retried
+# on a fresh one).
+START_LIMIT_S = 300.0
+
+
 class TimedOut:
     """What ``_Worker.run`` returns when the job ran past its time limit."""
 
@@ -209,11 +222,20 @@ class _Worker:
         self.process = context.Process(target=_worker_main, args=(child, memory_limit, confine, warm), name=name, daemon=True)
         self.process.start()
         child.close()
+        self.ready = False
 
     def run(self, data: bytes, time_limit: float | None) -> tuple[bool, Any] | TimedOut | None:
         """Sends a job and waits for its answer; None when the process died first,
-        ``TIMED_OUT`` when ``time_limit`` (seconds) passed first (the process still runs)."""
+        ``TIMED_OUT`` when ``time_limit`` (seconds) passed first (the process still runs).
+
+        The limit counts from the worker's ``READY``, so that a fresh worker's spawn, imports
+        and warm-up (seconds on a loaded machine) are not charged to its first job; a start
+        that never ends is bounded by ``START_LIMIT_S`` (None, as a death)."""
         try:
+            if not self.ready:
+                if not wait([self.connection, self.process.sentinel], timeout=START_LIMIT_S) or self.connection.recv_bytes() != READY:
+                    return None
+                self.ready = True
             self.connection.send_bytes(data)
             if not wait([self.connection, self.process.sentinel], timeout=time_limit):
                 return TIMED_OUT
