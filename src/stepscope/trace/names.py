@@ -139,8 +139,7 @@ KINETO_MEMORY_EVENT: Final = "[memory]"
 KINETO_INPUT_DIMS: Final = "Input Dims"
 KINETO_INPUT_TYPES: Final = "Input type"
 KINETO_CONCRETE_INPUTS: Final = "Concrete Inputs"
-# Flow categories: host launch -> device activity, forward op -> backward op.
-KINETO_LAUNCH_FLOW_CATEGORIES: Final = frozenset({"ac2g", "async"})
+# The flow category from a forward op to its backward op.
 KINETO_FWDBWD_FLOW: Final = "fwdbwd"
 # Kineto's CUDA synchronisation events (PyTorch >= 2.1 with CUDA sync events on): a stream's
 # wait for an event recorded on another stream, and its args naming that stream and the

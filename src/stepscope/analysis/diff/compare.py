@@ -16,12 +16,13 @@ one that each run's pages show:
   lengths compare;
 - the memory peak: the largest peak allocated of any device (the one the memory page
   opens on) in each run;
-- a verdict in one sentence (``diff_verdict``);
+- a verdict in one sentence (``diff.verdict``);
 - ``warnings`` before it all where the runs ran on different hardware or frameworks, whose
-  figures do not compare op by op (``diff_warnings``).
+  figures do not compare op by op (``diff.warnings``).
 
-Not a registry tool (those take one profile); the CLI's ``stepscope diff`` renders it
-through the same renderers (``tool`` is "diff").
+An analysis over a pair of runs (``ENTRY``: an ``AnalysisSpec`` of ``Inputs.PAIR``), not a
+tool (those take one profile); the CLI's ``stepscope diff`` renders it through the same
+renderers (``tool`` is "diff").
 """
 
 from __future__ import annotations
