@@ -10,6 +10,7 @@ import pytest
 import stepscope
 from stepscope.errors import ProfileFormatError, ProfileLimitError
 from stepscope.trace import limits
+from stepscope.trace.logdir import discover
 from stepscope.trace.remote import discover_url, is_url
 from tests.support.traces import shared
 
@@ -71,3 +72,27 @@ def test_discovery_under_a_url_follows_the_layout(memory):
     ]
     with pytest.raises(ProfileFormatError, match=r"^memory://t/nothing: does not exist"):
         discover_url("memory://t/nothing")
+
+
+def test_a_url_with_no_profile_names_what_it_skipped_as_a_local_folder_does(memory, tmp_path):
+    """The same four files under a URL and in a local folder: both errors end with the
+    same "; skipped: ..." part (the local discovery is the reference), which names the
+    two JSON files that are no trace; the hidden file and the .txt are not candidates."""
+    files = {
+        "job/a/notes.json": b'{"a": 1}',
+        "job/b/list.json": b"[1, 2, 3]",
+        "job/.hidden.pt.trace.json": b"{}",
+        "job/readme.txt": b"text",
+    }
+    for name, content in files.items():
+        memory.pipe(f"/t/{name}", content)
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(content)
+    with pytest.raises(ProfileFormatError) as local:
+        discover(tmp_path / "job")
+    with pytest.raises(ProfileFormatError) as remote:
+        discover_url("memory://t/job")
+    local_skipped = str(local.value).split("; skipped: ")[1]
+    assert local_skipped.startswith("a/notes.json (not a trace: ") and ", b/list.json (not a trace: " in local_skipped
+    assert str(remote.value).startswith("memory://t/job: contains no profiles (")
+    assert str(remote.value).split("; skipped: ")[1] == local_skipped

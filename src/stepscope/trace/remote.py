@@ -8,7 +8,8 @@ by content the same way; the readers then see the bytes under the URL's own name
 error and ``Profile.source`` name the URL as given (``pathlib.Path`` would fold its ``//``).
 
 Discovery of a run under a URL (``discover_url``) applies the local layout's rules
-(``logdir.parse_path``) to the relative paths that fsspec lists.
+(``logdir.parse_path``) to the relative paths that fsspec lists; where it finds no profile,
+its error names the files it skipped and why, as a local folder's does.
 
 A URL of the local filesystem (``file://``, or any fsspec filesystem whose files are local)
 is read and listed as a local path is: regular files only (``files.open_regular``), so a
@@ -27,7 +28,7 @@ from stepscope.errors import ProfileFormatError, StepscopeError
 from stepscope.sizes import size_text
 from stepscope.trace import limits
 from stepscope.trace.files import GZIP_MAGIC, gunzip_stream, is_regular_file, open_regular, read_bytes
-from stepscope.trace.logdir import PROFILE_SUFFIXES, SNIFFED_SUFFIXES, XPLANE_SUFFIX, file_host, parse_path
+from stepscope.trace.logdir import PROFILE_SUFFIXES, SNIFFED_SUFFIXES, XPLANE_SUFFIX, Skipped, file_host, parse_path, skipped_summary
 from stepscope.trace.sniff import sniff_stream
 
 # scheme://... as RFC 3986 spells a scheme; one letter is a Windows drive (C://), not a URL.
@@ -116,10 +117,15 @@ def discover_url(url: str) -> list[UrlRun]:
     except OSError as error:
         raise ProfileFormatError(url, f"cannot be listed ({error.strerror or error})") from None
     runs: dict[str, UrlRun] = {}
+    skipped: list[Skipped] = []
     base = root.rstrip("/") or "/"
     for file in files:
         name = PurePosixPath(file).name
-        if name.startswith(".") or (local and not is_regular_file(Path(file))) or not _is_profile(fs, file, name):
+        if name.startswith(".") or not name.endswith((*PROFILE_SUFFIXES, *SNIFFED_SUFFIXES)):
+            continue
+        why = _why_not_a_profile(fs, file, name, local)
+        if why:
+            skipped.append(Skipped(Path(file), why))
             continue
         parsed = parse_path(Path(base), Path(file))
         if parsed is None:
@@ -128,7 +134,9 @@ def discover_url(url: str) -> list[UrlRun]:
         runs.setdefault(parsed.run, UrlRun(parsed.run, folder)).hosts.append(UrlHost(parsed.host, fs.unstrip_protocol(file)))
     if not runs:
         raise ProfileFormatError(
-            url, "contains no profiles (looked for plugins/profile/<session>/<host>.xplane.pb, *.pt.trace.json[.gz] and trace JSON by content)"
+            url,
+            "contains no profiles (looked for plugins/profile/<session>/<host>.xplane.pb, *.pt.trace.json[.gz] and trace JSON by content)"
+            + skipped_summary(Path(base), skipped),
         )
     for run in runs.values():
         run.hosts = _prefer_xspace(run.hosts)
@@ -144,16 +152,19 @@ def _check_local_file(url: str, path: Path) -> None:
         raise ProfileFormatError(url, error.problem) from None
 
 
-def _is_profile(fs: Any, file: str, name: str) -> bool:
+def _why_not_a_profile(fs: Any, file: str, name: str, local: bool) -> str:
+    """Why a file named like a profile is none ("" when it is one): a local file that is
+    no regular file, JSON that is no trace by content, or one that cannot be read."""
+    if local and not is_regular_file(Path(file)):
+        return "not a regular file"
     if name.endswith(PROFILE_SUFFIXES):
-        return True
-    if not name.endswith(SNIFFED_SUFFIXES):
-        return False
+        return ""
     try:
         with fs.open(file, "rb") as stream:
-            return sniff_stream(stream).is_trace
-    except OSError:
-        return False
+            sniffed = sniff_stream(stream)
+    except OSError as error:
+        return f"cannot be read ({error.strerror or error})"
+    return "" if sniffed.is_trace else f"not a trace: {sniffed.why}"
 
 
 def _prefer_xspace(hosts: list[UrlHost]) -> list[UrlHost]:
