@@ -10,6 +10,7 @@ import json
 import pytest
 
 from stepscope.viewer import decode
+from tests.support.perfetto_trace import read_pftrace
 from tests.support.traces import read_json, shared
 
 WHERE = dict(run="gpu", host="alexnet_small")
@@ -96,6 +97,27 @@ def test_export_a_range_as_chrome_json(server, tracks, raw):
     ]
     assert 0 < len(expected) < sum(1 for e in raw if e.get("ph") == "X")
     assert sum(1 for e in exported["traceEvents"] if e.get("ph") == "X") == len(expected)
+
+
+def test_export_a_range_as_perfetto_trace(server, tracks, raw, tmp_path):
+    """``format=pftrace``: the same range as Perfetto's protobuf trace, read back with
+    Perfetto's own protos; it holds one slice per complete event that overlaps the range,
+    counted from the raw JSON as the Chrome JSON test counts them."""
+    start_ps, end_ps = tracks["span_ps"] // 4, tracks["span_ps"] // 2
+    answer = server.get("/api/trace/export", **WHERE, start_ps=str(start_ps), end_ps=str(end_ps), format="pftrace")
+    assert answer.status == 200
+    assert answer.headers["content-type"] == "application/octet-stream"
+    assert answer.headers["content-disposition"].startswith("attachment;") and answer.headers["content-disposition"].endswith('.pftrace"')
+    (tmp_path / "range.pftrace").write_bytes(answer.body)
+    decoded = read_pftrace(tmp_path / "range.pftrace")
+    origin_us = tracks["start_ns"] / 1000
+    expected = [
+        e for e in raw if e.get("ph") == "X" and (float(e["ts"]) - origin_us) * 1e6 < end_ps and (float(e["ts"]) + float(e["dur"]) - origin_us) * 1e6 > start_ps
+    ]
+    assert 0 < len(decoded.slices) == len(expected)
+    bad = server.get("/api/trace/export", **WHERE, start_ps=str(start_ps), end_ps=str(end_ps), format="csv")
+    assert bad.status == 400 and bad.json()["error"] == "format must be one of json, pftrace, not 'csv'"
+    assert server.get("/api/runs").status == 200
 
 
 @pytest.mark.parametrize(

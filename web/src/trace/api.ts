@@ -184,9 +184,14 @@ export function getSummary(selection: Selection, start_ps: number, end_ps: numbe
   return polled(apiUrl("trace/summary", query), signal, json<SummaryAnswer>);
 }
 
-/** The download address of a range as Chrome trace JSON. */
-export function exportUrl(selection: Selection, start_ps: number, end_ps: number): string {
-  return apiUrl("trace/export", { ...base(selection), start_ps: String(Math.round(start_ps)), end_ps: String(Math.round(end_ps)) });
+/** The export's formats (the API's `format=`): gzipped Chrome trace JSON, or Perfetto's protobuf trace. */
+export type ExportFormat = "json" | "pftrace";
+
+/** The download address of a range in `format`. */
+export function exportUrl(selection: Selection, start_ps: number, end_ps: number, format: ExportFormat = "json"): string {
+  const query: Params = { ...base(selection), start_ps: String(Math.round(start_ps)), end_ps: String(Math.round(end_ps)) };
+  if (format !== "json") query.format = format;
+  return apiUrl("trace/export", query);
 }
 
 /** An error as one line for the page. */

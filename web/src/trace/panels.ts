@@ -58,6 +58,7 @@ export interface Panels {
   measureOut: HTMLElement;
   filterBox: HTMLInputElement;
   exportLink: HTMLAnchorElement;
+  exportPerfettoLink: HTMLAnchorElement;
   toolButtons: Record<Tool, HTMLButtonElement>;
   /** The critical path overlay's toggle (`aria-pressed`). */
   pathButton: HTMLButtonElement;
@@ -94,6 +95,11 @@ export function buildPanels(eventCount: number, actions: ToolbarActions, idPrefi
   const measureOut = el("span", { id: id("tv-measure"), class: "tv-measure", "data-empty": true });
   const filterBox = el("input", { type: "checkbox", id: id("tv-filter") });
   const exportLink = el("a", { id: id("tv-export"), class: "button-link", download: "", title: "Download the visible range as Chrome trace JSON (opens in Perfetto)" }, "Export this range");
+  const exportPerfettoLink = el(
+    "a",
+    { id: id("tv-export-pftrace"), class: "button-link", download: "", title: "Download the visible range as a Perfetto trace (.pftrace: smaller, opens in Perfetto as it is)" },
+    "as .pftrace",
+  );
   const toolButtons: Record<Tool, HTMLButtonElement> = {
     select: el("button", { type: "button", id: id("tv-select"), "aria-pressed": "true", title: "Select (1): click an event, drag a range" }, "Select"),
     timing: el("button", { type: "button", id: id("tv-timing"), "aria-pressed": "false", title: "Timing (2): drag to measure" }, "Timing"),
@@ -116,7 +122,7 @@ export function buildPanels(eventCount: number, actions: ToolbarActions, idPrefi
       el("label", { class: "tv-filter", title: "Draw only the events whose name contains the search text" }, [filterBox, "Only matches"]),
     ]),
     status,
-    exportLink,
+    el("div", { class: "tv-group", role: "group", "aria-label": "Export" }, [exportLink, exportPerfettoLink]),
   ]);
   const root = el("div", { class: "tv-root", "data-events": eventCount, "data-details": "closed" }, [wrap, toolbar, splitter, details]);
 
@@ -132,9 +138,11 @@ export function buildPanels(eventCount: number, actions: ToolbarActions, idPrefi
   });
   searchInput.addEventListener("input", () => actions.searchEdited());
   filterBox.addEventListener("change", () => actions.filterToggled());
-  exportLink.addEventListener("pointerdown", () => actions.exporting());
-  exportLink.addEventListener("focus", () => actions.exporting());
-  return { root, canvas, wrap, tooltip, details, keysButton, splitter, status, searchInput, searchStatus, measureOut, filterBox, exportLink, toolButtons, pathButton };
+  for (const link of [exportLink, exportPerfettoLink]) {
+    link.addEventListener("pointerdown", () => actions.exporting());
+    link.addEventListener("focus", () => actions.exporting());
+  }
+  return { root, canvas, wrap, tooltip, details, keysButton, splitter, status, searchInput, searchStatus, measureOut, filterBox, exportLink, exportPerfettoLink, toolButtons, pathButton };
 }
 
 /** The page fills the window below the header; the canvas takes what the bars leave. */

@@ -281,6 +281,7 @@ export class TraceViewer implements Intents, FrameClient {
   private updateExport(): void {
     const range = this.state.exportRange();
     this.panels.exportLink.href = exportUrl(this.context.selection, range.start_ps, range.end_ps);
+    this.panels.exportPerfettoLink.href = exportUrl(this.context.selection, range.start_ps, range.end_ps, "pftrace");
   }
 
   // ------------------------------------------------------------------ the critical path overlay

@@ -21,6 +21,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -38,8 +39,26 @@ from stepscope.sizes import size_setting, size_text
 from stepscope.viewer import TraceIndex, find, query, summarize
 from stepscope.viewer.storage import IndexFormatError
 
-EXPORTS_FOLDER = "exports"  # <cache>/exports/<analysis key>.<start_ps>_<end_ps>.json.gz
-EXPORT_SUFFIX = ".json.gz"
+EXPORTS_FOLDER = "exports"  # <cache>/exports/<analysis key>.<start_ps>_<end_ps><suffix>
+
+
+@dataclass(frozen=True)
+class ExportFormat:
+    """What ``/api/trace/export?format=<name>`` answers: the file's suffix (which picks
+    ``trace.writers``' writer) and its media type."""
+
+    suffix: str
+    media_type: str
+
+
+# format= -> the export's file: Chrome trace JSON (gzipped) by default, or Perfetto's own
+# protobuf trace, which Perfetto opens without converting and which is several times smaller.
+EXPORT_FORMATS = {
+    "json": ExportFormat(".json.gz", "application/gzip"),
+    "pftrace": ExportFormat(".pftrace", "application/octet-stream"),
+}
+DEFAULT_EXPORT_FORMAT = "json"
+EXPORT_SUFFIXES = tuple(form.suffix for form in EXPORT_FORMATS.values())
 # The setting (environment variable) for the exports' size budget ("2G", bytes, "none").
 EXPORT_BUDGET_SETTING = "STEPSCOPE_EXPORT_CACHE"
 # Room for a few exports of a large range of a large profile (a 10M-event profile's
@@ -97,8 +116,8 @@ class Exports:
         for legacy in (self.root.parent / "analysis").glob(f"*.{EXPORTS_FOLDER}"):
             shutil.rmtree(legacy, ignore_errors=True)
 
-    def path(self, key: str, start_ps: int, end_ps: int) -> Path:
-        return self.root / f"{key}.{start_ps}_{end_ps}{EXPORT_SUFFIX}"
+    def path(self, key: str, start_ps: int, end_ps: int, suffix: str = EXPORT_FORMATS[DEFAULT_EXPORT_FORMAT].suffix) -> Path:
+        return self.root / f"{key}.{start_ps}_{end_ps}{suffix}"
 
     def open(self, path: Path) -> OpenExport | None:
         """The file, opened and marked used (None when it is not there)."""
@@ -128,7 +147,7 @@ class Exports:
             for entry in os.scandir(self.root):
                 with contextlib.suppress(OSError):
                     stat = entry.stat()
-                    if entry.name.endswith(EXPORT_SUFFIX) and not entry.name.startswith("."):
+                    if entry.name.endswith(EXPORT_SUFFIXES) and not entry.name.startswith("."):
                         files.append((stat.st_mtime_ns, stat.st_size, Path(entry.path)))
                     elif entry.name.startswith(".") and now - stat.st_mtime > STALE_TEMPORARY_S:
                         os.unlink(entry.path)
@@ -295,9 +314,10 @@ def export_range_of(request: Request, span_ps: int) -> tuple[int, int]:
 def trace_export(request: Request) -> Response:
     ready, index_folder = _ready(request)
     start_ps, end_ps = export_range_of(request, request.app.state.indexes.get(index_folder).span_ps)
+    form = _export_format(request)
     host = request.app.state.dashboard.host(request)
     exports: Exports = request.app.state.exports
-    target = exports.path(ready.folder.name, start_ps, end_ps)
+    target = exports.path(ready.folder.name, start_ps, end_ps, form.suffix)
     opened = exports.open(target)
     for _ in range(2):  # made, then evicted by another request before it was opened: once more
         if opened is not None:
@@ -308,8 +328,15 @@ def trace_export(request: Request) -> Response:
         raise JobFailed(f"export of {host.path}: the file was removed as soon as written (export cache budget {exports.describe()})")
     exports.evict()  # after opening: this file is safe, whatever the budget
     name = "".join(c if c.isalnum() or c in "._-" else "_" for c in f"{request.query_params['run']}_{host.name}_{start_ps}_{end_ps}")
-    headers = {"Content-Disposition": f'attachment; filename="{name}{EXPORT_SUFFIX}"', "Content-Length": str(opened.size)}
-    return StreamingResponse(iter(opened), media_type="application/gzip", headers=headers)
+    headers = {"Content-Disposition": f'attachment; filename="{name}{form.suffix}"', "Content-Length": str(opened.size)}
+    return StreamingResponse(iter(opened), media_type=form.media_type, headers=headers)
+
+
+def _export_format(request: Request) -> ExportFormat:
+    name = request.query_params.get("format") or DEFAULT_EXPORT_FORMAT
+    if name not in EXPORT_FORMATS:
+        raise BadParameter(f"format must be one of {', '.join(EXPORT_FORMATS)}, not {_shown(name)!r}")
+    return EXPORT_FORMATS[name]
 
 
 ROUTES = [
