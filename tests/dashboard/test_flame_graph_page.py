@@ -7,6 +7,7 @@ and the options bar's step select redraws the step. Its screenshot
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import pytest
@@ -122,3 +123,30 @@ def test_real_trace_step_and_docs_picture(flame_page, flame_server):
     assert hooks(page)["rects"][0]["total_ps"] == round(marker["dur"] * 1000) * 1000
     SCREENSHOTS.mkdir(exist_ok=True)
     page.locator("#tool").screenshot(path=str(SCREENSHOTS / "flame_graph.png"))
+
+
+def test_the_window_downloads_as_collapsed_stacks_and_speedscope(flame_page, flame_server, tmp_path):
+    """The summary's links download the window shown (step 2 of main, [110, 200) us) in
+    ``stepscope flame``'s formats. By hand (tests/support/flame.py): main ran E 20 us
+    (its overlap with F is F's) and F 30 us there, so the collapsed lines are E 20,000 ns
+    and F 30,000 ns under the thread; speedscope's one profile spans the window in ns."""
+    page = flame_page
+    open_tool(page, flame_server, "flame_graph", **STACKS, thread=MAIN, step="2")
+    with page.expect_download() as download:
+        page.click("#flame-download-collapsed")
+    assert download.value.suggested_filename.endswith(".folded")
+    download.value.save_as(tmp_path / "stacks.folded")
+    assert sorted((tmp_path / "stacks.folded").read_text().splitlines()) == [f"{MAIN};E 20000", f"{MAIN};F 30000"]
+    with page.expect_download() as download:
+        page.click("#flame-download-speedscope")
+    assert download.value.suggested_filename.endswith(".speedscope.json")
+    download.value.save_as(tmp_path / "stacks.speedscope.json")
+    document = json.loads((tmp_path / "stacks.speedscope.json").read_text())
+    (profile,) = document["profiles"]
+    assert (profile["unit"], profile["startValue"], profile["endValue"]) == ("nanoseconds", 110_000, 200_000)
+    assert sorted(frame["name"] for frame in document["shared"]["frames"]) == ["E", "F"]
+    # A bad option or format is a 400 naming it, and the server goes on.
+    for params, named in ((dict(thread=MAIN, step="9"), "no step '9'"), (dict(thread=MAIN, format="svg"), "format must be one of collapsed, speedscope")):
+        answer = flame_server.get("/api/flame", **STACKS, **params)
+        assert answer.status == 400 and named in answer.json()["error"]
+    assert flame_server.get("/api/runs").status == 200

@@ -154,6 +154,11 @@ export function csvUrl(selection: Selection, table: string): string {
   return apiUrl("csv", toolParams(selection, { table }));
 }
 
+/** The flame graph's stacks as a file (`stepscope flame`'s formats) for the selection's options. */
+export function flameUrl(selection: Selection, format: "collapsed" | "speedscope"): string {
+  return apiUrl("flame", toolParams(selection, { format }));
+}
+
 export async function errorOf(response: Response): Promise<ApiError> {
   let message = `${response.status} ${response.statusText}`.trim();
   try {

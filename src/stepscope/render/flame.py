@@ -111,3 +111,5 @@ def speedscope(profile: Profile, chosen: Window, title: str) -> bytes:
 
 # Format name -> writer(profile, window, title) -> the file's bytes.
 FLAME_FORMATS: dict[str, Callable[[Profile, Window, str], bytes]] = {COLLAPSED: collapsed, SPEEDSCOPE: speedscope}
+# Format name -> the suffix a downloaded file gets (the names the tools' docs use).
+FLAME_SUFFIXES = {COLLAPSED: ".folded", SPEEDSCOPE: ".speedscope.json"}

@@ -8,7 +8,7 @@
  * `window.__stepscope.flame` so browser tests can click and hover by frame.
  */
 
-import type { FlameGraph, FlameNode } from "../api";
+import { flameUrl, type FlameGraph, type FlameNode } from "../api";
 import { categoryColor, icicleLayout, rectAt, type IcicleNode, type IcicleRect } from "../components/icicle";
 import { chartRegistry } from "../components/charts";
 import { at, card, metric, metrics, note } from "../components/metric";
@@ -42,6 +42,16 @@ function fitted(context: CanvasRenderingContext2D, text: string, width: number):
   return keep > 0 ? `${text.slice(0, keep)}…` : "";
 }
 
+/** Links to this window's stacks as files (`stepscope flame`'s formats, from `/api/flame`). */
+function downloads(context: PageContext): HTMLElement {
+  return el("p", { class: "note", id: "flame-download" }, [
+    "Download these stacks: ",
+    el("a", { href: flameUrl(context.selection, "collapsed"), download: "", id: "flame-download-collapsed", title: "thread;frame;frame <ns> per line (flamegraph.pl, speedscope, Perfetto)" }, "collapsed"),
+    " · ",
+    el("a", { href: flameUrl(context.selection, "speedscope"), download: "", id: "flame-download-speedscope", title: "speedscope's own format, one timeline per thread" }, "speedscope"),
+  ]);
+}
+
 function render(root: HTMLElement, context: PageContext): void {
   const data = context.data as FlameGraph;
   const layout = grid(root);
@@ -49,12 +59,15 @@ function render(root: HTMLElement, context: PageContext): void {
     layout,
     card(
       "Flame graph",
-      metrics([
-        metric("root", data.root.name, "Threads"),
-        metric("window_us", (data.end_ps - data.start_ps) / 1e6, data.step === "" ? "Window" : `Step ${data.step}`),
-        metric("start_us", data.start_ps / 1e6, "From"),
-        metric("busy_us", at(data, "busy_us"), "Busy (frames' self time)"),
-      ]),
+      [
+        metrics([
+          metric("root", data.root.name, "Threads"),
+          metric("window_us", (data.end_ps - data.start_ps) / 1e6, data.step === "" ? "Window" : `Step ${data.step}`),
+          metric("start_us", data.start_ps / 1e6, "From"),
+          metric("busy_us", at(data, "busy_us"), "Busy (frames' self time)"),
+        ]),
+        data.busy_ps === 0 ? null : downloads(context),
+      ],
       { id: "flame-summary" },
       true,
     ),

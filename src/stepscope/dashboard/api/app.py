@@ -30,6 +30,7 @@ from stepscope.analysis.distributed import TOOL as DISTRIBUTED
 from stepscope.analysis.distributed import UNIT_OPTION
 from stepscope.analysis.distributed.reduce import BY_AUTO, UNITS
 from stepscope.analysis.registry import OptionError, ToolsAnswer
+from stepscope.analysis.tools.flame_graph import TOOL as FLAME_GRAPH
 from stepscope.dashboard.api import trace_api
 from stepscope.dashboard.api.diffs import Diffs
 from stepscope.dashboard.api.distributed_view import DistributedViews
@@ -39,10 +40,11 @@ from stepscope.dashboard.api.state import Dashboard, analysis_status
 from stepscope.dashboard.api_errors import ApiError, BadParameter, NotFound, TooLarge
 from stepscope.dashboard.jobs.analysis_cache import AnalysisCache, CacheDamaged, Ready
 from stepscope.dashboard.jobs.captures import CaptureRequest, Captures
-from stepscope.dashboard.jobs.profile_jobs import ProfileJobs
+from stepscope.dashboard.jobs.profile_jobs import ProfileJobs, flame_file
 from stepscope.dashboard.jobs.tool_runs import ToolRuns
 from stepscope.dashboard.jobs.worker import Progress, table_from_json
 from stepscope.errors import StepscopeError
+from stepscope.render.flame import COLLAPSED, FLAME_FORMATS, FLAME_SUFFIXES
 from stepscope.render.formats import table_csv
 from stepscope.sizes import size_text
 
@@ -237,6 +239,28 @@ def api_csv(request: Request) -> Response:
     )
 
 
+def api_flame(request: Request) -> Response:
+    """The flame graph tool's stacks as a file to download (``stepscope flame``'s): ``format``
+    collapsed (the default) or speedscope, for the tool's options (thread, step, window).
+    The profile worker makes it; a bad option is 400 naming it."""
+    form = request.query_params.get("format") or COLLAPSED
+    if form not in FLAME_FORMATS:
+        raise BadParameter(f"format must be one of {', '.join(FLAME_FORMATS)}, not {form[:40]!r}")
+    options = _options(FLAME_GRAPH, request)
+    dashboard: Dashboard = request.app.state.dashboard
+    host = dashboard.host(request)
+    jobs: ProfileJobs = request.app.state.profile_jobs
+    try:
+        data = jobs.run(f"flame graph of {host.path}", flame_file, str(host.path), form, options)
+    except ApiError:
+        raise
+    except StepscopeError as error:
+        raise BadParameter(str(error)) from None
+    parts = [request.query_params["run"], host.name, FLAME_GRAPH, *(str(value) for value in options.values())]
+    filename = "".join(c if c.isalnum() or c in "._-" else "_" for c in "_".join(parts)) + FLAME_SUFFIXES[form]
+    return Response(data, media_type="application/octet-stream", headers={"Content-Disposition": f'attachment; filename="{filename}"'})
+
+
 @state_changing  # POST of JSON from this server's own page only
 async def api_capture_start(request: Request) -> Response:
     access: Access = request.app.state.access
@@ -340,6 +364,7 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
         Route("/api/distributed", api_distributed),
         Route("/api/tables", api_tables),
         Route("/api/csv", api_csv),
+        Route("/api/flame", api_flame),
         Route("/api/capture", api_capture_start, methods=STATE_CHANGING_METHODS),
         Route("/api/capture/{id}", api_capture_status),
         *trace_api.ROUTES,

@@ -1,5 +1,5 @@
 """Work that needs a loaded Profile after the analysis: an event's details and flows,
-"export this range", and a tool run with options other than its defaults. It runs in a
+"export this range", a flame graph file, and a tool run with options other than its defaults. It runs in a
 separate process that keeps the last few profiles loaded (with their ``OpStats``, which
 the tools share), so the first click on a big profile pays the load and the next ones do
 not, while the server process never holds a profile (only the memory-mapped trace index).
@@ -78,6 +78,21 @@ def export_range(profile_path: str, start_ps: int, end_ps: int, target: str) -> 
     if not Path(target).exists():
         save(crop(_profile(profile_path), start_ps, end_ps), Path(target))
     return target
+
+
+def flame_file(profile_path: str, form: str, options: dict[str, Any]) -> bytes:
+    """The flame graph tool's stacks for ``options`` (thread, step, window) as a file in
+    ``form`` (``render.flame.FLAME_FORMATS``); StepscopeError names a bad option or a
+    window with nothing to draw."""
+    from stepscope.analysis.tools.flame_graph import window
+    from stepscope.errors import StepscopeError
+    from stepscope.render.flame import FLAME_FORMATS
+
+    stats = _stats(profile_path)
+    chosen = window(stats, **options)
+    if not chosen.threads:
+        raise StepscopeError(f"flame_graph: no thread with timed events to draw in {Path(profile_path).name} (pick another thread)")
+    return FLAME_FORMATS[form](stats.profile, chosen, Path(profile_path).name)
 
 
 class ProfileJobs:
