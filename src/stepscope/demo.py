@@ -22,10 +22,12 @@ parallel hides, as it hides a real slow disk.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -148,12 +150,32 @@ def _model(config: DemoConfig) -> torch.nn.Module:
 
 
 def train(logdir: Path, run: str, config: DemoConfig, workers: int, prefetch: int | None) -> Path:
-    """One profiled training run; returns the profile it wrote."""
-    import stepscope
+    """One profiled training run in a fresh Python process of its own, as a person re-runs a
+    job after changing it; returns the profile it wrote.
 
+    Both runs start from the same state so that the second is measured against the first's
+    prediction on equal terms. In the demo's own process the second run found the C
+    allocator warmed by the first: glibc's malloc raises its mmap and trim thresholds only
+    after it frees a large block, which a fresh process has not done, so there it gives the
+    model step's activations back to the system at the end of each step and faults them in
+    again in the next (2,300 to 2,900 page faults, about 3 ms of a 20 ms step on the machine
+    measured; docs/tools/critical_path.md). The first run paid that, the second mostly did
+    not, and the demo measured its second run 8% to 16% below the prediction.
+    """
     _require_torch()
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(_train, logdir, run, config, workers, prefetch).result()
+
+
+def _train(logdir: Path, run: str, config: DemoConfig, workers: int, prefetch: int | None) -> Path:
     import torch
 
+    import stepscope
+
+    # A spawned process starts its own children by spawning too; the loader's workers start
+    # as they do in a job run as a script (the platform's default: fork on Linux).
+    multiprocessing.set_start_method(None, force=True)
+    torch.set_num_threads(1)  # the same compute on every machine; the input is what changes
     torch.manual_seed(0)
     model = _model(config)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
@@ -270,9 +292,6 @@ def run_demo(logdir: Path, config: DemoConfig = DemoConfig(), out: Callable[[str
     from stepscope.render import render
 
     _require_torch()
-    import torch
-
-    torch.set_num_threads(1)  # the same compute on every machine; the input is what changes
     out(f"== the runs are written to {logdir} (--logdir chooses another folder)")
     out(f"== run 1: DataLoader(num_workers=0), {config.steps} steps profiled into {logdir / RUN_BEFORE}")
     before = figures(RUN_BEFORE, train(logdir, RUN_BEFORE, config, workers=0, prefetch=None))
