@@ -153,14 +153,11 @@ def train(logdir: Path, run: str, config: DemoConfig, workers: int, prefetch: in
     """One profiled training run in a fresh Python process of its own, as a person re-runs a
     job after changing it; returns the profile it wrote.
 
-    Both runs start from the same state so that the second is measured against the first's
-    prediction on equal terms. In the demo's own process the second run found the C
-    allocator warmed by the first: glibc's malloc raises its mmap and trim thresholds only
-    after it frees a large block, which a fresh process has not done, so there it gives the
-    model step's activations back to the system at the end of each step and faults them in
-    again in the next (2,300 to 2,900 page faults, about 3 ms of a 20 ms step on the machine
-    measured; docs/tools/critical_path.md). The first run paid that, the second mostly did
-    not, and the demo measured its second run 8% to 16% below the prediction.
+    Both runs start from the same state, so that the second is measured against the
+    prediction from the first on equal terms: in the demo's own process the second run
+    found what the first had warmed (the C allocator's thresholds, ``_settle_allocator``)
+    and its model step ran 1 to 3 ms faster, which put the measurement 8% to 16% below the
+    prediction (docs/tools/critical_path.md).
     """
     _require_torch()
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
@@ -176,6 +173,7 @@ def _train(logdir: Path, run: str, config: DemoConfig, workers: int, prefetch: i
     # as they do in a job run as a script (the platform's default: fork on Linux).
     multiprocessing.set_start_method(None, force=True)
     torch.set_num_threads(1)  # the same compute on every machine; the input is what changes
+    _settle_allocator()
     torch.manual_seed(0)
     model = _model(config)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
@@ -193,6 +191,28 @@ def _train(logdir: Path, run: str, config: DemoConfig, workers: int, prefetch: i
     if session.path is None:  # the profiler warned and the job went on; the demo cannot
         raise StepscopeError(f"{logdir / run}: the profile of this run was not written (see the warning above)")
     return session.path
+
+
+# Above the ~11 MiB the demo's model step frees at the heap's top; at most glibc's largest
+# dynamic mmap threshold (32 MiB), so that freeing it raises the thresholds.
+SETTLING_BLOCK_BYTES = 16 << 20
+
+
+def _settle_allocator() -> None:
+    """Allocates and frees one 16 MiB block, so that every run's steps find glibc's malloc
+    in the same state. glibc serves a block above its mmap threshold (128 KiB at first) with
+    mmap; freeing one raises the threshold to its size and the trim threshold (the free
+    memory it keeps at the heap's top) to twice that. This model's largest block is 4.7 MB
+    (the first convolution's output), below the ~11 MiB a step frees at the heap's top: a
+    process that had freed nothing larger gave the memory back to the system at the end of
+    each step and faulted it in again in the next (2,300 to 2,900 page faults, 2 to 3 ms of
+    a 21 ms step), one that had (by chance, in the profiler's start or torch's) did not.
+    After this block the trim threshold is 32 MiB in every run. A no-op in effect with
+    another allocator."""
+    import torch
+
+    block = torch.empty(SETTLING_BLOCK_BYTES, dtype=torch.uint8)
+    del block
 
 
 def figures(name: str, path: Path) -> RunFigures:
