@@ -177,12 +177,12 @@ def _train(logdir: Path, run: str, config: DemoConfig, workers: int, prefetch: i
     torch.manual_seed(0)
     model = _model(config)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    _warm_up(model, optimizer, config)
     # Without workers, the loader's defaults (no prefetch factor, no persistent workers).
     loader = torch.utils.data.DataLoader(
         _dataset(config), batch_size=config.batch_size, num_workers=workers, prefetch_factor=prefetch if workers else None, persistent_workers=False
     )
     with stepscope.profile(logdir / run) as session:
+        _warm_up(model, optimizer, config)
         for number, (images, labels) in enumerate(stepscope.data.instrument(loader, name="train")):
             with stepscope.step(number):
                 optimizer.zero_grad()
@@ -195,13 +195,16 @@ def _train(logdir: Path, run: str, config: DemoConfig, workers: int, prefetch: i
 
 
 def _warm_up(model: torch.nn.Module, optimizer: torch.optim.Optimizer, config: DemoConfig) -> None:
-    """One training step on a batch of zeros before the profiled ones, so that the first
-    profiled step is a steady one. The first step sets up what every later one reuses
-    (oneDNN's kernels for these shapes, the optimizer's momentum buffers): its compute took
-    about 15 ms more than the others'. The first run kept that step among its steady ones
-    (its input wait is like every step's), the second set it aside (it waits for the
-    workers to start, many times the median), so the prediction from the first carried the
-    set-up and the second's measurement did not: about 1.3 ms of a 21 ms compute."""
+    """One training step on a batch of zeros, in the profile before its first step, so that
+    the first step is a steady one. The first step sets up what every later one reuses
+    (oneDNN's kernels for these shapes, the optimizer's momentum buffers, the first touch of
+    the activations' memory, the profiler's own first events): its compute took 11 to 20 ms
+    more than the others' (6 to 15 ms with this step before the profile, 1 to 4 ms with
+    it inside). The first run keeps that step among its steady ones (its input wait is like
+    every step's), the second sets it aside (it waits for the workers to start, many times
+    the median), so the prediction from the first carried the set-up (a twelfth of it in
+    the mean of 12 steps) and the second's measurement did not. The trace viewer shows this
+    step's ops before step 0; no step holds them."""
     import torch
 
     images = torch.zeros(config.batch_size, 3, config.image_size, config.image_size)
@@ -223,10 +226,10 @@ def _settle_allocator() -> None:
     memory it keeps at the heap's top) to twice that. This model's largest block is 4.7 MB
     (the first convolution's output), below the ~11 MiB a step frees at the heap's top: a
     process that had freed nothing larger gave the memory back to the system at the end of
-    each step and faulted it in again in the next (2,300 to 2,900 page faults, 2 to 3 ms of
-    a 21 ms step), one that had (by chance, in the profiler's start or torch's) did not.
-    After this block the trim threshold is 32 MiB in every run. A no-op in effect with
-    another allocator."""
+    each step and faulted it in again in the next (1,100 to 2,900 page faults a step, up to
+    3 ms of a 21 ms step), one that had did not, and which a fresh process was varied from
+    run to run. After this block the trim threshold is 32 MiB in every run. A no-op in
+    effect with another allocator."""
     import torch
 
     block = torch.empty(SETTLING_BLOCK_BYTES, dtype=torch.uint8)
@@ -265,7 +268,8 @@ def predicted_step_ms(path: Path, input_wait_ms: float) -> tuple[float, float]:
     run 2's measured input time) lies on the loop's own thread, in series, so it adds to
     the step as it is. The fix (workers loading in parallel) moves the loading off the path
     and leaves that wait; what the prediction cannot see is the loop's compute slowed by
-    the workers competing for the same cores.
+    the workers competing for the same cores, and sped up by no longer loading batches
+    itself between its steps (docs/tools/critical_path.md).
     """
     import numpy as np
 
