@@ -9,7 +9,8 @@ with the recommendation applied (worker processes and prefetching) and prints th
 then the before/after (step time, input share) and ``stepscope diff``'s verdict on the two
 runs. It predicts the second run's step time from the first run's critical path with the
 input wait cut to what the second run still waits (``predicted_step_ms``) and prints it
-beside the measurement. Last, the dashboard serves both runs.
+beside the measurement. Each run trains in a fresh process of its own, so that both
+start from the same state (``train``). Last, the dashboard serves both runs.
 
 The console holds what a person reads before opening the page (about ten lines): the full
 text reports (each run's overview with its steps table and top ops, and the whole diff)
@@ -227,9 +228,9 @@ def _settle_allocator() -> None:
     (the first convolution's output), below the ~11 MiB a step frees at the heap's top: a
     process that had freed nothing larger gave the memory back to the system at the end of
     each step and faulted it in again in the next (1,100 to 2,900 page faults a step, up to
-    3 ms of a 21 ms step), one that had did not, and which a fresh process was varied from
-    run to run. After this block the trim threshold is 32 MiB in every run. A no-op in
-    effect with another allocator."""
+    3 ms of a 21 ms step); one that had freed a larger block before did not, and which of
+    the two a fresh process was varied from run to run. After this block the trim threshold
+    is 32 MiB in every run. A no-op in effect with another allocator."""
     import torch
 
     block = torch.empty(SETTLING_BLOCK_BYTES, dtype=torch.uint8)
