@@ -200,8 +200,8 @@ def _warm_up(model: torch.nn.Module, optimizer: torch.optim.Optimizer, config: D
     the first step is a steady one. The first step sets up what every later one reuses
     (oneDNN's kernels for these shapes, the optimizer's momentum buffers, the first touch of
     the activations' memory, the profiler's own first events): its compute took 11 to 20 ms
-    more than the others' (6 to 15 ms with this step before the profile, 1 to 4 ms with
-    it inside). The first run keeps that step among its steady ones (its input wait is like
+    more than the others' (6 to 15 ms with this step before the profile, 1.5 to 5.5 ms
+    with it inside). The first run keeps that step among its steady ones (its input wait is like
     every step's), the second sets it aside (it waits for the workers to start, many times
     the median), so the prediction from the first carried the set-up (a twelfth of it in
     the mean of 12 steps) and the second's measurement did not. The trace viewer shows this
