@@ -82,8 +82,8 @@ def test_demo_diagnoses_input_bound_then_shows_the_fix(demo_run: DemoRun):
     assert "\n== before / after: " + comparison(before, after) + "\n" in result.stdout
 
     # Run 2's step time predicted from run 1's profile: its critical path without the input
-    # wait, plus the wait run 2 still has. Not asserted within 15%: 9 of 10 runs here were
-    # within it where no other job could preempt them (real-time priority, median -5.7%,
+    # wait, plus the wait run 2 still has. Not asserted within 15%: 14 of 15 runs here were
+    # within it where no other job could preempt them (real-time priority, median -6.2%,
     # docs/tools/critical_path.md), but the loop's compute is slower whenever other jobs
     # take this machine's 2 cores, in either run (-57% to +20% in six runs while they did).
     # What holds on any machine: the fix does not fall far short of the prediction.
