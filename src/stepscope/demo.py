@@ -9,7 +9,8 @@ with the recommendation applied (worker processes and prefetching) and prints th
 then the before/after (step time, input share) and ``stepscope diff``'s verdict on the two
 runs. It predicts the second run's step time from the first run's critical path with the
 input wait cut to what the second run still waits (``predicted_step_ms``) and prints it
-beside the measurement. Last, the dashboard serves both runs.
+beside the measurement. Each run trains in a fresh process of its own, so that both
+start from the same state (``train``). Last, the dashboard serves both runs.
 
 The console holds what a person reads before opening the page (about ten lines): the full
 text reports (each run's overview with its steps table and top ops, and the whole diff)
@@ -22,10 +23,12 @@ parallel hides, as it hides a real slow disk.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import tempfile
 import time
 from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -148,12 +151,30 @@ def _model(config: DemoConfig) -> torch.nn.Module:
 
 
 def train(logdir: Path, run: str, config: DemoConfig, workers: int, prefetch: int | None) -> Path:
-    """One profiled training run; returns the profile it wrote."""
-    import stepscope
+    """One profiled training run in a fresh Python process of its own, as a person re-runs a
+    job after changing it; returns the profile it wrote.
 
+    Both runs start from the same state, so that the second is measured against the
+    prediction from the first on equal terms: in the demo's own process the second run
+    found what the first had warmed (the C allocator's thresholds, ``_settle_allocator``)
+    and its model step ran 1 to 3 ms faster, which put the measurement 8% to 16% below the
+    prediction (docs/tools/critical_path.md).
+    """
     _require_torch()
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(_train, logdir, run, config, workers, prefetch).result()
+
+
+def _train(logdir: Path, run: str, config: DemoConfig, workers: int, prefetch: int | None) -> Path:
     import torch
 
+    import stepscope
+
+    # A spawned process starts its own children by spawning too; the loader's workers start
+    # as they do in a job run as a script (the platform's default: fork on Linux).
+    multiprocessing.set_start_method(None, force=True)
+    torch.set_num_threads(1)  # the same compute on every machine; the input is what changes
+    _settle_allocator()
     torch.manual_seed(0)
     model = _model(config)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
@@ -162,6 +183,7 @@ def train(logdir: Path, run: str, config: DemoConfig, workers: int, prefetch: in
         _dataset(config), batch_size=config.batch_size, num_workers=workers, prefetch_factor=prefetch if workers else None, persistent_workers=False
     )
     with stepscope.profile(logdir / run) as session:
+        _warm_up(model, optimizer, config)
         for number, (images, labels) in enumerate(stepscope.data.instrument(loader, name="train")):
             with stepscope.step(number):
                 optimizer.zero_grad()
@@ -171,6 +193,48 @@ def train(logdir: Path, run: str, config: DemoConfig, workers: int, prefetch: in
     if session.path is None:  # the profiler warned and the job went on; the demo cannot
         raise StepscopeError(f"{logdir / run}: the profile of this run was not written (see the warning above)")
     return session.path
+
+
+def _warm_up(model: torch.nn.Module, optimizer: torch.optim.Optimizer, config: DemoConfig) -> None:
+    """One training step on a batch of zeros, in the profile before its first step, so that
+    the first step is a steady one. The first step sets up what every later one reuses
+    (oneDNN's kernels for these shapes, the optimizer's momentum buffers, the first touch of
+    the activations' memory, the profiler's own first events): its compute took 11 to 20 ms
+    more than the others' (6 to 15 ms with this step before the profile, 1.5 to 5.5 ms
+    with it inside). The first run keeps that step among its steady ones (its input wait is like
+    every step's), the second sets it aside (it waits for the workers to start, many times
+    the median), so the prediction from the first carried the set-up (a twelfth of it in
+    the mean of 12 steps) and the second's measurement did not. The trace viewer shows this
+    step's ops before step 0; no step holds them."""
+    import torch
+
+    images = torch.zeros(config.batch_size, 3, config.image_size, config.image_size)
+    labels = torch.zeros(config.batch_size, dtype=torch.long)
+    optimizer.zero_grad()
+    torch.nn.functional.cross_entropy(model(images), labels).backward()
+    optimizer.step()
+
+
+# Above the ~11 MiB the demo's model step frees at the heap's top; at most glibc's largest
+# dynamic mmap threshold (32 MiB), so that freeing it raises the thresholds.
+SETTLING_BLOCK_BYTES = 16 << 20
+
+
+def _settle_allocator() -> None:
+    """Allocates and frees one 16 MiB block, so that every run's steps find glibc's malloc
+    in the same state. glibc serves a block above its mmap threshold (128 KiB at first) with
+    mmap; freeing one raises the threshold to its size and the trim threshold (the free
+    memory it keeps at the heap's top) to twice that. This model's largest block is 4.7 MB
+    (the first convolution's output), below the ~11 MiB a step frees at the heap's top: a
+    process that had freed nothing larger gave the memory back to the system at the end of
+    each step and faulted it in again in the next (1,100 to 2,900 page faults a step, up to
+    3 ms of a 21 ms step); one that had freed a larger block before did not, and which of
+    the two a fresh process was varied from run to run. After this block the trim threshold
+    is 32 MiB in every run. A no-op in effect with another allocator."""
+    import torch
+
+    block = torch.empty(SETTLING_BLOCK_BYTES, dtype=torch.uint8)
+    del block
 
 
 def figures(name: str, path: Path) -> RunFigures:
@@ -205,7 +269,8 @@ def predicted_step_ms(path: Path, input_wait_ms: float) -> tuple[float, float]:
     run 2's measured input time) lies on the loop's own thread, in series, so it adds to
     the step as it is. The fix (workers loading in parallel) moves the loading off the path
     and leaves that wait; what the prediction cannot see is the loop's compute slowed by
-    the workers competing for the same cores.
+    the workers competing for the same cores, and sped up by no longer loading batches
+    itself between its steps (docs/tools/critical_path.md).
     """
     import numpy as np
 
@@ -270,9 +335,6 @@ def run_demo(logdir: Path, config: DemoConfig = DemoConfig(), out: Callable[[str
     from stepscope.render import render
 
     _require_torch()
-    import torch
-
-    torch.set_num_threads(1)  # the same compute on every machine; the input is what changes
     out(f"== the runs are written to {logdir} (--logdir chooses another folder)")
     out(f"== run 1: DataLoader(num_workers=0), {config.steps} steps profiled into {logdir / RUN_BEFORE}")
     before = figures(RUN_BEFORE, train(logdir, RUN_BEFORE, config, workers=0, prefetch=None))
