@@ -82,15 +82,14 @@ def test_demo_diagnoses_input_bound_then_shows_the_fix(demo_run: DemoRun):
     assert "\n== before / after: " + comparison(before, after) + "\n" in result.stdout
 
     # Run 2's step time predicted from run 1's profile: its critical path without the input
-    # wait, plus the wait run 2 still has. Not asserted within 15%: 14 of 15 runs here were
-    # within it where no other job could preempt them (real-time priority, median -6.2%,
-    # docs/tools/critical_path.md), but the loop's compute is slower whenever other jobs
-    # take this machine's 2 cores, in either run (-57% to +20% in six runs while they did).
-    # What holds on any machine: the fix does not fall far short of the prediction.
+    # wait, plus the wait run 2 still has. The line is checked here, the prediction's parts
+    # below; how close the measurement comes is wall time, so bench/demo_prediction.py
+    # measures it (14 of 15 runs within 15% where no other job could preempt them, median
+    # -6.2%; -57% to +87% while other jobs took this machine's 2 cores, in either run:
+    # docs/tools/critical_path.md).
     wait_after_ms = after.breakdown_percent["input"] / 100 * after.step_time_ms
     predicted_ms, wait_before_ms = predicted_step_ms(before_host.path, wait_after_ms)
     assert f"\n{prediction_line(predicted_ms, wait_before_ms, wait_after_ms, after.step_time_ms)}\n" in second_block + "\n"
-    assert after.step_time_ms <= 1.3 * predicted_ms, result.stdout
     # Independently of the tool, from run 1's overview (its kept steps): each step less its
     # input wait is what is left to run, and the prediction adds run 2's wait to about that.
     overview = run_tool("overview_page", stepscope.load(before_host.path)).to_json()
