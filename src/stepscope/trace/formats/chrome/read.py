@@ -33,7 +33,7 @@ from stepscope.errors import ProfileFormatError
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane, finish_plane
 from stepscope.trace.categories import event_kinds
-from stepscope.trace.formats.chrome.columns import EventColumns, as_text, factorize
+from stepscope.trace.formats.chrome.columns import EventColumns, as_text, factorize, unique_codes
 from stepscope.trace.formats.chrome.document import TraceDocument, id_columns_reader
 from stepscope.trace.formats.chrome.flows import FlowPoints, build_flows
 from stepscope.trace.kinds import RELATIVE_CLOCK_INFO, kind_array
@@ -251,7 +251,7 @@ def _build_planes(
     planes = []
     for plane_index, plane_name in enumerate(layout.plane_names):
         plane_rows = np.flatnonzero(layout.record_plane == plane_index)
-        pairs, local_ids = np.unique(pair_codes[plane_rows], return_inverse=True)
+        pairs, _, local_ids = unique_codes(pair_codes[plane_rows], len(events.name.values) * categories * 2)
         raw = RawPlane(
             id=plane_index,
             name=plane_name,
@@ -470,7 +470,7 @@ class _Layout:
         second = np.where(flag == _THREAD, events.tid.codes[source], np.where(flag == _ASYNC, events.category.codes[source], 0))
         pid_codes = events.pid.codes[source]
         combined = cls._keys(pid_codes, second, flag, width)
-        keys, first, record_key = np.unique(combined, return_index=True, return_inverse=True)
+        keys, first, record_key = unique_codes(combined, len(events.pid.values) * width * 3)
         # Lines in the order their threads first appear in the file.
         appearance = np.argsort(source[first], kind="stable")
         device_record = events.category.matches(lambda c: as_text(c) in dialect.device_categories)[source]
