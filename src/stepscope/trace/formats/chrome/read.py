@@ -146,7 +146,8 @@ def import_document(path: Path, document: TraceDocument, dialect: Dialect) -> Pr
     records = _collect_records(path, events, phase_rows, warnings)
     clock, start_ps, dur_ps, zero_ps = _record_times(path, events, records)
     layout = _Layout.build(events, records, _read_metadata(events, phase_rows("M")), dialect)
-    planes = _build_planes(document, dialect, records, layout, start_ps - zero_ps, dur_ps, warnings)
+    start_ps -= zero_ps  # (in place: a rebased copy, held through the planes' build, was 8 bytes a record)
+    planes = _build_planes(document, dialect, records, layout, start_ps, dur_ps, warnings)
     flow_points = layout.flow_points(events, phase_rows(*FLOW_PHASES), clock, zero_ps)
     flow_table, unbound = build_flows(flow_points, planes)
     if unbound:
@@ -246,13 +247,17 @@ def _build_planes(
         in_file, oversized = dialect.id_columns(events.args, events.arg_ints)
         id_columns = {column: values[records.source] for column, values in in_file.items()}
         past_int64 = int(oversized[records.source].sum())
+        del in_file, oversized
         if past_int64:
             warnings.append(f"{past_int64} id values in args are integers past int64: kept in the args, not as ids")
-    planes = []
+    # Every plane's raw columns first, then the records' columns let go, then each plane
+    # finished and its raw columns let go: the records' columns (~70 bytes a record) were
+    # held while the largest plane was sorted, the peak of a JSON load.
+    raws: list[RawPlane | None] = []
     for plane_index, plane_name in enumerate(layout.plane_names):
         plane_rows = np.flatnonzero(layout.record_plane == plane_index)
         pairs, _, local_ids = unique_codes(pair_codes[plane_rows], len(events.name.values) * categories * 2)
-        raw = RawPlane(
+        raw_plane = RawPlane(
             id=plane_index,
             name=plane_name,
             lines=layout.lines[plane_index],
@@ -269,7 +274,15 @@ def _build_planes(
             ids={column: values[plane_rows] for column, values in id_columns.items()},
             plane_stats=dialect.plane_stats(plane_name, document.header) if dialect.plane_stats else [],
         )
-        planes.append(finish_plane(raw, 0)[0])
+        raws.append(raw_plane)
+        del raw_plane
+    del pair_codes, record_args, id_columns
+    planes = []
+    for plane_index in range(len(raws)):
+        taken, raws[plane_index] = raws[plane_index], None
+        assert taken is not None
+        planes.append(finish_plane(taken, 0)[0])
+        del taken
     return planes
 
 
