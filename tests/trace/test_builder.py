@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from stepscope.errors import ProfileInvariantError
+from stepscope.trace import builder, kernels
 from stepscope.trace.builder import RawPlane, finish_plane, nesting
 from stepscope.trace.model import NO_ID, EventMetadata, Line, Profile
 from stepscope.trace.stats import EmptyStats
@@ -88,6 +89,69 @@ def test_finish_plane_sorts_rebases_and_permutes_columns():
     # [200,250) lies in [0,300); [500,510) starts after it ends.
     assert plane.events.parent.tolist() == [-1, 0, -1, -1]
     assert plane.line_event_counts().tolist() == [3, 1]
+
+
+@pytest.mark.parametrize("compiled", [True, False])
+def test_finish_plane_nests_shuffled_lines_by_the_definition(compiled: bool, monkeypatch: pytest.MonkeyPatch):
+    """finish_plane's nesting (the compiled heap walk where built, else ``nesting``) on a
+    shuffled plane: each event's depth is the events of its line that contain its start
+    and its whole span (brute force below), its parent the innermost of them."""
+    if not compiled:
+        monkeypatch.setattr(kernels, "native", None)
+    elif kernels.native is None:
+        pytest.fail("the kernels are not built (make venv builds them)")
+    rng = np.random.default_rng(7)
+    # Three lines of properly nested events (each child inside its parent, starts in steps
+    # of 10 so that no two events of a line tie) plus instants, shuffled together.
+    starts, durations, lines = [], [], []
+    for line in range(3):
+        time = 0
+        for _ in range(40):
+            outer = int(rng.integers(5, 20)) * 10
+            starts.append(time)
+            durations.append(outer)
+            lines.append(line)
+            inner_start = time + 10
+            while inner_start + 10 < time + outer and rng.random() < 0.7:
+                inner = int(rng.integers(0, (time + outer - inner_start) // 10)) * 10
+                starts.append(inner_start)
+                durations.append(inner)  # 0: an instant
+                lines.append(line)
+                if inner >= 30:  # a grandchild: a slice, or an instant, inside it
+                    starts.append(inner_start + 10)
+                    durations.append(10 * int(rng.integers(0, 2)))
+                    lines.append(line)
+                inner_start += inner + 10
+            time += outer + 10 * int(rng.integers(0, 3))
+    shuffle = rng.permutation(len(starts))
+    raw = _raw([starts[i] for i in shuffle], [durations[i] for i in shuffle], [lines[i] for i in shuffle])
+    plane, _ = finish_plane(raw, 0)
+    start, end, line_of = plane.events.start_ps.tolist(), (plane.events.start_ps + plane.events.duration_ps).tolist(), plane.events.line.tolist()
+    expected_depth, expected_parent = [], []
+    for row in range(len(start)):
+        # Earlier rows of the line enclosing this one: a slice [s, e) holds the start t of a
+        # later event when s <= t < e; an event is nested no deeper than one level per slice.
+        enclosing = [j for j in range(row) if line_of[j] == line_of[row] and start[j] <= start[row] < end[j] and end[row] <= end[j]]
+        expected_depth.append(len(enclosing))
+        expected_parent.append(enclosing[-1] if enclosing else -1)
+    assert plane.events.depth.tolist() == expected_depth
+    assert plane.events.parent.tolist() == expected_parent
+    assert max(expected_depth) >= 2  # (the plane nests)
+
+
+def test_sorted_nesting_is_nesting_where_compiled():
+    """The compiled walk and the whole-array reference agree on a 20,000-event plane."""
+    rng = np.random.default_rng(3)
+    line = np.sort(rng.integers(0, 5, 20_000)).astype(np.int32)
+    start = rng.integers(0, 100_000, 20_000)
+    duration = rng.integers(0, 400, 20_000) * (rng.random(20_000) < 0.9)
+    order = np.lexsort((-duration, start, line))
+    line, start, duration = line[order], start[order].astype(np.int64), duration[order].astype(np.int64)
+    depth, parent = builder.sorted_nesting(line, start, duration)
+    reference_depth, reference_parent = nesting(line, start, duration)
+    assert depth.tolist() == reference_depth.tolist()
+    assert parent.tolist() == reference_parent.tolist()
+    assert depth.dtype == np.int32 and parent.dtype == np.int64
 
 
 def _profile(plane) -> Profile:

@@ -321,3 +321,33 @@ def _describe_source() -> str:
     import inspect
 
     return inspect.getsource(describe)
+
+
+def test_bytes_handed_over_are_let_go_and_read_the_same(tmp_path: Path):
+    """``read_xspace`` given the loader's ``FileBytes`` takes them (the holder is empty
+    after) and reads the profile it reads from the same bytes given plainly."""
+    from stepscope.trace.readers import FileBytes
+
+    path = shared(XPLANE_TRACES[0])
+    data = path.read_bytes()
+    holder = FileBytes(data)
+    taken = read_xspace(path, holder, bulk=True)
+    with pytest.raises(AssertionError, match="already taken"):
+        holder.peek()
+    assert_same_profile(taken, read_xspace(path, data, bulk=True))
+    assert taken.event_count > 0
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+def test_str_values_must_be_utf8_and_bytes_values_need_not(bulk: bool):
+    """Protobuf's rule for ``string`` fields, in the wire decoder as in protobuf's parser:
+    an all-ASCII text blob passes at once, a valid non-ASCII str_value reads, an invalid
+    one is an error naming the rule, and a bytes_value may hold any byte."""
+    stat_with = lambda field, value: EVENT + ld(4, tag(1, 0) + b"\x02" + ld(field, value))  # noqa: E731
+    path = Path("utf8.xplane.pb")
+    cafe = read_xspace(path, space_with_event(stat_with(5, "café".encode())), bulk=bulk)
+    assert [stat.value for stat in cafe.planes[0].stats.stats(0)] == ["café"]
+    raw = read_xspace(path, space_with_event(stat_with(6, b"\xff\x00")), bulk=bulk)
+    assert [stat.value for stat in raw.planes[0].stats.stats(0)] == [b"\xff\x00"]
+    with pytest.raises(ProfileFormatError, match="UTF-8" if bulk else None):
+        read_xspace(path, space_with_event(stat_with(5, b"caf\xff")), bulk=bulk)

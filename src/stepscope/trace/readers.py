@@ -58,7 +58,7 @@ def _read_xspace(path: Path, source: FileBytes) -> Profile:
     # Imported here: the XSpace reader needs protobuf (~2 MB of RSS), a JSON trace does not.
     from stepscope.trace.formats.xspace.read import read_xspace
 
-    return read_xspace(path, source.take())
+    return read_xspace(path, source)  # (taken there, and let go once decoded)
 
 
 # Format name -> reader of (path, decompressed bytes).

@@ -33,7 +33,7 @@ from stepscope.errors import ProfileFormatError
 from stepscope.trace import names
 from stepscope.trace.builder import RawPlane, finish_plane
 from stepscope.trace.categories import event_kinds
-from stepscope.trace.formats.chrome.columns import EventColumns, as_text, factorize
+from stepscope.trace.formats.chrome.columns import EventColumns, as_text, factorize, unique_codes
 from stepscope.trace.formats.chrome.document import TraceDocument, id_columns_reader
 from stepscope.trace.formats.chrome.flows import FlowPoints, build_flows
 from stepscope.trace.kinds import RELATIVE_CLOCK_INFO, kind_array
@@ -146,8 +146,14 @@ def import_document(path: Path, document: TraceDocument, dialect: Dialect) -> Pr
     records = _collect_records(path, events, phase_rows, warnings)
     clock, start_ps, dur_ps, zero_ps = _record_times(path, events, records)
     layout = _Layout.build(events, records, _read_metadata(events, phase_rows("M")), dialect)
-    planes = _build_planes(document, dialect, records, layout, start_ps - zero_ps, dur_ps, warnings)
-    flow_points = layout.flow_points(events, phase_rows(*FLOW_PHASES), clock, zero_ps)
+    flow_rows = phase_rows(*FLOW_PHASES)
+    del phase_rows
+    start_ps -= zero_ps  # (in place: a rebased copy, held through the planes' build, was 8 bytes a record)
+    planes = _build_planes(document, dialect, records, layout, start_ps, dur_ps, warnings)
+    # The flows need none of the records' columns (~40 bytes a record, and the rows of
+    # every phase 8 bytes an event, were held through build_flows: the peak at 10M events).
+    del records, start_ps, dur_ps
+    flow_points = layout.flow_points(events, flow_rows, clock, zero_ps)
     flow_table, unbound = build_flows(flow_points, planes)
     if unbound:
         warnings.append(f"{unbound} flow events on threads with no slice at their time were skipped")
@@ -246,13 +252,17 @@ def _build_planes(
         in_file, oversized = dialect.id_columns(events.args, events.arg_ints)
         id_columns = {column: values[records.source] for column, values in in_file.items()}
         past_int64 = int(oversized[records.source].sum())
+        del in_file, oversized
         if past_int64:
             warnings.append(f"{past_int64} id values in args are integers past int64: kept in the args, not as ids")
-    planes = []
+    # Every plane's raw columns first, then the records' columns let go, then each plane
+    # finished and its raw columns let go: the records' columns (~70 bytes a record) were
+    # held while the largest plane was sorted, the peak of a JSON load.
+    raws: list[RawPlane | None] = []
     for plane_index, plane_name in enumerate(layout.plane_names):
         plane_rows = np.flatnonzero(layout.record_plane == plane_index)
-        pairs, local_ids = np.unique(pair_codes[plane_rows], return_inverse=True)
-        raw = RawPlane(
+        pairs, _, local_ids = unique_codes(pair_codes[plane_rows], len(events.name.values) * categories * 2)
+        raw_plane = RawPlane(
             id=plane_index,
             name=plane_name,
             lines=layout.lines[plane_index],
@@ -269,7 +279,15 @@ def _build_planes(
             ids={column: values[plane_rows] for column, values in id_columns.items()},
             plane_stats=dialect.plane_stats(plane_name, document.header) if dialect.plane_stats else [],
         )
-        planes.append(finish_plane(raw, 0)[0])
+        raws.append(raw_plane)
+        del raw_plane
+    del pair_codes, record_args, id_columns
+    planes = []
+    for plane_index in range(len(raws)):
+        taken, raws[plane_index] = raws[plane_index], None
+        assert taken is not None
+        planes.append(finish_plane(taken, 0)[0])
+        del taken
     return planes
 
 
@@ -470,7 +488,7 @@ class _Layout:
         second = np.where(flag == _THREAD, events.tid.codes[source], np.where(flag == _ASYNC, events.category.codes[source], 0))
         pid_codes = events.pid.codes[source]
         combined = cls._keys(pid_codes, second, flag, width)
-        keys, first, record_key = np.unique(combined, return_index=True, return_inverse=True)
+        keys, first, record_key = unique_codes(combined, len(events.pid.values) * width * 3)
         # Lines in the order their threads first appear in the file.
         appearance = np.argsort(source[first], kind="stable")
         device_record = events.category.matches(lambda c: as_text(c) in dialect.device_categories)[source]
