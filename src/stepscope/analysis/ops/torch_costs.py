@@ -42,6 +42,8 @@ from stepscope.analysis.xla.hlo_ops import XlaOps
 from stepscope.trace import names
 from stepscope.trace.kinds import INPUT_SHAPES, INPUT_TYPES, INPUT_VALUES
 from stepscope.trace.model import NO_ID, Plane, Profile, distinct_indices
+from stepscope.trace.stat_types import Stat
+from stepscope.trace.stats import stats_of
 
 # Autograd nodes of a convolution (CudnnConvolutionBackward, ConvolutionBackward0): their
 # first input is the gradient of the forward op's output, so its dims are the output's.
@@ -71,23 +73,49 @@ def count_assumptions(assumed: np.ndarray) -> list[Assumption]:
     return [Assumption(assumption=text, ops=count) for text, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
 
 
-def _call(plane: Plane, row: int, name: str, outputs: dict[int, tuple[int, ...]] | None = None) -> Call | None:
-    stats = {stat.name: stat.value for stat in plane.stats.stats(row, name)}
-    call = call_of(stats.get(INPUT_SHAPES), stats.get(INPUT_TYPES), stats.get(INPUT_VALUES))
-    sequence = stats.get(SEQUENCE_NUMBER)
-    if call is not None and outputs and isinstance(sequence, int) and sequence in outputs:
-        call = replace(call, output=outputs[sequence])
-    return call
+class _Calls:
+    """The host ops' calls (their arguments as ``call_of`` reads them) and estimated costs,
+    their stats read in bulk up front and each op estimated once: many launching ops share
+    the outer op their kernels count for."""
+
+    def __init__(self, host: Plane, op_rows: np.ndarray, launching: np.ndarray) -> None:
+        """``op_rows``: the host's ops; ``launching``: those whose kernels are counted."""
+        meta_names = host.metadata.names
+        estimated = np.asarray([name in ESTIMATORS for name in meta_names], dtype=bool)
+        is_node = np.asarray([bool(CONV_BACKWARD_NODE.match(name)) for name in meta_names], dtype=bool)
+        kinds = host.events.metadata_id[op_rows]
+        nodes = op_rows[is_node[kinds]]
+        # The rows read: every op that may be estimated, the launching ops, the autograd nodes.
+        rows = np.union1d(np.union1d(op_rows[estimated[kinds]], launching), nodes)
+        names_of = host.metadata.name_array[host.events.metadata_id[rows]].tolist()
+        self._stats = dict(zip(rows.tolist(), stats_of(host.stats, rows, [str(name) for name in names_of])))
+        self.outputs = _output_shapes(nodes.tolist(), self._stats)
+        self._estimated: dict[int, tuple[Call | None, Cost | None]] = {}
+
+    def call(self, row: int, with_outputs: bool = False) -> Call | None:
+        stats = {stat.name: stat.value for stat in self._stats[row]}
+        call = call_of(stats.get(INPUT_SHAPES), stats.get(INPUT_TYPES), stats.get(INPUT_VALUES))
+        sequence = stats.get(SEQUENCE_NUMBER)
+        if call is not None and with_outputs and isinstance(sequence, int) and sequence in self.outputs:
+            call = replace(call, output=self.outputs[sequence])
+        return call
+
+    def estimated(self, row: int, name: str) -> tuple[Call | None, Cost | None]:
+        """Op ``row``'s call (the output's dims filled from its autograd node) and cost."""
+        found = self._estimated.get(row)
+        if found is None:
+            call = self.call(row, with_outputs=True)
+            found = self._estimated[row] = (call, estimate(name, call) if call is not None else None)
+        return found
 
 
-def _output_shapes(plane: Plane, rows: np.ndarray) -> dict[int, tuple[int, ...]]:
+def _output_shapes(nodes: list[int], stats_of_row: dict[int, list[Stat]]) -> dict[int, tuple[int, ...]]:
     """Sequence number -> the forward output's dims, from the convolutions' autograd nodes
-    (``CONV_BACKWARD_NODE``); a number two nodes share (two forward threads) says nothing."""
-    meta_names = plane.metadata.name_array
-    is_node = np.asarray([bool(CONV_BACKWARD_NODE.match(name)) for name in plane.metadata.names], dtype=bool)
+    (``CONV_BACKWARD_NODE``: rows ``nodes``); a number two nodes share (two forward
+    threads) says nothing."""
     found: dict[int, tuple[int, ...] | None] = {}
-    for row in rows[is_node[plane.events.metadata_id[rows]]].tolist() if len(is_node) else []:
-        stats = {stat.name: stat.value for stat in plane.stats.stats(row, str(meta_names[plane.events.metadata_id[row]]))}
+    for row in nodes:
+        stats = {stat.name: stat.value for stat in stats_of_row[row]}
         sequence = stats.get(SEQUENCE_NUMBER)
         call = call_of(stats.get(INPUT_SHAPES), stats.get(INPUT_TYPES))
         grad = call.tensor(0) if call is not None else None
@@ -116,7 +144,7 @@ class Counted:
     call: Call | None
 
 
-def _counted_for(host: Plane, row: int, op_type: dict[int, str], outputs: dict[int, tuple[int, ...]]) -> Counted:
+def _counted_for(host: Plane, row: int, op_type: dict[int, str], calls: _Calls) -> Counted:
     """The launching op's row -> the outermost op above it (ops: the rows of ``op_type``)
     whose estimator gives a cost, else the launching op itself with no cost."""
     events, meta_names = host.events, host.metadata.name_array
@@ -130,11 +158,10 @@ def _counted_for(host: Plane, row: int, op_type: dict[int, str], outputs: dict[i
         name = str(meta_names[events.metadata_id[candidate]])
         if name not in ESTIMATORS:
             continue
-        call = _call(host, candidate, name, outputs)
-        cost = estimate(name, call) if call is not None else None
+        call, cost = calls.estimated(candidate, name)
         if cost is not None:
             return Counted(candidate, cost, call)
-    return Counted(row, None, _call(host, row, str(meta_names[events.metadata_id[row]])))
+    return Counted(row, None, calls.call(row))
 
 
 def _launching_ops(profile: Profile, ops: Ops, launcher: KeyTable) -> tuple[np.ndarray, np.ndarray]:
@@ -164,14 +191,14 @@ def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
     if not len(launcher):
         return empty
     op_type = dict(zip(host_rows.tolist(), ops.type_codes.at(on_host).tolist()))
-    outputs = _output_shapes(host, host_rows)
     device, launched = _launching_ops(profile, ops, launcher)
     hit = launched != NO_ID
     if not hit.any():
         return empty
     # Each launching op once, then the op its time counts for.
     distinct, inverse = np.unique(launched[hit], return_inverse=True)
-    chosen = [_counted_for(host, row, op_type, outputs) for row in distinct.tolist()]
+    calls = _Calls(host, host_rows, distinct)
+    chosen = [_counted_for(host, row, op_type, calls) for row in distinct.tolist()]
     counted = np.asarray([found.row for found in chosen], dtype=np.int64)[inverse.reshape(-1)]
     by_row = {found.row: found for found in chosen}
     # One entry per (plane, op counted for), in the order of its first kernel.
