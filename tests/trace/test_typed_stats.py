@@ -13,8 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stepscope.jsonform import trace_value as _jsonable
-from stepscope.trace.stat_types import INT64_MAX, Stat, StatKind
 from stepscope.trace.readers import load
+from stepscope.trace.stat_types import INT64_MAX, Stat, StatKind
 from stepscope.trace.stats import TextValues, TypedStats, _first
 from tests.support.traces import shared
 
@@ -126,6 +126,8 @@ def assert_same_store(new, old, count: int) -> None:
     twice = np.concatenate((picked, picked[:1]))
     assert same(new.stats_of(twice), [old.stats(row) for row in twice.tolist()])
     assert new.stats_of(np.zeros(0, dtype=np.int64)) == []
+    some = {"tf_op", "ratio", "absent"}
+    assert same(new.stats_of(twice, some), [[stat for stat in old.stats(row) if stat.name in some] for row in twice.tolist()])
     for name in [*KEYS, "absent"]:
         new_rows, new_values = new.column(name)
         old_rows, old_values = old.column(name)
@@ -190,6 +192,8 @@ def test_bulk_reads_of_a_hand_built_store():
     ]
     assert same([store.stats(row) for row in range(5)], expected)
     assert same(store.stats_of(np.asarray([4, 1, 0, 3, 2, 4])), [expected[i] for i in (4, 1, 0, 3, 2, 4)])
+    # Only the stats asked for: row 2 keeps its bytes, rows 0 and 4 lose their int and uint64.
+    assert same(store.stats_of(np.asarray([0, 1, 2, 4]), {"tf_op", "bytes"}), [[expected[0][1]], [], [expected[2][1]], [expected[4][0]]])
     rows, values = store.column("tf_op")
     assert rows.tolist() == [0, 3, 4] and values == ["ab", "shared", "ü"]
     # Reordered: row i of the view is row [3, 0, 1][i] of the store.

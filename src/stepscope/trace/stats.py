@@ -21,7 +21,7 @@ their payload, and give many events' stats at once as columns with ``entries`` (
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any, Protocol
 
 import msgspec
@@ -432,12 +432,19 @@ class TypedStats:
         index = np.arange(int(counts.sum()), dtype=np.int64) + np.repeat(lo - firsts, counts)
         return index, counts
 
-    def stats_of(self, rows: np.ndarray) -> list[list[Stat]]:
+    def stats_of(self, rows: np.ndarray, keys: Collection[str] | None = None) -> list[list[Stat]]:
         """``[stats(row) for row in rows]``, read from the columns in one pass (a per-row
-        ``stats`` searches the columns twice: seconds over a few hundred thousand rows)."""
+        ``stats`` searches the columns twice: seconds over a few hundred thousand rows);
+        only the stats named in ``keys`` where given."""
         index, counts = self._spans(rows)
         key_names = self._key_names
-        flat = [Stat(key_names[key], _KINDS[kind], value) for key, kind, value in zip(self._key[index].tolist(), self._kind[index].tolist(), self._decode(index))]
+        if keys is not None:
+            kept = np.isin(self._key[index], [code for code, name in enumerate(key_names) if name in keys])
+            counts = np.bincount(np.repeat(np.arange(len(counts)), counts)[kept], minlength=len(counts))
+            index = index[kept]
+        flat = [
+            Stat(key_names[key], _KINDS[kind], value) for key, kind, value in zip(self._key[index].tolist(), self._kind[index].tolist(), self._decode(index))
+        ]
         found: list[list[Stat]] = []
         position = 0
         for count in counts.tolist():
@@ -571,12 +578,14 @@ def _encode(kinds: np.ndarray, values: list[StatValue]) -> tuple[np.ndarray, Tex
     return bits, TextValues.of(objects), boxed
 
 
-def stats_of(store: StatStore, rows: np.ndarray, names: Sequence[str]) -> list[list[Stat]]:
+def stats_of(store: StatStore, rows: np.ndarray, names: Sequence[str], keys: Collection[str] | None = None) -> list[list[Stat]]:
     """``[store.stats(row, name) for row, name in zip(rows, names)]`` (``names``: the rows'
-    event names), in one pass over the columns where the store is typed."""
+    event names), only the stats named in ``keys`` where given: in one pass over the
+    columns where the store is typed."""
     if isinstance(store, TypedStats):
-        return store.stats_of(rows)
-    return [store.stats(row, name) for row, name in zip(rows.tolist(), names)]
+        return store.stats_of(rows, keys)
+    found = [store.stats(row, name) for row, name in zip(rows.tolist(), names)]
+    return found if keys is None else [[stat for stat in stats if stat.name in keys] for stats in found]
 
 
 def _first(stats: list[Stat], name: str) -> StatValue | None:

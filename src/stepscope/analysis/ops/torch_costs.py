@@ -42,7 +42,7 @@ from stepscope.analysis.xla.hlo_ops import XlaOps
 from stepscope.trace import names
 from stepscope.trace.kinds import INPUT_SHAPES, INPUT_TYPES, INPUT_VALUES
 from stepscope.trace.model import NO_ID, Plane, Profile, distinct_indices
-from stepscope.trace.stat_types import Stat
+from stepscope.trace.stat_types import StatValue
 from stepscope.trace.stats import stats_of
 
 # Autograd nodes of a convolution (CudnnConvolutionBackward, ConvolutionBackward0): their
@@ -73,27 +73,31 @@ def count_assumptions(assumed: np.ndarray) -> list[Assumption]:
     return [Assumption(assumption=text, ops=count) for text, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
 
 
-class _Calls:
-    """The host ops' calls (their arguments as ``call_of`` reads them) and estimated costs,
-    their stats read in bulk up front and each op estimated once: many launching ops share
-    the outer op their kernels count for."""
+# The stats a call is read from (``_Calls``).
+CALL_STATS = frozenset((INPUT_SHAPES, INPUT_TYPES, INPUT_VALUES, SEQUENCE_NUMBER))
 
-    def __init__(self, host: Plane, op_rows: np.ndarray, launching: np.ndarray) -> None:
-        """``op_rows``: the host's ops; ``launching``: those whose kernels are counted."""
-        meta_names = host.metadata.names
-        estimated = np.asarray([name in ESTIMATORS for name in meta_names], dtype=bool)
-        is_node = np.asarray([bool(CONV_BACKWARD_NODE.match(name)) for name in meta_names], dtype=bool)
-        kinds = host.events.metadata_id[op_rows]
-        nodes = op_rows[is_node[kinds]]
-        # The rows read: every op that may be estimated, the launching ops, the autograd nodes.
-        rows = np.union1d(np.union1d(op_rows[estimated[kinds]], launching), nodes)
-        names_of = host.metadata.name_array[host.events.metadata_id[rows]].tolist()
-        self._stats = dict(zip(rows.tolist(), stats_of(host.stats, rows, [str(name) for name in names_of])))
+
+class _Calls:
+    """The host ops' calls (their arguments as ``call_of`` reads them) and estimated costs:
+    the stats they are read from read in bulk up front (a row at a time, 350k rows of a
+    10M-event profile took seconds), and each op estimated once (many launching ops share
+    the outer op their kernels count for)."""
+
+    def __init__(self, host: Plane, op_rows: np.ndarray, rows: np.ndarray) -> None:
+        """``op_rows``: the host's ops (the autograd nodes among them are read too);
+        ``rows``: the ops whose calls are asked for."""
+        meta = host.metadata
+        is_node = np.asarray([bool(CONV_BACKWARD_NODE.match(name)) for name in meta.names], dtype=bool)
+        nodes = op_rows[is_node[host.events.metadata_id[op_rows]]]
+        rows = np.union1d(rows, nodes)
+        names_of = [str(name) for name in meta.name_array[host.events.metadata_id[rows]].tolist()]
+        found = stats_of(host.stats, rows, names_of, CALL_STATS)
+        self._stats = {row: {stat.name: stat.value for stat in stats} for row, stats in zip(rows.tolist(), found)}
         self.outputs = _output_shapes(nodes.tolist(), self._stats)
         self._estimated: dict[int, tuple[Call | None, Cost | None]] = {}
 
     def call(self, row: int, with_outputs: bool = False) -> Call | None:
-        stats = {stat.name: stat.value for stat in self._stats[row]}
+        stats = self._stats[row]
         call = call_of(stats.get(INPUT_SHAPES), stats.get(INPUT_TYPES), stats.get(INPUT_VALUES))
         sequence = stats.get(SEQUENCE_NUMBER)
         if call is not None and with_outputs and isinstance(sequence, int) and sequence in self.outputs:
@@ -109,13 +113,13 @@ class _Calls:
         return found
 
 
-def _output_shapes(nodes: list[int], stats_of_row: dict[int, list[Stat]]) -> dict[int, tuple[int, ...]]:
+def _output_shapes(nodes: list[int], stats_of_row: dict[int, dict[str, StatValue]]) -> dict[int, tuple[int, ...]]:
     """Sequence number -> the forward output's dims, from the convolutions' autograd nodes
     (``CONV_BACKWARD_NODE``: rows ``nodes``); a number two nodes share (two forward
     threads) says nothing."""
     found: dict[int, tuple[int, ...] | None] = {}
     for row in nodes:
-        stats = {stat.name: stat.value for stat in stats_of_row[row]}
+        stats = stats_of_row[row]
         sequence = stats.get(SEQUENCE_NUMBER)
         call = call_of(stats.get(INPUT_SHAPES), stats.get(INPUT_TYPES))
         grad = call.tensor(0) if call is not None else None
@@ -144,9 +148,9 @@ class Counted:
     call: Call | None
 
 
-def _counted_for(host: Plane, row: int, op_type: dict[int, str], calls: _Calls) -> Counted:
-    """The launching op's row -> the outermost op above it (ops: the rows of ``op_type``)
-    whose estimator gives a cost, else the launching op itself with no cost."""
+def _candidates(host: Plane, row: int, op_type: dict[int, str]) -> list[tuple[int, str]]:
+    """The ops above the launching op ``row`` (ops: the rows of ``op_type``) that have an
+    estimator, outermost first, with their names."""
     events, meta_names = host.events, host.metadata.name_array
     chain = []
     at = row
@@ -154,10 +158,14 @@ def _counted_for(host: Plane, row: int, op_type: dict[int, str], calls: _Calls) 
         if at in op_type:
             chain.append(at)
         at = int(events.parent[at])
-    for candidate in reversed(chain):  # outermost first
-        name = str(meta_names[events.metadata_id[candidate]])
-        if name not in ESTIMATORS:
-            continue
+    named = ((candidate, str(meta_names[events.metadata_id[candidate]])) for candidate in reversed(chain))
+    return [(candidate, name) for candidate, name in named if name in ESTIMATORS]
+
+
+def _counted_for(row: int, candidates: list[tuple[int, str]], calls: _Calls) -> Counted:
+    """The launching op's row -> the outermost of its ``candidates`` whose estimator gives a
+    cost, else the launching op itself with no cost."""
+    for candidate, name in candidates:
         call, cost = calls.estimated(candidate, name)
         if cost is not None:
             return Counted(candidate, cost, call)
@@ -197,8 +205,10 @@ def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
         return empty
     # Each launching op once, then the op its time counts for.
     distinct, inverse = np.unique(launched[hit], return_inverse=True)
-    calls = _Calls(host, host_rows, distinct)
-    chosen = [_counted_for(host, row, op_type, calls) for row in distinct.tolist()]
+    candidates = [_candidates(host, row, op_type) for row in distinct.tolist()]
+    asked = [candidate for found in candidates for candidate, _ in found]
+    calls = _Calls(host, host_rows, np.union1d(distinct, np.asarray(asked, dtype=np.int64)))
+    chosen = [_counted_for(row, found, calls) for row, found in zip(distinct.tolist(), candidates)]
     counted = np.asarray([found.row for found in chosen], dtype=np.int64)[inverse.reshape(-1)]
     by_row = {found.row: found for found in chosen}
     # One entry per (plane, op counted for), in the order of its first kernel.
