@@ -214,39 +214,36 @@ def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
     # One entry per (plane, op counted for), in the order of its first kernel.
     entries = Groups.of(ops.plane[device[hit]], counted)
     sums = entries.sum(ops.duration_ps[device[hit]])
-    columns: dict[str, list[object]] = {key: [] for key in ("plane", "row", "name", "expression", "category", "program", "time_ps", "flops", "bytes_accessed")}
-    assumed = []
     firsts = device[hit][entries.first]
-    for plane_index, row, total in zip(ops.plane[firsts].tolist(), counted[entries.first].tolist(), sums.tolist()):
-        cost = by_row[row].cost
-        op_name = str(meta_names[events.metadata_id[row]])
-        signature = _signature(op_name, by_row[row].call)
-        columns["plane"].append(plane_index)
-        columns["row"].append(row)
-        columns["name"].append(signature)
-        columns["expression"].append(signature)
-        columns["category"].append(op_type.get(row, ""))
-        columns["program"].append(op_name)
-        columns["time_ps"].append(total)
-        columns["flops"].append(cost.flops if cost is not None else np.nan)
-        columns["bytes_accessed"].append(cost.bytes_accessed if cost is not None else np.nan)
-        assumed.append(cost.assumed if cost is not None else "")
-    time = np.asarray(columns["time_ps"], dtype=np.int64)
+    # Each op counted for described once (it has an entry on every plane it ran on).
+    entry_rows, at = np.unique(counted[entries.first], return_inverse=True)
+    at = at.reshape(-1)
+    programs = [str(name) for name in meta_names[events.metadata_id[entry_rows]].tolist()]
+    costs = [by_row[row].cost for row in entry_rows.tolist()]
+    signatures = _objects([_signature(name, by_row[row].call) for name, row in zip(programs, entry_rows.tolist())])[at]
+    time = np.asarray(sums, dtype=np.int64)
     xla = XlaOps(
-        plane=np.asarray(columns["plane"], dtype=np.int64),
-        row=np.asarray(columns["row"], dtype=np.int64),
-        name=np.asarray(columns["name"], dtype=object),
-        expression=np.asarray(columns["expression"], dtype=object),
-        category=np.asarray(columns["category"], dtype=object),
-        program=np.asarray(columns["program"], dtype=object),
+        plane=ops.plane[firsts].astype(np.int64),
+        row=entry_rows[at],
+        name=signatures,
+        expression=signatures.copy(),
+        category=_objects([op_type.get(row, "") for row in entry_rows.tolist()])[at],
+        program=_objects(programs)[at],
         program_id=np.full(len(time), "", dtype=object),
         time_ps=time,
         self_ps=time.copy(),
-        flops=np.asarray(columns["flops"], dtype=np.float64),
-        bytes_accessed=np.asarray(columns["bytes_accessed"], dtype=np.float64),
+        flops=np.asarray([cost.flops if cost is not None else np.nan for cost in costs], dtype=np.float64)[at],
+        bytes_accessed=np.asarray([cost.bytes_accessed if cost is not None else np.nan for cost in costs], dtype=np.float64)[at],
         plane_names=plane_names,
     )
-    return ShapeCosts(xla, np.asarray(assumed, dtype=object), events.start_ps[xla.row])
+    assumed = _objects([cost.assumed if cost is not None else "" for cost in costs])[at]
+    return ShapeCosts(xla, assumed, events.start_ps[xla.row])
+
+
+def _objects(values: list[str]) -> np.ndarray:
+    column = np.empty(len(values), dtype=object)
+    column[:] = values
+    return column
 
 
 def _empty(plane_names: tuple[str, ...]) -> XlaOps:
