@@ -148,18 +148,24 @@ class Counted:
     call: Call | None
 
 
-def _candidates(host: Plane, row: int, op_type: dict[int, str]) -> list[tuple[int, str]]:
+def _candidates(host: Plane, row: int, op_type: dict[int, str], known: dict[int, list[tuple[int, str]]]) -> list[tuple[int, str]]:
     """The ops above the launching op ``row`` (ops: the rows of ``op_type``) that have an
-    estimator, outermost first, with their names."""
+    estimator, outermost first, with their names. ``known``: the same of rows already met
+    (launching ops share their ancestors: each is looked at once)."""
     events, meta_names = host.events, host.metadata.name_array
-    chain = []
+    path = []
     at = row
-    while at != NO_ID:
-        if at in op_type:
-            chain.append(at)
+    while at != NO_ID and at not in known:
+        path.append(at)
         at = int(events.parent[at])
-    named = ((candidate, str(meta_names[events.metadata_id[candidate]])) for candidate in reversed(chain))
-    return [(candidate, name) for candidate, name in named if name in ESTIMATORS]
+    found = known[at] if at != NO_ID else []
+    for node in reversed(path):  # outermost first
+        if node in op_type:
+            name = str(meta_names[events.metadata_id[node]])
+            if name in ESTIMATORS:
+                found = [*found, (node, name)]
+        known[node] = found
+    return found
 
 
 def _counted_for(row: int, candidates: list[tuple[int, str]], calls: _Calls) -> Counted:
@@ -205,7 +211,8 @@ def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
         return empty
     # Each launching op once, then the op its time counts for.
     distinct, inverse = np.unique(launched[hit], return_inverse=True)
-    candidates = [_candidates(host, row, op_type) for row in distinct.tolist()]
+    known: dict[int, list[tuple[int, str]]] = {}
+    candidates = [_candidates(host, row, op_type, known) for row in distinct.tolist()]
     asked = [candidate for found in candidates for candidate, _ in found]
     calls = _Calls(host, host_rows, np.union1d(distinct, np.asarray(asked, dtype=np.int64)))
     chosen = [_counted_for(row, found, calls) for row, found in zip(distinct.tolist(), candidates)]
