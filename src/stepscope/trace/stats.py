@@ -384,26 +384,33 @@ class TypedStats:
         """The values of many entries, decoded a kind at a time."""
         kinds = self._kind[entries]
         bits = self._bits[entries]
-        values: list[StatValue] = bits.tolist()
         if len(kinds) == 0 or (self._boxed is None and not kinds.any()):
-            return values  # all INT64: the common case
-        for kind in np.unique(kinds).tolist():
+            return bits.tolist()  # type: ignore[no-any-return]  # all INT64: the common case
+        present = np.unique(kinds).tolist()
+        if len(present) == 1 and self._boxed is None:
+            return self._decode_kind(bits, present[0])  # one kind (a column's): nothing to merge
+        values: list[StatValue] = bits.tolist()
+        for kind in present:
             if kind == StatKind.INT64:
                 continue
             where = np.flatnonzero(kinds == kind)
-            if kind == StatKind.UINT64:
-                decoded = bits[where].view(np.uint64).tolist()
-            elif kind == StatKind.DOUBLE:
-                decoded = bits[where].view(np.float64).tolist()
-            else:
-                decoded = self._texts.get_many(bits[where], kind)
-            for position, value in zip(where.tolist(), decoded):
+            for position, value in zip(where.tolist(), self._decode_kind(bits[where], kind)):
                 values[position] = value
         if self._boxed is not None:
             boxed = self._boxed[entries]
             for position in np.flatnonzero(boxed).tolist():
                 values[position] = self._texts.get(int(bits[position]), -1)
         return values
+
+    def _decode_kind(self, bits: np.ndarray, kind: int) -> list[StatValue]:
+        """The values of entries of one kind (none boxed) with these bits."""
+        if kind == StatKind.UINT64:
+            return bits.view(np.uint64).tolist()  # type: ignore[no-any-return]
+        if kind == StatKind.DOUBLE:
+            return bits.view(np.float64).tolist()  # type: ignore[no-any-return]
+        if kind == StatKind.INT64:
+            return bits.tolist()  # type: ignore[no-any-return]
+        return self._texts.get_many(bits, kind)
 
     def stats(self, row: int, name: str = "", category: str = "") -> list[Stat]:
         source = row if self._rows is None else self._rows[row]
