@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from stepscope.jsonform import trace_value as _jsonable
 from stepscope.trace.readers import load
 from stepscope.trace.stat_types import INT64_MAX, Stat, StatKind
-from stepscope.trace.stats import TextValues, TypedStats, _first
+from stepscope.trace.stats import JsonStats, TextValues, TypedStats, _first, stats_of
 from tests.support.traces import shared
 
 TPU = "xplane/tpu_v_inference_4chips.xplane.pb"
@@ -201,6 +201,18 @@ def test_bulk_reads_of_a_hand_built_store():
     assert same(view.stats_of(np.asarray([0, 1, 2])), [expected[3], expected[0], expected[1]])
     assert view.column("tf_op")[0].tolist() == [1, 0] and view.column("tf_op")[1] == ["ab", "shared"]
     assert texts.get_many(np.asarray([3, 1, 0]), StatKind.BYTES) == ["shared", b"\x01", b"ab"]
+
+
+def test_stats_of_a_json_store_reads_row_by_row():
+    """The module's stats_of over a store of JSON args (no typed columns): each row's args
+    translated, only the keys asked for, a row without args empty."""
+    blob = b'{"a": 1, "b": "x"}{"b": 2.5}'
+    store = JsonStats(blob, np.asarray([0, 18, 18]), np.asarray([18, 18, 28]))
+    assert same(
+        stats_of(store, np.asarray([2, 0, 1]), ["n2", "n0", "n1"]),
+        [[Stat("b", StatKind.DOUBLE, 2.5)], [Stat("a", StatKind.INT64, 1), Stat("b", StatKind.STR, "x")], []],
+    )
+    assert same(stats_of(store, np.asarray([0, 2]), ["n0", "n2"], {"a"}), [[Stat("a", StatKind.INT64, 1)], []])
 
 
 def test_bulk_stats_of_every_plane_of_the_shared_xspace():
