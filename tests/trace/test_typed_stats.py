@@ -13,8 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from stepscope.jsonform import trace_value as _jsonable
+from stepscope.trace.readers import load
 from stepscope.trace.stat_types import INT64_MAX, Stat, StatKind
-from stepscope.trace.stats import TextValues, TypedStats, _first
+from stepscope.trace.stats import JsonStats, TextValues, TypedStats, _first, stats_of
+from tests.support.traces import shared
+
+TPU = "xplane/tpu_v_inference_4chips.xplane.pb"
 
 KEYS = ["correlation_id", "flops", "tf_op", "kernel_details", "bytes", "ratio"]
 
@@ -118,6 +122,12 @@ def assert_same_store(new, old, count: int) -> None:
     # Many rows' raw stats in one JSON array (memory_profile's bulk read), in any order.
     picked = np.random.default_rng(count).permutation(count)
     assert msgspec.json.decode(new.raw_array(picked)) == [msgspec.json.decode(old.raw(row)) for row in picked.tolist()]
+    # Many rows' stats in one pass, in any order, a row twice, rows with no stats among them.
+    twice = np.concatenate((picked, picked[:1]))
+    assert same(new.stats_of(twice), [old.stats(row) for row in twice.tolist()])
+    assert new.stats_of(np.zeros(0, dtype=np.int64)) == []
+    some = {"tf_op", "ratio", "absent"}
+    assert same(new.stats_of(twice, some), [[stat for stat in old.stats(row) if stat.name in some] for row in twice.tolist()])
     for name in [*KEYS, "absent"]:
         new_rows, new_values = new.column(name)
         old_rows, old_values = old.column(name)
@@ -160,6 +170,63 @@ def test_from_columns_matches_python_values():
     permutation = np.asarray([4, 2, 0, 3, 1])
     assert_same_store(fast.take(permutation), old.take(permutation), 5)
     assert fast.nbytes < 200
+
+
+def test_bulk_reads_of_a_hand_built_store():
+    """stats_of and column over strings, bytes, ints, floats, shared (extra) texts and rows
+    without stats, against values written out by hand."""
+    # Rows 0..4: row 0 an int and a string, row 1 nothing, row 2 a double and bytes, row 3
+    # a shared text (extra value 3 = the blob's 3 texts + 0), row 4 a string and a uint64.
+    event = np.asarray([0, 0, 2, 2, 3, 4, 4], dtype=np.int64)
+    key = np.asarray([0, 2, 5, 4, 2, 2, 1], dtype=np.int32)
+    kinds = [StatKind.INT64, StatKind.STR, StatKind.DOUBLE, StatKind.BYTES, StatKind.STR, StatKind.STR, StatKind.UINT64]
+    bits = np.asarray([7, 0, struct.unpack("<q", struct.pack("<d", 0.25))[0], 1, 3, 2, -2], dtype=np.int64)
+    texts = TextValues(b"ab" + b"\x01" + "ü".encode(), np.asarray([0, 2, 3, 5], dtype=np.int64)).with_extra(["shared"])
+    store = TypedStats.from_columns(event, key, np.asarray(kinds, dtype=np.int8), bits, texts, KEYS, 5)
+    expected = [
+        [Stat("correlation_id", StatKind.INT64, 7), Stat("tf_op", StatKind.STR, "ab")],
+        [],
+        [Stat("ratio", StatKind.DOUBLE, 0.25), Stat("bytes", StatKind.BYTES, b"\x01")],
+        [Stat("tf_op", StatKind.STR, "shared")],
+        [Stat("tf_op", StatKind.STR, "ü"), Stat("flops", StatKind.UINT64, 2**64 - 2)],
+    ]
+    assert same([store.stats(row) for row in range(5)], expected)
+    assert same(store.stats_of(np.asarray([4, 1, 0, 3, 2, 4])), [expected[i] for i in (4, 1, 0, 3, 2, 4)])
+    # Only the stats asked for: row 2 keeps its bytes, rows 0 and 4 lose their int and uint64.
+    assert same(store.stats_of(np.asarray([0, 1, 2, 4]), {"tf_op", "bytes"}), [[expected[0][1]], [], [expected[2][1]], [expected[4][0]]])
+    rows, values = store.column("tf_op")
+    assert rows.tolist() == [0, 3, 4] and values == ["ab", "shared", "ü"]
+    # Reordered: row i of the view is row [3, 0, 1][i] of the store.
+    view = store.take(np.asarray([3, 0, 1]))
+    assert same(view.stats_of(np.asarray([0, 1, 2])), [expected[3], expected[0], expected[1]])
+    assert view.column("tf_op")[0].tolist() == [1, 0] and view.column("tf_op")[1] == ["ab", "shared"]
+    assert texts.get_many(np.asarray([3, 1, 0]), StatKind.BYTES) == ["shared", b"\x01", b"ab"]
+
+
+def test_stats_of_a_json_store_reads_row_by_row():
+    """The module's stats_of over a store of JSON args (no typed columns): each row's args
+    translated, only the keys asked for, a row without args empty."""
+    blob = b'{"a": 1, "b": "x"}{"b": 2.5}'
+    store = JsonStats(blob, np.asarray([0, 18, 18]), np.asarray([18, 18, 28]))
+    assert same(
+        stats_of(store, np.asarray([2, 0, 1]), ["n2", "n0", "n1"]),
+        [[Stat("b", StatKind.DOUBLE, 2.5)], [Stat("a", StatKind.INT64, 1), Stat("b", StatKind.STR, "x")], []],
+    )
+    assert same(stats_of(store, np.asarray([0, 2]), ["n0", "n2"], {"a"}), [[Stat("a", StatKind.INT64, 1)], []])
+
+
+def test_bulk_stats_of_every_plane_of_the_shared_xspace():
+    """On the real TPU profile, each plane's stats of all its rows in one pass (reversed,
+    so the searches are not merely sequential) equal its per-row stats."""
+    profile = load(shared(TPU))
+    checked = 0
+    for plane in profile.planes:
+        if not isinstance(plane.stats, TypedStats):
+            continue
+        rows = np.arange(len(plane.stats))[::-1].copy()
+        assert same(plane.stats.stats_of(rows), [plane.stats.stats(row) for row in rows.tolist()]), plane.name
+        checked += plane.stats.entry_count
+    assert checked > 0
 
 
 def test_uint64_values_keep_their_64_bits():

@@ -42,6 +42,8 @@ from stepscope.analysis.xla.hlo_ops import XlaOps
 from stepscope.trace import names
 from stepscope.trace.kinds import INPUT_SHAPES, INPUT_TYPES, INPUT_VALUES
 from stepscope.trace.model import NO_ID, Plane, Profile, distinct_indices
+from stepscope.trace.stat_types import StatValue
+from stepscope.trace.stats import stats_of
 
 # Autograd nodes of a convolution (CudnnConvolutionBackward, ConvolutionBackward0): their
 # first input is the gradient of the forward op's output, so its dims are the output's.
@@ -71,23 +73,53 @@ def count_assumptions(assumed: np.ndarray) -> list[Assumption]:
     return [Assumption(assumption=text, ops=count) for text, count in sorted(counts.items(), key=lambda item: (-item[1], item[0]))]
 
 
-def _call(plane: Plane, row: int, name: str, outputs: dict[int, tuple[int, ...]] | None = None) -> Call | None:
-    stats = {stat.name: stat.value for stat in plane.stats.stats(row, name)}
-    call = call_of(stats.get(INPUT_SHAPES), stats.get(INPUT_TYPES), stats.get(INPUT_VALUES))
-    sequence = stats.get(SEQUENCE_NUMBER)
-    if call is not None and outputs and isinstance(sequence, int) and sequence in outputs:
-        call = replace(call, output=outputs[sequence])
-    return call
+# The stats a call is read from (``_Calls``).
+CALL_STATS = frozenset((INPUT_SHAPES, INPUT_TYPES, INPUT_VALUES, SEQUENCE_NUMBER))
 
 
-def _output_shapes(plane: Plane, rows: np.ndarray) -> dict[int, tuple[int, ...]]:
+class _Calls:
+    """The host ops' calls (their arguments as ``call_of`` reads them) and estimated costs:
+    the stats they are read from read in bulk up front (a row at a time, 350k rows of a
+    10M-event profile took seconds), and each op estimated once (many launching ops share
+    the outer op their kernels count for)."""
+
+    def __init__(self, host: Plane, op_rows: np.ndarray, rows: np.ndarray) -> None:
+        """``op_rows``: the host's ops (the autograd nodes among them are read too);
+        ``rows``: the ops whose calls are asked for."""
+        meta = host.metadata
+        is_node = np.asarray([bool(CONV_BACKWARD_NODE.match(name)) for name in meta.names], dtype=bool)
+        nodes = op_rows[is_node[host.events.metadata_id[op_rows]]]
+        rows = np.union1d(rows, nodes)
+        names_of = [str(name) for name in meta.name_array[host.events.metadata_id[rows]].tolist()]
+        found = stats_of(host.stats, rows, names_of, CALL_STATS)
+        self._stats = {row: {stat.name: stat.value for stat in stats} for row, stats in zip(rows.tolist(), found)}
+        self.outputs = _output_shapes(nodes.tolist(), self._stats)
+        self._estimated: dict[int, tuple[Call | None, Cost | None]] = {}
+
+    def call(self, row: int, with_outputs: bool = False) -> Call | None:
+        stats = self._stats[row]
+        call = call_of(stats.get(INPUT_SHAPES), stats.get(INPUT_TYPES), stats.get(INPUT_VALUES))
+        sequence = stats.get(SEQUENCE_NUMBER)
+        if call is not None and with_outputs and isinstance(sequence, int) and sequence in self.outputs:
+            call = replace(call, output=self.outputs[sequence])
+        return call
+
+    def estimated(self, row: int, name: str) -> tuple[Call | None, Cost | None]:
+        """Op ``row``'s call (the output's dims filled from its autograd node) and cost."""
+        found = self._estimated.get(row)
+        if found is None:
+            call = self.call(row, with_outputs=True)
+            found = self._estimated[row] = (call, estimate(name, call) if call is not None else None)
+        return found
+
+
+def _output_shapes(nodes: list[int], stats_of_row: dict[int, dict[str, StatValue]]) -> dict[int, tuple[int, ...]]:
     """Sequence number -> the forward output's dims, from the convolutions' autograd nodes
-    (``CONV_BACKWARD_NODE``); a number two nodes share (two forward threads) says nothing."""
-    meta_names = plane.metadata.name_array
-    is_node = np.asarray([bool(CONV_BACKWARD_NODE.match(name)) for name in plane.metadata.names], dtype=bool)
+    (``CONV_BACKWARD_NODE``: rows ``nodes``); a number two nodes share (two forward
+    threads) says nothing."""
     found: dict[int, tuple[int, ...] | None] = {}
-    for row in rows[is_node[plane.events.metadata_id[rows]]].tolist() if len(is_node) else []:
-        stats = {stat.name: stat.value for stat in plane.stats.stats(row, str(meta_names[plane.events.metadata_id[row]]))}
+    for row in nodes:
+        stats = stats_of_row[row]
         sequence = stats.get(SEQUENCE_NUMBER)
         call = call_of(stats.get(INPUT_SHAPES), stats.get(INPUT_TYPES))
         grad = call.tensor(0) if call is not None else None
@@ -116,25 +148,34 @@ class Counted:
     call: Call | None
 
 
-def _counted_for(host: Plane, row: int, op_type: dict[int, str], outputs: dict[int, tuple[int, ...]]) -> Counted:
-    """The launching op's row -> the outermost op above it (ops: the rows of ``op_type``)
-    whose estimator gives a cost, else the launching op itself with no cost."""
+def _candidates(host: Plane, row: int, op_type: dict[int, str], known: dict[int, list[tuple[int, str]]]) -> list[tuple[int, str]]:
+    """The ops above the launching op ``row`` (ops: the rows of ``op_type``) that have an
+    estimator, outermost first, with their names. ``known``: the same of rows already met
+    (launching ops share their ancestors: each is looked at once)."""
     events, meta_names = host.events, host.metadata.name_array
-    chain = []
+    path = []
     at = row
-    while at != NO_ID:
-        if at in op_type:
-            chain.append(at)
+    while at != NO_ID and at not in known:
+        path.append(at)
         at = int(events.parent[at])
-    for candidate in reversed(chain):  # outermost first
-        name = str(meta_names[events.metadata_id[candidate]])
-        if name not in ESTIMATORS:
-            continue
-        call = _call(host, candidate, name, outputs)
-        cost = estimate(name, call) if call is not None else None
+    found = known[at] if at != NO_ID else []
+    for node in reversed(path):  # outermost first
+        if node in op_type:
+            name = str(meta_names[events.metadata_id[node]])
+            if name in ESTIMATORS:
+                found = [*found, (node, name)]
+        known[node] = found
+    return found
+
+
+def _counted_for(row: int, candidates: list[tuple[int, str]], calls: _Calls) -> Counted:
+    """The launching op's row -> the outermost of its ``candidates`` whose estimator gives a
+    cost, else the launching op itself with no cost."""
+    for candidate, name in candidates:
+        call, cost = calls.estimated(candidate, name)
         if cost is not None:
             return Counted(candidate, cost, call)
-    return Counted(row, None, _call(host, row, str(meta_names[events.metadata_id[row]])))
+    return Counted(row, None, calls.call(row))
 
 
 def _launching_ops(profile: Profile, ops: Ops, launcher: KeyTable) -> tuple[np.ndarray, np.ndarray]:
@@ -164,52 +205,52 @@ def find_shape_costs(profile: Profile, ops: Ops) -> ShapeCosts:
     if not len(launcher):
         return empty
     op_type = dict(zip(host_rows.tolist(), ops.type_codes.at(on_host).tolist()))
-    outputs = _output_shapes(host, host_rows)
     device, launched = _launching_ops(profile, ops, launcher)
     hit = launched != NO_ID
     if not hit.any():
         return empty
     # Each launching op once, then the op its time counts for.
     distinct, inverse = np.unique(launched[hit], return_inverse=True)
-    chosen = [_counted_for(host, row, op_type, outputs) for row in distinct.tolist()]
+    known: dict[int, list[tuple[int, str]]] = {}
+    candidates = [_candidates(host, row, op_type, known) for row in distinct.tolist()]
+    asked = [candidate for found in candidates for candidate, _ in found]
+    calls = _Calls(host, host_rows, np.union1d(distinct, np.asarray(asked, dtype=np.int64)))
+    chosen = [_counted_for(row, found, calls) for row, found in zip(distinct.tolist(), candidates)]
     counted = np.asarray([found.row for found in chosen], dtype=np.int64)[inverse.reshape(-1)]
     by_row = {found.row: found for found in chosen}
     # One entry per (plane, op counted for), in the order of its first kernel.
     entries = Groups.of(ops.plane[device[hit]], counted)
     sums = entries.sum(ops.duration_ps[device[hit]])
-    columns: dict[str, list[object]] = {key: [] for key in ("plane", "row", "name", "expression", "category", "program", "time_ps", "flops", "bytes_accessed")}
-    assumed = []
     firsts = device[hit][entries.first]
-    for plane_index, row, total in zip(ops.plane[firsts].tolist(), counted[entries.first].tolist(), sums.tolist()):
-        cost = by_row[row].cost
-        op_name = str(meta_names[events.metadata_id[row]])
-        signature = _signature(op_name, by_row[row].call)
-        columns["plane"].append(plane_index)
-        columns["row"].append(row)
-        columns["name"].append(signature)
-        columns["expression"].append(signature)
-        columns["category"].append(op_type.get(row, ""))
-        columns["program"].append(op_name)
-        columns["time_ps"].append(total)
-        columns["flops"].append(cost.flops if cost is not None else np.nan)
-        columns["bytes_accessed"].append(cost.bytes_accessed if cost is not None else np.nan)
-        assumed.append(cost.assumed if cost is not None else "")
-    time = np.asarray(columns["time_ps"], dtype=np.int64)
+    # Each op counted for described once (it has an entry on every plane it ran on).
+    entry_rows, at = np.unique(counted[entries.first], return_inverse=True)
+    at = at.reshape(-1)
+    programs = [str(name) for name in meta_names[events.metadata_id[entry_rows]].tolist()]
+    costs = [by_row[row].cost for row in entry_rows.tolist()]
+    signatures = _objects([_signature(name, by_row[row].call) for name, row in zip(programs, entry_rows.tolist())])[at]
+    time = np.asarray(sums, dtype=np.int64)
     xla = XlaOps(
-        plane=np.asarray(columns["plane"], dtype=np.int64),
-        row=np.asarray(columns["row"], dtype=np.int64),
-        name=np.asarray(columns["name"], dtype=object),
-        expression=np.asarray(columns["expression"], dtype=object),
-        category=np.asarray(columns["category"], dtype=object),
-        program=np.asarray(columns["program"], dtype=object),
+        plane=ops.plane[firsts].astype(np.int64),
+        row=entry_rows[at],
+        name=signatures,
+        expression=signatures.copy(),
+        category=_objects([op_type.get(row, "") for row in entry_rows.tolist()])[at],
+        program=_objects(programs)[at],
         program_id=np.full(len(time), "", dtype=object),
         time_ps=time,
         self_ps=time.copy(),
-        flops=np.asarray(columns["flops"], dtype=np.float64),
-        bytes_accessed=np.asarray(columns["bytes_accessed"], dtype=np.float64),
+        flops=np.asarray([cost.flops if cost is not None else np.nan for cost in costs], dtype=np.float64)[at],
+        bytes_accessed=np.asarray([cost.bytes_accessed if cost is not None else np.nan for cost in costs], dtype=np.float64)[at],
         plane_names=plane_names,
     )
-    return ShapeCosts(xla, np.asarray(assumed, dtype=object), events.start_ps[xla.row])
+    assumed = _objects([cost.assumed if cost is not None else "" for cost in costs])[at]
+    return ShapeCosts(xla, assumed, events.start_ps[xla.row])
+
+
+def _objects(values: list[str]) -> np.ndarray:
+    column = np.empty(len(values), dtype=object)
+    column[:] = values
+    return column
 
 
 def _empty(plane_names: tuple[str, ...]) -> XlaOps:

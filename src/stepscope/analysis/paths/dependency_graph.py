@@ -456,7 +456,8 @@ def _assemble(profile: Profile, part: _Part, anchor: tuple[int, int] | None, ste
     src, dst, nominal, gap = src[forward], dst[forward], nominal[forward], gap[forward]
     weight = np.minimum(nominal, start[dst] - (start[src] + fixed[src]))
     by_dst = np.argsort(dst, kind="stable")
-    offsets = np.searchsorted(dst[by_dst], np.arange(len(start) + 1)).astype(np.int64)
+    offsets = np.zeros(len(start) + 1, dtype=np.int64)  # where each node's in-edges begin
+    np.cumsum(np.bincount(dst, minlength=len(start)), out=offsets[1:])
     step_start_node, step_end_node = _step_nodes(start, plane, line, row, anchor, steps)
     return Graph(
         start_ps=start,
