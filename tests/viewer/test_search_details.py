@@ -142,7 +142,7 @@ def test_load_refuses_a_broken_folder(tmp_path, index):
 def test_load_checks_each_array_file_and_maps_only_large_ones(tmp_path):
     """The storage's own array reader: a 2 MiB array is mapped, a 1 KiB one read; a file
     shorter than its header says, a FIFO or a link is refused (a cache file is read only as a plain file of its header's size)."""
-    from stepscope.viewer.storage import _load_array
+    from stepscope.trace.array_folder import load_array as _load_array
 
     large, small = np.arange(IN_MEMORY_BYTES // 8 * 2, dtype=np.int64), np.arange(128, dtype=np.int32)  # 2 MiB, 512 bytes
     for name, array in (("large", large), ("small", small)):
