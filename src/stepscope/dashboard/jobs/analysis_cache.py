@@ -64,6 +64,9 @@ from stepscope.trace.files import atomic_write, read_cache_file
 # show, 7: each overview finding's predicted gain, 8: the overview's top ops' full_name), so
 # an older cache folder is never read as the current one.
 ANALYSIS_FORMAT = 8
+# The profile stores (``trace.store``) the workers share, beside the analyses, in a folder
+# per release (whose readers may read a file differently).
+STORES_FOLDER = "profiles"
 
 
 def default_cache_dir() -> Path:
@@ -140,6 +143,10 @@ class AnalysisCache:
         time_limit: float | None = None,
     ) -> None:
         self.root = Path(cache_dir) / "analysis"
+        self.stores = Path(cache_dir) / STORES_FOLDER / __version__
+        self.stores.mkdir(parents=True, exist_ok=True)
+        for private in (self.stores.parent, self.stores):
+            os.chmod(private, 0o700)
         self.root.mkdir(parents=True, exist_ok=True)
         os.chmod(self.root, 0o700)  # only this user may reach (and so truncate or replace) what the server maps
         self.workers = workers or max(1, (os.cpu_count() or 2) // 2)
@@ -190,7 +197,7 @@ class AnalysisCache:
 
     def _started_pool(self) -> WorkerPool:
         if self._pool is None:
-            self._pool = spawn_pool(self.workers, self.memory_limit, self._warm, self.time_limit, self.confine)
+            self._pool = spawn_pool(self.workers, self.memory_limit, self._warm, self.time_limit, self.confine, str(self.stores))
         return self._pool
 
     def _submit(self, key: str, path: Path) -> None:
