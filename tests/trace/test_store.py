@@ -22,8 +22,10 @@ import pytest
 
 from stepscope.analysis import Output, specs
 from stepscope.analysis.opstats import OpStats
+from stepscope.errors import ProfileFormatError
 from stepscope.render import render
 from stepscope.trace.array_folder import IN_MEMORY_BYTES
+from stepscope.trace.files import confine_reads
 from stepscope.trace.model import EVENT_COLUMNS, Profile
 from stepscope.trace.readers import load
 from stepscope.trace.store import DOCUMENT, FORMAT_VERSION, StoreFormatError, load_cached, open_store, save_store, source_identity, store_folder
@@ -160,6 +162,22 @@ def test_a_store_of_another_source_is_refused(tmp_path: Path) -> None:
     save_store(load(source), tmp_path / "store", {"path": "/elsewhere", "size": 1, "mtime_ns": 1})
     with pytest.raises(StoreFormatError, match="of another source file than"):
         open_store(tmp_path / "store", source_identity(source))
+
+
+def test_a_link_out_of_the_confined_folder_never_reaches_a_store(tmp_path: Path) -> None:
+    outside = tmp_path / "elsewhere" / "trace.json.gz"
+    outside.parent.mkdir()
+    outside.write_bytes(shared(SMALL).read_bytes())
+    root = tmp_path / "stores"
+    load_cached(outside, root)  # its store exists
+    (tmp_path / "logs").mkdir()
+    (tmp_path / "logs" / "link.json.gz").symlink_to(outside)
+    confine_reads(tmp_path / "logs")
+    try:
+        with pytest.raises(ProfileFormatError, match="lies outside the log directory"):
+            load_cached(tmp_path / "logs" / "link.json.gz", root)
+    finally:
+        confine_reads(None)
 
 
 def test_a_changed_source_gets_a_new_store(tmp_path: Path) -> None:

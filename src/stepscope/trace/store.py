@@ -31,10 +31,10 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from stepscope.errors import StepscopeError
+from stepscope.errors import ProfileFormatError, StepscopeError
 from stepscope.trace import readers
 from stepscope.trace.array_folder import MANIFEST, discard_folder, load_array, load_blob, read_manifest, write_folder
-from stepscope.trace.files import read_cache_file
+from stepscope.trace.files import open_regular, read_cache_file, real_path
 from stepscope.trace.formats.chrome.kineto import translate_args
 from stepscope.trace.merge import ConcatStats
 from stepscope.trace.model import EVENT_COLUMNS, EventMetadata, EventTable, FlowTable, Line, Plane, Profile
@@ -345,9 +345,15 @@ def load_profile(path: str | Path) -> Profile:
 
 
 def source_identity(path: Path) -> dict[str, Any]:
-    """What names a source file's store: its resolved path, size and mtime_ns."""
-    stat = path.stat()
-    return {"path": str(path.resolve()), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
+    """What names a source file's store: its resolved path, size and mtime_ns, of the file
+    opened as a profile is (``files.open_regular``: a regular file, inside the log directory
+    where reads are confined), so that a link to another file's store is never followed
+    where reading that file would be refused. ProfileFormatError where it would be."""
+    with open_regular(path) as stream:
+        stat, real = os.fstat(stream.fileno()), real_path(stream, path)
+    if real is None:
+        raise ProfileFormatError(path, "changed while it was opened")
+    return {"path": str(real), "size": stat.st_size, "mtime_ns": stat.st_mtime_ns}
 
 
 def store_folder(root: Path, identity: dict[str, Any]) -> Path:
