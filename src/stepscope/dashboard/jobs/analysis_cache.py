@@ -32,7 +32,6 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -56,6 +55,7 @@ from stepscope.dashboard.jobs.worker import (
     warm_up,
 )
 from stepscope.errors import StepscopeError
+from stepscope.trace.array_folder import discard_folder
 from stepscope.trace.files import atomic_write, read_cache_file
 
 # What a cached analysis holds, beyond the release: bumped whenever a cached file's content
@@ -226,12 +226,8 @@ class AnalysisCache:
     def discard(self, folder: Path) -> None:
         """Moves a damaged analysis folder out of the way (the next request analyses its
         profile again) and removes it; what the server still maps of it stays valid."""
-        if folder.parent != self.root:
-            return
-        aside = self.root / f".{folder.name}.{os.getpid()}.damaged"
-        with contextlib.suppress(OSError):
-            os.replace(folder, aside)
-        shutil.rmtree(aside, ignore_errors=True)
+        if folder.parent == self.root:
+            discard_folder(folder)
 
     def close(self) -> None:
         with self._lock:
