@@ -144,11 +144,9 @@ class AnalysisCache:
     ) -> None:
         self.root = Path(cache_dir) / "analysis"
         self.stores = Path(cache_dir) / STORES_FOLDER / __version__
-        self.stores.mkdir(parents=True, exist_ok=True)
-        for private in (self.stores.parent, self.stores):
-            os.chmod(private, 0o700)
-        self.root.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.root, 0o700)  # only this user may reach (and so truncate or replace) what the server maps
+        for private in (self.root, self.stores.parent, self.stores):
+            private.mkdir(parents=True, exist_ok=True)
+            os.chmod(private, 0o700)  # only this user may reach (and so truncate or replace) what the server and workers map
         self.workers = workers or max(1, (os.cpu_count() or 2) // 2)
         self.memory_limit = default_memory_limit() if memory_limit is None else memory_limit or None
         self.time_limit = default_time_limit() if time_limit is None else time_limit or None
