@@ -79,6 +79,17 @@ def test_a_stored_profile_is_the_loaded_profile_and_reports_the_same(path: Path,
     assert build_index(stored).tracks_json() == build_index(direct).tracks_json()
 
 
+def test_a_blob_the_planes_share_is_one_file_and_one_object(tmp_path: Path) -> None:
+    source = shared("kineto/a100_ddp_cnn_rank0_of_2.pt.trace.json.gz")
+    direct = load(source)
+    with_args = [plane for plane in direct.planes if plane.stats.parts()[0]]
+    assert len(with_args) >= 2 and len({id(plane.stats.parts()[0]) for plane in with_args}) == 1  # the reader's one args blob
+    save_store(direct, tmp_path / "store")
+    assert [path.name for path in (tmp_path / "store").glob("*.bin")] == ["plane0.stats.blob.bin"]
+    stored = open_store(tmp_path / "store")
+    assert len({id(plane.stats.parts()[0]) for plane in stored.planes if plane.stats.parts()[0]}) == 1
+
+
 def big_chrome_trace(path: Path, events: int) -> None:
     """A Chrome trace of ``events`` complete events on one thread, each with args."""
     rows = [{"ph": "X", "name": f"op{i % 7}", "pid": 1, "tid": 1, "ts": i * 2, "dur": 1, "args": {"i": i, "text": "x" * 8}} for i in range(events)]

@@ -59,21 +59,25 @@ class StoreUnsupported(StepscopeError):
 
 
 class _Writer:
-    """The files of a store being saved: arrays and blobs by name, each named once."""
+    """The files of a store being saved: arrays and blobs by name. One object given twice
+    (the Kineto reader's planes share one args blob) is one file, named once."""
 
     def __init__(self) -> None:
         self.arrays: dict[str, np.ndarray] = {}
         self.blobs: dict[str, Blob] = {}
+        self._named: dict[int, tuple[str, object]] = {}  # id of an object given -> its file's name, and it (kept: its id stays its own)
 
     def array(self, name: str, array: np.ndarray) -> str:
-        assert name not in self.arrays
-        self.arrays[name] = np.ascontiguousarray(array)
-        return name
+        if id(array) not in self._named:
+            self._named[id(array)] = name, array
+            self.arrays[name] = np.ascontiguousarray(array)
+        return self._named[id(array)][0]
 
     def blob(self, name: str, blob: Blob) -> str:
-        assert name not in self.blobs
-        self.blobs[name] = blob
-        return name
+        if id(blob) not in self._named:
+            self._named[id(blob)] = name, blob
+            self.blobs[name] = blob
+        return self._named[id(blob)][0]
 
     def write(self, folder: Path) -> None:
         for name, array in self.arrays.items():
@@ -84,14 +88,22 @@ class _Writer:
 
 
 class _Reader:
-    """The files of a store being opened, each checked against the manifest."""
+    """The files of a store being opened, each checked against the manifest, and opened
+    once however many parts of the profile share it."""
 
     def __init__(self, folder: Path, manifest: dict[str, Any]) -> None:
         self.folder = folder
         self.shapes: dict[str, list[Any]] = manifest["arrays"]
         self.sizes: dict[str, int] = manifest["blobs"]
+        self._opened: dict[str, Any] = {}
 
     def array(self, name: str) -> np.ndarray:
+        if name not in self._opened:
+            self._opened[name] = self._array(name)
+        array: np.ndarray = self._opened[name]
+        return array
+
+    def _array(self, name: str) -> np.ndarray:
         dtype, length = self.shapes[name]
         try:
             array = load_array(self.folder / f"{name}.npy")
@@ -102,10 +114,13 @@ class _Reader:
         return array
 
     def blob(self, name: str) -> Blob:
-        try:
-            return load_blob(self.folder / f"{name}.bin", self.sizes[name])
-        except (OSError, ValueError) as error:
-            raise StoreFormatError(f"{self.folder}: blob {name} is missing or damaged ({error})") from None
+        if name not in self._opened:
+            try:
+                self._opened[name] = load_blob(self.folder / f"{name}.bin", self.sizes[name])
+            except (OSError, ValueError) as error:
+                raise StoreFormatError(f"{self.folder}: blob {name} is missing or damaged ({error})") from None
+        blob: Blob = self._opened[name]
+        return blob
 
 
 def _stat_list(stats: list[Stat]) -> list[list[Any]]:
