@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from stepscope.errors import StepscopeError
 from stepscope.trace.files import open_cache_file, read_cache_file
 
 # Arrays up to this size are read into memory, larger ones mapped (see above).
@@ -88,10 +89,20 @@ def discard_folder(folder: Path) -> None:
     shutil.rmtree(aside, ignore_errors=True)
 
 
-def read_manifest(folder: Path) -> Any:
-    """The folder's manifest, decoded; FileNotFoundError where it has none, OSError or
-    ValueError where it cannot be read."""
-    return json.loads(read_cache_file(folder / MANIFEST))
+def read_manifest(folder: Path, version: int, what: str, error: type[StepscopeError]) -> dict[str, Any]:
+    """The folder's manifest, if it is of ``version``; ``error`` (one line naming the
+    folder and ``what`` it should be) where it is missing, unreadable or of another."""
+    try:
+        manifest = json.loads(read_cache_file(folder / MANIFEST))
+    except FileNotFoundError:
+        raise error(f"{folder}: not a {what} (no {MANIFEST})") from None
+    except (OSError, ValueError) as problem:
+        raise error(f"{folder}: unreadable {what} manifest ({problem})") from None
+    found = manifest.get("version") if isinstance(manifest, dict) else None
+    if found != version:
+        raise error(f"{folder}: {what} version {found}, expected {version}")
+    checked: dict[str, Any] = manifest
+    return checked
 
 
 def load_array(path: Path) -> np.ndarray:

@@ -33,7 +33,7 @@ import numpy as np
 
 from stepscope.errors import ProfileFormatError, StepscopeError
 from stepscope.trace import readers
-from stepscope.trace.array_folder import MANIFEST, discard_folder, load_array, load_blob, read_manifest, write_folder
+from stepscope.trace.array_folder import discard_folder, load_array, load_blob, read_manifest, write_folder
 from stepscope.trace.files import open_regular, read_cache_file, real_path
 from stepscope.trace.formats.chrome.kineto import translate_args
 from stepscope.trace.merge import ConcatStats
@@ -222,12 +222,11 @@ def _get_stats(entry: dict[str, Any], files: _Reader) -> StatStore:
 
 def _put_plane(plane: Plane, prefix: str, out: _Writer) -> dict[str, Any]:
     metadata = plane.metadata
-    for column in EVENT_COLUMNS:
-        out.array(f"{prefix}.{column}", getattr(plane.events, column))
     return {
         "id": plane.id,
         "name": plane.name,
         "events": len(plane.events),
+        "columns": {column: out.array(f"{prefix}.{column}", getattr(plane.events, column)) for column in EVENT_COLUMNS},
         "lines": [[line.id, line.name, line.display_name, line.timestamp_ns, line.duration_ps] for line in plane.lines],
         "names": metadata.names,
         "display_names": metadata.display_names,
@@ -240,8 +239,8 @@ def _put_plane(plane: Plane, prefix: str, out: _Writer) -> dict[str, Any]:
     }
 
 
-def _get_plane(entry: dict[str, Any], prefix: str, files: _Reader) -> Plane:
-    events = EventTable(**{column: files.array(f"{prefix}.{column}") for column in EVENT_COLUMNS})
+def _get_plane(entry: dict[str, Any], files: _Reader) -> Plane:
+    events = EventTable(**{column: files.array(entry["columns"][column]) for column in EVENT_COLUMNS})
     metadata = EventMetadata(
         names=entry["names"],
         display_names=entry["display_names"],
@@ -315,7 +314,7 @@ def open_store(folder: str | os.PathLike[str], source: dict[str, Any] | None = N
     files = _Reader(folder, manifest)
     try:
         document = msgspec.msgpack.decode(encoded)
-        planes = [_get_plane(entry, f"plane{number}", files) for number, entry in enumerate(document["planes"])]
+        planes = [_get_plane(entry, files) for entry in document["planes"]]
         flows_entry = document["flows"]
         flows = FlowTable(**{column: files.array(flows_entry[column]) for column in FLOW_COLUMNS}, categories=flows_entry["categories"])
         profile = Profile(planes, document["start_ns"], document["host"], document["source"], document["format"], flows, document["info"])
@@ -327,15 +326,7 @@ def open_store(folder: str | os.PathLike[str], source: dict[str, Any] | None = N
 
 
 def _manifest(folder: Path) -> dict[str, Any]:
-    try:
-        manifest = read_manifest(folder)
-    except FileNotFoundError:
-        raise StoreFormatError(f"{folder}: not a profile store (no {MANIFEST})") from None
-    except (OSError, ValueError) as error:
-        raise StoreFormatError(f"{folder}: unreadable profile store manifest ({error})") from None
-    if not isinstance(manifest, dict) or manifest.get("version") != FORMAT_VERSION:
-        version = manifest.get("version") if isinstance(manifest, dict) else None
-        raise StoreFormatError(f"{folder}: profile store version {version}, expected {FORMAT_VERSION}")
+    manifest = read_manifest(folder, FORMAT_VERSION, "profile store", StoreFormatError)
     if not all(isinstance(manifest.get(key), kind) for key, kind in (("arrays", dict), ("blobs", dict), ("events", int), ("document", list))):
         raise StoreFormatError(f"{folder}: the profile store manifest lacks its arrays, blobs or counts")
     return manifest
@@ -396,7 +387,6 @@ def load_cached(path: str | os.PathLike[str], root: Path) -> Profile:
     profile = readers.load(source)
     try:
         save_store(profile, folder, identity, replace=False)
-    except StoreUnsupported:
+        return open_store(folder, identity)  # replaces the loaded copy: its pages are the OS cache's, shared
+    except (StoreUnsupported, StoreFormatError):  # what the store cannot keep, or a store gone bad at once: as loaded
         return profile
-    del profile  # the mapped copy replaces it: its pages are the OS cache's, shared
-    return open_store(folder, identity)

@@ -19,7 +19,7 @@ import msgspec
 import numpy as np
 
 from stepscope.errors import StepscopeError
-from stepscope.trace.array_folder import IN_MEMORY_BYTES, MANIFEST, load_array, read_manifest, write_folder
+from stepscope.trace.array_folder import load_array, read_manifest, write_folder
 from stepscope.trace.files import read_cache_file
 
 # 2: the layout leaves hidden planes (Kineto's /host:trace-spans) out of the index.
@@ -27,9 +27,8 @@ from stepscope.trace.files import read_cache_file
 # 4: events are named by their label (XLA's `copy-done.2`, not its HLO text).
 # 5: the manifest keeps the names those labels shorten (``full_names``).
 FORMAT_VERSION = 5
-# Arrays up to IN_MEMORY_BYTES are read into memory, larger ones mapped: at most
-# 13 x 1 MiB per index, for the dashboard's 16 open indexes 208 MiB at worst.
-__all__ = ["IN_MEMORY_BYTES", "MANIFEST", "IndexFormatError", "load_index", "save_index"]
+# Arrays up to array_folder.IN_MEMORY_BYTES are read into memory, larger ones mapped: at
+# most 13 x 1 MiB per index, for the dashboard's 16 open indexes 208 MiB at worst.
 NAMES = "names.json"
 # Array name -> dtype: the index's arrays, which a folder holds exactly.
 ARRAYS: dict[str, type] = {
@@ -68,14 +67,7 @@ def load_index(folder: str | os.PathLike[str]) -> tuple[dict[str, Any], dict[str
     """The folder's manifest, arrays (memory-mapped) and names, checked against each other;
     IndexFormatError names what is missing or wrong."""
     folder = Path(folder)
-    try:
-        manifest = read_manifest(folder)
-    except FileNotFoundError:
-        raise IndexFormatError(f"{folder}: not a trace index (no {MANIFEST})") from None
-    except (OSError, ValueError) as error:
-        raise IndexFormatError(f"{folder}: unreadable trace index manifest ({error})") from None
-    if manifest.get("version") != FORMAT_VERSION:
-        raise IndexFormatError(f"{folder}: trace index version {manifest.get('version')}, expected {FORMAT_VERSION}")
+    manifest = read_manifest(folder, FORMAT_VERSION, "trace index", IndexFormatError)
     arrays = {}
     for name, dtype in ARRAYS.items():
         try:
