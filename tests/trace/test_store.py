@@ -9,6 +9,7 @@ independent path; the large profile's event count from the JSON written here."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import mmap
 import os
@@ -28,7 +29,17 @@ from stepscope.trace.array_folder import IN_MEMORY_BYTES
 from stepscope.trace.files import confine_reads
 from stepscope.trace.model import EVENT_COLUMNS, Profile
 from stepscope.trace.readers import load
-from stepscope.trace.store import DOCUMENT, FORMAT_VERSION, StoreFormatError, load_cached, open_store, save_store, source_identity, store_folder
+from stepscope.trace.store import (
+    DOCUMENT,
+    FORMAT_VERSION,
+    StoreFormatError,
+    StoreUnsupported,
+    load_cached,
+    open_store,
+    save_store,
+    source_identity,
+    store_folder,
+)
 from stepscope.viewer import build_index
 from tests.support.traces import ALL_SHARED_TRACES, ROOT, shared
 
@@ -189,6 +200,13 @@ def test_a_link_out_of_the_confined_folder_never_reaches_a_store(tmp_path: Path)
             load_cached(tmp_path / "logs" / "link.json.gz", root)
     finally:
         confine_reads(None)
+
+
+def test_a_profile_the_store_cannot_keep_is_refused_and_leaves_no_folder(tmp_path: Path) -> None:
+    profile = dataclasses.replace(load(shared(SMALL)), info={"huge": 2**70})  # past MessagePack's integers
+    with pytest.raises(StoreUnsupported, match="the profile's facts cannot be stored"):
+        save_store(profile, tmp_path / "store")
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_changed_source_gets_a_new_store(tmp_path: Path) -> None:

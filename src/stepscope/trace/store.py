@@ -12,8 +12,8 @@ store share its pages through the OS cache instead of each holding the profile. 
 profile is read-only: a tool that wrote into a column would raise, not change the store.
 
 A store is a cache of the source file it was read from (``load_cached``): its folder is
-named by the source's identity (resolved path, size, mtime_ns) and the store's format
-version, under a private cache folder; one that is missing, of another version,
+named by the source's identity (the real path of the file as opened for reading, its size
+and mtime_ns) and the store's format version, under a private cache folder; one that is missing, of another version,
 truncated or inconsistent raises StoreFormatError naming the folder, and is rebuilt.
 Building is atomic (a temporary sibling renamed into place): of two processes building
 the same store at once, the first rename wins and the second drops its copy.
@@ -351,7 +351,7 @@ def load_profile(path: str | Path) -> Profile:
 
 
 def source_identity(path: Path) -> dict[str, Any]:
-    """What names a source file's store: its resolved path, size and mtime_ns, of the file
+    """What names a source file's store: its real path, size and mtime_ns, of the file
     opened as a profile is (``files.open_regular``: a regular file, inside the log directory
     where reads are confined), so that a link to another file's store is never followed
     where reading that file would be refused. ProfileFormatError where it would be."""
