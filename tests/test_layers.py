@@ -27,6 +27,7 @@ of the package's submodules (what ``importlib.import_module`` and the tracer reg
       api (stepscope/__init__, data, keras: the public names and capture's integrations)
                                    capture, trace, its registries
       trace.readers, trace.writers trace.formats, trace
+      trace.store (the profile store)
       trace.formats.<format>       trace (the model); never another format
       trace                        nothing above it
       errors, sizes, jsonform,     the base
@@ -120,7 +121,7 @@ def layer(module: str) -> str:
     if parts[1] == "trace":
         if len(parts) > 2 and parts[2] == "formats":
             return "trace.formats"
-        if module in ("stepscope.trace.readers", "stepscope.trace.writers"):
+        if module in ("stepscope.trace.readers", "stepscope.trace.writers", "stepscope.trace.store"):
             return "trace.registries"
         return "trace"
     if parts[1] in ALLOWED:

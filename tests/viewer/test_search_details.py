@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from stepscope.analysis.steps.steps import find_steps
+from stepscope.trace.array_folder import IN_MEMORY_BYTES, load_array
 from stepscope.trace.readers import load
 from stepscope.viewer import (
     STEPS_PLANE,
@@ -23,7 +24,7 @@ from stepscope.viewer import (
     query,
     summarize,
 )
-from stepscope.viewer.storage import IN_MEMORY_BYTES, IndexFormatError
+from stepscope.viewer.storage import IndexFormatError
 from tests.support.reference.viewer import overlaps, random_profile
 from tests.support.traces import read_json, shared
 
@@ -142,24 +143,23 @@ def test_load_refuses_a_broken_folder(tmp_path, index):
 def test_load_checks_each_array_file_and_maps_only_large_ones(tmp_path):
     """The storage's own array reader: a 2 MiB array is mapped, a 1 KiB one read; a file
     shorter than its header says, a FIFO or a link is refused (a cache file is read only as a plain file of its header's size)."""
-    from stepscope.viewer.storage import _load_array
 
     large, small = np.arange(IN_MEMORY_BYTES // 8 * 2, dtype=np.int64), np.arange(128, dtype=np.int32)  # 2 MiB, 512 bytes
     for name, array in (("large", large), ("small", small)):
         np.save(tmp_path / f"{name}.npy", array)
-    assert isinstance(_load_array(tmp_path / "large.npy"), np.memmap) and np.array_equal(_load_array(tmp_path / "large.npy"), large)
-    loaded = _load_array(tmp_path / "small.npy")
+    assert isinstance(load_array(tmp_path / "large.npy"), np.memmap) and np.array_equal(load_array(tmp_path / "large.npy"), large)
+    loaded = load_array(tmp_path / "small.npy")
     assert not isinstance(loaded, np.memmap) and np.array_equal(loaded, small)
     with open(tmp_path / "small.npy", "r+b") as stream:  # 128-byte header + 512 bytes, less 1
         stream.truncate(128 + 511)
     with pytest.raises(ValueError, match="639 bytes, expected 640"):
-        _load_array(tmp_path / "small.npy")
+        load_array(tmp_path / "small.npy")
     os.mkfifo(tmp_path / "fifo.npy")
     with pytest.raises(OSError, match="not a regular file"):
-        _load_array(tmp_path / "fifo.npy")  # at once: a FIFO is never waited on
+        load_array(tmp_path / "fifo.npy")  # at once: a FIFO is never waited on
     (tmp_path / "link.npy").symlink_to(tmp_path / "large.npy")
     with pytest.raises(OSError):
-        _load_array(tmp_path / "link.npy")  # ELOOP: cache files are never read through a link
+        load_array(tmp_path / "link.npy")  # ELOOP: cache files are never read through a link
 
 
 def test_summarize_a_selection(profile, index):

@@ -61,6 +61,11 @@ def _opened_path(handle: int, path: Path) -> Path | None:
     return real if (opened.st_dev, opened.st_ino) == (named.st_dev, named.st_ino) else None
 
 
+def real_path(stream: io.BufferedReader, path: Path) -> Path | None:
+    """The real path of the file ``stream`` opened as ``path`` (None where it changed since)."""
+    return _opened_path(stream.fileno(), path)
+
+
 def _check_inside(path: Path, handle: int) -> None:
     if _confined_to is None:
         return

@@ -56,6 +56,10 @@ class ConcatStats:
     def take(self, rows: np.ndarray) -> ConcatStats:
         return ConcatStats(self._stores, self._store[rows], self._local[rows])
 
+    def parts(self) -> tuple[list[StatStore], np.ndarray, np.ndarray]:
+        """What the constructor took (``trace.store`` saves them)."""
+        return self._stores, self._store, self._local
+
     def entries(self, rows: np.ndarray, types: EventTypes, skip: frozenset[str] = frozenset()) -> StatEntries:
         """Each store's rows asked of it at once, the answers interleaved back."""
         store_of, local = self._store[rows], self._local[rows]

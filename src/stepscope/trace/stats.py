@@ -20,6 +20,7 @@ their payload, and give many events' stats at once as columns with ``entries`` (
 
 from __future__ import annotations
 
+import mmap
 import struct
 from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any, Protocol
@@ -94,6 +95,10 @@ def plain_translator(args: dict[str, Any], name: str = "", category: str = "") -
     return [stat_from_python(key, value) for key, value in args.items()]
 
 
+# The bytes a store slices its payload from: in memory, or a file mapped read-only by
+# ``trace.store`` (an mmap slices to ``bytes`` as ``bytes`` does).
+Blob = bytes | mmap.mmap
+
 _ARGS_DECODER = msgspec.json.Decoder()
 # What a row's args become where decoding or translating them runs past Python's recursion
 # limit: args nested just under the reader's limit load (the reader decodes them near the
@@ -107,7 +112,7 @@ class JsonStats:
 
     def __init__(
         self,
-        blob: bytes,
+        blob: Blob,
         starts: np.ndarray,
         ends: np.ndarray,
         translate: ArgsTranslator = plain_translator,
@@ -163,6 +168,10 @@ class JsonStats:
 
     def take(self, rows: np.ndarray) -> JsonStats:
         return JsonStats(self._blob, self._starts[rows], self._ends[rows], self._translate)
+
+    def parts(self) -> tuple[Blob, np.ndarray, np.ndarray, ArgsTranslator]:
+        """What the constructor took (``trace.store`` saves them)."""
+        return self._blob, self._starts, self._ends, self._translate
 
     def entries(self, rows: np.ndarray, types: EventTypes, skip: frozenset[str] = frozenset()) -> StatEntries:
         """Rows with args are translated one by one; a row without args gets what its type
@@ -245,7 +254,7 @@ class TextValues:
     shared by many entries, such as XSpace's ref_value names).
     """
 
-    def __init__(self, blob: bytes, offsets: np.ndarray, extra: Sequence[StatValue] = ()) -> None:
+    def __init__(self, blob: Blob, offsets: np.ndarray, extra: Sequence[StatValue] = ()) -> None:
         self._blob = blob
         self._offsets = offsets
         self._count = len(offsets) - 1
@@ -258,6 +267,10 @@ class TextValues:
     def with_extra(self, extra: Sequence[StatValue]) -> TextValues:
         """These values, then ``extra``."""
         return TextValues(self._blob, self._offsets, [*self._extra, *extra])
+
+    def parts(self) -> tuple[Blob, np.ndarray, list[StatValue]]:
+        """What the constructor took (``trace.store`` saves them)."""
+        return self._blob, self._offsets, self._extra
 
     def get(self, index: int, kind: int) -> StatValue:
         if index >= self._count:
@@ -328,14 +341,29 @@ class TypedStats:
         texts: TextValues,
         key_names: Sequence[str],
         rows: np.ndarray | int,
+        boxed: np.ndarray | None = None,
     ) -> TypedStats:
         """A store from columns already sorted by ``event`` (int64), with ``key`` (int32),
         ``kind`` (int8, StatKind) and ``bits`` (int64) as described above; ``rows`` may be
-        the number of events, for a store whose row ``i`` is event ``i``."""
+        the number of events, for a store whose row ``i`` is event ``i``; ``boxed`` marks
+        the entries whose value is ``texts``' object (see ``_encode``)."""
         store = object.__new__(cls)
         store._set(event, key, kind, bits, texts, list(key_names), rows)
-        store._boxed = None
+        store._boxed = boxed
         return store
+
+    def parts(self) -> dict[str, Any]:
+        """:meth:`from_columns`' arguments, by name (``trace.store`` saves them)."""
+        return {
+            "event": self._event,
+            "key": self._key,
+            "kind": self._kind,
+            "bits": self._bits,
+            "texts": self._texts,
+            "key_names": self._key_names,
+            "rows": self._count if self._rows is None else self._rows,
+            "boxed": self._boxed,
+        }
 
     def _set(
         self,

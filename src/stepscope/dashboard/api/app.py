@@ -386,7 +386,7 @@ def create_app(logdir: Path, cache: AnalysisCache, access: Access | None = None)
     app.state.dashboard = dashboard
     app.state.access = access
     app.state.indexes = trace_api.Indexes()
-    app.state.profile_jobs = ProfileJobs(confine=dashboard.logdir)
+    app.state.profile_jobs = ProfileJobs(confine=dashboard.logdir, stores=cache.stores)
     app.state.tool_runs = ToolRuns(app.state.profile_jobs)
     app.state.diffs = Diffs()
     app.state.distributed = DistributedViews(app.state.profile_jobs)

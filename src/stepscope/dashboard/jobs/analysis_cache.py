@@ -32,7 +32,6 @@ import contextlib
 import hashlib
 import json
 import os
-import shutil
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -56,6 +55,7 @@ from stepscope.dashboard.jobs.worker import (
     warm_up,
 )
 from stepscope.errors import StepscopeError
+from stepscope.trace.array_folder import discard_folder
 from stepscope.trace.files import atomic_write, read_cache_file
 
 # What a cached analysis holds, beyond the release: bumped whenever a cached file's content
@@ -64,6 +64,9 @@ from stepscope.trace.files import atomic_write, read_cache_file
 # show, 7: each overview finding's predicted gain, 8: the overview's top ops' full_name), so
 # an older cache folder is never read as the current one.
 ANALYSIS_FORMAT = 8
+# The profile stores (``trace.store``) the workers share, beside the analyses, in a folder
+# per release (whose readers may read a file differently).
+STORES_FOLDER = "profiles"
 
 
 def default_cache_dir() -> Path:
@@ -140,8 +143,10 @@ class AnalysisCache:
         time_limit: float | None = None,
     ) -> None:
         self.root = Path(cache_dir) / "analysis"
-        self.root.mkdir(parents=True, exist_ok=True)
-        os.chmod(self.root, 0o700)  # only this user may reach (and so truncate or replace) what the server maps
+        self.stores = Path(cache_dir) / STORES_FOLDER / __version__
+        for private in (self.root, self.stores.parent, self.stores):
+            private.mkdir(parents=True, exist_ok=True)
+            os.chmod(private, 0o700)  # only this user may reach (and so truncate or replace) what the server and workers map
         self.workers = workers or max(1, (os.cpu_count() or 2) // 2)
         self.memory_limit = default_memory_limit() if memory_limit is None else memory_limit or None
         self.time_limit = default_time_limit() if time_limit is None else time_limit or None
@@ -190,7 +195,7 @@ class AnalysisCache:
 
     def _started_pool(self) -> WorkerPool:
         if self._pool is None:
-            self._pool = spawn_pool(self.workers, self.memory_limit, self._warm, self.time_limit, self.confine)
+            self._pool = spawn_pool(self.workers, self.memory_limit, self._warm, self.time_limit, self.confine, str(self.stores))
         return self._pool
 
     def _submit(self, key: str, path: Path) -> None:
@@ -219,12 +224,8 @@ class AnalysisCache:
     def discard(self, folder: Path) -> None:
         """Moves a damaged analysis folder out of the way (the next request analyses its
         profile again) and removes it; what the server still maps of it stays valid."""
-        if folder.parent != self.root:
-            return
-        aside = self.root / f".{folder.name}.{os.getpid()}.damaged"
-        with contextlib.suppress(OSError):
-            os.replace(folder, aside)
-        shutil.rmtree(aside, ignore_errors=True)
+        if folder.parent == self.root:
+            discard_folder(folder)
 
     def close(self) -> None:
         with self._lock:

@@ -51,6 +51,7 @@ from stepscope.errors import StepscopeError
 from stepscope.sizes import NO_LIMIT, size_setting, size_text
 from stepscope.trace import limits
 from stepscope.trace.files import confine_reads
+from stepscope.trace.store import keep_stores_in
 
 R = TypeVar("R")
 Ts = TypeVarTuple("Ts")
@@ -150,13 +151,15 @@ def _portable(error: BaseException) -> BaseException:
         return RuntimeError(f"{type(error).__name__}: {error}")
 
 
-def _worker_main(connection: Connection, memory_limit: int | None, confine: str | None, warm: Callable[[], None] | None) -> None:
+def _worker_main(connection: Connection, memory_limit: int | None, confine: str | None, stores: str | None, warm: Callable[[], None] | None) -> None:
     """A worker process: confines its reads of profiles to ``confine`` (a folder; None:
-    anywhere), warms up, then runs the jobs it is sent, one at a time, until its pipe
-    closes."""
+    anywhere), keeps the profiles it loads as stores in ``stores`` (``trace.store``; None:
+    reads each from its file), warms up, then runs the jobs it is sent, one at a time,
+    until its pipe closes."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's; it stops us
     _limit_memory(memory_limit)
     confine_reads(confine)
+    keep_stores_in(stores)
     if warm is not None:
         with contextlib.suppress(Exception):  # nothing lost: the first job pays what the warm-up would have
             warm()
@@ -217,9 +220,11 @@ class _Job:
 class _Worker:
     """One worker process and the server's end of its pipe."""
 
-    def __init__(self, context: SpawnContext, memory_limit: int | None, confine: str | None, name: str, warm: Callable[[], None] | None) -> None:
+    def __init__(
+        self, context: SpawnContext, memory_limit: int | None, confine: str | None, stores: str | None, name: str, warm: Callable[[], None] | None
+    ) -> None:
         self.connection, child = context.Pipe()
-        self.process = context.Process(target=_worker_main, args=(child, memory_limit, confine, warm), name=name, daemon=True)
+        self.process = context.Process(target=_worker_main, args=(child, memory_limit, confine, stores, warm), name=name, daemon=True)
         self.process.start()
         child.close()
         self.ready = False
@@ -280,7 +285,9 @@ class WorkerPool:
     it on every try, or the job ran past ``time_limit`` seconds (None: none). A death never
     touches another job. ``warm``: a module-level function each worker process runs as it
     starts, before its first job (its failure is ignored). ``confine``: the folder the
-    workers read profiles from (``files.confine_reads``; None: anywhere).
+    workers read profiles from (``files.confine_reads``; None: anywhere). ``stores``: the
+    folder of the stores the workers keep the profiles they load in and share (``trace.store``;
+    None: each reads its profiles from their files).
     """
 
     def __init__(
@@ -291,9 +298,10 @@ class WorkerPool:
         warm: Callable[[], None] | None = None,
         time_limit: float | None = None,
         confine: str | None = None,
+        stores: str | None = None,
     ) -> None:
         self.workers, self.memory_limit, self.name, self.warm, self.time_limit = workers, memory_limit, name, warm, time_limit
-        self.confine = confine
+        self.confine, self.stores = confine, stores
         self._context = multiprocessing.get_context("spawn")
         self._lock = threading.Condition()
         self._queue: collections.deque[_Job] = collections.deque()
@@ -402,7 +410,7 @@ class WorkerPool:
                 worker.stop()
 
     def _new_worker(self, number: int) -> _Worker:
-        return _Worker(self._context, self.memory_limit, self.confine, f"{self.name}-{number}", self.warm)
+        return _Worker(self._context, self.memory_limit, self.confine, self.stores, f"{self.name}-{number}", self.warm)
 
     def close(self) -> None:
         """Ends the worker processes now, busy or not; queued jobs are cancelled and a
@@ -423,9 +431,14 @@ class WorkerPool:
 
 
 def spawn_pool(
-    workers: int, memory_limit: int | None = None, warm: Callable[[], None] | None = None, time_limit: float | None = None, confine: str | None = None
+    workers: int,
+    memory_limit: int | None = None,
+    warm: Callable[[], None] | None = None,
+    time_limit: float | None = None,
+    confine: str | None = None,
+    stores: str | None = None,
 ) -> WorkerPool:
-    return WorkerPool(workers, memory_limit, warm=warm, time_limit=time_limit, confine=confine)
+    return WorkerPool(workers, memory_limit, warm=warm, time_limit=time_limit, confine=confine, stores=stores)
 
 
 def stop_pool(pool: WorkerPool | None) -> None:

@@ -29,9 +29,9 @@ _profiles: OrderedDict[str, Any] = OrderedDict()
 def _stats(path: str) -> Any:
     """In the worker process: the ``OpStats`` of the profile at ``path``, loaded once (LRU)."""
     from stepscope.analysis.opstats import OpStats
-    from stepscope.trace.readers import load
+    from stepscope.trace.store import load_profile
 
-    stats = _profiles.pop(path, None) or OpStats(load(path))
+    stats = _profiles.pop(path, None) or OpStats(load_profile(path))
     _profiles[path] = stats
     while len(_profiles) > KEPT_PROFILES:
         _profiles.popitem(last=False)
@@ -99,10 +99,12 @@ class ProfileJobs:
     """The server's side: one worker process, created on first use and replaced when it
     dies or runs past its time limit (``pools.WorkerPool``); ``memory_limit`` and
     ``time_limit`` as there (None: the defaults); ``confine``: the folder its worker reads
-    profiles from (None: anywhere)."""
+    profiles from (None: anywhere); ``stores``: the folder of the profile stores it shares
+    with the analysis workers (``trace.store``; None: it reads each profile's file)."""
 
-    def __init__(self, memory_limit: int | None = None, time_limit: float | None = None, confine: Path | None = None) -> None:
+    def __init__(self, memory_limit: int | None = None, time_limit: float | None = None, confine: Path | None = None, stores: Path | None = None) -> None:
         self._confine = None if confine is None else str(confine)
+        self._stores = None if stores is None else str(stores)
         self._lock = threading.Lock()
         self._memory_limit = default_memory_limit() if memory_limit is None else memory_limit or None
         self._time_limit = default_time_limit() if time_limit is None else time_limit or None
@@ -111,7 +113,7 @@ class ProfileJobs:
     def submit(self, function: Callable[[*Ts], R], *args: *Ts) -> Future[R]:
         with self._lock:
             if self._pool is None:
-                self._pool = spawn_pool(1, self._memory_limit, time_limit=self._time_limit, confine=self._confine)
+                self._pool = spawn_pool(1, self._memory_limit, time_limit=self._time_limit, confine=self._confine, stores=self._stores)
             return self._pool.submit(function, *args)
 
     def run(self, what: str, function: Callable[[*Ts], R], *args: *Ts) -> R:

@@ -35,7 +35,7 @@ from stepscope.errors import StepscopeError
 from stepscope.trace import readers
 from stepscope.trace.files import atomic_write
 from stepscope.trace.model import Profile
-from stepscope.trace.readers import load
+from stepscope.trace.store import load_profile
 from stepscope.viewer import build_index
 
 # Result files in a profile's cache folder (the INDEX tool's: an index folder, and its
@@ -181,7 +181,7 @@ def analyse(profile_path: str, folder: str, progress_path: str) -> None:
     """
     target, progress_file, started = Path(folder), Path(progress_path), time.monotonic()
     write_progress(progress_file, Progress("loading", 0.02, f"reading {Path(profile_path).name}"))
-    profile = load(profile_path)
+    profile = load_profile(profile_path)  # from the store the workers share, built on the first read
     remove_abandoned_staging(target)
     staging = Path(tempfile.mkdtemp(prefix=f".{target.name}.{os.getpid()}.", dir=target.parent))
     try:
