@@ -481,9 +481,10 @@ def _assemble(profile: Profile, part: _Part, anchor: tuple[int, int] | None, ste
 
 def _correlations(profile: Profile, plane: np.ndarray, row: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     corr = np.full(len(nodes), NO_ID, dtype=np.int64)
+    node_plane, node_row = plane[nodes], row[nodes]
     for index, source in enumerate(profile.planes):
-        mine = plane[nodes] == index
-        corr[mine] = source.events.correlation_id[row[nodes[mine]]]
+        mine = np.flatnonzero(node_plane == index)
+        corr[mine] = source.events.correlation_id[node_row[mine]]
     return corr
 
 
