@@ -450,13 +450,14 @@ def _assemble(profile: Profile, part: _Part, anchor: tuple[int, int] | None, ste
     cross = cross_edges(profile, Nodes(start, end, kind, plane, line, row, node_class == HOST_CLASS, next_node, prev_node, launched))
     fixed[synced] = np.where(kind[synced] == Kind.LAUNCH, typical, 0)
     fixed[cross.waiting] = 0
-    src = np.concatenate((chain_src, launch_src, sync_src, cross.src))
-    dst = np.concatenate((chain_dst, launch_dst, sync_dst, cross.dst))
-    nominal = np.concatenate((np.zeros(len(chain_src) + len(launch_src), dtype=np.int64), sync_weight, cross.weight))
-    gap = np.concatenate((chain_gap, np.full(len(launch_src), Kind.LAUNCH, dtype=np.int8), np.full(len(sync_src), Kind.SYNC, dtype=np.int8), cross.gap))
-    forward = src < dst
-    src, dst, nominal, gap = src[forward], dst[forward], nominal[forward], gap[forward]
-    weight = np.minimum(nominal, start[dst] - (start[src] + fixed[src]))
+    finish = start + fixed
+    parts = [
+        _forward(chain_src, chain_dst, None, chain_gap, start, finish),
+        _forward(launch_src, launch_dst, None, np.full(len(launch_src), Kind.LAUNCH, dtype=np.int8), start, finish),
+        _forward(sync_src, sync_dst, sync_weight, np.full(len(sync_src), Kind.SYNC, dtype=np.int8), start, finish),
+        _forward(cross.src, cross.dst, cross.weight, cross.gap, start, finish),
+    ]
+    src, dst, weight, gap = (np.concatenate(columns) for columns in zip(*parts))
     by_dst = np.argsort(dst, kind="stable")
     offsets = np.zeros(len(start) + 1, dtype=np.int64)  # where each node's in-edges begin
     np.cumsum(np.bincount(dst, minlength=len(start)), out=offsets[1:])
@@ -477,6 +478,22 @@ def _assemble(profile: Profile, part: _Part, anchor: tuple[int, int] | None, ste
         step_start_node=step_start_node,
         step_end_node=step_end_node,
     )
+
+
+def _forward(
+    src: np.ndarray, dst: np.ndarray, nominal: np.ndarray | None, gap: np.ndarray, start: np.ndarray, finish: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The edges that run forward (module docstring), each with its effective weight: its
+    ``nominal`` one (0 where None) clipped to the time between the source's fixed part and
+    the destination's start. Filtered one kind of edge at a time, and not at all where all
+    run forward (the line chains), since at 10M nodes every copy of the edges costs."""
+    forward = src < dst
+    if not forward.all():
+        src, dst, gap = src[forward], dst[forward], gap[forward]
+        nominal = None if nominal is None else nominal[forward]
+    slack = start[dst] - finish[src]
+    weight = np.minimum(slack, 0 if nominal is None else nominal, out=slack)
+    return src, dst, weight, gap
 
 
 def _correlations(profile: Profile, plane: np.ndarray, row: np.ndarray, nodes: np.ndarray) -> np.ndarray:
