@@ -426,8 +426,8 @@ def _assemble(profile: Profile, part: _Part, anchor: tuple[int, int] | None, ste
     node_class = joined(part.cls, np.int8)
     # Processing order (module docstring): start, class, line, then end and the order added.
     # A line's nodes come out in its line order (start, end, order added), so each line's
-    # chain is its nodes in number order. Lines are numbered (class, plane, line) densely,
-    # a small integer key that sorts faster than the 64-bit one.
+    # chain is its nodes in number order. Lines (a line's nodes share one class) are
+    # numbered (class, plane, line) densely: a small key that sorts faster than 64 bits.
     line_base = np.cumsum([0] + [len(source.lines) for source in profile.planes])
     line_count = int(line_base[-1])
     code = line_base[:-1][plane] + line + node_class.astype(np.int64) * line_count
