@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 
 import numpy as np
@@ -9,7 +10,7 @@ import pytest
 
 import stepscope
 from stepscope.analysis import run_tool
-from stepscope.analysis.steps.classify import Activity, _device_type_activity
+from stepscope.analysis.steps.classify import COLLECTIVE, Activity, _device_type_activity
 
 
 @pytest.mark.parametrize(
@@ -85,3 +86,33 @@ def test_a_step_marker_is_not_host_compute(tmp_path):
         breakdown = step["breakdown"]
         assert breakdown["host_compute_ps"] == duration
         assert breakdown["idle_ps"] == step["step_time_ps"] - duration
+
+
+def test_collective_pattern_matches_exactly_the_plain_alternation() -> None:
+    # COLLECTIVE carries a lookahead on the alternatives' first letters for speed; it must
+    # match where the bare alternation (written out here) does, at the same span.
+    plain = re.compile(
+        r"nccl|rccl|all[-_]?reduce|all[-_]?gather|reduce[-_]?scatter|all[-_]?to[-_]?all|collective[-_]?permute|collective[-_]?broadcast|SendRecv",
+        re.IGNORECASE,
+    )
+    names = [
+        "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int, at::native::FillFunctor<float>)",
+        "x_NCCLKernel_AllReduce",
+        "RCCL_all_gather",
+        "xla::ALLTOALL.2",
+        "fusion.reduce-scatter.7",
+        "Collective_Broadcast",
+        "cross_entropy_sendrecv",
+        "all reduce",  # a space is no separator: no match
+        "\u017fendrecv",  # LATIN SMALL LETTER LONG S folds to 's' under IGNORECASE
+        "",
+    ]
+
+    def spans(pattern: re.Pattern[str]) -> list[tuple[int, int] | None]:
+        return [match.span() if (match := pattern.search(name)) else None for name in names]
+
+    found = spans(COLLECTIVE)
+    assert found == spans(plain)
+    # By hand: no match, then the spans of "NCCL", "RCCL", "ALLTOALL", "reduce-scatter",
+    # "Collective_Broadcast", "sendrecv", none, long-s "sendrecv", none.
+    assert found == [None, (2, 6), (0, 4), (5, 13), (7, 21), (0, 20), (14, 22), None, (0, 8), None]
