@@ -209,6 +209,16 @@ def test_a_profile_the_store_cannot_keep_is_refused_and_leaves_no_folder(tmp_pat
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_store_that_cannot_be_written_leaves_the_profile_as_loaded(tmp_path: Path) -> None:
+    """The stores' root is a file, so no store can be written there (as on a full disk or
+    a read-only cache): the profile comes back as read from its file, equal to a direct
+    load, and nothing is left beside it."""
+    root = tmp_path / "stores"
+    root.write_bytes(b"not a folder")
+    assert_same_profile(load(shared(SMALL)), load_cached(shared(SMALL), root))
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["stores"] and root.read_bytes() == b"not a folder"
+
+
 def test_a_changed_source_gets_a_new_store(tmp_path: Path) -> None:
     source = tmp_path / "trace.json.gz"
     source.write_bytes(shared(SMALL).read_bytes())

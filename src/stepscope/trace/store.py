@@ -373,7 +373,8 @@ def store_folder(root: Path, identity: dict[str, Any]) -> Path:
 def load_cached(path: str | os.PathLike[str], root: Path) -> Profile:
     """The profile of the file ``path`` from its store under ``root``, built there first
     where missing or refused (a damaged one is discarded): read once, then mapped by every
-    process that asks. A profile the store cannot keep is returned as loaded."""
+    process that asks. A profile the store cannot keep, or cannot write (a full disk, a
+    cache folder it may not write in), is returned as loaded: the store is a cache."""
     source = Path(path)
     identity = source_identity(source)
     folder = store_folder(root, identity)
@@ -382,11 +383,11 @@ def load_cached(path: str | os.PathLike[str], root: Path) -> Profile:
     except StoreFormatError:
         if os.path.lexists(folder):
             discard_folder(folder)
-    root.mkdir(parents=True, exist_ok=True)
-    os.chmod(root, 0o700)  # only this user may reach (and so truncate or replace) what the workers map
     profile = readers.load(source)
     try:
+        root.mkdir(parents=True, exist_ok=True)
+        os.chmod(root, 0o700)  # only this user may reach (and so truncate or replace) what the workers map
         save_store(profile, folder, identity, replace=False)
         return open_store(folder, identity)  # replaces the loaded copy: its pages are the OS cache's, shared
-    except (StoreUnsupported, StoreFormatError):  # what the store cannot keep, or a store gone bad at once: as loaded
+    except (StoreUnsupported, StoreFormatError, OSError):  # not kept, gone bad at once, or not written: as loaded
         return profile

@@ -1,8 +1,9 @@
 """Work that needs a loaded Profile after the analysis: an event's details and flows,
-"export this range", a flame graph file, and a tool run with options other than its defaults. It runs in a
-separate process that keeps the last few profiles loaded (with their ``OpStats``, which
-the tools share), so the first click on a big profile pays the load and the next ones do
-not, while the server process never holds a profile (only the memory-mapped trace index).
+"export this range", a flame graph file, and a tool run with options other than its
+defaults. It runs in a separate process that keeps the last few profiles loaded (with
+their ``OpStats``, which the tools share), so the first click on a big profile pays the
+load and the next ones do not, while the server process never holds a profile (only the
+memory-mapped trace index).
 """
 
 from __future__ import annotations
